@@ -1,0 +1,124 @@
+"""The callback envelope (SPEC.md §7): what a fire hands to a hook session and to /hooks/sentinel.
+
+Pure: building an envelope is a function of the watcher, the observation and the instant.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+from ulid import ULID
+
+from sentinel_hooks.canonical import canonical_json, sha256_hex
+
+TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
+Route = Literal["watcher", "/hooks/sentinel", "manual"]
+TRUNCATED_KEY = "__truncated"
+
+
+class EnvelopePart(BaseModel):
+    """Envelope parts: camelCase on the wire, unknown keys refused (external envelopes too)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        validate_by_alias=True,
+        validate_by_name=True,
+        serialize_by_alias=True,
+        frozen=True,
+    )
+
+
+class EnvelopeWatcher(EnvelopePart):
+    id: str = Field(min_length=1, max_length=128)
+    skill_id: str | None = None
+    event_name: str = Field(min_length=1)
+    intent: str | None = None
+    strategy: str | None = None
+    endpoint: str | None = None
+    match: Literal["all", "any"] = "all"
+    conditions: list[Any] = Field(default_factory=list)
+    fire_once: bool = False
+    tags: list[str] = Field(default_factory=list)
+
+
+class EnvelopeTrigger(EnvelopePart):
+    kind: TriggerKind = "match"
+    matched_at: str
+    dedupe_key: str | None = Field(default=None, min_length=1, max_length=512)
+    priority: Literal["low", "normal", "high", "critical"] = "normal"
+
+
+class EnvelopeMode(EnvelopePart):
+    environment: Literal["prod", "test"] = "prod"
+    operator_goal: str = ""
+    autonomy: Literal["act", "notify_only", "escalate_only"] = "act"
+
+
+class EnvelopeDelivery(EnvelopePart):
+    targets: list[str] = Field(default_factory=list)
+    timeout_ms: int = Field(default=30000, gt=0)
+    fallback_mode: Literal["concise", "none"] = "concise"
+
+
+class EnvelopeSource(EnvelopePart):
+    service: str = "sentinel"
+    route: Route = "watcher"
+
+
+class Envelope(EnvelopePart):
+    """A callback: who fired, why, what was seen, and where the answer must go."""
+
+    type: Literal["sentinel.callback"] = "sentinel.callback"
+    version: Literal["1"] = "1"
+    callback_id: str = Field(default_factory=lambda: str(ULID()))
+    watcher: EnvelopeWatcher
+    trigger: EnvelopeTrigger
+    mode: EnvelopeMode = Field(default_factory=EnvelopeMode)
+    operator_goal_runtime_context: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+    payload: Any = None
+    delivery: EnvelopeDelivery = Field(default_factory=EnvelopeDelivery)
+    source: EnvelopeSource = Field(default_factory=EnvelopeSource)
+
+    @field_validator("callback_id")
+    @classmethod
+    def _callback_id_is_ulid(cls, value: str) -> str:
+        try:
+            ULID.from_str(value)
+        except ValueError as exc:
+            raise ValueError(f"callbackId {value!r} is not a ULID (26 Crockford base32 characters)") from exc
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire form (camelCase keys)."""
+        return self.model_dump(mode="json")
+
+
+def new_callback_id() -> str:
+    """A fresh ULID: unique, and sortable by creation time."""
+    return str(ULID())
+
+
+def default_dedupe_key(watcher_id: str, event_name: str, payload: Any) -> str:
+    """sha256 of watcher id + eventName + canonical JSON of the observed payload."""
+    return sha256_hex("\n".join((watcher_id, event_name, canonical_json(payload))))
+
+
+def truncate_payload(payload: Any, max_chars: int) -> Any:
+    """``payload`` unchanged when its compact JSON fits in ``max_chars``, else a marked preview.
+
+    The preview keeps the first characters of the JSON text, so an agent still sees the
+    shape, and says how large the original was.
+    """
+    text = canonical_json(payload)
+    if len(text) <= max_chars:
+        return payload
+    return {TRUNCATED_KEY: True, "originalChars": len(text), "preview": text[:max_chars]}
+
+
+def envelope_json_schema() -> dict[str, Any]:
+    """JSON Schema of the envelope, for receivers and for POST /hooks/sentinel clients."""
+    return Envelope.model_json_schema(by_alias=True)

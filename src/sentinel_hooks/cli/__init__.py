@@ -1,0 +1,56 @@
+"""The ``sentinel`` command. ``main()`` is the one place CLI errors are rendered."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from sentinel_hooks.cli.app import app
+from sentinel_hooks.cli.output import print_error
+from sentinel_hooks.errors import ConfigError, SentinelError
+
+EXIT_OK = 0
+EXIT_INVALID = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return (and exit with) SPEC.md §10's exit codes, never a traceback."""
+    try:
+        result = app.main(args=argv, prog_name="sentinel", standalone_mode=False)
+    except click.exceptions.UsageError as exc:
+        exc.show()
+        code = EXIT_USAGE
+    except click.exceptions.Abort:
+        print_error("aborted")
+        code = EXIT_INVALID
+    except click.exceptions.Exit as exc:
+        code = exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        code = EXIT_INVALID
+    except ConfigError as exc:
+        for issue in exc.issues:
+            print_error(str(issue), prefix=False)
+        code = EXIT_INVALID
+    except SentinelError as exc:
+        print_error(str(exc))
+        code = EXIT_INVALID
+    except KeyboardInterrupt:
+        code = 130
+    except Exception as exc:  # the last line of defence: users never see a traceback
+        if os.environ.get("SENTINEL_DEBUG"):
+            raise
+        print_error(f"internal error: {type(exc).__name__}: {exc} (set SENTINEL_DEBUG=1 for details)")
+        code = EXIT_INVALID
+    else:
+        code = result if isinstance(result, int) else EXIT_OK
+    return code
+
+
+def entry() -> None:
+    """The console-script entry point."""
+    sys.exit(main())

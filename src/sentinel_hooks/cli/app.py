@@ -1,0 +1,180 @@
+"""The commands of ``sentinel`` (SPEC.md §10) that work without a running service."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import TypeAdapter
+
+from sentinel_hooks.callbacks.envelope import envelope_json_schema
+from sentinel_hooks.cli.output import compact, print_json, stdout_console
+from sentinel_hooks.cli.project import write_example
+from sentinel_hooks.cli.watcher_arg import resolve_watcher
+from sentinel_hooks.clock import SystemClock
+from sentinel_hooks.config.loader import config_path, load_config
+from sentinel_hooks.config.watcher import WatcherSpec
+from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.watchers.dryrun import DryRun, dry_run
+from sentinel_hooks.watchers.paths import MISSING
+
+CONFIG_HELP = "sentinel.yaml (default: $SENTINEL_CONFIG, else ./sentinel.yaml)"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="sentinel-hooks", prog_name="sentinel")
+def app() -> None:
+    """Sentinel: watch the outside world and wake an AI agent only when something matters."""
+
+
+def config_option(function: Any) -> Any:
+    return click.option("--config", "-c", "config", default=None, metavar="FILE", help=CONFIG_HELP)(function)
+
+
+def json_flag(function: Any) -> Any:
+    return click.option("--json", "as_json", is_flag=True, help="print JSON instead of text")(function)
+
+
+@app.command()
+@click.argument("directory", type=click.Path(path_type=Path), default=Path("."))
+@click.option("--force", is_flag=True, help="overwrite existing files")
+def init(directory: Path, force: bool) -> None:
+    """Write a working example project (config, watchers, a skill) into DIRECTORY."""
+    written = write_example(directory, force=force)
+    console = stdout_console()
+    for path in written:
+        console.print(f"wrote {path}")
+    config = directory / "sentinel.yaml"
+    console.print(f"\nnext: sentinel validate -c {config}   then: sentinel run -c {config}")
+
+
+@app.command()
+@config_option
+@json_flag
+def validate(config: str | None, as_json: bool) -> None:
+    """Check config, watchers, skills, templates and regexes; print file:line: message per error."""
+    loaded = load_config(config_path(config, os.environ))
+    summary = {
+        "ok": True,
+        "config": str(loaded.path),
+        "watchers": len(loaded.watchers),
+        "skills": len(loaded.skills),
+        "targets": len(loaded.service.targets),
+        "models": len(loaded.service.models),
+    }
+    if as_json:
+        print_json(summary)
+        return
+    stdout_console().print(
+        f"ok: {loaded.path} — {summary['watchers']} watcher(s), {summary['skills']} skill(s), "
+        f"{summary['targets']} target(s), {summary['models']} model(s)"
+    )
+
+
+@app.command()
+@click.option("--envelope", is_flag=True, help="print the callback envelope's schema instead")
+def schema(envelope: bool) -> None:
+    """Print the JSON Schema of watcher files (for editors)."""
+    if envelope:
+        print_json(envelope_json_schema())
+        return
+    watcher_schema = TypeAdapter(WatcherSpec).json_schema(by_alias=True)
+    defs = watcher_schema.pop("$defs", {})
+    document = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "Sentinel watcher file",
+        "description": "One watcher, or a list of watchers under `watchers:`.",
+        "oneOf": [
+            {"$ref": "#/$defs/Watcher"},
+            {
+                "type": "object",
+                "properties": {"watchers": {"type": "array", "items": {"$ref": "#/$defs/Watcher"}}},
+                "required": ["watchers"],
+                "additionalProperties": False,
+            },
+        ],
+        "$defs": {**defs, "Watcher": watcher_schema},
+    }
+    print_json(document)
+
+
+def _json_argument(text: str | None, option: str) -> Any:
+    """``--payload``/``--previous``: inline JSON, or ``@FILE``."""
+    if text is None:
+        return MISSING
+    source = text
+    if text.startswith("@"):
+        try:
+            source = Path(text[1:]).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise SentinelError(f"{option}: cannot read {text[1:]!r}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(source)
+    except json.JSONDecodeError as exc:
+        raise SentinelError(
+            f"{option}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from exc
+
+
+@app.command("test")
+@click.argument("watcher")
+@config_option
+@click.option("--payload", default=None, metavar="JSON|@FILE", help="sample observation")
+@click.option("--previous", default=None, metavar="JSON|@FILE", help="the observation before it")
+@json_flag
+def test_watcher(
+    watcher: str, config: str | None, payload: str | None, previous: str | None, as_json: bool
+) -> None:
+    """Dry run: evaluate one watcher against a sample payload; nothing is sent."""
+    sample = _json_argument(payload, "--payload")
+    before = _json_argument(previous, "--previous")
+    target = resolve_watcher(watcher, config)
+    result = dry_run(
+        target.spec,
+        target.service,
+        payload={} if sample is MISSING else sample,
+        previous=before,
+        now=SystemClock().now(),
+        base_dir=target.base_dir,
+        redactor=target.redactor,
+    )
+    if as_json:
+        print_json(result.to_json())
+        return
+    _print_dry_run(target.spec.id, result, payload_given=sample is not MISSING)
+
+
+def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> None:
+    from rich.table import Table
+
+    console = stdout_console()
+    if not payload_given:
+        console.print("(no --payload given: evaluating against {})")
+    if result.conditions:
+        table = Table(title=f"conditions of {watcher_id}", title_justify="left")
+        for column in ("path", "op", "value", "actual", "result"):
+            table.add_column(column)
+        for row in result.conditions:
+            table.add_row(
+                row["path"],
+                row["op"],
+                compact(row["value"]),
+                compact(row["actual"]),
+                "[green]true[/green]" if row["result"] else "[red]false[/red]",
+            )
+        console.print(table)
+    else:
+        console.print(f"{watcher_id} has no conditions: every observation matches")
+    console.print(f"matched: {'yes' if result.matched else 'no'}")
+    if result.error is not None:
+        console.print(f"fires: no — template error at fire time: {result.error}")
+        return
+    console.print(f"fires: {'yes (' + str(result.kind) + ')' if result.fires else 'no'}")
+    if result.message is not None:
+        console.print(f"message: {result.message}")
+    if result.envelope is not None:
+        console.print("envelope:")
+        console.print_json(json.dumps(result.envelope, ensure_ascii=False))

@@ -1,0 +1,63 @@
+"""Injected time, so logic never calls ``datetime.now()`` and tests control the clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+
+class Clock(Protocol):
+    """Source of the current instant (timezone-aware UTC) and of waiting."""
+
+    def now(self) -> datetime: ...
+
+    async def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """The real wall clock."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class FakeClock:
+    """A clock that moves only when told to; ``sleep`` advances it instantly."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float) -> None:
+        self._now += timedelta(seconds=seconds)
+
+    async def sleep(self, seconds: float) -> None:
+        self.advance(seconds)
+        await asyncio.sleep(0)
+
+
+def to_ms(at: datetime) -> int:
+    """Milliseconds since the epoch for an aware datetime."""
+    return int(at.timestamp() * 1000)
+
+
+def from_ms(ms: int) -> datetime:
+    """Aware UTC datetime from milliseconds since the epoch."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def iso(at: datetime) -> str:
+    """ISO 8601 UTC with milliseconds and ``Z`` (the API's time format)."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
+
+
+def monotonic_s() -> float:
+    """Seconds from a monotonic source, for measuring durations."""
+    return time.monotonic()

@@ -1,0 +1,153 @@
+"""Checks that need the service configuration: limits, allowed hosts, named targets/models/skills.
+
+Each check returns ``(key path, message)`` pairs; the loader turns them into
+``file:line: key: message`` issues using the file's line map.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.config.hosts import host_allowed, url_host
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.targets import SlackTargetSpec
+from sentinel_hooks.config.watcher import AnyWatcher, Scheduled
+from sentinel_hooks.config.yamlfile import Loc
+from sentinel_hooks.watchers.conditions import count_conditions
+
+Problem = tuple[Loc, str]
+
+
+def host_problem(url: str, allowed: list[str]) -> str | None:
+    """Why ``url`` may not be reached under ``allowedHosts``, or None when it may."""
+    host = url_host(url)
+    if host is None:
+        return f"{url!r} has no host"
+    if host_allowed(host, allowed):
+        return None
+    listed = ", ".join(allowed) if allowed else "nothing (the list is empty)"
+    return (
+        f"host {host!r} is not in allowedHosts (it allows {listed}); "
+        f"add {host!r} to allowedHosts in sentinel.yaml"
+    )
+
+
+def resolve_under(base_dir: Path, relative: str) -> Path | None:
+    """``relative`` resolved inside ``base_dir`` (symlinks followed), or None if it escapes."""
+    base = base_dir.resolve()
+    candidate = (base / relative).resolve()
+    if candidate == base or base in candidate.parents:
+        return candidate
+    return None
+
+
+def check_watcher(
+    watcher: AnyWatcher,
+    raw: Mapping[str, Any],
+    *,
+    config: ServiceConfig,
+    skills: Mapping[str, object],
+    base_dir: Path,
+) -> list[Problem]:
+    """Everything about ``watcher`` that depends on sentinel.yaml and the project files."""
+    problems: list[Problem] = []
+    limits = config.limits
+    interval = watcher.interval_ms if isinstance(watcher, Scheduled) else None
+    if interval is not None and interval < limits.min_interval_ms:
+        problems.append(
+            (
+                ("intervalMs",),
+                f"{interval} is below limits.minIntervalMs "
+                f"({limits.min_interval_ms}); poll less often or lower the limit",
+            )
+        )
+    url_key = "redisUrl" if "redisUrl" in raw else "endpoint"
+    for url in watcher.endpoint_urls():
+        reason = host_problem(url, config.allowed_hosts)
+        if reason is not None:
+            problems.append(((url_key,), reason))
+    goal = watcher.fire.operator_goal
+    if len(goal) > config.max_operator_goal_chars:
+        problems.append(
+            (
+                (("fire", "operatorGoal")),
+                f"operatorGoal has {len(goal)} characters; the limit "
+                f"is maxOperatorGoalChars ({config.max_operator_goal_chars})",
+            )
+        )
+    leaves = count_conditions(watcher.conditions)
+    if leaves > limits.max_conditions_per_watcher:
+        problems.append(
+            (
+                ("conditions",),
+                f"{leaves} conditions; the limit is "
+                f"limits.maxConditionsPerWatcher ({limits.max_conditions_per_watcher})",
+            )
+        )
+    targets = list(config.targets)
+    for index, name in enumerate(watcher.delivery_targets):
+        if name not in config.targets:
+            problems.append((("deliveryTargets", index), _unknown("target", name, targets)))
+    if watcher.fire.model is not None and watcher.fire.model not in config.models:
+        problems.append((("fire", "model"), _unknown("model", watcher.fire.model, list(config.models))))
+    if watcher.skill_id is not None and watcher.skill_id not in skills:
+        problems.append(
+            (
+                ("skillId",),
+                f"skill {watcher.skill_id!r} not found: expected "
+                f"{config.skills_dir}/{watcher.skill_id}/SKILL.md{did_you_mean(watcher.skill_id, skills)}",
+            )
+        )
+    goal_file = watcher.fire.operator_goal_file
+    if goal_file is not None:
+        problems.extend(_goal_file_problems(goal_file, base_dir))
+    return problems
+
+
+def _goal_file_problems(goal_file: str, base_dir: Path) -> list[Problem]:
+    loc: Loc = ("fire", "operatorGoalFile")
+    resolved = resolve_under(base_dir, goal_file)
+    if resolved is None:
+        return [
+            (
+                loc,
+                f"{goal_file!r} lies outside the project directory {str(base_dir)!r}; "
+                "operatorGoalFile must be inside it",
+            )
+        ]
+    if not resolved.is_file():
+        return [(loc, f"file {goal_file!r} not found (relative to {str(base_dir)!r})")]
+    return []
+
+
+def check_service(config: ServiceConfig) -> list[Problem]:
+    """Cross-references inside sentinel.yaml itself."""
+    problems: list[Problem] = []
+    if config.default_hook_model is not None and config.default_hook_model not in config.models:
+        problems.append(
+            (
+                ("defaultHookModel",),
+                _unknown("model", config.default_hook_model, list(config.models)),
+            )
+        )
+    for index, name in enumerate(config.escalation_targets):
+        if name not in config.targets:
+            problems.append((("escalationTargets", index), _unknown("target", name, list(config.targets))))
+    for name, target in config.targets.items():
+        if isinstance(target, SlackTargetSpec):
+            key = "webhookUrl" if target.webhook_url is not None else "apiBase"
+        else:
+            key = "url"
+        for url in target.urls():
+            reason = host_problem(url, config.allowed_hosts)
+            if reason is not None:
+                problems.append((("targets", name, key), reason))
+    return problems
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> str:
+    listed = ", ".join(known) if known else f"none are configured (add one under {kind}s: in sentinel.yaml)"
+    return f"unknown {kind} {name!r}{did_you_mean(name, known)}; known {kind}s: {listed}"

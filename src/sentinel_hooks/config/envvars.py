@@ -1,0 +1,72 @@
+"""``${env:NAME}`` and ``${env:NAME:-default}`` interpolation in configuration values.
+
+Only the loader reads the environment. Every value that came from it is collected so the
+service can redact it (it may be a token); defaults written in the file are not secret.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sentinel_hooks.config.yamlfile import Loc
+
+ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_MALFORMED = re.compile(r"\$\{env:(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
+
+
+@dataclass
+class Interpolation:
+    """The result of interpolating one document."""
+
+    data: Any
+    secrets: set[str] = field(default_factory=set)
+    problems: list[tuple[Loc, str]] = field(default_factory=list)
+
+
+def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
+    """Replace env references in every string value (keys are left alone)."""
+    result = Interpolation(data=None)
+    result.data = _walk(data, (), environ, result)
+    return result
+
+
+def _walk(node: Any, loc: Loc, environ: Mapping[str, str], result: Interpolation) -> Any:
+    if isinstance(node, dict):
+        return {key: _walk(value, (*loc, key), environ, result) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_walk(value, (*loc, i), environ, result) for i, value in enumerate(node)]
+    if isinstance(node, str) and "${env:" in node:
+        return _substitute(node, loc, environ, result)
+    return node
+
+
+def _substitute(text: str, loc: Loc, environ: Mapping[str, str], result: Interpolation) -> str:
+    if _MALFORMED.search(text):
+        result.problems.append(
+            (
+                loc,
+                f"malformed environment reference in {text!r}: write ${{env:NAME}} or ${{env:NAME:-default}}",
+            )
+        )
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        value = environ.get(name)
+        if value is not None:
+            result.secrets.add(value)
+            return value
+        if default is not None:
+            return default
+        result.problems.append(
+            (
+                loc,
+                f"environment variable {name} is not set (set it, or give a default: ${{env:{name}:-value}})",
+            )
+        )
+        return ""
+
+    return ENV_REFERENCE.sub(replace, text)

@@ -1,0 +1,114 @@
+"""The ``fire:`` block of a watcher: what a match produces (SPEC.md §2.2, §4)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, PrivateAttr, field_validator, model_validator
+
+from sentinel_hooks.callbacks.templating import (
+    CompiledText,
+    CompiledValue,
+    compile_text,
+    compile_value,
+)
+from sentinel_hooks.config.base import PositiveMs, Spec
+from sentinel_hooks.errors import TemplateError
+
+Priority = Literal["low", "normal", "high", "critical"]
+
+
+def _checked_value(template: Any, name: str) -> Any:
+    try:
+        compile_value(template, name=name)
+    except TemplateError as exc:
+        raise ValueError(str(exc)) from exc
+    return template
+
+
+def _checked_text(template: str | None, name: str) -> str | None:
+    if template is None:
+        return None
+    try:
+        compile_text(template, name=name)
+    except TemplateError as exc:
+        raise ValueError(str(exc)) from exc
+    return template
+
+
+class FireSpec(Spec):
+    """What a watcher sends when it fires."""
+
+    event_name: str | None = Field(default=None, min_length=1, max_length=200)
+    intent: str | None = Field(default=None, min_length=1, max_length=200)
+    priority: Priority = "normal"
+    operator_goal: str = ""
+    operator_goal_file: str | None = None
+    model: str | None = None
+    session_group: str | None = Field(default=None, min_length=1)
+    payload_template: dict[str, Any] | None = None
+    context_template: dict[str, Any] | None = None
+    dedupe_key_template: str | None = Field(default=None, min_length=1)
+    trigger: Literal["edge", "level"] | None = None
+    repeat_interval_ms: PositiveMs | None = None
+    notify_resolved: bool = False
+    message_template: str | None = Field(default=None, min_length=1)
+    escalate: bool = False
+    notification_payload_mode: Literal["inherit", "none", "concise", "debug"] = "inherit"
+
+    _payload: CompiledValue | None = PrivateAttr(default=None)
+    _context: CompiledValue | None = PrivateAttr(default=None)
+    _dedupe: CompiledText | None = PrivateAttr(default=None)
+    _message: CompiledText | None = PrivateAttr(default=None)
+
+    @field_validator("payload_template")
+    @classmethod
+    def _payload_template_compiles(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _checked_value(value, "fire.payloadTemplate") if value is not None else None
+
+    @field_validator("context_template")
+    @classmethod
+    def _context_template_compiles(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return _checked_value(value, "fire.contextTemplate") if value is not None else None
+
+    @field_validator("dedupe_key_template")
+    @classmethod
+    def _dedupe_template_compiles(cls, value: str | None) -> str | None:
+        return _checked_text(value, "fire.dedupeKeyTemplate")
+
+    @field_validator("message_template")
+    @classmethod
+    def _message_template_compiles(cls, value: str | None) -> str | None:
+        return _checked_text(value, "fire.messageTemplate")
+
+    @model_validator(mode="after")
+    def _repeat_needs_edge(self) -> FireSpec:
+        if self.repeat_interval_ms is not None and self.trigger == "level":
+            raise ValueError("repeatIntervalMs applies to edge triggers; remove it or use trigger: edge")
+        return self
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.payload_template is not None:
+            self._payload = compile_value(self.payload_template, name="fire.payloadTemplate")
+        if self.context_template is not None:
+            self._context = compile_value(self.context_template, name="fire.contextTemplate")
+        if self.dedupe_key_template is not None:
+            self._dedupe = compile_text(self.dedupe_key_template, name="fire.dedupeKeyTemplate")
+        if self.message_template is not None:
+            self._message = compile_text(self.message_template, name="fire.messageTemplate")
+
+    @property
+    def compiled_payload(self) -> CompiledValue | None:
+        return self._payload
+
+    @property
+    def compiled_context(self) -> CompiledValue | None:
+        return self._context
+
+    @property
+    def compiled_dedupe_key(self) -> CompiledText | None:
+        return self._dedupe
+
+    @property
+    def compiled_message(self) -> CompiledText | None:
+        return self._message

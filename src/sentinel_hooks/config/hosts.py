@@ -1,0 +1,74 @@
+"""Which hosts watchers and targets may reach: the ``allowedHosts`` list (SPEC.md §2.1).
+
+Pure: no DNS here. Entries are hostnames (exact, case-insensitive), ``*.suffix`` wildcards
+(any name below the suffix, not the suffix itself), IP literals or CIDR networks. Addresses
+are compared after normalising (IPv4-mapped IPv6 becomes IPv4). A hostname entry never
+unlocks a private address; the connection-time check (safe HTTP) applies that rule.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def normalise_ip(text: str) -> IPAddress | None:
+    """The address ``text`` denotes (brackets and IPv4-mapped IPv6 unwrapped), or None."""
+    candidate = text.strip().strip("[]")
+    try:
+        address = ipaddress.ip_address(candidate)
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    return address
+
+
+def _network(entry: str) -> IPNetwork | None:
+    if "/" not in entry:
+        return None
+    try:
+        return ipaddress.ip_network(entry.strip(), strict=False)
+    except ValueError:
+        return None
+
+
+def listed_address(address: IPAddress, allowed: Iterable[str]) -> bool:
+    """Whether ``address`` itself is listed (as a literal or inside a listed CIDR)."""
+    for entry in allowed:
+        literal = normalise_ip(entry)
+        if literal is not None and literal == address:
+            return True
+        network = _network(entry)
+        if network is not None and address.version == network.version and address in network:
+            return True
+    return False
+
+
+def host_allowed(host: str, allowed: Iterable[str]) -> bool:
+    """Whether ``host`` (a name or an IP literal from a URL) matches an allowedHosts entry."""
+    entries = list(allowed)
+    address = normalise_ip(host)
+    if address is not None:
+        return listed_address(address, entries)
+    name = host.strip().rstrip(".").lower()
+    for entry in entries:
+        pattern = entry.strip().rstrip(".").lower()
+        if pattern.startswith("*."):
+            if name.endswith(pattern[1:]) and len(name) > len(pattern) - 1:
+                return True
+        elif name == pattern:
+            return True
+    return False
+
+
+def url_host(url: str) -> str | None:
+    """The host of ``url`` (without brackets), or None when it has none."""
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None

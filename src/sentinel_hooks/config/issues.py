@@ -1,0 +1,186 @@
+"""Turn pydantic validation errors into ``file:line: key.path: message`` issues.
+
+pydantic reports locations that include union tags (``('http-poll', 'intervalMs')``);
+we walk the user's data along that location to keep only the parts the user wrote,
+and walk the model types along it to know which keys were allowed (for the hint).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, Tag, ValidationError
+from pydantic_core import ErrorDetails
+
+from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.config.yamlfile import LineMap, Loc
+from sentinel_hooks.errors import ConfigIssue
+
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    """``conditions[0].op`` style key path."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += f".{part}" if text else str(part)
+    return text
+
+
+def user_loc(data: Any, loc: Sequence[str | int], *, keep_last: bool = False) -> Loc:
+    """The parts of a pydantic ``loc`` that index the user's data (union tags dropped)."""
+    kept: list[str | int] = []
+    node = data
+    last = len(loc) - 1
+    for index, part in enumerate(loc):
+        found, child = _child(node, part)
+        if found:
+            kept.append(part)
+            node = child
+        elif index == last and keep_last:
+            kept.append(part)
+    return tuple(kept)
+
+
+def _child(node: Any, part: str | int) -> tuple[bool, Any]:
+    """Whether ``part`` indexes ``node`` (a key of a dict, an index of a list), and the value."""
+    if isinstance(node, dict) and isinstance(part, str) and part in node:
+        return True, node[part]
+    if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        return True, node[part]
+    return False, None
+
+
+def _strip_annotated(tp: Any) -> tuple[Any, tuple[Any, ...]]:
+    if get_origin(tp) is Annotated:
+        args = get_args(tp)
+        return args[0], tuple(args[1:])
+    return tp, ()
+
+
+def _union_members(tp: Any) -> list[Any] | None:
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        return list(get_args(tp))
+    return None
+
+
+def _member_for_tag(members: list[Any], tag: str) -> Any | None:
+    for member in members:
+        inner, meta = _strip_annotated(member)
+        if any(isinstance(m, Tag) and m.tag == tag for m in meta):
+            return inner
+        if isinstance(inner, type) and issubclass(inner, BaseModel):
+            for field in inner.model_fields.values():
+                if get_origin(field.annotation) is Literal and tag in get_args(field.annotation):
+                    return inner
+    return None
+
+
+def _field_type(model: type[BaseModel], key: str) -> Any | None:
+    for name, field in model.model_fields.items():
+        if key in (field.alias, name):
+            return field.annotation
+    return None
+
+
+def _step(tp: Any, part: str | int) -> tuple[Any, bool]:
+    """The type found at ``part`` below ``tp``; the flag says whether ``part`` was consumed."""
+    tp, _ = _strip_annotated(tp)
+    members = _union_members(tp)
+    if members is not None:
+        if isinstance(part, str):
+            chosen = _member_for_tag(members, part)
+            if chosen is not None:
+                return chosen, True
+        models = [m for m in (_strip_annotated(x)[0] for x in members) if m is not type(None)]
+        return (models[0] if len(models) == 1 else None), False
+    if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+        return _field_type(tp, part), True
+    origin = get_origin(tp)
+    if origin in (list, tuple, Sequence) and isinstance(part, int):
+        return get_args(tp)[0], True
+    if origin is dict:
+        return get_args(tp)[1], True
+    return None, True
+
+
+def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
+    """The keys the model at ``loc`` accepts (empty when it cannot be determined)."""
+    tp: Any = root
+    parts = list(loc)
+    guard = 0
+    while parts and tp is not None and guard < 200:
+        guard += 1
+        tp, consumed = _step(tp, parts[0])
+        if consumed:
+            parts.pop(0)
+    if tp is None:
+        return []
+    tp, _ = _strip_annotated(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [field.alias or name for name, field in tp.model_fields.items()]
+    return []
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _message(error: ErrorDetails, root: Any) -> str:
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    value = error.get("input")
+    if kind == "extra_forbidden":
+        key = str(error["loc"][-1])
+        choices = allowed_keys(root, error["loc"][:-1])
+        hint = did_you_mean(key, choices)
+        listed = f"; allowed keys: {', '.join(choices)}" if choices and not hint else ""
+        return f"unknown key {key!r}{hint}{listed}"
+    if kind == "missing":
+        return "required key is missing"
+    if kind == "literal_error":
+        expected = _QUOTED.findall(str(ctx.get("expected", "")))
+        return f"{_shown(value)} is not one of {', '.join(expected)}{did_you_mean(str(value), expected)}"
+    if kind == "union_tag_invalid":
+        expected = _QUOTED.findall(str(ctx.get("expected_tags", "")))
+        tag = str(ctx.get("tag"))
+        field = str(ctx.get("discriminator", "")).strip("'")
+        return f"{field} {tag!r} is not one of {', '.join(expected)}{did_you_mean(tag, expected)}"
+    if kind == "union_tag_not_found":
+        field = str(ctx.get("discriminator", "")).strip("'")
+        return f"required key {field!r} is missing"
+    if kind in ("value_error", "assertion_error"):
+        message = error["msg"]
+        for prefix in ("Value error, ", "Assertion failed, "):
+            message = message.removeprefix(prefix)
+        return message
+    message = error["msg"]
+    if isinstance(value, str | int | float | bool) or value is None:
+        message += f" (got {_shown(value)})"
+    return message
+
+
+def validation_issues(
+    exc: ValidationError, *, display: str, data: Any, lines: LineMap, root: Any, prefix: Loc = ()
+) -> list[ConfigIssue]:
+    """Every error of ``exc`` as a ConfigIssue (line looked up in ``lines`` under ``prefix``)."""
+    issues: list[ConfigIssue] = []
+    for error in exc.errors():
+        loc = error["loc"]
+        kind = error["type"]
+        shown = user_loc(data, loc, keep_last=kind == "missing")
+        if kind in ("union_tag_invalid", "union_tag_not_found"):
+            field = str((error.get("ctx") or {}).get("discriminator", "")).strip("'")
+            shown = (*shown, field)
+        line_loc = shown[:-1] if kind in ("missing", "union_tag_not_found") else shown
+        line = lines.line_of((*prefix, *line_loc))
+        issues.append(ConfigIssue(display, line, format_loc((*prefix, *shown)), _message(error, root)))
+    return issues

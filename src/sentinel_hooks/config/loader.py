@@ -1,0 +1,291 @@
+"""Load a project: sentinel.yaml, the watchers directory and the skills directory.
+
+YAML → plain data (with lines) → ``${env:…}`` interpolation → pydantic models → checks
+against the service config. Every problem of every file is collected and raised at once
+as a ConfigError of ``file:line: key: message`` issues, with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sentinel_hooks.config.crosscheck import check_service, check_watcher
+from sentinel_hooks.config.envvars import interpolate
+from sentinel_hooks.config.issues import format_loc, validation_issues
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec
+from sentinel_hooks.config.yamlfile import LineMap, Loc, YamlDocument, display_path, read_yaml
+from sentinel_hooks.errors import ConfigError, ConfigIssue
+from sentinel_hooks.skills.loader import Skill, load_skills
+
+DEFAULT_CONFIG = "sentinel.yaml"
+WATCHER_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class WatcherSource:
+    """Where a watcher was defined."""
+
+    file: str
+    line: int | None
+
+
+@dataclass(frozen=True)
+class LoadedWatcher:
+    """A validated watcher, the interpolated data it came from, and its place."""
+
+    spec: AnyWatcher
+    raw: dict[str, Any]
+    source: WatcherSource
+
+
+@dataclass(frozen=True)
+class LoadedConfig:
+    """A whole, valid project."""
+
+    path: Path
+    base_dir: Path
+    service: ServiceConfig
+    watchers: tuple[LoadedWatcher, ...]
+    skills: Mapping[str, Skill]
+    redactor: Redactor
+
+    def watcher(self, watcher_id: str) -> LoadedWatcher | None:
+        return next((w for w in self.watchers if w.spec.id == watcher_id), None)
+
+
+@dataclass
+class IssueCollector:
+    issues: list[ConfigIssue] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+
+    def problems(self, display: str, lines: LineMap, prefix: Loc, found: list[tuple[Loc, str]]) -> None:
+        for loc, message in found:
+            full = (*prefix, *loc)
+            self.issues.append(ConfigIssue(display, lines.line_of(full), format_loc(full), message))
+
+
+def config_path(explicit: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> Path:
+    """-c/--config, else $SENTINEL_CONFIG, else ./sentinel.yaml."""
+    chosen = explicit or environ.get("SENTINEL_CONFIG") or DEFAULT_CONFIG
+    return Path(chosen)
+
+
+def _read(doc: YamlDocument, environ: Mapping[str, str], collector: IssueCollector) -> Any:
+    result = interpolate(doc.data, environ)
+    collector.secrets |= result.secrets
+    collector.problems(doc.display, doc.lines, (), result.problems)
+    return result.data
+
+
+def load_service(path: Path, environ: Mapping[str, str], collector: IssueCollector) -> ServiceConfig | None:
+    display = display_path(path)
+    try:
+        doc = read_yaml(path, display=display)
+    except ConfigError as exc:
+        if not path.exists():
+            collector.issues.append(
+                ConfigIssue(
+                    display,
+                    None,
+                    "",
+                    "file not found (create a project with `sentinel init`, or pass -c FILE)",
+                )
+            )
+        else:
+            collector.issues.extend(exc.issues)
+        return None
+    data = _read(doc, environ, collector)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        collector.issues.append(ConfigIssue(display, 1, "", "sentinel.yaml must be a mapping of keys"))
+        return None
+    try:
+        service = ServiceConfig.model_validate(data)
+    except ValidationError as exc:
+        collector.issues.extend(
+            validation_issues(exc, display=display, data=data, lines=doc.lines, root=ServiceConfig)
+        )
+        return None
+    collector.problems(display, doc.lines, (), check_service(service))
+    return service
+
+
+def validate_watcher(
+    data: Any,
+    *,
+    display: str,
+    lines: LineMap,
+    prefix: Loc = (),
+    service: ServiceConfig | None,
+    skills: Mapping[str, Skill],
+    base_dir: Path,
+) -> tuple[AnyWatcher | None, list[ConfigIssue]]:
+    """Validate one watcher's (interpolated) data; the API's create uses this too."""
+    collector = IssueCollector()
+    if not isinstance(data, dict):
+        where = lines.line_of(prefix)
+        return None, [ConfigIssue(display, where, format_loc(prefix), "a watcher must be a mapping of keys")]
+    try:
+        watcher = WATCHER_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        issues = validation_issues(
+            exc,
+            display=display,
+            data=data,
+            lines=lines.sub(prefix) if prefix else lines,
+            root=WatcherSpec,
+            prefix=(),
+        )
+        return None, [_reprefix(issue, prefix, lines) for issue in issues]
+    if service is not None:
+        found = check_watcher(watcher, data, config=service, skills=skills, base_dir=base_dir)
+        collector.problems(display, lines, prefix, found)
+    return (watcher if not collector.issues else None), collector.issues
+
+
+def _reprefix(issue: ConfigIssue, prefix: Loc, lines: LineMap) -> ConfigIssue:
+    if not prefix:
+        return issue
+    key = format_loc(prefix) + ("." + issue.key if issue.key and not issue.key.startswith("[") else issue.key)
+    return ConfigIssue(issue.file, issue.line, key, issue.message)
+
+
+def load_watcher_file(
+    path: Path,
+    *,
+    environ: Mapping[str, str],
+    service: ServiceConfig | None,
+    skills: Mapping[str, Skill],
+    base_dir: Path,
+    collector: IssueCollector,
+) -> list[LoadedWatcher]:
+    """The watchers of one file: a single mapping, or a list under ``watchers:``."""
+    display = display_path(path)
+    try:
+        doc = read_yaml(path, display=display)
+    except ConfigError as exc:
+        collector.issues.extend(exc.issues)
+        return []
+    data = _read(doc, environ, collector)
+    if data is None:
+        return []
+    entries: list[tuple[Loc, Any]]
+    if isinstance(data, dict) and set(data) == {"watchers"}:
+        if not isinstance(data["watchers"], list):
+            collector.issues.append(
+                ConfigIssue(
+                    display,
+                    doc.lines.line_of(("watchers",)),
+                    "watchers",
+                    "must be a list of watchers",
+                )
+            )
+            return []
+        entries = [(("watchers", i), item) for i, item in enumerate(data["watchers"])]
+    else:
+        entries = [((), data)]
+    loaded: list[LoadedWatcher] = []
+    for prefix, item in entries:
+        watcher, issues = validate_watcher(
+            item,
+            display=display,
+            lines=doc.lines,
+            prefix=prefix,
+            service=service,
+            skills=skills,
+            base_dir=base_dir,
+        )
+        collector.issues.extend(issues)
+        if watcher is not None:
+            source = WatcherSource(display, doc.lines.line_of(prefix) if prefix else 1)
+            loaded.append(LoadedWatcher(watcher, item, source))
+    return loaded
+
+
+def watcher_files(directory: Path) -> list[Path]:
+    """The watcher files of a directory, in name order (hidden files skipped)."""
+    if not directory.is_dir():
+        return []
+    return sorted(
+        p
+        for p in directory.iterdir()
+        if p.is_file() and p.suffix in WATCHER_SUFFIXES and not p.name.startswith(".")
+    )
+
+
+def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Load and validate a whole project; raise ConfigError listing every problem."""
+    env = os.environ if environ is None else environ
+    collector = IssueCollector()
+    path = path.absolute()
+    base_dir = path.parent
+    service = load_service(path, env, collector)
+    skills_dir = base_dir / (service.skills_dir if service else "skills")
+    skills, skill_issues = load_skills(skills_dir)
+    collector.issues.extend(skill_issues)
+    watchers_dir = base_dir / (service.watchers_dir if service else "watchers")
+    if service is not None and "watchersDir" in service.model_fields_set and not watchers_dir.is_dir():
+        collector.issues.append(
+            ConfigIssue(
+                display_path(path),
+                None,
+                "watchersDir",
+                f"directory {str(watchers_dir)!r} not found",
+            )
+        )
+    watchers: list[LoadedWatcher] = []
+    seen: dict[str, WatcherSource] = {}
+    for file in watcher_files(watchers_dir):
+        for loaded in load_watcher_file(
+            file,
+            environ=env,
+            service=service,
+            skills=skills,
+            base_dir=base_dir,
+            collector=collector,
+        ):
+            first = seen.get(loaded.spec.id)
+            if first is not None:
+                collector.issues.append(
+                    ConfigIssue(
+                        loaded.source.file,
+                        loaded.source.line,
+                        "id",
+                        f"watcher id {loaded.spec.id!r} is already used at {first.file}:{first.line}",
+                    )
+                )
+                continue
+            seen[loaded.spec.id] = loaded.source
+            watchers.append(loaded)
+    if service is not None and len(watchers) > service.limits.max_watchers:
+        collector.issues.append(
+            ConfigIssue(
+                display_path(path),
+                None,
+                "limits.maxWatchers",
+                f"{len(watchers)} watchers exceed the limit of {service.limits.max_watchers}",
+            )
+        )
+    redactor = Redactor(collector.secrets)
+    if collector.issues or service is None:
+        raise ConfigError([_redacted(issue, redactor) for issue in _in_file_order(collector.issues)])
+    return LoadedConfig(path, base_dir, service, tuple(watchers), skills, redactor)
+
+
+def _in_file_order(issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    """Files in the order first met, each file's issues by line."""
+    rank = {file: i for i, file in reversed(list(enumerate(issue.file for issue in issues)))}
+    return sorted(issues, key=lambda issue: (rank[issue.file], issue.line or 0))
+
+
+def _redacted(issue: ConfigIssue, redactor: Redactor) -> ConfigIssue:
+    return ConfigIssue(issue.file, issue.line, issue.key, redactor.text(issue.message))

@@ -1,0 +1,179 @@
+"""sentinel.yaml: the service configuration (SPEC.md §2.1), every default and limit in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
+from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.watchers.conditions import AllGroup, AnyGroup, Condition, ConditionNode
+
+
+class ServerSpec(Spec):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    api_token: SecretStr | None = None
+    metrics_auth: bool = False
+    allow_command_watchers: bool = False
+
+
+class OpenAIModel(Spec):
+    """Any OpenAI-compatible chat-completions server with tool calling."""
+
+    type: Literal["openai"]
+    base_url: str = "https://api.openai.com/v1"
+    model: str
+    api_key: SecretStr | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    timeout_ms: PositiveMs = 60000
+    max_turns: int = Field(default=8, ge=1, le=100)
+
+
+class AnthropicModel(Spec):
+    """The Anthropic Messages API with tool use."""
+
+    type: Literal["anthropic"]
+    model: str
+    api_key: SecretStr | None = None
+    base_url: str = "https://api.anthropic.com"
+    temperature: float | None = Field(default=None, ge=0, le=1)
+    timeout_ms: PositiveMs = 60000
+    max_turns: int = Field(default=8, ge=1, le=100)
+
+
+class ScriptedModel(Spec):
+    """No LLM: notify with the rendered messageTemplate (or escalate)."""
+
+    type: Literal["scripted"]
+
+
+ModelSpec = Annotated[OpenAIModel | AnthropicModel | ScriptedModel, Field(discriminator="type")]
+
+
+class DeliverySpec(Spec):
+    max_attempts: int = Field(default=5, ge=1, le=50)
+    base_ms: PositiveMs = 1000
+    max_ms: PositiveMs = 60000
+    max_elapsed_ms: PositiveMs = 600000
+
+
+class ClusterSpec(Spec):
+    lease_ms: int = Field(default=10000, ge=1000)
+
+
+POLICY_PATHS = ("command", "argv0", "args", "watcherId", "skillId")
+
+
+def walk_leaves(nodes: Sequence[ConditionNode]) -> Iterator[Condition]:
+    """The leaf conditions of a condition tree, in document order."""
+    for node in nodes:
+        if isinstance(node, AnyGroup):
+            yield from walk_leaves(node.any)
+        elif isinstance(node, AllGroup):
+            yield from walk_leaves(node.all)
+        else:
+            yield node
+
+
+class PolicyRule(Spec):
+    """One action-policy rule; the first matching rule by descending priority decides."""
+
+    id: Name
+    priority: int = 0
+    decision: Literal["auto", "needs_approval", "deny"]
+    conditions: list[ConditionNode] = Field(default_factory=list)
+    match: Literal["all", "any"] = "all"
+
+    @field_validator("conditions")
+    @classmethod
+    def _paths_are_policy_fields(cls, nodes: list[ConditionNode]) -> list[ConditionNode]:
+        for leaf in walk_leaves(nodes):
+            if leaf.path not in POLICY_PATHS:
+                raise ValueError(
+                    f"policy condition path {leaf.path!r} is not one of {', '.join(POLICY_PATHS)}"
+                )
+        return nodes
+
+
+class ActionPolicySpec(Spec):
+    default: Literal["auto", "needs_approval", "deny"] = "needs_approval"
+    rules: list[PolicyRule] = Field(default_factory=list)
+    loop_guard: int = Field(default=3, ge=1)
+    approval_timeout_ms: PositiveMs = 900000
+
+    @field_validator("rules")
+    @classmethod
+    def _unique_rule_ids(cls, rules: list[PolicyRule]) -> list[PolicyRule]:
+        seen: set[str] = set()
+        for rule in rules:
+            if rule.id in seen:
+                raise ValueError(f"rule id {rule.id!r} is used twice")
+            seen.add(rule.id)
+        return rules
+
+
+class LimitsSpec(Spec):
+    max_watchers: int = Field(default=100000, ge=1)
+    max_conditions_per_watcher: int = Field(default=25, ge=1)
+    min_interval_ms: PositiveMs = 1000
+    max_response_bytes: int = Field(default=1048576, ge=1024)
+    max_payload_chars: int = Field(default=2500, ge=100)
+    request_timeout_ms: PositiveMs = 10000
+
+
+class TelemetrySpec(Spec):
+    events_file: str | None = None
+
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
+
+class ServiceConfig(Spec):
+    """The whole of sentinel.yaml. Every key is optional; defaults are SPEC.md §2.1's."""
+
+    store: str = "sqlite:///.sentinel/state.db"
+    watchers_dir: str = "watchers"
+    skills_dir: str = "skills"
+    server: ServerSpec = Field(default_factory=ServerSpec)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    allow_private_networks: bool = False
+    hook_session_prefix: str = Field(default="sentinel:hooks", min_length=1)
+    hook_session_group: str | None = None
+    hook_response_timeout_ms: PositiveMs = 30000
+    hook_response_fallback_mode: Literal["concise", "none"] = "concise"
+    hook_response_dedupe_window_ms: NonNegativeMs = 120000
+    notification_payload_mode: Literal["none", "concise", "debug"] = "concise"
+    max_operator_goal_chars: int = Field(default=12000, ge=500, le=20000)
+    hook_concurrency: int = Field(default=8, ge=1, le=1024)
+    default_hook_model: str | None = None
+    models: dict[Name, ModelSpec] = Field(default_factory=dict)
+    targets: dict[Name, TargetSpec] = Field(default_factory=dict)
+    escalation_targets: list[str] = Field(default_factory=list)
+    delivery: DeliverySpec = Field(default_factory=DeliverySpec)
+    cluster: ClusterSpec = Field(default_factory=ClusterSpec)
+    action_policy: ActionPolicySpec = Field(default_factory=ActionPolicySpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+
+    @field_validator("store")
+    @classmethod
+    def _known_store_scheme(cls, url: str) -> str:
+        schemes = ("sqlite:///", "redis://", "rediss://", "memory://")
+        if not url.startswith(schemes):
+            raise ValueError(
+                f"store {url!r} is not supported: use sqlite:///relative/path.db, "
+                "sqlite:////absolute/path.db or redis://host:6379/0"
+            )
+        return url
+
+    @model_validator(mode="after")
+    def _token_required_off_loopback(self) -> ServiceConfig:
+        if self.server.host not in LOOPBACK_HOSTS and self.server.api_token is None:
+            raise ValueError(
+                f"server.host {self.server.host!r} is not loopback, so server.apiToken is required "
+                "(set it, e.g. apiToken: ${env:SENTINEL_API_TOKEN})"
+            )
+        return self

@@ -1,0 +1,323 @@
+"""Watcher files (SPEC.md §2.2, §3): one model per strategy, discriminated by ``strategy``.
+
+Everything that can be checked from the watcher alone is checked here (id, shape, cron,
+timezone, regexes and templates); checks that need sentinel.yaml (allowed hosts, limits,
+named targets and models) live in ``config.crosscheck``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from croniter import croniter
+from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
+
+from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec
+from sentinel_hooks.config.fire import FireSpec
+from sentinel_hooks.watchers.conditions import ConditionNode
+
+WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
+POLLED = frozenset({"http-poll", "http-long-poll", "command", "evm-call"})
+SUBSCRIPTIONS = frozenset({"sse", "websocket", "redis-pubsub", "redis-stream", "webhook"})
+
+
+class RetrySpec(Spec):
+    max_retries: int = Field(default=8, ge=0, le=1000)
+    base_ms: PositiveMs = 500
+    max_ms: PositiveMs = 30000
+
+
+class WatcherBase(Spec):
+    """Keys every watcher has, whatever its strategy."""
+
+    id: Annotated[str, Field(pattern=WATCHER_ID)]
+    skill_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
+    enabled: bool = True
+    match: Literal["all", "any"] = "all"
+    conditions: list[ConditionNode] = Field(default_factory=list)
+    fire: FireSpec = Field(default_factory=FireSpec)
+    delivery_targets: list[str] = Field(default_factory=list)
+    retry: RetrySpec = Field(default_factory=RetrySpec)
+    fire_once: bool = False
+    cooldown_ms: NonNegativeMs = 0
+    misfire: Literal["skip", "runOnce"] = "skip"
+    expect_event_within_ms: PositiveMs | None = None
+    environment: Literal["prod", "test"] = "prod"
+    autonomy: Literal["act", "notify_only", "escalate_only"] = "act"
+    tags: list[str] = Field(default_factory=list)
+
+    @property
+    def strategy_name(self) -> str:
+        return str(getattr(self, "strategy"))  # noqa: B009 - every subclass defines it
+
+    @property
+    def event_name(self) -> str:
+        """``fire.eventName``, defaulting to the watcher id."""
+        return self.fire.event_name or self.id
+
+    @property
+    def intent(self) -> str:
+        return self.fire.intent or self.event_name
+
+    @property
+    def trigger_mode(self) -> Literal["edge", "level"]:
+        """Edge for polled states, level for discrete events, unless ``fire.trigger`` says."""
+        if self.fire.trigger is not None:
+            return self.fire.trigger
+        return "edge" if self.strategy_name in POLLED else "level"
+
+    def endpoint_urls(self) -> list[str]:
+        """URLs this watcher connects to (checked against allowedHosts)."""
+        return []
+
+    @model_validator(mode="after")
+    def _quiet_timer_is_for_subscriptions(self) -> WatcherBase:
+        if self.expect_event_within_ms is not None and self.strategy_name not in SUBSCRIPTIONS:
+            raise ValueError(
+                f"expectEventWithinMs applies to subscriptions ({', '.join(sorted(SUBSCRIPTIONS))}), "
+                f"not to {self.strategy_name}"
+            )
+        return self
+
+
+def _check_url(url: str, schemes: tuple[str, ...]) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in schemes:
+        raise ValueError(f"{url!r} must start with {' or '.join(s + '://' for s in schemes)}")
+    if not parts.hostname:
+        raise ValueError(f"{url!r} has no host")
+    return url
+
+
+class Scheduled(WatcherBase):
+    """Watchers that run every ``intervalMs`` or on a cron ``schedule``."""
+
+    interval_ms: PositiveMs | None = None
+    schedule: str | None = None
+    timezone: str = "UTC"
+    timeout_ms: PositiveMs = 10000
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        fields = value.split()
+        if len(fields) not in (5, 6):
+            raise ValueError(
+                f"cron schedule {value!r} has {len(fields)} fields; write 5 "
+                "(minute hour day month weekday) or 6 (seconds first)"
+            )
+        if not croniter.is_valid(value, second_at_beginning=len(fields) == 6):
+            raise ValueError(f"cron schedule {value!r} is not valid (e.g. '*/5 * * * *')")
+        return value
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown timezone {value!r} (use an IANA name such as 'Europe/Paris')") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _interval_or_schedule(self) -> Scheduled:
+        if (self.interval_ms is None) == (self.schedule is None):
+            raise ValueError(f"a {self.strategy_name} watcher needs exactly one of intervalMs or schedule")
+        return self
+
+
+class HttpRequestKeys(Spec):
+    endpoint: str
+    method: Literal["GET", "POST"] = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str | dict[str, Any] | list[Any] | None = None
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _check_url(value, ("http", "https"))
+
+
+class HttpPollWatcher(Scheduled, HttpRequestKeys):
+    strategy: Literal["http-poll"]
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.endpoint]
+
+
+class HttpLongPollWatcher(WatcherBase, HttpRequestKeys):
+    strategy: Literal["http-long-poll"]
+    timeout_ms: PositiveMs = 60000
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.endpoint]
+
+
+class SseWatcher(WatcherBase):
+    strategy: Literal["sse"]
+    endpoint: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    event_types: list[str] | None = None
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _check_url(value, ("http", "https"))
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.endpoint]
+
+
+class WebSocketWatcher(WatcherBase):
+    strategy: Literal["websocket"]
+    endpoint: str
+    headers: dict[str, str] = Field(default_factory=dict)
+    subscribe_message: Any = None
+
+    @field_validator("endpoint")
+    @classmethod
+    def _ws_url(cls, value: str) -> str:
+        return _check_url(value, ("ws", "wss"))
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.endpoint]
+
+
+class RedisKeys(Spec):
+    redis_url: str
+
+    @field_validator("redis_url")
+    @classmethod
+    def _redis_url(cls, value: str) -> str:
+        return _check_url(value, ("redis", "rediss"))
+
+
+class RedisPubSubWatcher(WatcherBase, RedisKeys):
+    strategy: Literal["redis-pubsub"]
+    channel: str = Field(min_length=1)
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.redis_url]
+
+
+class RedisStreamWatcher(WatcherBase, RedisKeys):
+    strategy: Literal["redis-stream"]
+    stream: str = Field(min_length=1)
+    group: str = Field(default="sentinel", min_length=1)
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.redis_url]
+
+
+class WebhookWatcher(WatcherBase):
+    strategy: Literal["webhook"]
+    secret: SecretStr | None = None
+    signature_header: str = Field(default="X-Sentinel-Signature", min_length=1)
+
+
+class ProbeSpec(Spec):
+    stall_threshold: int = Field(default=3, ge=1)
+    on_probe_error: Literal["ignore", "stall", "terminal"] = "ignore"
+    probe_error_threshold: int = Field(default=3, ge=1)
+    require_zero_exit: bool = False
+    timeout_ms: PositiveMs | None = None
+
+
+class CommandWatcher(Scheduled):
+    strategy: Literal["command"]
+    command: list[str] = Field(min_length=1)
+    probe: ProbeSpec = Field(default_factory=ProbeSpec)
+
+    @field_validator("command")
+    @classmethod
+    def _program_named(cls, argv: list[str]) -> list[str]:
+        if not argv[0].strip():
+            raise ValueError("command[0] must name the program to run")
+        return argv
+
+
+_EVM_SIGNATURE = re.compile(
+    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\((?P<inputs>[^()]*)\)\s*(?:returns\s*)?\((?P<outputs>[^()]*)\)\s*$"
+)
+
+
+class EvmCallSpec(Spec):
+    to: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
+    signature: str
+    args: list[Any] = Field(default_factory=list)
+    block_tag: str = "latest"
+
+    @field_validator("signature")
+    @classmethod
+    def _signature_shape(cls, value: str) -> str:
+        if _EVM_SIGNATURE.match(value) is None:
+            raise ValueError(
+                f"signature {value!r} must look like 'balanceOf(address)(uint256)' "
+                "or 'balanceOf(address) returns (uint256)'"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _arg_count(self) -> EvmCallSpec:
+        found = _EVM_SIGNATURE.match(self.signature)
+        assert found is not None  # checked by the field validator
+        inputs = [t for t in found.group("inputs").split(",") if t.strip()]
+        if len(inputs) != len(self.args):
+            raise ValueError(f"signature takes {len(inputs)} argument(s) but args has {len(self.args)}")
+        return self
+
+
+class EvmCallWatcher(Scheduled):
+    strategy: Literal["evm-call"]
+    endpoint: str
+    evm_call: EvmCallSpec
+
+    @field_validator("endpoint")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return _check_url(value, ("http", "https"))
+
+    def endpoint_urls(self) -> list[str]:
+        return [self.endpoint]
+
+
+WatcherSpec = Annotated[
+    HttpPollWatcher
+    | HttpLongPollWatcher
+    | SseWatcher
+    | WebSocketWatcher
+    | RedisPubSubWatcher
+    | RedisStreamWatcher
+    | WebhookWatcher
+    | CommandWatcher
+    | EvmCallWatcher,
+    Field(discriminator="strategy"),
+]
+AnyWatcher = (
+    HttpPollWatcher
+    | HttpLongPollWatcher
+    | SseWatcher
+    | WebSocketWatcher
+    | RedisPubSubWatcher
+    | RedisStreamWatcher
+    | WebhookWatcher
+    | CommandWatcher
+    | EvmCallWatcher
+)
+WATCHER_ADAPTER: TypeAdapter[AnyWatcher] = TypeAdapter(WatcherSpec)
+STRATEGIES = (
+    "http-poll",
+    "http-long-poll",
+    "sse",
+    "websocket",
+    "redis-pubsub",
+    "redis-stream",
+    "webhook",
+    "command",
+    "evm-call",
+)

@@ -1,0 +1,152 @@
+"""Read YAML 1.2 files into plain data plus a map from key paths to line numbers.
+
+ruamel.yaml keeps `no`/`on`/`yes` as strings and refuses duplicate keys, which PyYAML
+does not. The round-trip loader records where each key sits, so every later error
+(pydantic's, ours) can be reported as ``file:line: key.path: message``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from sentinel_hooks.errors import ConfigError, ConfigIssue
+
+Loc = tuple[str | int, ...]
+
+
+@dataclass
+class LineMap:
+    """Line numbers (1-based) of keys and list items, by their path in the document."""
+
+    lines: dict[Loc, int] = field(default_factory=dict)
+
+    def line_of(self, loc: Sequence[str | int]) -> int | None:
+        """The line of ``loc`` or of its nearest ancestor that has one."""
+        parts = tuple(loc)
+        while parts:
+            if parts in self.lines:
+                return self.lines[parts]
+            parts = parts[:-1]
+        return self.lines.get((), None)
+
+    def sub(self, prefix: Loc) -> LineMap:
+        """The lines below ``prefix``, re-rooted so ``prefix`` becomes ``()``."""
+        size = len(prefix)
+        return LineMap({loc[size:]: n for loc, n in self.lines.items() if loc[:size] == prefix})
+
+
+@dataclass(frozen=True)
+class YamlDocument:
+    """A parsed file: its plain data and where each key came from."""
+
+    path: Path
+    display: str
+    data: Any
+    lines: LineMap
+
+
+def _plain(node: Any, loc: Loc, lines: LineMap) -> Any:
+    """Convert ruamel nodes into dict/list/str/int/float/bool/None, recording lines."""
+    if isinstance(node, CommentedMap):
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            name = key if isinstance(key, str) else str(_plain(key, loc, lines))
+            with_key = (*loc, name)
+            with suppress(KeyError, TypeError, AttributeError):  # merged keys carry no position
+                lines.lines[with_key] = node.lc.key(key)[0] + 1
+            out[name] = _plain(value, with_key, lines)
+        return out
+    if isinstance(node, CommentedSeq):
+        items: list[Any] = []
+        for index, value in enumerate(node):
+            with_index = (*loc, index)
+            with suppress(KeyError, TypeError, AttributeError):
+                lines.lines[with_index] = node.lc.item(index)[0] + 1
+            items.append(_plain(value, with_index, lines))
+        return items
+    if isinstance(node, Mapping):
+        return {str(k): _plain(v, (*loc, str(k)), lines) for k, v in node.items()}
+    if isinstance(node, bool) or node is None:
+        return node
+    if isinstance(node, int):
+        return int(node)
+    if isinstance(node, float):
+        return float(node)
+    if isinstance(node, str):
+        return str(node)
+    if isinstance(node, datetime | date):
+        return node.isoformat()
+    if isinstance(node, Sequence):
+        return [_plain(v, (*loc, i), lines) for i, v in enumerate(node)]
+    return str(node)
+
+
+def parse_yaml(text: str, *, display: str, path: Path | None = None) -> YamlDocument:
+    """Parse one YAML 1.2 document; raise ConfigError with the line of any syntax error."""
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = False
+    try:
+        raw = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        key = ""
+        if "duplicate key" in str(exc):
+            key, problem = _duplicate_key_message(exc, text, line)
+        raise ConfigError([ConfigIssue(display, line, key, f"YAML: {problem}")]) from exc
+    except YAMLError as exc:
+        raise ConfigError([ConfigIssue(display, None, "", f"YAML: {exc}")]) from exc
+    lines = LineMap({(): 1})
+    data = _plain(raw, (), lines)
+    return YamlDocument(path or Path(display), display, data, lines)
+
+
+_DUPLICATE = re.compile(r'duplicate key "(?P<key>[^"]*)"')
+
+
+def _duplicate_key_message(exc: MarkedYAMLError, text: str, line: int | None) -> tuple[str, str]:
+    """``(key, message)`` naming the duplicated key and the line where it first appears."""
+    found = _DUPLICATE.search(str(exc))
+    if found is None:
+        return "", "duplicate key; duplicate keys are errors, remove one"
+    key = found.group("key")
+    first = None
+    if line is not None:
+        pattern = re.compile(r"^[\s-]*[\"']?" + re.escape(key) + r"[\"']?\s*:")
+        for number, content in enumerate(text.splitlines()[: line - 1], start=1):
+            if pattern.match(content):
+                first = number
+                break
+    where = f" (first on line {first})" if first is not None else ""
+    return key, f"duplicate key {key!r}{where}; duplicate keys are errors, remove one"
+
+
+def read_yaml(path: Path, *, display: str) -> YamlDocument:
+    """Read and parse ``path``; unreadable files become ConfigError naming the file."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError([ConfigIssue(display, None, "", "file not found")]) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError([ConfigIssue(display, None, "", f"cannot read file: {exc}")]) from exc
+    return parse_yaml(text, display=display, path=path)
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it, else absolute."""
+    absolute = path.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(absolute)

@@ -1,0 +1,262 @@
+"""The Store contract: everything Sentinel must remember across restarts, crashes and replicas.
+
+A Store owns durable state and nothing else: it never schedules, retries, delivers or reads the
+clock (every instant is passed in). Three implementations share one contract test suite:
+``MemoryStore`` (tests, no I/O), ``SqliteStore`` (one process) and ``RedisStore`` (replicas).
+
+Guarantees every implementation gives:
+
+* Each method is atomic: concurrent callers (tasks, other processes on the same SQLite file,
+  other replicas on the same Redis) see it fully applied or not at all, and for the durable
+  stores a crash (kill -9) after it returns loses nothing.
+* Records go in and come out equal (instants are kept at millisecond precision, see ``records``);
+  dicts are stored as JSON, so what comes back is a fresh copy a caller may mutate freely.
+* Failures are raised as ``StoreError``; ``StoreUnavailable`` when the backend cannot be
+  reached or opened (bad URL, server down, unwritable file). Nothing else escapes, except
+  ``InvalidCursor`` (a ``StoreError`` and ``ValueError``) for a cursor the store did not issue
+  and ``ValueError`` for arguments no caller should pass (a state outside the contract, a
+  ``limit``, ``keep``, ``lease_ms`` or ``ttl_ms`` below 1, a naive datetime).
+* Methods called before ``open()`` or after ``close()`` raise ``StoreUnavailable``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    DeliveryState,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Observation,
+    Page,
+    SettledState,
+    TranscriptEntry,
+)
+
+
+class InvalidCursor(StoreError, ValueError):
+    """A listing cursor that this store did not issue (an API client's mistake: answer 400)."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Durable state of a Sentinel deployment. See the module docstring for shared guarantees."""
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Connect (or create the file and schema); ``StoreUnavailable`` names what failed."""
+
+    async def close(self) -> None:
+        """Release connections and threads; idempotent. Data written before stays durable."""
+
+    async def ping(self) -> None:
+        """Return when the backend answers; raise ``StoreUnavailable`` when it does not."""
+
+    # -- watcher runtime state (opaque JSON, one writer per watcher: its runner) ---------------
+
+    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
+        """The last state put for ``watcher_id``, or None."""
+
+    async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
+        """Replace the state of ``watcher_id`` (the store does not merge or interpret it)."""
+
+    async def delete_watcher_state(self, watcher_id: str) -> None:
+        """Forget the state of ``watcher_id``; no error when there is none."""
+
+    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
+        """Every watcher's state, by watcher id."""
+
+    # -- observations (bounded history per watcher) --------------------------------------------
+
+    async def record_observation(self, watcher_id: str, obs: Observation, *, keep: int = 500) -> None:
+        """Append ``obs`` and drop all but the newest ``keep`` observations of the watcher."""
+
+    async def last_observation(self, watcher_id: str) -> Observation | None:
+        """The most recently recorded observation, or None."""
+
+    async def observations(
+        self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
+    ) -> list[Observation]:
+        """Up to ``limit`` observations, newest (last recorded) first, only those at ≥ ``since``."""
+
+    # -- response contracts --------------------------------------------------------------------
+
+    async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
+        """Store a contract and its envelope; a pending one joins the deadline index.
+
+        Returns False, writing nothing, when ``contract.callback_id`` already exists (so a
+        retried or replayed callback cannot create a second contract).
+        """
+
+    async def get_contract(self, callback_id: str) -> Contract | None:
+        """The contract, or None."""
+
+    async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
+        """The envelope stored with the contract, or None."""
+
+    async def list_contracts(
+        self,
+        *,
+        watcher_id: str | None = None,
+        state: ContractState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Contract]:
+        """Contracts newest first (``created_at`` desc, then ``callback_id`` desc), filtered.
+
+        ``cursor`` is an opaque ``next_cursor`` from a previous page of the same listing;
+        paging visits every matching contract once, with no gaps or repeats.
+        Raises ``InvalidCursor`` for a cursor this store did not issue.
+        """
+
+    async def claim_due(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[Contract]:
+        """Atomically claim up to ``limit`` pending contracts whose deadline is ≤ ``now``.
+
+        A claimed contract is hidden from other claimers until ``now + lease_ms``; if it is
+        still pending then (its claimer crashed before settling it) it is due again. Two
+        concurrent callers never receive the same contract within a lease. Contracts are
+        taken in order of due time (the deadline; for a lapsed claim, the lease's end) and
+        returned in that order.
+        """
+
+    async def settle_contract(
+        self,
+        callback_id: str,
+        state: SettledState,
+        *,
+        at: datetime,
+        deliveries: Sequence[Delivery] = (),
+    ) -> bool:
+        """Compare-and-set a pending contract to its final ``state``, settled at ``at``.
+
+        In the same atomic step it leaves the deadline index (and any claim) and
+        ``deliveries`` are enqueued in the outbox (a key already there is left as is).
+        Returns False, writing nothing, when the contract does not exist or is not pending:
+        of two racing settlers exactly one wins, so a fallback is enqueued at most once.
+        Raises ``ValueError`` for a ``state`` that is not a settled state.
+        """
+
+    # -- dedupe window -------------------------------------------------------------------------
+
+    async def add_dedupe(self, key: str, *, ttl_ms: int, now: datetime) -> bool:
+        """Set ``key`` until ``now + ttl_ms`` if it is absent or expired at ``now``.
+
+        Returns True when it was set (the caller owns the window), False when the key is live.
+        """
+
+    # -- hook sessions -------------------------------------------------------------------------
+
+    async def append_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry).
+
+        Concurrent appends to one session never share or skip a number; each call's entries
+        stay contiguous. Returns the stored entries.
+        """
+
+    async def get_transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """Entries with ``seq > after_seq`` in ``seq`` order, at most ``limit`` (None: all)."""
+
+    async def replace_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """Atomically replace the whole transcript (compaction); entries are renumbered from 1
+        and later appends continue after them. Returns the stored entries."""
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """Replace the session's checkpoint (what a restarted session resumes from)."""
+
+    async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
+        """The last checkpoint put, or None."""
+
+    async def delete_checkpoint(self, session_key: str) -> None:
+        """Forget the checkpoint; no error when there is none."""
+
+    # -- inbox ---------------------------------------------------------------------------------
+
+    async def create_inbox_item(self, item: InboxItem) -> bool:
+        """Store ``item`` with a first history entry (from None to ``item.status`` by
+        ``item.actor`` at ``item.created_at``). Returns False, writing nothing, when the id
+        exists (so a retried dead letter cannot appear twice)."""
+
+    async def get_inbox_item(self, item_id: str) -> InboxItem | None:
+        """The item, or None."""
+
+    async def list_inbox(
+        self,
+        *,
+        status: InboxStatus | None = None,
+        kind: InboxKind | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InboxItem]:
+        """Items newest first (``created_at`` desc, then ``id`` desc), filtered; cursors as in
+        ``list_contracts``."""
+
+    async def transition_inbox_item(
+        self,
+        item_id: str,
+        *,
+        from_statuses: Collection[InboxStatus],
+        to_status: InboxStatus,
+        actor: str,
+        note: str | None,
+        at: datetime,
+    ) -> InboxItem | None:
+        """Compare-and-set the status and append the history entry in one atomic step.
+
+        The item gets ``to_status``, ``updated_at = at``, ``actor`` and ``note`` (the previous
+        note is kept when ``note`` is None). Returns the updated item, or None (writing
+        nothing) when the item does not exist or its status is not in ``from_statuses``.
+        """
+
+    async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
+        """Every status change of the item, oldest first ([] for an unknown id)."""
+
+    # -- outbox --------------------------------------------------------------------------------
+
+    async def enqueue_delivery(self, delivery: Delivery) -> bool:
+        """Add a delivery; False (nothing written) when its key exists (idempotent by key)."""
+
+    async def claim_deliveries(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[Delivery]:
+        """Atomically claim pending deliveries with ``next_attempt_at ≤ now``, like ``claim_due``.
+
+        A claimer that crashes releases them when the lease ends, so a delivery may be
+        attempted again: delivery is at least once, receivers drop repeats by its key.
+        """
+
+    async def update_delivery(
+        self,
+        key: str,
+        *,
+        state: DeliveryState,
+        attempts: int,
+        next_attempt_at: datetime,
+        last_error: str | None,
+        at: datetime,
+    ) -> Delivery | None:
+        """Record an attempt's outcome (``updated_at = at``) and release the claim.
+
+        A pending delivery is due again at ``next_attempt_at``; delivered or failed ones leave
+        the queue. Returns the updated delivery, or None when the key is unknown.
+        """
+
+    async def get_delivery(self, key: str) -> Delivery | None:
+        """The delivery, or None."""
+
+    async def list_deliveries(self, callback_id: str) -> list[Delivery]:
+        """The callback's deliveries, oldest first (``created_at``, then key)."""

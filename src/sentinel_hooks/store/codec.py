@@ -1,0 +1,74 @@
+"""How every Store turns records and opaque dicts into text and back, identically.
+
+All backends keep JSON text (SQLite TEXT columns, Redis strings, and the MemoryStore too, so
+it copies values and refuses non-JSON the way the durable stores do). Encoding problems are
+the caller's (a value that is not JSON) and decoding problems are corrupt data; both surface as
+``StoreError`` naming what was being stored or read.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from sentinel_hooks.errors import StoreError
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def dumps(value: Any, *, what: str) -> str:
+    """Compact JSON for ``value``; StoreError when it is not JSON (NaN, sets, objects …)."""
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StoreError(f"cannot store {what}: it is not JSON ({exc})") from exc
+
+
+def loads(text: str, *, what: str) -> Any:
+    """The value of stored JSON ``text``; StoreError when the stored text is corrupt."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise StoreError(f"stored {what} is not valid JSON ({exc})") from exc
+
+
+def loads_dict(text: str, *, what: str) -> dict[str, Any]:
+    """Like ``loads`` for a value that must be a JSON object."""
+    value = loads(text, what=what)
+    if not isinstance(value, dict):
+        raise StoreError(f"stored {what} is not a JSON object")
+    return value
+
+
+def dump_record(record: BaseModel) -> str:
+    """The record's API-shaped JSON (camelCase keys, ISO instants)."""
+    try:
+        return record.model_dump_json(by_alias=True)
+    except PydanticSerializationError as exc:
+        name = type(record).__name__
+        raise StoreError(f"cannot store {name}: it holds a value that is not JSON ({exc})") from exc
+
+
+def load_record(model: type[R], text: str) -> R:
+    """Parse a record written by ``dump_record``; StoreError when it no longer validates."""
+    try:
+        return model.model_validate_json(text)
+    except ValidationError as exc:
+        raise StoreError(f"stored {model.__name__} is corrupt: {exc}") from exc
+
+
+def validate_record(model: type[R], data: dict[str, Any]) -> R:
+    """Build a record from stored parts; StoreError when they no longer validate."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise StoreError(f"stored {model.__name__} is corrupt: {exc}") from exc
+
+
+def dict_arg(value: dict[str, Any], *, what: str) -> dict[str, Any]:
+    """``value`` round-tripped through JSON: a detached copy with exactly what a store keeps."""
+    result: dict[str, Any] = json.loads(dumps(value, what=what))
+    return result

@@ -1,0 +1,404 @@
+"""``MemoryStore``: the Store contract in plain dicts, for tests and ``memory://``.
+
+It does no I/O and keeps nothing across processes. Values are kept as the same JSON text the
+durable stores keep, so it copies what goes in and out and refuses non-JSON exactly like them.
+Atomicity under asyncio comes from construction: no method awaits between its first read and
+its last write, so concurrent tasks (one event loop) see each operation whole. It is not
+thread-safe; use it from one event loop. Contracts, inbox items and deliveries live in
+``memory_tables.MemoryTable`` (listing and claiming).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.memory_tables import MemoryTable, Row
+from sentinel_hooks.store.paging import check_positive, to_page
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    DeliveryState,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Observation,
+    Page,
+    SettledState,
+    TranscriptEntry,
+    attempted,
+    check_settled_state,
+    first_history_entry,
+    settle,
+    to_epoch_ms,
+    transition,
+    utc_ms,
+)
+
+_DEDUPE_PRUNE_EVERY = 256
+
+
+class MemoryStore:
+    """The Store contract held in this process's memory (see ``store.base.Store``)."""
+
+    def __init__(self) -> None:
+        self._open = False
+        self._watcher_states: dict[str, str] = {}
+        self._observations: dict[str, list[str]] = {}
+        self._contracts = MemoryTable()
+        self._envelopes: dict[str, str] = {}
+        self._dedupe: dict[str, int] = {}
+        self._dedupe_adds = 0
+        self._transcripts: dict[str, list[str]] = {}
+        self._checkpoints: dict[str, str] = {}
+        self._inbox = MemoryTable()
+        self._inbox_history: dict[str, list[str]] = {}
+        self._deliveries = MemoryTable()
+
+    def __repr__(self) -> str:
+        return "MemoryStore()"
+
+    def _check_open(self) -> None:
+        if not self._open:
+            raise StoreUnavailable("memory store is not open; call `await store.open()` first")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Make the store usable (data from before a ``close`` is still there)."""
+        self._open = True
+
+    async def close(self) -> None:
+        """Refuse further calls until reopened; keeps the data."""
+        self._open = False
+
+    async def ping(self) -> None:
+        """Succeed while open."""
+        self._check_open()
+
+    # -- watcher runtime state ---------------------------------------------------------------
+
+    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_watcher_state``."""
+        self._check_open()
+        text = self._watcher_states.get(watcher_id)
+        return None if text is None else codec.loads_dict(text, what="watcher state")
+
+    async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
+        """See ``Store.put_watcher_state``."""
+        self._check_open()
+        self._watcher_states[watcher_id] = codec.dumps(state, what=f"state of {watcher_id!r}")
+
+    async def delete_watcher_state(self, watcher_id: str) -> None:
+        """See ``Store.delete_watcher_state``."""
+        self._check_open()
+        self._watcher_states.pop(watcher_id, None)
+
+    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states``."""
+        self._check_open()
+        return {
+            wid: codec.loads_dict(text, what="watcher state") for wid, text in self._watcher_states.items()
+        }
+
+    # -- observations ------------------------------------------------------------------------
+
+    async def record_observation(self, watcher_id: str, obs: Observation, *, keep: int = 500) -> None:
+        """See ``Store.record_observation``."""
+        self._check_open()
+        check_positive(keep, "keep")
+        history = self._observations.setdefault(watcher_id, [])
+        history.append(codec.dump_record(obs))
+        del history[: max(0, len(history) - keep)]
+
+    async def last_observation(self, watcher_id: str) -> Observation | None:
+        """See ``Store.last_observation``."""
+        self._check_open()
+        history = self._observations.get(watcher_id)
+        return codec.load_record(Observation, history[-1]) if history else None
+
+    async def observations(
+        self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
+    ) -> list[Observation]:
+        """See ``Store.observations``."""
+        self._check_open()
+        check_positive(limit)
+        since = None if since is None else utc_ms(since)
+        found: list[Observation] = []
+        for text in reversed(self._observations.get(watcher_id, [])):
+            obs = codec.load_record(Observation, text)
+            if since is not None and obs.at < since:
+                continue
+            found.append(obs)
+            if len(found) == limit:
+                break
+        return found
+
+    # -- contracts ---------------------------------------------------------------------------
+
+    async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
+        """See ``Store.create_contract``."""
+        self._check_open()
+        cid = contract.callback_id
+        envelope_text = codec.dumps(envelope, what=f"envelope of {cid!r}")
+        row = Row(
+            doc=codec.dump_record(contract),
+            created_ms=to_epoch_ms(contract.created_at),
+            due_ms=to_epoch_ms(contract.deadline) if contract.state == "pending" else None,
+            tags={"watcher_id": contract.watcher_id, "state": contract.state},
+        )
+        if not self._contracts.insert(cid, row):
+            return False
+        self._envelopes[cid] = envelope_text
+        return True
+
+    async def get_contract(self, callback_id: str) -> Contract | None:
+        """See ``Store.get_contract``."""
+        self._check_open()
+        row = self._contracts.get(callback_id)
+        return None if row is None else codec.load_record(Contract, row.doc)
+
+    async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_envelope``."""
+        self._check_open()
+        text = self._envelopes.get(callback_id)
+        return None if text is None else codec.loads_dict(text, what="envelope")
+
+    async def list_contracts(
+        self,
+        *,
+        watcher_id: str | None = None,
+        state: ContractState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Contract]:
+        """See ``Store.list_contracts``."""
+        self._check_open()
+        filters = {"watcher_id": watcher_id, "state": state}
+        rows = self._contracts.page(filters, limit, cursor)
+        return to_page(rows, limit, lambda doc: codec.load_record(Contract, doc))
+
+    async def claim_due(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[Contract]:
+        """See ``Store.claim_due``."""
+        self._check_open()
+        docs = self._contracts.claim(to_epoch_ms(now), limit, lease_ms)
+        return [codec.load_record(Contract, doc) for doc in docs]
+
+    async def settle_contract(
+        self,
+        callback_id: str,
+        state: SettledState,
+        *,
+        at: datetime,
+        deliveries: Sequence[Delivery] = (),
+    ) -> bool:
+        """See ``Store.settle_contract``."""
+        self._check_open()
+        check_settled_state(state)
+        row = self._contracts.get(callback_id)
+        if row is None or row.tags["state"] != "pending":
+            return False
+        settled = settle(codec.load_record(Contract, row.doc), state, at=at)
+        outbox = [_delivery_row(d) for d in deliveries]
+        row.doc, row.tags["state"], row.due_ms = codec.dump_record(settled), state, None
+        for key, delivery_row in outbox:
+            self._deliveries.insert(key, delivery_row)
+        return True
+
+    # -- dedupe ------------------------------------------------------------------------------
+
+    async def add_dedupe(self, key: str, *, ttl_ms: int, now: datetime) -> bool:
+        """See ``Store.add_dedupe``."""
+        self._check_open()
+        now_ms = to_epoch_ms(now)
+        check_positive(ttl_ms, "ttl_ms")
+        self._dedupe_adds += 1
+        if self._dedupe_adds % _DEDUPE_PRUNE_EVERY == 0:
+            self._dedupe = {k: exp for k, exp in self._dedupe.items() if exp > now_ms}
+        expires_ms = self._dedupe.get(key)
+        if expires_ms is not None and expires_ms > now_ms:
+            return False
+        self._dedupe[key] = now_ms + ttl_ms
+        return True
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def append_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.append_transcript``."""
+        self._check_open()
+        transcript = self._transcripts.setdefault(session_key, [])
+        stored = _numbered(entries, start=len(transcript) + 1, at=at)
+        transcript.extend(codec.dump_record(e) for e in stored)
+        return stored
+
+    async def get_transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """See ``Store.get_transcript``."""
+        self._check_open()
+        start = max(after_seq, 0)
+        end = None if limit is None else start + check_positive(limit)
+        texts = self._transcripts.get(session_key, [])[start:end]
+        return [codec.load_record(TranscriptEntry, t) for t in texts]
+
+    async def replace_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.replace_transcript``."""
+        self._check_open()
+        stored = _numbered(entries, start=1, at=at)
+        self._transcripts[session_key] = [codec.dump_record(e) for e in stored]
+        return stored
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """See ``Store.put_checkpoint``."""
+        self._check_open()
+        self._checkpoints[session_key] = codec.dumps(data, what=f"checkpoint of {session_key!r}")
+
+    async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
+        """See ``Store.get_checkpoint``."""
+        self._check_open()
+        text = self._checkpoints.get(session_key)
+        return None if text is None else codec.loads_dict(text, what="checkpoint")
+
+    async def delete_checkpoint(self, session_key: str) -> None:
+        """See ``Store.delete_checkpoint``."""
+        self._check_open()
+        self._checkpoints.pop(session_key, None)
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def create_inbox_item(self, item: InboxItem) -> bool:
+        """See ``Store.create_inbox_item``."""
+        self._check_open()
+        first = codec.dump_record(first_history_entry(item))
+        row = Row(
+            doc=codec.dump_record(item),
+            created_ms=to_epoch_ms(item.created_at),
+            tags={"status": item.status, "kind": item.kind},
+        )
+        if not self._inbox.insert(item.id, row):
+            return False
+        self._inbox_history[item.id] = [first]
+        return True
+
+    async def get_inbox_item(self, item_id: str) -> InboxItem | None:
+        """See ``Store.get_inbox_item``."""
+        self._check_open()
+        row = self._inbox.get(item_id)
+        return None if row is None else codec.load_record(InboxItem, row.doc)
+
+    async def list_inbox(
+        self,
+        *,
+        status: InboxStatus | None = None,
+        kind: InboxKind | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InboxItem]:
+        """See ``Store.list_inbox``."""
+        self._check_open()
+        rows = self._inbox.page({"status": status, "kind": kind}, limit, cursor)
+        return to_page(rows, limit, lambda doc: codec.load_record(InboxItem, doc))
+
+    async def transition_inbox_item(
+        self,
+        item_id: str,
+        *,
+        from_statuses: Collection[InboxStatus],
+        to_status: InboxStatus,
+        actor: str,
+        note: str | None,
+        at: datetime,
+    ) -> InboxItem | None:
+        """See ``Store.transition_inbox_item``."""
+        self._check_open()
+        row = self._inbox.get(item_id)
+        if row is None or row.tags["status"] not in from_statuses:
+            return None
+        item = codec.load_record(InboxItem, row.doc)
+        moved, entry = transition(item, to_status=to_status, actor=actor, note=note, at=at)
+        entry_text = codec.dump_record(entry)
+        row.doc, row.tags["status"] = codec.dump_record(moved), moved.status
+        self._inbox_history[item_id].append(entry_text)
+        return moved
+
+    async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
+        """See ``Store.inbox_history``."""
+        self._check_open()
+        texts = self._inbox_history.get(item_id, [])
+        return [codec.load_record(InboxHistoryEntry, t) for t in texts]
+
+    # -- outbox ------------------------------------------------------------------------------
+
+    async def enqueue_delivery(self, delivery: Delivery) -> bool:
+        """See ``Store.enqueue_delivery``."""
+        self._check_open()
+        return self._deliveries.insert(*_delivery_row(delivery))
+
+    async def claim_deliveries(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[Delivery]:
+        """See ``Store.claim_deliveries``."""
+        self._check_open()
+        docs = self._deliveries.claim(to_epoch_ms(now), limit, lease_ms)
+        return [codec.load_record(Delivery, doc) for doc in docs]
+
+    async def update_delivery(
+        self,
+        key: str,
+        *,
+        state: DeliveryState,
+        attempts: int,
+        next_attempt_at: datetime,
+        last_error: str | None,
+        at: datetime,
+    ) -> Delivery | None:
+        """See ``Store.update_delivery``."""
+        self._check_open()
+        row = self._deliveries.get(key)
+        if row is None:
+            return None
+        updated = attempted(
+            codec.load_record(Delivery, row.doc),
+            state=state,
+            attempts=attempts,
+            next_attempt_at=next_attempt_at,
+            last_error=last_error,
+            at=at,
+        )
+        _, fresh = _delivery_row(updated)
+        row.doc, row.due_ms = fresh.doc, fresh.due_ms
+        return updated
+
+    async def get_delivery(self, key: str) -> Delivery | None:
+        """See ``Store.get_delivery``."""
+        self._check_open()
+        row = self._deliveries.get(key)
+        return None if row is None else codec.load_record(Delivery, row.doc)
+
+    async def list_deliveries(self, callback_id: str) -> list[Delivery]:
+        """See ``Store.list_deliveries``."""
+        self._check_open()
+        docs = self._deliveries.oldest_first({"callback_id": callback_id})
+        return [codec.load_record(Delivery, doc) for doc in docs]
+
+
+def _numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:
+    return [
+        TranscriptEntry(seq=start + i, at=at, entry=codec.dict_arg(e, what="transcript entry"))
+        for i, e in enumerate(entries)
+    ]
+
+
+def _delivery_row(d: Delivery) -> tuple[str, Row]:
+    due_ms = to_epoch_ms(d.next_attempt_at) if d.state == "pending" else None
+    row = Row(codec.dump_record(d), to_epoch_ms(d.created_at), due_ms, {"callback_id": d.callback_id})
+    return d.key, row

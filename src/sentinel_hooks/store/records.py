@@ -1,0 +1,247 @@
+"""The records a Store keeps, as pydantic models whose JSON form is the API's shape (SPEC §9).
+
+Python attributes are snake_case, JSON keys camelCase. Every instant is timezone-aware UTC,
+truncated to whole milliseconds on construction: that is the precision the API shows and the
+stores keep, so a record read back from any backend equals the one written. JSON dumps render
+instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, model_validator
+from pydantic.alias_generators import to_camel
+
+from sentinel_hooks.clock import iso
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ONE_MS = timedelta(milliseconds=1)
+
+
+def to_epoch_ms(at: datetime) -> int:
+    """Whole milliseconds since the epoch for an aware datetime (exact, no float rounding).
+
+    Raises ValueError for a naive datetime: Sentinel's instants are always UTC.
+    """
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"datetime {at.isoformat()} must be timezone-aware (UTC)")
+    return (at - _EPOCH) // _ONE_MS
+
+
+def from_epoch_ms(ms: int) -> datetime:
+    """The aware UTC datetime ``ms`` milliseconds after the epoch (inverse of ``to_epoch_ms``)."""
+    return _EPOCH + timedelta(milliseconds=ms)
+
+
+def utc_ms(at: datetime) -> datetime:
+    """``at`` in UTC truncated to whole milliseconds; ValueError for a naive datetime."""
+    return from_epoch_ms(to_epoch_ms(at))
+
+
+UtcMs = Annotated[datetime, AfterValidator(utc_ms), PlainSerializer(iso, when_used="json")]
+"""An aware UTC instant at millisecond precision, dumped to JSON as ISO 8601 with ``Z``."""
+
+ContractState = Literal["pending", "fulfilled", "fallback_sent", "expired", "deduped"]
+SettledState = Literal["fulfilled", "fallback_sent", "expired"]
+TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
+Priority = Literal["low", "normal", "high", "critical"]
+Severity = Literal["info", "warning", "critical"]
+InboxKind = Literal["escalation", "approval", "delivery_failure"]
+InboxStatus = Literal["open", "acked", "resolved", "approved", "denied", "expired"]
+DeliveryKind = Literal["notify", "fallback", "fanout", "resolved", "escalation"]
+DeliveryState = Literal["pending", "delivered", "failed"]
+
+SETTLED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired"})
+
+
+class Record(BaseModel):
+    """Base of every stored record: frozen, camelCase JSON, unknown keys refused."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True, extra="forbid")
+
+
+class Trigger(Record):
+    """Why a callback was fired."""
+
+    kind: TriggerKind
+    priority: Priority
+    matched_at: UtcMs
+
+
+class Contract(Record):
+    """The response contract of one accepted (or deduped) callback (SPEC §6.1)."""
+
+    callback_id: str
+    watcher_id: str
+    dedupe_key: str
+    session_key: str
+    state: ContractState
+    trigger: Trigger
+    created_at: UtcMs
+    deadline: UtcMs
+    settled_at: UtcMs | None = None
+    targets: list[str]
+
+
+class Observation(Record):
+    """One observed value of a watcher (JSON), kept for ``changed`` and ``sentinel_history``."""
+
+    at: UtcMs
+    value: Any
+
+
+class TranscriptEntry(Record):
+    """One entry of a hook session's transcript; ``seq`` counts from 1 per session."""
+
+    seq: int
+    at: UtcMs
+    entry: dict[str, Any]
+
+
+class InboxItem(Record):
+    """An escalation, approval or dead-lettered delivery waiting for a human (SPEC §8)."""
+
+    id: str
+    kind: InboxKind
+    status: InboxStatus
+    severity: Severity
+    reason: str
+    watcher_id: str | None = None
+    callback_id: str | None = None
+    session_key: str | None = None
+    created_at: UtcMs
+    updated_at: UtcMs
+    actor: str
+    note: str | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class InboxHistoryEntry(Record):
+    """One status change of an inbox item: who, when, from what, to what (the audit trail)."""
+
+    at: UtcMs
+    actor: str
+    from_status: InboxStatus | None = Field(alias="from")
+    to_status: InboxStatus = Field(alias="to")
+    note: str | None = None
+
+
+def delivery_key(callback_id: str, target: str, kind: DeliveryKind) -> str:
+    """The idempotency key of a delivery: ``{callbackId}:{target}:{kind}`` (SPEC §6.2)."""
+    return f"{callback_id}:{target}:{kind}"
+
+
+class Delivery(Record):
+    """One message to one target for one callback, tracked through its retries (the outbox)."""
+
+    key: str
+    callback_id: str
+    target: str
+    kind: DeliveryKind
+    message: dict[str, Any]
+    state: DeliveryState
+    attempts: int = 0
+    next_attempt_at: UtcMs
+    created_at: UtcMs
+    updated_at: UtcMs
+    last_error: str | None = None
+
+    @model_validator(mode="after")
+    def _key_matches(self) -> Delivery:
+        expected = delivery_key(self.callback_id, self.target, self.kind)
+        if self.key != expected:
+            raise ValueError(f"delivery key {self.key!r} must be {expected!r}")
+        return self
+
+    @classmethod
+    def new(
+        cls,
+        callback_id: str,
+        target: str,
+        kind: DeliveryKind,
+        message: dict[str, Any],
+        *,
+        at: datetime,
+    ) -> Delivery:
+        """A pending delivery with no attempts yet, due at ``at``."""
+        return cls(
+            key=delivery_key(callback_id, target, kind),
+            callback_id=callback_id,
+            target=target,
+            kind=kind,
+            message=message,
+            state="pending",
+            attempts=0,
+            next_attempt_at=at,
+            created_at=at,
+            updated_at=at,
+        )
+
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    """One page of a listing; pass ``next_cursor`` back to get the next page (None: no more)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+    items: list[T]
+    next_cursor: str | None = None
+
+
+def check_settled_state(state: str) -> None:
+    """Raise ValueError unless ``state`` is one a contract can be settled to."""
+    if state not in SETTLED_STATES:
+        allowed = ", ".join(sorted(SETTLED_STATES))
+        raise ValueError(f"cannot settle a contract to {state!r}; use one of {allowed}")
+
+
+def settle(contract: Contract, state: str, *, at: datetime) -> Contract:
+    """``contract`` in final ``state``, settled at ``at``; ValueError for a non-final state."""
+    check_settled_state(state)
+    return Contract.model_validate({**contract.model_dump(), "state": state, "settled_at": at})
+
+
+def transition(
+    item: InboxItem, *, to_status: InboxStatus, actor: str, note: str | None, at: datetime
+) -> tuple[InboxItem, InboxHistoryEntry]:
+    """``item`` moved to ``to_status`` and the history entry recording the move."""
+    kept_note = item.note if note is None else note
+    changes = {"status": to_status, "updated_at": at, "actor": actor, "note": kept_note}
+    moved = InboxItem.model_validate({**item.model_dump(), **changes})
+    entry = InboxHistoryEntry(at=at, actor=actor, from_status=item.status, to_status=to_status, note=note)
+    return moved, entry
+
+
+def first_history_entry(item: InboxItem) -> InboxHistoryEntry:
+    """The history entry recording an item's creation (from None to its status)."""
+    return InboxHistoryEntry(
+        at=item.created_at,
+        actor=item.actor,
+        from_status=None,
+        to_status=item.status,
+        note=item.note,
+    )
+
+
+def attempted(
+    delivery: Delivery,
+    *,
+    state: DeliveryState,
+    attempts: int,
+    next_attempt_at: datetime,
+    last_error: str | None,
+    at: datetime,
+) -> Delivery:
+    """``delivery`` after an attempt: its new state, counters and schedule."""
+    changes = {
+        "state": state,
+        "attempts": attempts,
+        "next_attempt_at": next_attempt_at,
+        "last_error": last_error,
+        "updated_at": at,
+    }
+    return Delivery.model_validate({**delivery.model_dump(), **changes})

@@ -1,0 +1,406 @@
+"""``RedisStore``: the Store contract on a Redis server, shared by every replica.
+
+Single-key operations are single commands; every step that changes more than one key is one
+Lua script (``redis_scripts``) or a MULTI/EXEC pipeline, so replicas racing on the same
+contract, delivery or inbox item see each step whole. Deadlines and delivery schedules are
+sorted sets scored by due time; listings use lexical indexes instead of ``KEYS``/``SCAN``.
+Key layout: ``redis_keys``; connection and error translation: ``redis_connection``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from sentinel_hooks.clock import iso
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store import codec
+from sentinel_hooks.store import redis_scripts as lua
+from sentinel_hooks.store.paging import (
+    check_positive,
+    decode_cursor,
+    sort_member,
+    split_member,
+    to_page,
+)
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    DeliveryState,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Observation,
+    Page,
+    SettledState,
+    TranscriptEntry,
+    attempted,
+    check_settled_state,
+    settle,
+    to_epoch_ms,
+    transition,
+    utc_ms,
+)
+from sentinel_hooks.store.redis_connection import RedisConnection, as_text, redacted_url
+from sentinel_hooks.store.redis_keys import RedisKeys
+
+R = TypeVar("R", bound=BaseModel)
+
+_CAS_ATTEMPTS = 100
+
+
+class RedisStore:
+    """The Store contract on the Redis server at ``url``, keys under ``key_prefix``."""
+
+    def __init__(self, url: str, *, key_prefix: str = "sentinel:") -> None:
+        self.url = url
+        self.keys = RedisKeys(key_prefix)
+        self._db = RedisConnection(url)
+
+    def __repr__(self) -> str:
+        return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
+
+    async def open(self) -> None:
+        """Connect, check the server answers, register the scripts."""
+        await self._db.start()
+
+    async def close(self) -> None:
+        """Close the connection pool; idempotent."""
+        await self._db.stop()
+
+    async def ping(self) -> None:
+        """PING the server."""
+        with self._db.translated("ping"):
+            await self._db.client.ping()
+
+    # -- watcher runtime state ---------------------------------------------------------------
+
+    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_watcher_state``."""
+        with self._db.translated("get watcher state"):
+            text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
+        return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
+
+    async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
+        """See ``Store.put_watcher_state``."""
+        text = codec.dumps(state, what=f"state of {watcher_id!r}")
+        with self._db.translated("put watcher state"):
+            await self._db.client.hset(self.keys.watcher_states, watcher_id, text)
+
+    async def delete_watcher_state(self, watcher_id: str) -> None:
+        """See ``Store.delete_watcher_state``."""
+        with self._db.translated("delete watcher state"):
+            await self._db.client.hdel(self.keys.watcher_states, watcher_id)
+
+    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states``."""
+        with self._db.translated("list watcher states"):
+            found = await self._db.client.hgetall(self.keys.watcher_states)
+        return {
+            as_text(wid): codec.loads_dict(as_text(text), what="watcher state") for wid, text in found.items()
+        }
+
+    # -- observations ------------------------------------------------------------------------
+
+    async def record_observation(self, watcher_id: str, obs: Observation, *, keep: int = 500) -> None:
+        """See ``Store.record_observation``."""
+        key, doc = self.keys.observations(watcher_id), codec.dump_record(obs)
+        keep = check_positive(keep, "keep")
+        with self._db.translated("record observation"):
+            async with self._db.client.pipeline(transaction=True) as pipe:
+                pipe.lpush(key, doc)
+                pipe.ltrim(key, 0, keep - 1)
+                await pipe.execute()
+
+    async def last_observation(self, watcher_id: str) -> Observation | None:
+        """See ``Store.last_observation``."""
+        with self._db.translated("last observation"):
+            text = await self._db.client.lindex(self.keys.observations(watcher_id), 0)
+        return None if text is None else codec.load_record(Observation, as_text(text))
+
+    async def observations(
+        self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
+    ) -> list[Observation]:
+        """See ``Store.observations``."""
+        since = None if since is None else utc_ms(since)
+        end = check_positive(limit) - 1 if since is None else -1
+        with self._db.translated("observations"):
+            texts = await self._db.client.lrange(self.keys.observations(watcher_id), 0, end)
+        found = [codec.load_record(Observation, as_text(t)) for t in texts]
+        return [o for o in found if since is None or o.at >= since][:limit]
+
+    # -- contracts ---------------------------------------------------------------------------
+
+    async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
+        """See ``Store.create_contract``."""
+        keys, args = lua.create_contract_call(self.keys, contract, envelope)
+        return bool(await self._db.run("create contract", self._db.scripts.create_contract, keys, args))
+
+    async def get_contract(self, callback_id: str) -> Contract | None:
+        """See ``Store.get_contract``."""
+        return await self._doc("get contract", Contract, self.keys.contract(callback_id))
+
+    async def _doc(self, what: str, model: type[R], key: str) -> R | None:
+        with self._db.translated(what):
+            text = await self._db.client.hget(key, "doc")
+        return None if text is None else codec.load_record(model, as_text(text))
+
+    async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_envelope``."""
+        with self._db.translated("get envelope"):
+            text = await self._db.client.hget(self.keys.contract(callback_id), "envelope")
+        return None if text is None else codec.loads_dict(as_text(text), what="envelope")
+
+    async def list_contracts(
+        self,
+        *,
+        watcher_id: str | None = None,
+        state: ContractState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Contract]:
+        """See ``Store.list_contracts``."""
+        index = self.keys.contract_index(watcher_id, state)
+        return await self._page(index, self.keys.contract_doc_prefix, limit, cursor, Contract)
+
+    async def _page(
+        self, index: str, doc_prefix: str, limit: int, cursor: str | None, model: type[R]
+    ) -> Page[R]:
+        bound = "" if cursor is None else sort_member(*decode_cursor(cursor))
+        args = ["desc", bound, check_positive(limit) + 1, doc_prefix]
+        flat = await self._db.run("list", self._db.scripts.range, [index], args)
+        rows = [(*split_member(m), doc) for m, doc in zip(flat[::2], flat[1::2], strict=True)]
+        return to_page(rows, limit, lambda doc: codec.load_record(model, doc))
+
+    async def claim_due(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[Contract]:
+        """See ``Store.claim_due``."""
+        k = self.keys
+        docs = await self._claim(k.contract_due, k.contract_doc_prefix, now, limit, lease_ms)
+        return [codec.load_record(Contract, doc) for doc in docs]
+
+    async def _claim(self, due: str, doc_prefix: str, now: datetime, limit: int, lease_ms: int) -> list[str]:
+        now_ms = to_epoch_ms(now)
+        lease_end = now_ms + check_positive(lease_ms, "lease_ms")
+        args = [now_ms, check_positive(limit), lease_end, doc_prefix]
+        docs = await self._db.run("claim due", self._db.scripts.claim, [due], args)
+        return [as_text(doc) for doc in docs]
+
+    async def settle_contract(
+        self,
+        callback_id: str,
+        state: SettledState,
+        *,
+        at: datetime,
+        deliveries: Sequence[Delivery] = (),
+    ) -> bool:
+        """See ``Store.settle_contract``."""
+        check_settled_state(state)
+        k = self.keys
+        with self._db.translated("settle contract"):
+            doc, current = await self._db.client.hmget(k.contract(callback_id), ["doc", "state"])
+        if doc is None or current != "pending":
+            return False
+        # A pending contract's doc never changes, so building the settled doc from this read is
+        # safe; the script re-checks ``state`` and does nothing if another settler won.
+        contract = codec.load_record(Contract, as_text(doc))
+        settled = settle(contract, state, at=at)
+        keys, args = lua.settle_contract_call(k, contract, settled, deliveries)
+        return bool(await self._db.run("settle contract", self._db.scripts.settle_contract, keys, args))
+
+    # -- dedupe ------------------------------------------------------------------------------
+
+    async def add_dedupe(self, key: str, *, ttl_ms: int, now: datetime) -> bool:
+        """See ``Store.add_dedupe``."""
+        now_ms, ttl_ms = to_epoch_ms(now), check_positive(ttl_ms, "ttl_ms")
+        args = [now_ms, now_ms + ttl_ms, ttl_ms]
+        keys = [self.keys.dedupe(key)]
+        script = self._db.scripts.add_dedupe
+        return bool(await self._db.run("add dedupe key", script, keys, args))
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def append_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.append_transcript``.
+
+        The list position is the seq: RPUSH adds all elements atomically and returns the new
+        length, so this call's entries are numbered ``length - n + 1 … length``.
+        """
+        texts = _transcript_texts(entries, at)
+        if not texts:
+            return []
+        with self._db.translated("append transcript"):
+            length = await self._db.client.rpush(self.keys.transcript(session_key), *texts)
+        start = int(length) - len(texts) + 1
+        return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
+
+    async def get_transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """See ``Store.get_transcript``."""
+        start = max(after_seq, 0)
+        end = -1 if limit is None else start + check_positive(limit) - 1
+        with self._db.translated("get transcript"):
+            texts = await self._db.client.lrange(self.keys.transcript(session_key), start, end)
+        return [_transcript_entry(start + 1 + i, as_text(t)) for i, t in enumerate(texts)]
+
+    async def replace_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.replace_transcript``."""
+        texts, key = _transcript_texts(entries, at), self.keys.transcript(session_key)
+        with self._db.translated("replace transcript"):
+            async with self._db.client.pipeline(transaction=True) as pipe:
+                pipe.delete(key)
+                if texts:
+                    pipe.rpush(key, *texts)
+                await pipe.execute()
+        return [_transcript_entry(1 + i, t) for i, t in enumerate(texts)]
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """See ``Store.put_checkpoint``."""
+        text = codec.dumps(data, what=f"checkpoint of {session_key!r}")
+        with self._db.translated("put checkpoint"):
+            await self._db.client.set(self.keys.checkpoint(session_key), text)
+
+    async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
+        """See ``Store.get_checkpoint``."""
+        with self._db.translated("get checkpoint"):
+            text = await self._db.client.get(self.keys.checkpoint(session_key))
+        return None if text is None else codec.loads_dict(as_text(text), what="checkpoint")
+
+    async def delete_checkpoint(self, session_key: str) -> None:
+        """See ``Store.delete_checkpoint``."""
+        with self._db.translated("delete checkpoint"):
+            await self._db.client.delete(self.keys.checkpoint(session_key))
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def create_inbox_item(self, item: InboxItem) -> bool:
+        """See ``Store.create_inbox_item``."""
+        keys, args = lua.create_inbox_item_call(self.keys, item)
+        return bool(await self._db.run("create inbox item", self._db.scripts.create_inbox_item, keys, args))
+
+    async def get_inbox_item(self, item_id: str) -> InboxItem | None:
+        """See ``Store.get_inbox_item``."""
+        return await self._doc("get inbox item", InboxItem, self.keys.inbox_item(item_id))
+
+    async def list_inbox(
+        self,
+        *,
+        status: InboxStatus | None = None,
+        kind: InboxKind | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InboxItem]:
+        """See ``Store.list_inbox``."""
+        index = self.keys.inbox_index(status, kind)
+        return await self._page(index, self.keys.inbox_doc_prefix, limit, cursor, InboxItem)
+
+    async def transition_inbox_item(
+        self,
+        item_id: str,
+        *,
+        from_statuses: Collection[InboxStatus],
+        to_status: InboxStatus,
+        actor: str,
+        note: str | None,
+        at: datetime,
+    ) -> InboxItem | None:
+        """See ``Store.transition_inbox_item`` (optimistic: re-read when another writer won)."""
+        k = self.keys
+        for _ in range(_CAS_ATTEMPTS):
+            with self._db.translated("transition inbox item"):
+                doc, version = await self._db.client.hmget(k.inbox_item(item_id), ["doc", "version"])
+            if doc is None or version is None:
+                return None
+            item = codec.load_record(InboxItem, as_text(doc))
+            if item.status not in from_statuses:
+                return None
+            moved, entry = transition(item, to_status=to_status, actor=actor, note=note, at=at)
+            keys, args = lua.transition_inbox_item_call(k, item, as_text(version), moved, entry)
+            script = self._db.scripts.transition_inbox_item
+            if await self._db.run("transition inbox item", script, keys, args):
+                return moved
+        raise StoreError(
+            f"{self._db.name}: inbox item {item_id!r} kept changing during {_CAS_ATTEMPTS} "
+            "attempts to update it; try again"
+        )
+
+    async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
+        """See ``Store.inbox_history``."""
+        with self._db.translated("inbox history"):
+            texts = await self._db.client.lrange(self.keys.inbox_history(item_id), 0, -1)
+        return [codec.load_record(InboxHistoryEntry, as_text(t)) for t in texts]
+
+    # -- outbox ------------------------------------------------------------------------------
+
+    async def enqueue_delivery(self, delivery: Delivery) -> bool:
+        """See ``Store.enqueue_delivery``."""
+        keys, args = lua.enqueue_delivery_call(self.keys, delivery)
+        return bool(await self._db.run("enqueue delivery", self._db.scripts.enqueue_delivery, keys, args))
+
+    async def claim_deliveries(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[Delivery]:
+        """See ``Store.claim_deliveries``."""
+        k = self.keys
+        docs = await self._claim(k.delivery_due, k.delivery_doc_prefix, now, limit, lease_ms)
+        return [codec.load_record(Delivery, doc) for doc in docs]
+
+    async def update_delivery(
+        self,
+        key: str,
+        *,
+        state: DeliveryState,
+        attempts: int,
+        next_attempt_at: datetime,
+        last_error: str | None,
+        at: datetime,
+    ) -> Delivery | None:
+        """See ``Store.update_delivery``.
+
+        Only state, attempts, schedule, error and ``updated_at`` change, and they are all
+        overwritten, so building the new doc from a plain read is safe (last writer wins).
+        """
+        current = await self.get_delivery(key)
+        if current is None:
+            return None
+        updated = attempted(
+            current,
+            state=state,
+            attempts=attempts,
+            next_attempt_at=next_attempt_at,
+            last_error=last_error,
+            at=at,
+        )
+        keys, args = lua.update_delivery_call(self.keys, updated)
+        done = await self._db.run("update delivery", self._db.scripts.update_delivery, keys, args)
+        return updated if done else None
+
+    async def get_delivery(self, key: str) -> Delivery | None:
+        """See ``Store.get_delivery``."""
+        return await self._doc("get delivery", Delivery, self.keys.delivery(key))
+
+    async def list_deliveries(self, callback_id: str) -> list[Delivery]:
+        """See ``Store.list_deliveries``."""
+        index = self.keys.delivery_index(callback_id)
+        args = ["asc", "", -1, self.keys.delivery_doc_prefix]
+        flat = await self._db.run("list deliveries", self._db.scripts.range, [index], args)
+        return [codec.load_record(Delivery, as_text(doc)) for doc in flat[1::2]]
+
+
+def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:
+    at_text = iso(utc_ms(at))
+    return [codec.dumps({"at": at_text, "entry": e}, what="transcript entry") for e in entries]
+
+
+def _transcript_entry(seq: int, text: str) -> TranscriptEntry:
+    stored = codec.loads_dict(text, what="transcript entry")
+    return codec.validate_record(TranscriptEntry, {"seq": seq, **stored})

@@ -1,0 +1,131 @@
+"""The Redis store's client, its registered scripts, and its exception translation.
+
+Kept apart from ``redis.py`` (as ``sqlite_worker`` is from ``sqlite.py``): this is the only
+place that knows how to connect and how ``redis.RedisError`` maps onto Sentinel's tree —
+connection trouble is ``StoreUnavailable``, anything else the server refuses is ``StoreError``;
+messages name the server with any password redacted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.commands.core import AsyncScript
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.store import redis_scripts as lua
+
+
+def redacted_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (safe for messages and logs)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    port = f":{parts.port}" if parts.port else ""
+    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}{port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def as_text(value: bytes | str) -> str:
+    """A reply as ``str`` (the client decodes responses; this only satisfies the types)."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class Scripts:
+    """The Lua scripts, registered once per client (EVALSHA, reloaded if the server forgot)."""
+
+    def __init__(self, client: Redis) -> None:
+        self.create_contract = client.register_script(lua.CREATE_CONTRACT)
+        self.settle_contract = client.register_script(lua.SETTLE_CONTRACT)
+        self.claim = client.register_script(lua.CLAIM)
+        self.range = client.register_script(lua.RANGE)
+        self.add_dedupe = client.register_script(lua.ADD_DEDUPE)
+        self.create_inbox_item = client.register_script(lua.CREATE_INBOX_ITEM)
+        self.transition_inbox_item = client.register_script(lua.TRANSITION_INBOX_ITEM)
+        self.enqueue_delivery = client.register_script(lua.ENQUEUE_DELIVERY)
+        self.update_delivery = client.register_script(lua.UPDATE_DELIVERY)
+
+
+class RedisConnection:
+    """A client for ``url`` once ``start`` has run.
+
+    Replies are decoded to ``str``; connecting and each command time out after ``timeout_s``;
+    the client never retries by itself (redis-py would by default), because a command re-sent
+    after a lost reply could apply twice (a transcript append, a settle reported as lost).
+    """
+
+    def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
+        self.url = url
+        self.name = f"redis store {redacted_url(url)}"
+        self._timeout_s = timeout_s
+        self._client: Redis | None = None
+        self._scripts: Scripts | None = None
+
+    @property
+    def client(self) -> Redis:
+        """The client; ``StoreUnavailable`` before ``start`` or after ``stop``."""
+        if self._client is None:
+            raise StoreUnavailable(f"{self.name} is not open; call `await store.open()` first")
+        return self._client
+
+    @property
+    def scripts(self) -> Scripts:
+        """The registered scripts; ``StoreUnavailable`` when not started."""
+        if self._scripts is None:
+            raise StoreUnavailable(f"{self.name} is not open; call `await store.open()` first")
+        return self._scripts
+
+    @contextmanager
+    def translated(self, what: str) -> Iterator[None]:
+        """Re-raise Redis failures inside the block as Sentinel's store errors."""
+        try:
+            yield
+        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+            raise StoreUnavailable(
+                f"{self.name}: {what} failed: {exc}; check that Redis is running and reachable"
+            ) from exc
+        except RedisError as exc:
+            raise StoreError(f"{self.name}: {what} failed: {exc}") from exc
+
+    async def run(self, what: str, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        """Run a registered script with translated errors; its raw reply."""
+        with self.translated(what):
+            return await script(keys=keys, args=args)
+
+    async def start(self) -> None:
+        """Connect, check the server answers (PING), register the scripts; idempotent."""
+        if self._client is not None:
+            return
+        try:
+            client = Redis.from_url(
+                self.url,
+                decode_responses=True,
+                socket_connect_timeout=self._timeout_s,
+                socket_timeout=self._timeout_s,
+                retry=Retry(NoBackoff(), 0),  # adapters try once; orchestrators own retries
+            )
+        except ValueError as exc:
+            raise StoreUnavailable(f"{self.name}: invalid URL ({exc})") from exc
+        try:
+            with self.translated("connect"):
+                await client.ping()
+        except StoreError:
+            await client.aclose()
+            raise
+        self._client, self._scripts = client, Scripts(client)
+
+    async def stop(self) -> None:
+        """Close the connection pool; idempotent."""
+        client, self._client, self._scripts = self._client, None, None
+        if client is not None:
+            with self.translated("close"):
+                await client.aclose()

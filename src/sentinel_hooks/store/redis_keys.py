@@ -1,0 +1,84 @@
+"""Names of every key the Redis store writes, all under one prefix (default ``sentinel:``).
+
+Kept in one place so the layout can be read at a glance and two kinds of key can never collide:
+each family has its own literal segment before any user-chosen id.
+
+==================================  ======  ==============================================
+key                                 type    holds
+==================================  ======  ==============================================
+watcher-states                      hash    watcher id → state JSON
+observations:{watcher}              list    Observation JSON, newest first (trimmed)
+contract:{callback}                 hash    doc, envelope, state
+contract-due                        zset    pending callback ids by due ms
+contract-index:all|watcher:|state:  zset    listing members ``{created_ms:015d}:{id}``
+dedupe:{key}                        string  expiry ms (with PX)
+transcript:{session}                list    ``{"at", "entry"}`` JSON; seq = position + 1
+checkpoint:{session}                string  checkpoint JSON
+inbox-item:{id}                     hash    doc, status, kind, version
+inbox-history:{id}                  list    InboxHistoryEntry JSON, oldest first
+inbox-index:all|status:|kind:       zset    listing members
+delivery:{key}                      hash    doc, state
+delivery-due                        zset    pending delivery keys by due ms
+delivery-index:callback:{callback}  zset    listing members, for list_deliveries
+==================================  ======  ==============================================
+"""
+
+from __future__ import annotations
+
+
+class RedisKeys:
+    """Key names under ``prefix``."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.watcher_states = f"{prefix}watcher-states"
+        self.contract_due = f"{prefix}contract-due"
+        self.contract_doc_prefix = f"{prefix}contract:"
+        self.inbox_doc_prefix = f"{prefix}inbox-item:"
+        self.delivery_due = f"{prefix}delivery-due"
+        self.delivery_doc_prefix = f"{prefix}delivery:"
+
+    def observations(self, watcher_id: str) -> str:
+        return f"{self.prefix}observations:{watcher_id}"
+
+    def contract(self, callback_id: str) -> str:
+        return f"{self.contract_doc_prefix}{callback_id}"
+
+    def contract_index(self, watcher_id: str | None, state: str | None) -> str:
+        """The listing index for a filter (None: not filtered on that field)."""
+        base = f"{self.prefix}contract-index:"
+        if watcher_id is None:
+            return f"{base}all" if state is None else f"{base}state:{state}"
+        if state is None:
+            return f"{base}watcher:{watcher_id}"
+        return f"{base}state-watcher:{state}:{watcher_id}"
+
+    def dedupe(self, key: str) -> str:
+        return f"{self.prefix}dedupe:{key}"
+
+    def transcript(self, session_key: str) -> str:
+        return f"{self.prefix}transcript:{session_key}"
+
+    def checkpoint(self, session_key: str) -> str:
+        return f"{self.prefix}checkpoint:{session_key}"
+
+    def inbox_item(self, item_id: str) -> str:
+        return f"{self.inbox_doc_prefix}{item_id}"
+
+    def inbox_history(self, item_id: str) -> str:
+        return f"{self.prefix}inbox-history:{item_id}"
+
+    def inbox_index(self, status: str | None, kind: str | None) -> str:
+        """The listing index for a filter (None: not filtered on that field)."""
+        base = f"{self.prefix}inbox-index:"
+        if status is None:
+            return f"{base}all" if kind is None else f"{base}kind:{kind}"
+        if kind is None:
+            return f"{base}status:{status}"
+        return f"{base}status-kind:{status}:{kind}"
+
+    def delivery(self, key: str) -> str:
+        return f"{self.delivery_doc_prefix}{key}"
+
+    def delivery_index(self, callback_id: str) -> str:
+        return f"{self.prefix}delivery-index:callback:{callback_id}"

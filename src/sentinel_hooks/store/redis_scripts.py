@@ -1,0 +1,275 @@
+"""Lua scripts that make the Redis store's multi-key steps atomic (Redis runs a script whole),
+each with the function that builds its KEYS and ARGV, so their positional contract is in one file.
+
+Documents are JSON text built in Python; scripts only compare plain fields (``state``,
+``status``, ``version``) and move members between indexes, never decode JSON. Indexes:
+
+* due sets (``contract-due``, ``delivery-due``): sorted sets scored by the epoch ms at which a
+  member is due (its deadline / next attempt, or the end of the claim holding it);
+* listing indexes: sorted sets with score 0 whose members are ``{created_ms:015d}:{id}``,
+  so lexical order is ``(created_at, id)`` order and cursors are range bounds.
+
+``CLAIM`` and ``RANGE`` read documents by ids found in an index, building those keys from a
+prefix argument: fine on a single Redis server (what Sentinel supports), not on Redis Cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.paging import sort_member
+from sentinel_hooks.store.records import (
+    Contract,
+    Delivery,
+    InboxHistoryEntry,
+    InboxItem,
+    first_history_entry,
+    to_epoch_ms,
+)
+from sentinel_hooks.store.redis_keys import RedisKeys
+
+_ENQUEUE_FN = """
+local function enqueue(dkey, idxkey, duekey, key, doc, state, due, member)
+  if redis.call('EXISTS', dkey) == 1 then return 0 end
+  redis.call('HSET', dkey, 'doc', doc, 'state', state)
+  if due ~= '' then redis.call('ZADD', duekey, due, key) end
+  redis.call('ZADD', idxkey, 0, member)
+  return 1
+end
+"""
+
+ENQUEUE_DELIVERY = (
+    _ENQUEUE_FN
+    + """
+-- KEYS: delivery hash, callback index, delivery-due | ARGV: key, doc, state, due_ms|'', member
+return enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+"""
+)
+
+CREATE_CONTRACT = """
+-- KEYS: contract hash, contract-due, index all, by watcher, by state, by state+watcher
+-- ARGV: callback id, doc, envelope, state, index member, due_ms|''
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'envelope', ARGV[3], 'state', ARGV[4])
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1]) end
+for i = 3, 6 do redis.call('ZADD', KEYS[i], 0, ARGV[5]) end
+return 1
+"""
+
+SETTLE_CONTRACT = (
+    _ENQUEUE_FN
+    + """
+-- KEYS: contract hash, contract-due, by state pending, by new state,
+--       by state+watcher pending, by new state+watcher, delivery-due,
+--       then per delivery: its hash, its callback index
+-- ARGV: callback id, new state, new doc, index member,
+--       then per delivery: key, doc, state, due_ms|'', index member
+if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
+redis.call('HSET', KEYS[1], 'state', ARGV[2], 'doc', ARGV[3])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[4])
+redis.call('ZADD', KEYS[4], 0, ARGV[4])
+redis.call('ZREM', KEYS[5], ARGV[4])
+redis.call('ZADD', KEYS[6], 0, ARGV[4])
+local k, a = 8, 5
+while KEYS[k] do
+  enqueue(KEYS[k], KEYS[k + 1], KEYS[7], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
+          ARGV[a + 4])
+  k, a = k + 2, a + 5
+end
+return 1
+"""
+)
+
+CLAIM = """
+-- KEYS: due set | ARGV: now_ms, limit, lease end ms, document key prefix
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+local docs = {}
+for _, id in ipairs(ids) do
+  local doc = redis.call('HGET', ARGV[4] .. id, 'doc')
+  if doc then
+    redis.call('ZADD', KEYS[1], ARGV[3], id)
+    docs[#docs + 1] = doc
+  else
+    redis.call('ZREM', KEYS[1], id)  -- an index entry without its record: drop it
+  end
+end
+return docs
+"""
+
+RANGE = """
+-- KEYS: listing index | ARGV: 'desc'|'asc', exclusive bound or '', count (-1: all),
+--                            document key prefix
+-- Returns the documents in index order (desc: newest first), read in one atomic step.
+local members
+if ARGV[1] == 'desc' then
+  local top = ARGV[2] ~= '' and ('(' .. ARGV[2]) or '+'
+  members = redis.call('ZREVRANGEBYLEX', KEYS[1], top, '-', 'LIMIT', 0, ARGV[3])
+else
+  local bottom = ARGV[2] ~= '' and ('(' .. ARGV[2]) or '-'
+  members = redis.call('ZRANGEBYLEX', KEYS[1], bottom, '+', 'LIMIT', 0, ARGV[3])
+end
+local out = {}
+for _, m in ipairs(members) do
+  local id = string.sub(m, string.find(m, ':', 1, true) + 1)
+  local doc = redis.call('HGET', ARGV[4] .. id, 'doc')
+  if doc then
+    out[#out + 1] = m
+    out[#out + 1] = doc
+  end
+end
+return out
+"""
+
+ADD_DEDUPE = """
+-- KEYS: dedupe key | ARGV: now_ms, expires_ms, ttl_ms
+-- The stored value is the expiry in the caller's clock (injected time decides); PX lets
+-- Redis drop the key on its own once the window has passed.
+local expires = redis.call('GET', KEYS[1])
+if expires and tonumber(expires) > tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+return 1
+"""
+
+CREATE_INBOX_ITEM = """
+-- KEYS: item hash, history list, index all, by status, by kind, by status+kind
+-- ARGV: doc, status, kind, index member, first history entry
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[1], 'status', ARGV[2], 'kind', ARGV[3], 'version', 1)
+redis.call('RPUSH', KEYS[2], ARGV[5])
+for i = 3, 6 do redis.call('ZADD', KEYS[i], 0, ARGV[4]) end
+return 1
+"""
+
+TRANSITION_INBOX_ITEM = """
+-- KEYS: item hash, history list, by old status, by new status,
+--       by old status+kind, by new status+kind
+-- ARGV: expected version, new doc, new status, history entry, index member
+-- Optimistic: the caller built the new doc from the version it read; 0 means "read again".
+if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'status', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('RPUSH', KEYS[2], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[5])
+redis.call('ZADD', KEYS[4], 0, ARGV[5])
+redis.call('ZREM', KEYS[5], ARGV[5])
+redis.call('ZADD', KEYS[6], 0, ARGV[5])
+return 1
+"""
+
+UPDATE_DELIVERY = """
+-- KEYS: delivery hash, delivery-due | ARGV: key, doc, state, due_ms|''
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+return 1
+"""
+
+
+# -- KEYS / ARGV builders: the positional contract of each script, next to the script ---------
+
+Call = tuple[list[str], list[Any]]
+
+
+def delivery_args(d: Delivery) -> list[Any]:
+    """``key, doc, state, due_ms|'', index member`` of a delivery (ENQUEUE / UPDATE / SETTLE)."""
+    due = to_epoch_ms(d.next_attempt_at) if d.state == "pending" else ""
+    member = sort_member(to_epoch_ms(d.created_at), d.key)
+    return [d.key, codec.dump_record(d), d.state, due, member]
+
+
+def enqueue_delivery_call(k: RedisKeys, d: Delivery) -> Call:
+    """ENQUEUE_DELIVERY for ``d``."""
+    return [k.delivery(d.key), k.delivery_index(d.callback_id), k.delivery_due], delivery_args(d)
+
+
+def update_delivery_call(k: RedisKeys, updated: Delivery) -> Call:
+    """UPDATE_DELIVERY writing ``updated``."""
+    return [k.delivery(updated.key), k.delivery_due], delivery_args(updated)[:4]
+
+
+def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
+    """CREATE_CONTRACT for ``contract`` and its envelope."""
+    cid, wid, state = contract.callback_id, contract.watcher_id, contract.state
+    keys = [
+        k.contract(cid),
+        k.contract_due,
+        k.contract_index(None, None),
+        k.contract_index(wid, None),
+        k.contract_index(None, state),
+        k.contract_index(wid, state),
+    ]
+    args = [
+        cid,
+        codec.dump_record(contract),
+        codec.dumps(envelope, what=f"envelope of {cid!r}"),
+        state,
+        sort_member(to_epoch_ms(contract.created_at), cid),
+        to_epoch_ms(contract.deadline) if state == "pending" else "",
+    ]
+    return keys, args
+
+
+def settle_contract_call(
+    k: RedisKeys, pending: Contract, settled: Contract, deliveries: Sequence[Delivery]
+) -> Call:
+    """SETTLE_CONTRACT moving ``pending`` to ``settled`` and enqueueing ``deliveries``."""
+    cid, wid, state = pending.callback_id, pending.watcher_id, settled.state
+    keys = [
+        k.contract(cid),
+        k.contract_due,
+        k.contract_index(None, "pending"),
+        k.contract_index(None, state),
+        k.contract_index(wid, "pending"),
+        k.contract_index(wid, state),
+        k.delivery_due,
+    ]
+    member = sort_member(to_epoch_ms(pending.created_at), cid)
+    args: list[Any] = [cid, state, codec.dump_record(settled), member]
+    for d in deliveries:
+        keys += [k.delivery(d.key), k.delivery_index(d.callback_id)]
+        args += delivery_args(d)
+    return keys, args
+
+
+def create_inbox_item_call(k: RedisKeys, item: InboxItem) -> Call:
+    """CREATE_INBOX_ITEM for ``item`` and its first history entry."""
+    keys = [
+        k.inbox_item(item.id),
+        k.inbox_history(item.id),
+        k.inbox_index(None, None),
+        k.inbox_index(item.status, None),
+        k.inbox_index(None, item.kind),
+        k.inbox_index(item.status, item.kind),
+    ]
+    args = [
+        codec.dump_record(item),
+        item.status,
+        item.kind,
+        sort_member(to_epoch_ms(item.created_at), item.id),
+        codec.dump_record(first_history_entry(item)),
+    ]
+    return keys, args
+
+
+def transition_inbox_item_call(
+    k: RedisKeys, item: InboxItem, version: str, moved: InboxItem, entry: InboxHistoryEntry
+) -> Call:
+    """TRANSITION_INBOX_ITEM from ``item`` (read at ``version``) to ``moved``."""
+    old, new, kind = item.status, moved.status, item.kind
+    keys = [
+        k.inbox_item(item.id),
+        k.inbox_history(item.id),
+        k.inbox_index(old, None),
+        k.inbox_index(new, None),
+        k.inbox_index(old, kind),
+        k.inbox_index(new, kind),
+    ]
+    member = sort_member(to_epoch_ms(item.created_at), item.id)
+    return keys, [version, codec.dump_record(moved), new, codec.dump_record(entry), member]

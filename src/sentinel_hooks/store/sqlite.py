@@ -1,0 +1,362 @@
+"""``SqliteStore``: the Store contract in one SQLite file, the embedded default (one process).
+
+Each method is one statement or one ``BEGIN IMMEDIATE`` transaction (``sqlite_queries``) run
+on the worker thread (``sqlite_worker``), so it is atomic for tasks of this process and for other
+processes using the file, and WAL keeps a committed write through a kill -9. Deadlines and
+delivery schedules live in the indexed ``due_ms`` column, never only in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from sentinel_hooks.store import codec
+from sentinel_hooks.store import sqlite_queries as q
+from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    DeliveryState,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Observation,
+    Page,
+    SettledState,
+    TranscriptEntry,
+    check_settled_state,
+    to_epoch_ms,
+)
+from sentinel_hooks.store.sqlite_worker import SqliteWorker
+
+R = TypeVar("R", bound=BaseModel)
+
+
+class SqliteStore:
+    """The Store contract in the SQLite file at ``path`` (see ``store.base.Store``)."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    async def open(self) -> None:
+        """Create the directory, file and schema as needed and connect."""
+        await self._db.start()
+
+    async def close(self) -> None:
+        """Close the connection and its thread; idempotent."""
+        await self._db.stop()
+
+    async def ping(self) -> None:
+        """Run a trivial query."""
+        await self._db.read("ping", lambda c: c.execute("SELECT 1").fetchone())
+
+    async def _exec(self, what: str, sql: str, *args: Any) -> int:
+        return await self._db.write(what, partial(q.rowcount, sql=sql, args=args))
+
+    async def _one(self, what: str, sql: str, *args: Any) -> str | None:
+        row = await self._db.read(what, lambda c: c.execute(sql, args).fetchone())
+        return None if row is None else str(row[0])
+
+    async def _record(self, what: str, model: type[R], sql: str, *args: Any) -> R | None:
+        text = await self._one(what, sql, *args)
+        return None if text is None else codec.load_record(model, text)
+
+    async def _records(self, what: str, model: type[R], sql: str, *args: Any) -> list[R]:
+        rows = await self._db.read(what, lambda c: c.execute(sql, args).fetchall())
+        return [codec.load_record(model, row[0]) for row in rows]
+
+    async def _dict(self, what: str, sql: str, *args: Any) -> dict[str, Any] | None:
+        text = await self._one(what, sql, *args)
+        return None if text is None else codec.loads_dict(text, what=what)
+
+    async def _page(
+        self,
+        table: str,
+        id_col: str,
+        filters: Mapping[str, str | None],
+        limit: int,
+        cursor: str | None,
+        model: type[R],
+    ) -> Page[R]:
+        after = None if cursor is None else decode_cursor(cursor)
+        fetch = check_positive(limit) + 1
+        read = partial(q.page, table=table, id_col=id_col, filters=filters, after=after)
+        rows = await self._db.read(f"list {table}", partial(read, fetch=fetch))
+        return to_page(rows, limit, lambda doc: codec.load_record(model, doc))
+
+    # -- watcher runtime state ---------------------------------------------------------------
+
+    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_watcher_state``."""
+        sql = "SELECT state FROM watcher_states WHERE watcher_id = ?"
+        return await self._dict("watcher state", sql, watcher_id)
+
+    async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
+        """See ``Store.put_watcher_state``."""
+        text = codec.dumps(state, what=f"state of {watcher_id!r}")
+        sql = "INSERT OR REPLACE INTO watcher_states (watcher_id, state) VALUES (?, ?)"
+        await self._exec("put watcher state", sql, watcher_id, text)
+
+    async def delete_watcher_state(self, watcher_id: str) -> None:
+        """See ``Store.delete_watcher_state``."""
+        sql = "DELETE FROM watcher_states WHERE watcher_id = ?"
+        await self._exec("delete watcher state", sql, watcher_id)
+
+    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states``."""
+        sql = "SELECT watcher_id, state FROM watcher_states"
+        rows = await self._db.read("list watcher states", lambda c: c.execute(sql).fetchall())
+        return {wid: codec.loads_dict(text, what="watcher state") for wid, text in rows}
+
+    # -- observations ------------------------------------------------------------------------
+
+    async def record_observation(self, watcher_id: str, obs: Observation, *, keep: int = 500) -> None:
+        """See ``Store.record_observation``."""
+        args = (
+            watcher_id,
+            to_epoch_ms(obs.at),
+            codec.dump_record(obs),
+            check_positive(keep, "keep"),
+        )
+        await self._db.write("record observation", lambda c: q.record_observation(c, *args))
+
+    async def last_observation(self, watcher_id: str) -> Observation | None:
+        """See ``Store.last_observation``."""
+        sql = "SELECT doc FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1"
+        return await self._record("last observation", Observation, sql, watcher_id)
+
+    async def observations(
+        self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
+    ) -> list[Observation]:
+        """See ``Store.observations``."""
+        since_ms = None if since is None else to_epoch_ms(since)
+        sql = """SELECT doc FROM observations WHERE watcher_id = ? AND (? IS NULL OR at_ms >= ?)
+            ORDER BY id DESC LIMIT ?"""
+        args = (watcher_id, since_ms, since_ms, check_positive(limit))
+        return await self._records("observations", Observation, sql, *args)
+
+    # -- contracts ---------------------------------------------------------------------------
+
+    async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
+        """See ``Store.create_contract``."""
+        cid = contract.callback_id
+        sql = """INSERT OR IGNORE INTO contracts
+            (callback_id, watcher_id, state, created_ms, due_ms, doc, envelope)
+            VALUES (?, ?, ?, ?, ?, ?, ?)"""
+        count = await self._exec(
+            "create contract",
+            sql,
+            cid,
+            contract.watcher_id,
+            contract.state,
+            to_epoch_ms(contract.created_at),
+            to_epoch_ms(contract.deadline) if contract.state == "pending" else None,
+            codec.dump_record(contract),
+            codec.dumps(envelope, what=f"envelope of {cid!r}"),
+        )
+        return count == 1
+
+    async def get_contract(self, callback_id: str) -> Contract | None:
+        """See ``Store.get_contract``."""
+        sql = "SELECT doc FROM contracts WHERE callback_id = ?"
+        return await self._record("get contract", Contract, sql, callback_id)
+
+    async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_envelope``."""
+        sql = "SELECT envelope FROM contracts WHERE callback_id = ?"
+        return await self._dict("envelope", sql, callback_id)
+
+    async def list_contracts(
+        self,
+        *,
+        watcher_id: str | None = None,
+        state: ContractState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Contract]:
+        """See ``Store.list_contracts``."""
+        filters = {"watcher_id": watcher_id, "state": state}
+        return await self._page("contracts", "callback_id", filters, limit, cursor, Contract)
+
+    async def claim_due(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[Contract]:
+        """See ``Store.claim_due``."""
+        claim = partial(q.claim, table="contracts", id_col="callback_id")
+        args = {
+            "now_ms": to_epoch_ms(now),
+            "limit": check_positive(limit),
+            "lease_ms": check_positive(lease_ms, "lease_ms"),
+        }
+        docs = await self._db.write("claim due contracts", partial(claim, **args))
+        return [codec.load_record(Contract, doc) for doc in docs]
+
+    async def settle_contract(
+        self,
+        callback_id: str,
+        state: SettledState,
+        *,
+        at: datetime,
+        deliveries: Sequence[Delivery] = (),
+    ) -> bool:
+        """See ``Store.settle_contract``."""
+        check_settled_state(state)
+        outbox = [q.delivery_row(d) for d in deliveries]
+        tx = partial(q.settle_contract, callback_id=callback_id, state=state, at=at, outbox=outbox)
+        return await self._db.write("settle contract", tx)
+
+    # -- dedupe ------------------------------------------------------------------------------
+
+    async def add_dedupe(self, key: str, *, ttl_ms: int, now: datetime) -> bool:
+        """See ``Store.add_dedupe``."""
+        ttl_ms = check_positive(ttl_ms, "ttl_ms")
+        tx = partial(q.add_dedupe, key=key, now_ms=to_epoch_ms(now), ttl_ms=ttl_ms)
+        return await self._db.write("add dedupe key", tx)
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    async def append_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.append_transcript``."""
+        payloads = [codec.dict_arg(e, what="transcript entry") for e in entries]
+        tx = partial(q.write_transcript, session_key=session_key, payloads=payloads, at=at)
+        return await self._db.write("append transcript", partial(tx, replace=False))
+
+    async def get_transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """See ``Store.get_transcript``."""
+        sql_limit = -1 if limit is None else check_positive(limit)
+        sql = """SELECT doc FROM transcripts WHERE session_key = ? AND seq > ?
+            ORDER BY seq LIMIT ?"""
+        args = (session_key, after_seq, sql_limit)
+        return await self._records("get transcript", TranscriptEntry, sql, *args)
+
+    async def replace_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.replace_transcript``."""
+        payloads = [codec.dict_arg(e, what="transcript entry") for e in entries]
+        tx = partial(q.write_transcript, session_key=session_key, payloads=payloads, at=at)
+        return await self._db.write("replace transcript", partial(tx, replace=True))
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """See ``Store.put_checkpoint``."""
+        text = codec.dumps(data, what=f"checkpoint of {session_key!r}")
+        sql = "INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)"
+        await self._exec("put checkpoint", sql, session_key, text)
+
+    async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
+        """See ``Store.get_checkpoint``."""
+        sql = "SELECT data FROM checkpoints WHERE session_key = ?"
+        return await self._dict("checkpoint", sql, session_key)
+
+    async def delete_checkpoint(self, session_key: str) -> None:
+        """See ``Store.delete_checkpoint``."""
+        sql = "DELETE FROM checkpoints WHERE session_key = ?"
+        await self._exec("delete checkpoint", sql, session_key)
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def create_inbox_item(self, item: InboxItem) -> bool:
+        """See ``Store.create_inbox_item``."""
+        codec.dump_record(item)  # refuse a non-JSON item here, not on the worker thread
+        return await self._db.write("create inbox item", partial(q.create_inbox_item, item=item))
+
+    async def get_inbox_item(self, item_id: str) -> InboxItem | None:
+        """See ``Store.get_inbox_item``."""
+        sql = "SELECT doc FROM inbox_items WHERE id = ?"
+        return await self._record("get inbox item", InboxItem, sql, item_id)
+
+    async def list_inbox(
+        self,
+        *,
+        status: InboxStatus | None = None,
+        kind: InboxKind | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InboxItem]:
+        """See ``Store.list_inbox``."""
+        filters = {"status": status, "kind": kind}
+        return await self._page("inbox_items", "id", filters, limit, cursor, InboxItem)
+
+    async def transition_inbox_item(
+        self,
+        item_id: str,
+        *,
+        from_statuses: Collection[InboxStatus],
+        to_status: InboxStatus,
+        actor: str,
+        note: str | None,
+        at: datetime,
+    ) -> InboxItem | None:
+        """See ``Store.transition_inbox_item``."""
+        allowed = frozenset(from_statuses)
+
+        def tx(c: q.Conn) -> InboxItem | None:
+            return q.transition_inbox_item(c, item_id, allowed, to_status, actor, note, at)
+
+        return await self._db.write("transition inbox item", tx)
+
+    async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
+        """See ``Store.inbox_history``."""
+        sql = "SELECT doc FROM inbox_history WHERE item_id = ? ORDER BY id"
+        return await self._records("inbox history", InboxHistoryEntry, sql, item_id)
+
+    # -- outbox ------------------------------------------------------------------------------
+
+    async def enqueue_delivery(self, delivery: Delivery) -> bool:
+        """See ``Store.enqueue_delivery``."""
+        tx = partial(q.insert_delivery, row=q.delivery_row(delivery))
+        return await self._db.write("enqueue delivery", tx)
+
+    async def claim_deliveries(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[Delivery]:
+        """See ``Store.claim_deliveries``."""
+        claim = partial(q.claim, table="deliveries", id_col="key")
+        args = {
+            "now_ms": to_epoch_ms(now),
+            "limit": check_positive(limit),
+            "lease_ms": check_positive(lease_ms, "lease_ms"),
+        }
+        docs = await self._db.write("claim due deliveries", partial(claim, **args))
+        return [codec.load_record(Delivery, doc) for doc in docs]
+
+    async def update_delivery(
+        self,
+        key: str,
+        *,
+        state: DeliveryState,
+        attempts: int,
+        next_attempt_at: datetime,
+        last_error: str | None,
+        at: datetime,
+    ) -> Delivery | None:
+        """See ``Store.update_delivery``."""
+
+        def tx(c: q.Conn) -> Delivery | None:
+            return q.update_delivery(c, key, state, attempts, next_attempt_at, last_error, at)
+
+        return await self._db.write("update delivery", tx)
+
+    async def get_delivery(self, key: str) -> Delivery | None:
+        """See ``Store.get_delivery``."""
+        sql = "SELECT doc FROM deliveries WHERE key = ?"
+        return await self._record("get delivery", Delivery, sql, key)
+
+    async def list_deliveries(self, callback_id: str) -> list[Delivery]:
+        """See ``Store.list_deliveries``."""
+        sql = "SELECT doc FROM deliveries WHERE callback_id = ? ORDER BY created_ms, key"
+        return await self._records("list deliveries", Delivery, sql, callback_id)

@@ -1,0 +1,218 @@
+"""The SQLite store's multi-statement operations, as plain functions of a connection.
+
+Each function here runs on the worker thread inside one ``BEGIN IMMEDIATE`` transaction
+(``SqliteWorker.write``), which is what makes the whole step atomic: a claim marks exactly the
+rows it read, a settle writes the contract and its outbox rows together or not at all. They do
+no I/O beyond the connection and never read the clock. Tables: ``sqlite_schema``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.records import (
+    Contract,
+    Delivery,
+    DeliveryState,
+    InboxItem,
+    InboxStatus,
+    TranscriptEntry,
+    attempted,
+    first_history_entry,
+    settle,
+    to_epoch_ms,
+    transition,
+)
+
+Conn = sqlite3.Connection
+DeliveryRow = tuple[str, str, str, int, int | None, str]
+
+_INSERT_DELIVERY = """INSERT OR IGNORE INTO deliveries
+    (key, callback_id, state, created_ms, due_ms, doc) VALUES (?, ?, ?, ?, ?, ?)"""
+
+
+def rowcount(c: Conn, sql: str, args: Sequence[Any]) -> int:
+    """Run one statement; the number of rows it changed."""
+    return c.execute(sql, args).rowcount
+
+
+def record_observation(c: Conn, watcher_id: str, at_ms: int, doc: str, keep: int) -> None:
+    """Append an observation and drop all but the watcher's newest ``keep``."""
+    c.execute(
+        "INSERT INTO observations (watcher_id, at_ms, doc) VALUES (?, ?, ?)",
+        (watcher_id, at_ms, doc),
+    )
+    c.execute(
+        """DELETE FROM observations WHERE watcher_id = ? AND id <= (
+            SELECT id FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
+        (watcher_id, watcher_id, keep),
+    )
+
+
+def page(
+    c: Conn,
+    table: str,
+    id_col: str,
+    filters: Mapping[str, str | None],
+    after: tuple[int, str] | None,
+    fetch: int,
+) -> list[tuple[int, str, str]]:
+    """Up to ``fetch`` ``(created_ms, id, doc)`` rows, newest first, strictly after ``after``."""
+    where = [f"{col} = ?" for col, value in filters.items() if value is not None]
+    args: list[Any] = [value for value in filters.values() if value is not None]
+    if after is not None:
+        where.append(f"(created_ms, {id_col}) < (?, ?)")
+        args.extend(after)
+    sql = (
+        f"SELECT created_ms, {id_col}, doc FROM {table} WHERE {' AND '.join(where) or '1'}"
+        f" ORDER BY created_ms DESC, {id_col} DESC LIMIT ?"
+    )
+    return [(int(ms), str(i), str(doc)) for ms, i, doc in c.execute(sql, (*args, fetch))]
+
+
+def claim(c: Conn, table: str, id_col: str, now_ms: int, limit: int, lease_ms: int) -> list[str]:
+    """Docs of up to ``limit`` rows due at ``now_ms`` (by due time), now leased until
+    ``now_ms + lease_ms``: hidden from other claimers until then."""
+    rows = c.execute(
+        f"""SELECT {id_col}, doc FROM {table} WHERE due_ms IS NOT NULL AND due_ms <= ?
+            ORDER BY due_ms, {id_col} LIMIT ?""",
+        (now_ms, limit),
+    ).fetchall()
+    c.executemany(
+        f"UPDATE {table} SET due_ms = ? WHERE {id_col} = ?",
+        [(now_ms + lease_ms, row[0]) for row in rows],
+    )
+    return [row[1] for row in rows]
+
+
+def settle_contract(
+    c: Conn, callback_id: str, state: str, at: datetime, outbox: Sequence[DeliveryRow]
+) -> bool:
+    """Pending → ``state`` plus the outbox rows, or nothing when the contract is not pending."""
+    row = c.execute(
+        "SELECT doc FROM contracts WHERE callback_id = ? AND state = 'pending'", (callback_id,)
+    ).fetchone()
+    if row is None:
+        return False
+    settled = settle(codec.load_record(Contract, row[0]), state, at=at)
+    c.execute(
+        "UPDATE contracts SET state = ?, doc = ?, due_ms = NULL WHERE callback_id = ?",
+        (state, codec.dump_record(settled), callback_id),
+    )
+    c.executemany(_INSERT_DELIVERY, outbox)
+    return True
+
+
+def add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
+    """Set ``key`` until ``now_ms + ttl_ms`` unless it is live; True when set."""
+    c.execute(  # bounded housekeeping: forget a few expired keys per call
+        "DELETE FROM dedupe WHERE key IN (SELECT key FROM dedupe WHERE expires_ms <= ? LIMIT 64)",
+        (now_ms,),
+    )
+    cur = c.execute(
+        """INSERT INTO dedupe (key, expires_ms) VALUES (?, ?)
+            ON CONFLICT (key) DO UPDATE SET expires_ms = excluded.expires_ms
+            WHERE dedupe.expires_ms <= ?""",
+        (key, now_ms + ttl_ms, now_ms),
+    )
+    return cur.rowcount == 1
+
+
+def write_transcript(
+    c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime, *, replace: bool
+) -> list[TranscriptEntry]:
+    """Append ``payloads`` after the session's last seq, or replace it all (seq from 1)."""
+    if replace:
+        c.execute("DELETE FROM transcripts WHERE session_key = ?", (session_key,))
+        start = 1
+    else:
+        sql = "SELECT COALESCE(MAX(seq), 0) FROM transcripts WHERE session_key = ?"
+        start = int(c.execute(sql, (session_key,)).fetchone()[0]) + 1
+    stored = [TranscriptEntry(seq=start + i, at=at, entry=p) for i, p in enumerate(payloads)]
+    c.executemany(
+        "INSERT INTO transcripts (session_key, seq, doc) VALUES (?, ?, ?)",
+        [(session_key, e.seq, codec.dump_record(e)) for e in stored],
+    )
+    return stored
+
+
+def create_inbox_item(c: Conn, item: InboxItem) -> bool:
+    """Insert the item and its first history entry, or nothing when the id exists."""
+    cur = c.execute(
+        "INSERT OR IGNORE INTO inbox_items (id, kind, status, created_ms, doc) VALUES (?,?,?,?,?)",
+        (item.id, item.kind, item.status, to_epoch_ms(item.created_at), codec.dump_record(item)),
+    )
+    if cur.rowcount != 1:
+        return False
+    first = codec.dump_record(first_history_entry(item))
+    c.execute("INSERT INTO inbox_history (item_id, doc) VALUES (?, ?)", (item.id, first))
+    return True
+
+
+def transition_inbox_item(
+    c: Conn,
+    item_id: str,
+    from_statuses: Collection[str],
+    to_status: InboxStatus,
+    actor: str,
+    note: str | None,
+    at: datetime,
+) -> InboxItem | None:
+    """Compare-and-set the item's status and append the history entry."""
+    row = c.execute("SELECT doc FROM inbox_items WHERE id = ?", (item_id,)).fetchone()
+    item = None if row is None else codec.load_record(InboxItem, row[0])
+    if item is None or item.status not in from_statuses:
+        return None
+    moved, entry = transition(item, to_status=to_status, actor=actor, note=note, at=at)
+    c.execute(
+        "UPDATE inbox_items SET status = ?, doc = ? WHERE id = ?",
+        (moved.status, codec.dump_record(moved), item_id),
+    )
+    c.execute(
+        "INSERT INTO inbox_history (item_id, doc) VALUES (?, ?)",
+        (item_id, codec.dump_record(entry)),
+    )
+    return moved
+
+
+def delivery_row(d: Delivery) -> DeliveryRow:
+    """The ``deliveries`` row of ``d`` (due only while pending)."""
+    due_ms = to_epoch_ms(d.next_attempt_at) if d.state == "pending" else None
+    return (d.key, d.callback_id, d.state, to_epoch_ms(d.created_at), due_ms, codec.dump_record(d))
+
+
+def insert_delivery(c: Conn, row: DeliveryRow) -> bool:
+    """Insert unless the key exists; True when inserted."""
+    return c.execute(_INSERT_DELIVERY, row).rowcount == 1
+
+
+def update_delivery(
+    c: Conn,
+    key: str,
+    state: DeliveryState,
+    attempts: int,
+    next_attempt_at: datetime,
+    last_error: str | None,
+    at: datetime,
+) -> Delivery | None:
+    """Record an attempt's outcome; pending → due at ``next_attempt_at``, else out of the queue."""
+    row = c.execute("SELECT doc FROM deliveries WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return None
+    updated = attempted(
+        codec.load_record(Delivery, row[0]),
+        state=state,
+        attempts=attempts,
+        next_attempt_at=next_attempt_at,
+        last_error=last_error,
+        at=at,
+    )
+    c.execute(
+        "UPDATE deliveries SET state = ?, due_ms = ?, doc = ? WHERE key = ?",
+        (state, delivery_row(updated)[4], codec.dump_record(updated), key),
+    )
+    return updated

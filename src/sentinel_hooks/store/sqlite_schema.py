@@ -1,0 +1,95 @@
+"""The SQLite store's schema and connection settings, versioned with ``PRAGMA user_version``.
+
+Kept apart from ``sqlite.py`` so the tables can be read in one place. Records are JSON text in
+``doc`` columns (the API shape); the columns beside them exist only to index and filter. Every
+``*_ms`` column is whole milliseconds since the epoch. ``due_ms`` is set only while a contract
+or delivery is pending: its deadline / next attempt, or the end of the claim holding it.
+
+To change the schema, append a migration to ``MIGRATIONS``; never edit a released one.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from sentinel_hooks.errors import StoreUnavailable
+
+_V1 = (
+    """CREATE TABLE watcher_states (
+        watcher_id TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID""",
+    """CREATE TABLE observations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, watcher_id TEXT NOT NULL,
+        at_ms INTEGER NOT NULL, doc TEXT NOT NULL)""",
+    "CREATE INDEX observations_by_watcher ON observations (watcher_id, id)",
+    """CREATE TABLE contracts (
+        callback_id TEXT PRIMARY KEY, watcher_id TEXT NOT NULL, state TEXT NOT NULL,
+        created_ms INTEGER NOT NULL, due_ms INTEGER, doc TEXT NOT NULL, envelope TEXT NOT NULL)""",
+    "CREATE INDEX contracts_due ON contracts (due_ms, callback_id) WHERE due_ms IS NOT NULL",
+    "CREATE INDEX contracts_newest ON contracts (created_ms, callback_id)",
+    "CREATE INDEX contracts_by_watcher ON contracts (watcher_id, created_ms, callback_id)",
+    "CREATE INDEX contracts_by_state ON contracts (state, created_ms, callback_id)",
+    """CREATE TABLE dedupe (
+        key TEXT PRIMARY KEY, expires_ms INTEGER NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX dedupe_expiry ON dedupe (expires_ms)",
+    """CREATE TABLE transcripts (
+        session_key TEXT NOT NULL, seq INTEGER NOT NULL, doc TEXT NOT NULL,
+        PRIMARY KEY (session_key, seq)) WITHOUT ROWID""",
+    """CREATE TABLE checkpoints (
+        session_key TEXT PRIMARY KEY, data TEXT NOT NULL) WITHOUT ROWID""",
+    """CREATE TABLE inbox_items (
+        id TEXT PRIMARY KEY, kind TEXT NOT NULL, status TEXT NOT NULL,
+        created_ms INTEGER NOT NULL, doc TEXT NOT NULL)""",
+    "CREATE INDEX inbox_newest ON inbox_items (created_ms, id)",
+    "CREATE INDEX inbox_by_status ON inbox_items (status, created_ms, id)",
+    "CREATE INDEX inbox_by_kind ON inbox_items (kind, created_ms, id)",
+    """CREATE TABLE inbox_history (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        item_id TEXT NOT NULL REFERENCES inbox_items (id) ON DELETE CASCADE,
+        doc TEXT NOT NULL)""",
+    "CREATE INDEX inbox_history_by_item ON inbox_history (item_id, id)",
+    """CREATE TABLE deliveries (
+        key TEXT PRIMARY KEY, callback_id TEXT NOT NULL, state TEXT NOT NULL,
+        created_ms INTEGER NOT NULL, due_ms INTEGER, doc TEXT NOT NULL)""",
+    "CREATE INDEX deliveries_due ON deliveries (due_ms, key) WHERE due_ms IS NOT NULL",
+    "CREATE INDEX deliveries_by_callback ON deliveries (callback_id, created_ms, key)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+"""``MIGRATIONS[n]`` takes a database from version n to n + 1."""
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+class SchemaTooNew(StoreUnavailable):
+    """The file was written by a newer Sentinel (its schema version is above ours)."""
+
+
+def configure(conn: sqlite3.Connection, *, busy_timeout_ms: int) -> None:
+    """Per-connection settings: WAL (readers never block the writer), NORMAL sync (no loss on a
+    process crash), a busy timeout for other processes' locks, enforced foreign keys."""
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+    conn.execute("PRAGMA foreign_keys = ON")
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring the schema to ``SCHEMA_VERSION`` in one transaction; returns the version found."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        if found > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"schema version {found} is newer than this Sentinel's {SCHEMA_VERSION}; "
+                "upgrade Sentinel or point `store` at another file"
+            )
+        for statements in MIGRATIONS[found:]:
+            for statement in statements:
+                conn.execute(statement)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return found

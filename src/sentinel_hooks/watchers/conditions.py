@@ -1,0 +1,268 @@
+"""Watcher conditions: the models users write (SPEC §4) and their evaluation.
+
+A condition is checked once, when its watcher (or action-policy rule) is loaded: the path
+parses, the value suits the operator, a ``matches`` pattern compiles with RE2 (and is kept
+compiled). Evaluation is then a pure function of the observation and the previous observation
+that never raises and never compiles; it evaluates every leaf (no short-circuit) so
+``sentinel test`` can show each condition's outcome. Operator semantics live in
+:mod:`sentinel_hooks.watchers.operators`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal
+
+import re2
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationInfo,
+    field_validator,
+)
+
+from sentinel_hooks.watchers.operators import (
+    Searchable,
+    apply_operator,
+    as_number,
+    changed,
+    regex_search,
+)
+from sentinel_hooks.watchers.paths import MISSING, parse_path, resolve
+
+__all__ = [
+    "AllGroup",
+    "AnyGroup",
+    "Condition",
+    "ConditionNode",
+    "ConditionResult",
+    "Evaluation",
+    "Op",
+    "compile_pattern",
+    "count_conditions",
+    "evaluate",
+    "evaluate_one",
+]
+
+Op = Literal[
+    "eq",
+    "neq",
+    "gt",
+    "gte",
+    "lt",
+    "lte",
+    "exists",
+    "absent",
+    "contains",
+    "matches",
+    "changed",
+    "in",
+    "notIn",
+    "startsWith",
+    "endsWith",
+]
+
+_VALUELESS: Final = frozenset({"exists", "absent", "changed"})
+_NUMERIC: Final = frozenset({"gt", "gte", "lt", "lte"})
+_LIST_VALUED: Final = frozenset({"in", "notIn"})
+_STRING_VALUED: Final = frozenset({"matches", "startsWith", "endsWith"})
+_MODEL_CONFIG: Final = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_pattern(pattern: str) -> Searchable:
+    """Compile ``pattern`` with RE2 (linear time); ``ValueError`` naming the pattern and reason."""
+    options = re2.Options()
+    options.log_errors = False  # the reason goes into our error, not to stderr
+    try:
+        compiled: Searchable = re2.compile(pattern, options)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "cannot compile"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise ValueError(f"invalid regular expression {pattern!r}: {reason}") from exc
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"invalid regular expression {pattern!r}: contains a lone surrogate") from exc
+    return compiled
+
+
+class Condition(BaseModel):
+    """``{path, op, value?}``: one test of the value at ``path``."""
+
+    model_config = _MODEL_CONFIG
+
+    path: str
+    op: Op
+    value: Any = Field(default=None, validate_default=True)
+
+    _segments: tuple[str, ...] = PrivateAttr(default=())
+    _pattern: Searchable | None = PrivateAttr(default=None)
+
+    @field_validator("path")
+    @classmethod
+    def _path_parses(cls, path: str) -> str:
+        parse_path(path)
+        return path
+
+    @field_validator("value")
+    @classmethod
+    def _value_suits_op(cls, value: Any, info: ValidationInfo) -> Any:
+        op = info.data.get("op")
+        if op is None or op in _VALUELESS:  # op invalid (reported on its own) or value ignored
+            return value
+        if value is None:
+            raise ValueError(f"op {op!r} requires a value")
+        if op in _NUMERIC and as_number(value) is None:
+            raise ValueError(
+                f"op {op!r} compares numbers: value must be a number or a numeric string "
+                f"such as 42 or '42', got {value!r}"
+            )
+        if op in _LIST_VALUED and not isinstance(value, list | tuple):
+            raise ValueError(f"op {op!r} requires a list value, got {type(value).__name__}")
+        if op in _STRING_VALUED and not isinstance(value, str):
+            raise ValueError(f"op {op!r} requires a string value, got {type(value).__name__}")
+        if op == "matches":
+            compile_pattern(value)
+        return value
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Keep the parsed path and the compiled pattern, so evaluation does neither."""
+        self._segments = parse_path(self.path)
+        if self.op == "matches" and isinstance(self.value, str):
+            self._pattern = compile_pattern(self.value)
+
+    @property
+    def segments(self) -> tuple[str, ...]:
+        """The parsed path."""
+        return self._segments
+
+    @property
+    def pattern(self) -> Searchable | None:
+        """The compiled RE2 pattern of a ``matches`` condition, else ``None``."""
+        return self._pattern
+
+
+class AnyGroup(BaseModel):
+    """``{any: [...]}``: true when at least one child is true."""
+
+    model_config = _MODEL_CONFIG
+
+    any: list[ConditionNode] = Field(min_length=1)
+
+
+class AllGroup(BaseModel):
+    """``{all: [...]}``: true when every child is true."""
+
+    model_config = _MODEL_CONFIG
+
+    all: list[ConditionNode] = Field(min_length=1)
+
+
+def _node_tag(data: Any) -> str:
+    """Which model a node is, so errors point into it (an unknown key is Condition's extra key)."""
+    if isinstance(data, AnyGroup) or (isinstance(data, Mapping) and "any" in data):
+        return "any"
+    if isinstance(data, AllGroup) or (isinstance(data, Mapping) and "all" in data):
+        return "all"
+    return "condition"
+
+
+ConditionNode = Annotated[
+    Annotated[Condition, Tag("condition")]
+    | Annotated[AnyGroup, Tag("any")]
+    | Annotated[AllGroup, Tag("all")],
+    Discriminator(_node_tag),
+]
+"""A condition or a nested ``any``/``all`` group, as written in a ``conditions`` list."""
+
+AnyGroup.model_rebuild()
+AllGroup.model_rebuild()
+
+
+def count_conditions(nodes: Sequence[ConditionNode]) -> int:
+    """Number of leaf conditions in ``nodes``, counted inside groups at any depth (groups are not counted)."""
+    count = 0
+    pending: list[ConditionNode] = list(nodes)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, Condition):
+            count += 1
+        else:
+            pending.extend(node.any if isinstance(node, AnyGroup) else node.all)
+    return count
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """The outcome of one leaf condition; ``actual`` is None (and ``missing`` True) when absent."""
+
+    path: str
+    op: str
+    value: Any
+    actual: Any
+    result: bool
+    missing: bool = False
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Whether the conditions matched, and every leaf's result in document order."""
+
+    matched: bool
+    results: list[ConditionResult]
+
+
+def evaluate_one(condition: Condition, observation: Any, previous: Any = MISSING) -> ConditionResult:
+    """Evaluate one condition; ``previous`` is the watcher's previous observation or MISSING."""
+    actual = resolve(observation, condition.segments)
+    if condition.op == "changed":
+        # The first observation only sets the baseline.
+        result = previous is not MISSING and changed(actual, resolve(previous, condition.segments))
+    elif condition.op == "matches":
+        result = regex_search(condition.pattern, actual)
+    else:
+        result = apply_operator(condition.op, actual, condition.value)
+    missing = actual is MISSING
+    return ConditionResult(
+        path=condition.path,
+        op=condition.op,
+        value=condition.value,
+        actual=None if missing else actual,
+        result=result,
+        missing=missing,
+    )
+
+
+def evaluate(
+    nodes: Sequence[ConditionNode],
+    match: Literal["all", "any"],
+    observation: Any,
+    previous: Any = MISSING,
+) -> Evaluation:
+    """Combine ``nodes`` with ``match``; an empty list matches every observation. Never raises."""
+    results: list[ConditionResult] = []
+    outcomes = [_evaluate_node(node, observation, previous, results) for node in nodes]
+    if not outcomes:
+        return Evaluation(matched=True, results=results)
+    matched = any(outcomes) if match == "any" else all(outcomes)
+    return Evaluation(matched=matched, results=results)
+
+
+def _evaluate_node(
+    node: ConditionNode, observation: Any, previous: Any, results: list[ConditionResult]
+) -> bool:
+    """Evaluate a node, appending its leaves' results; every child is evaluated."""
+    if isinstance(node, Condition):
+        outcome = evaluate_one(node, observation, previous)
+        results.append(outcome)
+        return outcome.result
+    children = node.any if isinstance(node, AnyGroup) else node.all
+    # A list, not a generator: every child is evaluated so every leaf is reported.
+    outcomes = [_evaluate_node(child, observation, previous, results) for child in children]
+    return any(outcomes) if isinstance(node, AnyGroup) else all(outcomes)

@@ -1,0 +1,148 @@
+"""The callback envelope: shape, ids, dedupe keys, truncation, redaction."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from sentinel_hooks.callbacks.builder import Firing, build_envelope
+from sentinel_hooks.callbacks.envelope import (
+    TRUNCATED_KEY,
+    Envelope,
+    default_dedupe_key,
+    envelope_json_schema,
+    truncate_payload,
+)
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
+
+AT = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
+
+
+def watcher(**extra: Any) -> AnyWatcher:
+    data = {
+        "id": "eth",
+        "strategy": "http-poll",
+        "endpoint": "https://api.example.com/p",
+        "intervalMs": 15000,
+        "conditions": [{"path": "usd", "op": "lt", "value": 2000}],
+        "fire": {"eventName": "eth_low", "priority": "high", "operatorGoal": "look"},
+        "deliveryTargets": ["oncall"],
+        "tags": ["defi"],
+    }
+    data.update(extra)
+    return WATCHER_ADAPTER.validate_python(data)
+
+
+def test_envelope_has_the_spec_shape() -> None:
+    """Every top-level key of SPEC §7, camelCase, with the watcher's facts."""
+    envelope = build_envelope(watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT)).to_json()
+    assert [
+        "type",
+        "version",
+        "callbackId",
+        "watcher",
+        "trigger",
+        "mode",
+        "operatorGoalRuntimeContext",
+        "context",
+        "payload",
+        "delivery",
+        "source",
+    ] == list(envelope)
+    assert ("sentinel.callback", "1") == (envelope["type"], envelope["version"])
+    assert {
+        "id": "eth",
+        "skillId": None,
+        "eventName": "eth_low",
+        "intent": "eth_low",
+        "strategy": "http-poll",
+        "endpoint": "https://api.example.com/p",
+        "match": "all",
+        "conditions": [{"path": "usd", "op": "lt", "value": 2000}],
+        "fireOnce": False,
+        "tags": ["defi"],
+    } == envelope["watcher"]
+    assert "2026-03-01T12:00:00.250Z" == envelope["trigger"]["matchedAt"]
+    assert {"targets": ["oncall"], "timeoutMs": 30000, "fallbackMode": "concise"} == envelope["delivery"]
+    assert {"service": "sentinel", "route": "watcher"} == envelope["source"]
+    assert {"environment": "prod", "operatorGoal": "look", "autonomy": "act"} == envelope["mode"]
+
+
+def test_callback_ids_are_ulids_and_unique() -> None:
+    """Each envelope gets a fresh 26-character ULID."""
+    ids = {build_envelope(watcher(), ServiceConfig(), Firing("match", {}, AT)).callback_id for _ in range(50)}
+    assert 50 == len(ids)
+    assert all(26 == len(i) for i in ids)
+
+
+def test_default_dedupe_key_is_deterministic() -> None:
+    """Same watcher, event and payload (any key order, 1 vs 1.0) → same key; other payload → other key."""
+    first = default_dedupe_key("eth", "eth_low", {"a": 1, "b": [1, 2]})
+    assert first == default_dedupe_key("eth", "eth_low", {"b": [1.0, 2], "a": 1.0})
+    assert first != default_dedupe_key("eth", "eth_low", {"a": 2, "b": [1, 2]})
+    assert 64 == len(first)
+
+
+def test_dedupe_key_template_wins() -> None:
+    """fire.dedupeKeyTemplate renders the dedupe key."""
+    spec = watcher(fire={"eventName": "e", "dedupeKeyTemplate": "eth-${payload.day}"})
+    envelope = build_envelope(spec, ServiceConfig(), Firing("match", {"day": "2026-03-01"}, AT))
+    assert "eth-2026-03-01" == envelope.trigger.dedupe_key
+
+
+def test_context_merges_context_template_over_payload_template() -> None:
+    """context = payloadTemplate rendered, contextTemplate's keys win."""
+    spec = watcher(
+        fire={
+            "eventName": "e",
+            "payloadTemplate": {"price": "${payload.usd}", "asset": "x"},
+            "contextTemplate": {"asset": "ETH"},
+        }
+    )
+    envelope = build_envelope(spec, ServiceConfig(), Firing("match", {"usd": 1999.5}, AT))
+    assert {"price": 1999.5, "asset": "ETH"} == envelope.context
+
+
+def test_large_payload_is_truncated_with_marker() -> None:
+    """A payload over limits.maxPayloadChars becomes a marked preview of that many characters."""
+    payload = {"items": ["x" * 100] * 100}
+    truncated = truncate_payload(payload, 500)
+    assert truncated[TRUNCATED_KEY] is True
+    assert 500 == len(truncated["preview"])
+    assert truncated["originalChars"] > 500
+
+
+def test_small_payload_is_kept() -> None:
+    """A payload that fits is unchanged."""
+    assert {"a": 1} == truncate_payload({"a": 1}, 100)
+
+
+def test_secrets_are_redacted_from_the_envelope() -> None:
+    """A secret value observed in the payload is masked."""
+    firing = Firing("match", {"echo": "token s3cret-value"}, AT)
+    envelope = build_envelope(watcher(), ServiceConfig(), firing, redactor=Redactor(["s3cret-value"]))
+    assert {"echo": "token ***"} == envelope.payload
+
+
+def test_external_envelope_validation() -> None:
+    """An envelope from another system is validated strictly (unknown keys refused)."""
+    minimal = {
+        "watcher": {"id": "ext", "eventName": "deploy"},
+        "trigger": {"matchedAt": "2026-01-01T00:00:00Z"},
+    }
+    assert "ext" == Envelope.model_validate(minimal).watcher.id
+    with pytest.raises(ValidationError):
+        Envelope.model_validate({**minimal, "bogus": 1})
+    with pytest.raises(ValidationError):
+        Envelope.model_validate({**minimal, "callbackId": "not-a-ulid"})
+
+
+def test_json_schema_is_exported() -> None:
+    """The envelope's JSON Schema names its camelCase properties."""
+    schema = envelope_json_schema()
+    assert {"callbackId", "watcher", "trigger", "payload"} <= set(schema["properties"])

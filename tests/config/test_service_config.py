@@ -1,0 +1,108 @@
+"""sentinel.yaml defaults and YAML 1.2 semantics."""
+
+from __future__ import annotations
+
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.service import ServiceConfig
+from tests.conftest import Writer
+
+
+def test_defaults_match_the_spec() -> None:
+    """Every default of SPEC.md §2.1 is in the model."""
+    config = ServiceConfig()
+    expected = {
+        "store": "sqlite:///.sentinel/state.db",
+        "watchersDir": "watchers",
+        "skillsDir": "skills",
+        "server": {
+            "host": "127.0.0.1",
+            "port": 8765,
+            "apiToken": None,
+            "metricsAuth": False,
+            "allowCommandWatchers": False,
+        },
+        "allowedHosts": [],
+        "allowPrivateNetworks": False,
+        "hookSessionPrefix": "sentinel:hooks",
+        "hookSessionGroup": None,
+        "hookResponseTimeoutMs": 30000,
+        "hookResponseFallbackMode": "concise",
+        "hookResponseDedupeWindowMs": 120000,
+        "notificationPayloadMode": "concise",
+        "maxOperatorGoalChars": 12000,
+        "hookConcurrency": 8,
+        "defaultHookModel": None,
+        "models": {},
+        "targets": {},
+        "escalationTargets": [],
+        "delivery": {"maxAttempts": 5, "baseMs": 1000, "maxMs": 60000, "maxElapsedMs": 600000},
+        "cluster": {"leaseMs": 10000},
+        "actionPolicy": {
+            "default": "needs_approval",
+            "rules": [],
+            "loopGuard": 3,
+            "approvalTimeoutMs": 900000,
+        },
+        "limits": {
+            "maxWatchers": 100000,
+            "maxConditionsPerWatcher": 25,
+            "minIntervalMs": 1000,
+            "maxResponseBytes": 1048576,
+            "maxPayloadChars": 2500,
+            "requestTimeoutMs": 10000,
+        },
+        "telemetry": {"eventsFile": None},
+    }
+    assert expected == config.model_dump(mode="json")
+
+
+def test_empty_config_file_is_all_defaults(project: Writer) -> None:
+    """An empty sentinel.yaml is valid."""
+    assert ServiceConfig() == load_config(project(""), environ={}).service
+
+
+def test_yaml_12_keeps_no_and_on_as_strings(project: Writer) -> None:
+    """`no` and `on` are strings (YAML 1.2), not booleans."""
+    watcher = """\
+    id: country
+    strategy: webhook
+    conditions:
+      - {path: country, op: eq, value: no}
+      - {path: switch, op: eq, value: on}
+    """
+    loaded = load_config(project(watchers__w_yaml=watcher), environ={})
+    values = [c.value for c in loaded.watchers[0].spec.conditions]  # type: ignore[union-attr]
+    assert ["no", "on"] == values
+
+
+def test_env_values_are_registered_as_secrets(project: Writer) -> None:
+    """Values from the environment are redacted by the loaded config's redactor."""
+    config = "targets:\n  hook: {type: console}\nserver: {apiToken: '${env:API_TOKEN}'}\n"
+    loaded = load_config(project(config), environ={"API_TOKEN": "tok-123456"})
+    assert "token ***" == loaded.redactor.text("token tok-123456")
+    assert loaded.service.server.api_token is not None
+    assert "tok-123456" == loaded.service.server.api_token.get_secret_value()
+
+
+def test_watcher_list_form(project: Writer) -> None:
+    """A file may hold several watchers under `watchers:`."""
+    text = """\
+    watchers:
+      - {id: a, strategy: webhook}
+      - {id: b, strategy: webhook}
+    """
+    loaded = load_config(project(watchers__many_yaml=text), environ={})
+    assert ["a", "b"] == [w.spec.id for w in loaded.watchers]
+    assert [2, 3] == [w.source.line for w in loaded.watchers]
+
+
+def test_trigger_mode_defaults_by_strategy(project: Writer) -> None:
+    """Polled states are edge-triggered, events level-triggered, unless fire.trigger says."""
+    text = """\
+    watchers:
+      - {id: polled, strategy: http-poll, endpoint: "https://api.example.com", intervalMs: 5000}
+      - {id: events, strategy: webhook}
+      - {id: forced, strategy: webhook, fire: {trigger: edge}}
+    """
+    loaded = load_config(project(watchers__w_yaml=text), environ={})
+    assert ["edge", "level", "edge"] == [w.spec.trigger_mode for w in loaded.watchers]

@@ -1,0 +1,40 @@
+"""Shared fixtures: a project directory builder."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+BASE_CONFIG = """\
+allowedHosts: [api.example.com, "*.example.org"]
+models:
+  rules: {type: scripted}
+targets:
+  oncall: {type: console}
+  log: {type: file, path: out.jsonl}
+"""
+
+Writer = Callable[..., Path]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Writer:
+    """Write sentinel.yaml and other files into a temp project; return the config path.
+
+    ``watchers__a_yaml="…"`` writes ``watchers/a.yaml`` (text dedented).
+    """
+
+    def write(config: str = BASE_CONFIG, **files: str) -> Path:
+        (tmp_path / "sentinel.yaml").write_text(textwrap.dedent(config), encoding="utf-8")
+        (tmp_path / "watchers").mkdir(exist_ok=True)
+        for name, text in files.items():
+            stem, _, suffix = name.replace("__", "/").rpartition("_")
+            path = tmp_path / f"{stem}.{suffix}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return tmp_path / "sentinel.yaml"
+
+    return write

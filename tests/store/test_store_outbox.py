@@ -1,0 +1,160 @@
+"""Store contract: the delivery outbox (enqueue, claim with leases, attempt outcomes)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sentinel_hooks.store import Store, delivery_key
+
+
+def test_delivery_key_joins_callback_target_and_kind() -> None:
+    """The idempotency key is ``{callbackId}:{target}:{kind}``."""
+    assert "01J:oncall:fallback" == delivery_key("01J", "oncall", "fallback")
+
+
+async def test_enqueued_delivery_reads_back_equal(store: Store, make) -> None:
+    """get_delivery returns the delivery exactly as enqueued."""
+    written = make.delivery("a", "oncall", "notify")
+    await store.enqueue_delivery(written)
+    assert written == await store.get_delivery("a:oncall:notify")
+
+
+async def test_enqueue_refuses_an_existing_key_and_keeps_the_first(store: Store, make) -> None:
+    """A second delivery with the same key is refused and writes nothing."""
+    first = make.delivery("a", due=1)
+    await store.enqueue_delivery(first)
+    refused = await store.enqueue_delivery(make.delivery("a", due=5))
+    assert (False, first) == (refused, await store.get_delivery(first.key))
+
+
+async def test_unknown_delivery_is_none(store: Store) -> None:
+    """get_delivery returns None for an unknown key."""
+    assert await store.get_delivery("nope:x:notify") is None
+
+
+async def test_list_deliveries_is_oldest_first_and_only_that_callback(store: Store, make) -> None:
+    """list_deliveries returns one callback's deliveries by creation time."""
+    later = make.delivery("a", "slack", "fallback", due=5)
+    earlier = make.delivery("a", "oncall", "notify", due=1)
+    for d in [later, make.delivery("b", "oncall", "notify"), earlier]:
+        await store.enqueue_delivery(d)
+    assert [earlier, later] == await store.list_deliveries("a")
+
+
+async def test_claim_deliveries_returns_due_pending_ones(store: Store, make) -> None:
+    """A pending delivery whose next attempt is due is claimed."""
+    await store.enqueue_delivery(make.delivery("a", due=3))
+    claimed = await store.claim_deliveries(make.at(3))
+    assert ["a:oncall:fallback"] == [d.key for d in claimed]
+
+
+async def test_claim_deliveries_skips_ones_not_yet_due(store: Store, make) -> None:
+    """A delivery due later than now is not claimed."""
+    await store.enqueue_delivery(make.delivery("a", due=3))
+    assert [] == await store.claim_deliveries(make.at(2.999))
+
+
+async def test_claimed_delivery_is_hidden_until_the_lease_ends(store: Store, make) -> None:
+    """A second claim within the lease gets nothing."""
+    await store.enqueue_delivery(make.delivery("a"))
+    await store.claim_deliveries(make.at(0), lease_ms=5_000)
+    assert [] == await store.claim_deliveries(make.at(4.999))
+
+
+async def test_claimed_delivery_is_claimable_again_after_the_lease(store: Store, make) -> None:
+    """A claimer that crashed before updating releases the delivery when its lease ends."""
+    await store.enqueue_delivery(make.delivery("a"))
+    await store.claim_deliveries(make.at(0), lease_ms=5_000)
+    reclaimed = await store.claim_deliveries(make.at(5))
+    assert ["a:oncall:fallback"] == [d.key for d in reclaimed]
+
+
+async def test_concurrent_delivery_claimers_get_distinct_deliveries(store: Store, make) -> None:
+    """10 concurrent claimers over 100 due deliveries claim each exactly once."""
+    keys = []
+    for i in range(100):
+        d = make.delivery(f"cb-{i:03d}", due=i % 5)
+        keys.append(d.key)
+        await store.enqueue_delivery(d)
+    batches = await asyncio.gather(*(store.claim_deliveries(make.at(10), limit=20) for _ in range(10)))
+    assert sorted(keys) == sorted(d.key for batch in batches for d in batch)
+
+
+async def test_update_delivery_records_the_attempt(store: Store, make) -> None:
+    """update_delivery stores state, attempts, schedule, error and updated_at."""
+    await store.enqueue_delivery(make.delivery("a"))
+    updated = await store.update_delivery(
+        "a:oncall:fallback",
+        state="pending",
+        attempts=1,
+        next_attempt_at=make.at(8),
+        last_error="HTTP 503",
+        at=make.at(1),
+    )
+    found = await store.get_delivery("a:oncall:fallback")
+    assert (updated, 1, "HTTP 503", make.at(8), make.at(1)) == (
+        found,
+        found.attempts if found else None,
+        found.last_error if found else None,
+        found.next_attempt_at if found else None,
+        found.updated_at if found else None,
+    )
+
+
+async def test_pending_update_reschedules_the_next_claim(store: Store, make) -> None:
+    """A retried delivery is claimable at its new next_attempt_at and not before."""
+    await store.enqueue_delivery(make.delivery("a"))
+    await store.claim_deliveries(make.at(0))
+    await store.update_delivery(
+        "a:oncall:fallback",
+        state="pending",
+        attempts=1,
+        next_attempt_at=make.at(2),
+        last_error="timeout",
+        at=make.at(0.5),
+    )
+    early = await store.claim_deliveries(make.at(1.999))
+    due = await store.claim_deliveries(make.at(2))
+    assert ([], ["a:oncall:fallback"]) == ([d.key for d in early], [d.key for d in due])
+
+
+async def test_delivered_update_leaves_the_queue(store: Store, make) -> None:
+    """A delivered delivery is never claimed again."""
+    await store.enqueue_delivery(make.delivery("a"))
+    await store.claim_deliveries(make.at(0))
+    await store.update_delivery(
+        "a:oncall:fallback",
+        state="delivered",
+        attempts=1,
+        next_attempt_at=make.at(0),
+        last_error=None,
+        at=make.at(0.1),
+    )
+    assert [] == await store.claim_deliveries(make.at(1000))
+
+
+async def test_failed_update_leaves_the_queue(store: Store, make) -> None:
+    """A delivery marked failed (dead letter) is never claimed again."""
+    await store.enqueue_delivery(make.delivery("a"))
+    await store.update_delivery(
+        "a:oncall:fallback",
+        state="failed",
+        attempts=5,
+        next_attempt_at=make.at(0),
+        last_error="HTTP 404",
+        at=make.at(1),
+    )
+    assert [] == await store.claim_deliveries(make.at(1000))
+
+
+async def test_update_of_an_unknown_delivery_is_none(store: Store, make) -> None:
+    """update_delivery returns None and creates nothing for an unknown key."""
+    result = await store.update_delivery(
+        "nope:x:notify",
+        state="delivered",
+        attempts=1,
+        next_attempt_at=make.at(0),
+        last_error=None,
+        at=make.at(0),
+    )
+    assert (None, None) == (result, await store.get_delivery("nope:x:notify"))

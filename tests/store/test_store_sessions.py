@@ -1,0 +1,113 @@
+"""Store contract: hook session transcripts (seq numbering, compaction) and checkpoints."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sentinel_hooks.store import Store, TranscriptEntry
+
+SESSION = "sentinel:hooks:watcher:eth-price"
+
+
+async def test_first_append_numbers_entries_from_one(store: Store, make) -> None:
+    """A new session's entries get seq 1, 2, … and are returned as stored."""
+    stored = await store.append_transcript(SESSION, [{"role": "user"}, {"role": "assistant"}], at=make.at(1))
+    expected = [
+        TranscriptEntry(seq=1, at=make.at(1), entry={"role": "user"}),
+        TranscriptEntry(seq=2, at=make.at(1), entry={"role": "assistant"}),
+    ]
+    assert (expected, expected) == (stored, await store.get_transcript(SESSION))
+
+
+async def test_later_appends_continue_the_numbering(store: Store, make) -> None:
+    """A second append starts after the last seq."""
+    await store.append_transcript(SESSION, [{"n": 1}, {"n": 2}], at=make.at(1))
+    stored = await store.append_transcript(SESSION, [{"n": 3}], at=make.at(2))
+    assert [3] == [e.seq for e in stored]
+
+
+async def test_sessions_are_numbered_independently(store: Store, make) -> None:
+    """Each session key has its own seq counter."""
+    await store.append_transcript("s1", [{"n": 1}, {"n": 2}], at=make.at(1))
+    stored = await store.append_transcript("s2", [{"n": 1}], at=make.at(1))
+    assert [1] == [e.seq for e in stored]
+
+
+async def test_empty_append_stores_nothing(store: Store, make) -> None:
+    """Appending no entries returns [] and leaves the transcript as it was."""
+    stored = await store.append_transcript(SESSION, [], at=make.at(1))
+    assert ([], []) == (stored, await store.get_transcript(SESSION))
+
+
+async def test_concurrent_appends_get_unique_contiguous_numbers(store: Store, make) -> None:
+    """20 concurrent 3-entry appends number 1…60 with no repeats, each call contiguous."""
+    calls = await asyncio.gather(
+        *(
+            store.append_transcript(SESSION, [{"call": c, "i": i} for i in range(3)], at=make.at(1))
+            for c in range(20)
+        )
+    )
+    returned = sorted((e for call in calls for e in call), key=lambda e: e.seq)
+    contiguous = [[e.seq for e in call] == list(range(call[0].seq, call[0].seq + 3)) for call in calls]
+    assert (list(range(1, 61)), [True] * 20, returned) == (
+        [e.seq for e in returned],
+        contiguous,
+        await store.get_transcript(SESSION),
+    )
+
+
+async def test_get_transcript_after_seq_and_limit(store: Store, make) -> None:
+    """after_seq skips entries up to it; limit caps how many come back."""
+    await store.append_transcript(SESSION, [{"n": n} for n in range(1, 7)], at=make.at(1))
+    window = await store.get_transcript(SESSION, after_seq=2, limit=3)
+    assert [3, 4, 5] == [e.seq for e in window]
+
+
+async def test_unknown_session_has_an_empty_transcript(store: Store) -> None:
+    """get_transcript of a session never written is []."""
+    assert [] == await store.get_transcript("nope")
+
+
+async def test_replace_transcript_renumbers_from_one(store: Store, make) -> None:
+    """Compaction replaces every entry; the new ones are seq 1…n."""
+    await store.append_transcript(SESSION, [{"n": n} for n in range(5)], at=make.at(1))
+    await store.replace_transcript(SESSION, [{"summary": "…"}, {"n": 4}], at=make.at(2))
+    transcript = await store.get_transcript(SESSION)
+    assert [(1, {"summary": "…"}), (2, {"n": 4})] == [(e.seq, e.entry) for e in transcript]
+
+
+async def test_append_after_replace_continues_after_the_replacement(store: Store, make) -> None:
+    """The first append after compaction follows the replacement's last seq."""
+    await store.append_transcript(SESSION, [{"n": n} for n in range(5)], at=make.at(1))
+    await store.replace_transcript(SESSION, [{"summary": "…"}], at=make.at(2))
+    stored = await store.append_transcript(SESSION, [{"n": 5}], at=make.at(3))
+    assert [2] == [e.seq for e in stored]
+
+
+async def test_replace_leaves_other_sessions_alone(store: Store, make) -> None:
+    """Replacing one session's transcript does not touch another's."""
+    await store.append_transcript("s1", [{"n": 1}], at=make.at(1))
+    await store.append_transcript("s2", [{"n": 1}], at=make.at(1))
+    await store.replace_transcript("s1", [], at=make.at(2))
+    assert [{"n": 1}] == [e.entry for e in await store.get_transcript("s2")]
+
+
+async def test_checkpoint_reads_back_equal(store: Store) -> None:
+    """A checkpoint put is returned by get_checkpoint."""
+    await store.put_checkpoint(SESSION, {"callbackId": "cb-1", "afterSeq": 4})
+    assert {"callbackId": "cb-1", "afterSeq": 4} == await store.get_checkpoint(SESSION)
+
+
+async def test_checkpoint_put_replaces_the_previous_one(store: Store) -> None:
+    """A second put replaces, not merges."""
+    await store.put_checkpoint(SESSION, {"a": 1})
+    await store.put_checkpoint(SESSION, {"b": 2})
+    assert {"b": 2} == await store.get_checkpoint(SESSION)
+
+
+async def test_deleted_checkpoint_is_gone(store: Store) -> None:
+    """After delete_checkpoint, get_checkpoint returns None; deleting again is harmless."""
+    await store.put_checkpoint(SESSION, {"a": 1})
+    await store.delete_checkpoint(SESSION)
+    await store.delete_checkpoint(SESSION)
+    assert await store.get_checkpoint(SESSION) is None

@@ -1,0 +1,105 @@
+"""Store contract: watcher runtime state and bounded observation history."""
+
+from __future__ import annotations
+
+import pytest
+
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store import Observation, Store
+
+
+async def test_watcher_state_reads_back_equal(store: Store) -> None:
+    """A put state is returned by get_watcher_state."""
+    state = {"firing": True, "consecutiveFailures": 0, "lastCheckAt": "2026-01-01T00:00:00.000Z"}
+    await store.put_watcher_state("eth-price", state)
+    assert state == await store.get_watcher_state("eth-price")
+
+
+async def test_unknown_watcher_has_no_state(store: Store) -> None:
+    """get_watcher_state of a watcher never written is None."""
+    assert await store.get_watcher_state("nope") is None
+
+
+async def test_put_watcher_state_replaces_the_previous_state(store: Store) -> None:
+    """A second put replaces the whole state."""
+    await store.put_watcher_state("w", {"a": 1})
+    await store.put_watcher_state("w", {"b": 2})
+    assert {"b": 2} == await store.get_watcher_state("w")
+
+
+async def test_returned_state_is_a_copy(store: Store) -> None:
+    """Mutating a returned state does not change what the store holds."""
+    await store.put_watcher_state("w", {"fires": 1})
+    got = await store.get_watcher_state("w")
+    assert got is not None
+    got["fires"] = 99
+    assert {"fires": 1} == await store.get_watcher_state("w")
+
+
+async def test_deleted_watcher_state_is_gone(store: Store) -> None:
+    """After delete, the state is None; deleting again is harmless."""
+    await store.put_watcher_state("w", {"a": 1})
+    await store.delete_watcher_state("w")
+    await store.delete_watcher_state("w")
+    assert await store.get_watcher_state("w") is None
+
+
+async def test_list_watcher_states_returns_every_watcher(store: Store) -> None:
+    """list_watcher_states maps each watcher id to its state."""
+    await store.put_watcher_state("a", {"n": 1})
+    await store.put_watcher_state("b", {"n": 2})
+    assert {"a": {"n": 1}, "b": {"n": 2}} == await store.list_watcher_states()
+
+
+async def test_a_state_that_is_not_json_raises_store_error(store: Store) -> None:
+    """Values JSON cannot hold are refused with StoreError naming the watcher."""
+    with pytest.raises(StoreError, match="'w'"):
+        await store.put_watcher_state("w", {"tags": {"a", "b"}})
+
+
+async def test_last_observation_is_the_most_recent(store: Store, make) -> None:
+    """last_observation returns the observation recorded last."""
+    await store.record_observation("w", Observation(at=make.at(1), value={"price": 1}))
+    await store.record_observation("w", Observation(at=make.at(2), value={"price": 2}))
+    assert Observation(at=make.at(2), value={"price": 2}) == await store.last_observation("w")
+
+
+async def test_unknown_watcher_has_no_observations(store: Store) -> None:
+    """A watcher never observed has no last observation and an empty history."""
+    assert (None, []) == (await store.last_observation("nope"), await store.observations("nope"))
+
+
+async def test_observations_are_newest_first(store: Store, make) -> None:
+    """observations lists the most recently recorded first."""
+    for i in range(3):
+        await store.record_observation("w", Observation(at=make.at(i), value=i))
+    assert [2, 1, 0] == [o.value for o in await store.observations("w")]
+
+
+async def test_observations_limit_caps_the_count(store: Store, make) -> None:
+    """limit returns only the newest ones."""
+    for i in range(5):
+        await store.record_observation("w", Observation(at=make.at(i), value=i))
+    assert [4, 3] == [o.value for o in await store.observations("w", limit=2)]
+
+
+async def test_observations_since_keeps_those_at_or_after_it(store: Store, make) -> None:
+    """since drops observations older than it."""
+    for i in range(5):
+        await store.record_observation("w", Observation(at=make.at(i), value=i))
+    found = await store.observations("w", since=make.at(3))
+    assert [4, 3] == [o.value for o in found]
+
+
+async def test_record_observation_keeps_only_the_newest(store: Store, make) -> None:
+    """History is trimmed to the newest ``keep`` observations."""
+    for i in range(6):
+        await store.record_observation("w", Observation(at=make.at(i), value=i), keep=3)
+    assert [5, 4, 3] == [o.value for o in await store.observations("w")]
+
+
+async def test_observation_histories_are_per_watcher(store: Store, make) -> None:
+    """One watcher's observations never appear in another's history."""
+    await store.record_observation("a", Observation(at=make.at(1), value="a"))
+    await store.record_observation("b", Observation(at=make.at(1), value="b"))
+    assert ["a"] == [o.value for o in await store.observations("a")]
