@@ -10,7 +10,8 @@ in one place and never show a traceback::
     ├── TemplateError        a template that cannot be parsed or rendered (names template and variable)
     ├── StoreError           the store failed an operation
     │   └── StoreUnavailable the store cannot be reached or opened
-    └── NotFound             a watcher, callback, inbox item … that does not exist
+    ├── NotFound             a watcher, callback, inbox item … that does not exist
+    └── Conflict             the request conflicts with the current state (e.g. an id in use)
 """
 
 from __future__ import annotations
@@ -65,3 +66,7 @@ class StoreUnavailable(StoreError):
 
 class NotFound(SentinelError):
     """The named object does not exist."""
+
+
+class Conflict(SentinelError):
+    """The request conflicts with the current state (an id in use, a file-defined watcher …)."""

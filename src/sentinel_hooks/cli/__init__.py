@@ -8,6 +8,7 @@ import sys
 import click
 
 from sentinel_hooks.cli.app import app
+from sentinel_hooks.cli.client import ServiceUnreachable
 from sentinel_hooks.cli.output import print_error
 from sentinel_hooks.errors import ConfigError, SentinelError
 
@@ -32,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         code = EXIT_INVALID
+    except ServiceUnreachable as exc:
+        print_error(str(exc))
+        code = EXIT_UNREACHABLE
     except ConfigError as exc:
         for issue in exc.issues:
             print_error(str(issue), prefix=False)

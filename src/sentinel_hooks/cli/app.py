@@ -178,3 +178,13 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
     if result.envelope is not None:
         console.print("envelope:")
         console.print_json(json.dumps(result.envelope, ensure_ascii=False))
+
+
+def _register_service_commands() -> None:
+    from sentinel_hooks.cli.watchers import run, watchers
+
+    app.add_command(run)
+    app.add_command(watchers)
+
+
+_register_service_commands()

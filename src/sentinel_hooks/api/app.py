@@ -1,0 +1,37 @@
+"""The aiohttp application: middlewares (errors outermost, then security) and the routes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from sentinel_hooks.api.errors import error_middleware
+from sentinel_hooks.api.security import security_middleware
+
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
+
+SERVICE: web.AppKey[Service] = web.AppKey("service")
+
+
+def build_app(service: Service) -> web.Application:
+    """The HTTP API of ``service`` (SPEC.md §9)."""
+    from sentinel_hooks.api.routes import health, ingest, watchers
+
+    server = service.config.service.server
+    token = server.api_token.get_secret_value() if server.api_token else None
+    app = web.Application(
+        middlewares=[error_middleware, security_middleware(token, metrics_auth=server.metrics_auth)],
+        client_max_size=service.config.service.limits.max_response_bytes + 65536,
+        handler_args={"max_field_size": 16384},
+    )
+    app[SERVICE] = service
+    app.add_routes(health.routes)
+    app.add_routes(watchers.routes)
+    app.add_routes(ingest.routes)
+    return app
+
+
+def service_of(request: web.Request) -> Service:
+    return request.app[SERVICE]

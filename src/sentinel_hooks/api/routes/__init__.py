@@ -1,0 +1,1 @@
+"""HTTP route tables, one module per area."""

@@ -1,0 +1,41 @@
+"""Liveness, readiness and metrics (no auth, except /metrics with server.metricsAuth)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from sentinel_hooks.api.app import service_of
+from sentinel_hooks.api.errors import error_response
+from sentinel_hooks.errors import StoreError
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/healthz")
+async def healthz(request: web.Request) -> web.Response:
+    """The process is up and its event loop answers."""
+    return web.json_response({"status": "ok"})
+
+
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    """The store answers and the watchers are loaded."""
+    service = service_of(request)
+    try:
+        await service.store.ping()
+    except StoreError as exc:
+        return error_response(503, "not_ready", f"store unreachable: {exc}")
+    if not service.ready:
+        return error_response(503, "not_ready", "watchers are still loading")
+    return web.json_response({"status": "ready", "watchers": service.watcher_count()})
+
+
+@routes.get("/metrics")
+async def metrics(request: web.Request) -> web.Response:
+    """Prometheus text format."""
+    service = service_of(request)
+    service.refresh_gauges()
+    response = web.Response(body=service.metrics.render())
+    response.content_type = "text/plain"
+    response.headers["Content-Type"] = service.metrics.content_type
+    return response

@@ -1,0 +1,147 @@
+"""Watcher routes (SPEC.md §9): list, show, create, enable/disable, delete, manual fire."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from sentinel_hooks.api.app import service_of
+from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.clock import iso
+from sentinel_hooks.config.loader import LoadedWatcher, validate_watcher
+from sentinel_hooks.config.watcher import CommandWatcher
+from sentinel_hooks.config.yamlfile import LineMap
+from sentinel_hooks.errors import ConfigError, ConfigIssue
+from sentinel_hooks.watchers.manager import api_source
+from sentinel_hooks.watchers.runner import WatcherRunner
+
+routes = web.RouteTableDef()
+
+MAX_BODY = 256 * 1024
+MAX_LIMIT = 1000
+
+
+def _limit(request: web.Request, default: int = 100) -> int:
+    raw = request.query.get("limit")
+    if raw is None:
+        return default
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
+
+
+def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
+    """``{"watcher": definition (secrets redacted), "status": …}``."""
+    service = service_of(request)
+    state = runner.state
+    return {
+        "watcher": service.redactor.data(runner.loaded.raw),
+        "status": service.manager.status(runner),
+        "runtime": {
+            "source": runner.loaded.source.file,
+            "lastEventAt": iso(state.last_event_at) if state.last_event_at else None,
+            "reconnects": state.reconnects,
+            "lastReconnectGapMs": state.last_gap_ms,
+        },
+    }
+
+
+@routes.get("/api/v1/watchers")
+async def list_watchers(request: web.Request) -> web.Response:
+    service = service_of(request)
+    limit = _limit(request)
+    cursor = request.query.get("cursor")
+    runners = sorted(service.manager.runners(), key=lambda r: r.id)
+    if cursor:
+        runners = [r for r in runners if r.id > cursor]
+    page = runners[:limit]
+    items = [
+        {
+            "id": r.id,
+            "enabled": r.enabled,
+            "strategy": r.spec.strategy_name,
+            "tags": list(r.spec.tags),
+            "status": service.manager.status(r),
+        }
+        for r in page
+    ]
+    next_cursor = page[-1].id if len(runners) > limit else None
+    return web.json_response({"items": items, "nextCursor": next_cursor})
+
+
+@routes.get("/api/v1/watchers/{id}")
+async def show_watcher(request: web.Request) -> web.Response:
+    runner = service_of(request).manager.get(request.match_info["id"])
+    return web.json_response(watcher_json(request, runner))
+
+
+@routes.post("/api/v1/watchers")
+async def create_watcher(request: web.Request) -> web.Response:
+    service = service_of(request)
+    data = await read_json(request, max_bytes=MAX_BODY)
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid", "the body must be a JSON object describing one watcher")
+    if "${env:" in str(data):
+        raise ApiError(
+            400, "invalid", "${env:…} references are allowed in watcher files only, not through the API"
+        )
+    if data.get("strategy") == "command" and not service.config.service.server.allow_command_watchers:
+        raise ApiError(
+            403,
+            "forbidden",
+            "command watchers run programs, so they come from files unless "
+            "server.allowCommandWatchers is true",
+        )
+    spec, issues = validate_watcher(
+        data,
+        display="body",
+        lines=LineMap(),
+        service=service.config.service,
+        skills=service.config.skills,
+        base_dir=service.config.base_dir,
+    )
+    if spec is None:
+        raise ConfigError(issues or [ConfigIssue("body", None, "", "invalid watcher")])
+    if isinstance(spec, CommandWatcher) and not service.config.service.server.allow_command_watchers:
+        raise ApiError(403, "forbidden", "command watchers cannot be created through the API")
+    runner = await service.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+    return web.json_response(watcher_json(request, runner), status=201)
+
+
+@routes.patch("/api/v1/watchers/{id}")
+async def patch_watcher(request: web.Request) -> web.Response:
+    service = service_of(request)
+    data = await read_json(request, max_bytes=MAX_BODY)
+    if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
+        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
+    runner = await service.manager.set_enabled(request.match_info["id"], data["enabled"])
+    return web.json_response(watcher_json(request, runner))
+
+
+@routes.delete("/api/v1/watchers/{id}")
+async def delete_watcher(request: web.Request) -> web.Response:
+    await service_of(request).manager.delete(request.match_info["id"])
+    return web.Response(status=204)
+
+
+@routes.post("/api/v1/watchers/{id}/fire")
+async def fire_watcher(request: web.Request) -> web.Response:
+    service = service_of(request)
+    runner = service.manager.get(request.match_info["id"])
+    data: Any = {}
+    if request.can_read_body:
+        data = await read_json(
+            request, max_bytes=max(MAX_BODY, service.config.service.limits.max_response_bytes)
+        )
+    if not isinstance(data, dict) or set(data) - {"payload"}:
+        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
+    outcome = await service.manager.fire(runner.id, data.get("payload", {}))
+    if outcome.contract is None:
+        raise ApiError(
+            400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
+        )
+    return web.json_response(
+        {"callbackId": outcome.contract.callback_id, "state": outcome.contract.state}, status=202
+    )

@@ -1,0 +1,102 @@
+"""Accepting a callback: dedupe window, durable response contract, hand-off to the session queue.
+
+Every fire — a watcher's, a manual one, or an envelope POSTed to /hooks/sentinel — goes
+through ``CallbackIntake.accept``, so dedupe and the contract work the same everywhere.
+The contract is stored *before* the callback is handed on: if anything after that
+crashes, the relay still finds the pending contract and delivers the fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Protocol
+
+from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract, Trigger
+
+log = logging.getLogger(__name__)
+
+
+class CallbackSink(Protocol):
+    """Where accepted callbacks go next (the hook-session queue).
+
+    ``submit`` is called once per pending contract, after the contract is stored. It must
+    not raise for a callback it cannot process: the contract's deadline covers that case.
+    """
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None: ...
+
+
+class LoggingSink:
+    """A sink that only records the hand-off in the log (until hook sessions run)."""
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None:
+        log.info(
+            "%s fired on %s (%s) — callback %s",
+            envelope.watcher.event_name,
+            contract.watcher_id,
+            contract.trigger.priority,
+            contract.callback_id,
+            extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
+        )
+
+
+def _parse_instant(text: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def session_key(prefix: str, watcher_id: str, group: str | None) -> str:
+    """``{prefix}:watcher:{id}``, or ``{prefix}:group:{group}`` when a group applies (SPEC §5.1)."""
+    return f"{prefix}:group:{group}" if group else f"{prefix}:watcher:{watcher_id}"
+
+
+class CallbackIntake:
+    """Dedupe, store the contract, hand the callback on."""
+
+    def __init__(self, *, store: Store, clock: Clock, service: ServiceConfig, sink: CallbackSink) -> None:
+        self._store = store
+        self._clock = clock
+        self._service = service
+        self._sink = sink
+
+    async def accept(self, envelope: Envelope, *, session: str, bypass_dedupe: bool = False) -> Contract:
+        """The contract for ``envelope``: pending (handed on) or deduped (inside the window).
+
+        Accepting the same callback id twice returns the first contract and hands nothing on.
+        """
+        now = self._clock.now()
+        dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
+        window = self._service.hook_response_dedupe_window_ms
+        fresh = True
+        if not bypass_dedupe and window > 0:
+            fresh = await self._store.add_dedupe(f"dedupe:{dedupe_key}", ttl_ms=window, now=now)
+        contract = Contract(
+            callback_id=envelope.callback_id,
+            watcher_id=envelope.watcher.id,
+            dedupe_key=dedupe_key,
+            session_key=session,
+            state="pending" if fresh else "deduped",
+            trigger=Trigger(
+                kind=envelope.trigger.kind,
+                priority=envelope.trigger.priority,
+                matched_at=_parse_instant(envelope.trigger.matched_at) or now,
+            ),
+            created_at=now,
+            deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
+            settled_at=None if fresh else now,
+            targets=list(envelope.delivery.targets),
+        )
+        if not await self._store.create_contract(contract, envelope.to_json()):
+            existing = await self._store.get_contract(envelope.callback_id)
+            return existing if existing is not None else contract
+        if fresh:
+            await self._sink.submit(envelope, contract)
+        return contract

@@ -1,0 +1,105 @@
+"""A small client of the running service's API for the management commands.
+
+It finds the service from ``--url``, else the ``server`` of the config (``-c``), and the
+token from ``--token``, $SENTINEL_API_TOKEN, else the config. Failures become errors the
+CLI maps to SPEC.md §10 exit codes: unreachable → 3, refused or invalid → 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from sentinel_hooks.config.loader import IssueCollector, config_path, load_service
+from sentinel_hooks.errors import SentinelError
+
+DEFAULT_URL = "http://127.0.0.1:8765"
+
+
+class ServiceUnreachable(SentinelError):
+    """No service answers at the URL (exit code 3)."""
+
+
+class ApiRefused(SentinelError):
+    """The service answered with an error (exit code 1)."""
+
+    def __init__(self, status: int, message: str, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+@dataclass(frozen=True)
+class Client:
+    url: str
+    token: str | None
+    actor: str | None = None
+    timeout_s: float = 30.0
+
+    @classmethod
+    def from_options(
+        cls, *, url: str | None, token: str | None, config: str | None, actor: str | None
+    ) -> Client:
+        token = token or os.environ.get("SENTINEL_API_TOKEN") or None
+        if url is None or token is None:
+            found_url, found_token = _from_config(config)
+            url = url or found_url
+            token = token or found_token
+        return cls(url.rstrip("/"), token, actor)
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        """Send a request; the decoded JSON answer (None for 204)."""
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        if data is not None or method in ("POST", "PATCH"):
+            request.add_header("Content-Type", "application/json")
+            if data is None:
+                request.data = b"{}"
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        if self.actor:
+            request.add_header("X-Sentinel-Actor", self.actor)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raise _refused(exc) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise ServiceUnreachable(
+                f"no Sentinel service answers at {self.url} ({reason}); "
+                "start one with `sentinel run`, or pass --url"
+            ) from exc
+        return json.loads(raw) if raw else None
+
+
+def _refused(exc: urllib.error.HTTPError) -> ApiRefused:
+    raw = exc.read()
+    try:
+        body = json.loads(raw)
+        message = body["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        body, message = None, raw.decode(errors="replace")[:200] or exc.reason
+    if exc.code == 401:
+        message = f"{message} (pass --token or set SENTINEL_API_TOKEN)"
+    return ApiRefused(exc.code, f"{exc.code}: {message}", body)
+
+
+def _from_config(config: str | None) -> tuple[str, str | None]:
+    path = config_path(config, os.environ)
+    if not path.exists():
+        if config is not None:
+            raise SentinelError(f"config {config!r} not found")
+        return DEFAULT_URL, None
+    service = load_service(path.absolute(), os.environ, IssueCollector())
+    if service is None:
+        return DEFAULT_URL, None
+    host = service.server.host
+    host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
+    host = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    token = service.server.api_token.get_secret_value() if service.server.api_token else None
+    return f"http://{host}:{service.server.port}", token

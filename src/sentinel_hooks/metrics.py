@@ -1,0 +1,57 @@
+"""Prometheus metrics of one service instance (its own registry: no global state).
+
+Per-watcher series are counters and a last-lag gauge; the lag distribution is one
+histogram without a watcher label, so 10,000 watchers do not create 10,000 x buckets series.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class Metrics:
+    """The service's metric families."""
+
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.polls = Counter("sentinel_polls", "Observations attempted, by watcher", ["watcher"], registry=r)
+        self.poll_errors = Counter(
+            "sentinel_poll_errors", "Failed observation attempts, by watcher", ["watcher"], registry=r
+        )
+        self.fires = Counter(
+            "sentinel_fires", "Accepted fires, by watcher and trigger kind", ["watcher", "kind"], registry=r
+        )
+        self.deduped = Counter(
+            "sentinel_fires_deduped", "Fires refused by the dedupe window", ["watcher"], registry=r
+        )
+        self.poll_lag = Histogram(
+            "sentinel_poll_lag_seconds", "Actual minus scheduled poll start", buckets=LAG_BUCKETS, registry=r
+        )
+        self.last_lag = Gauge(
+            "sentinel_watcher_poll_lag_seconds",
+            "Lag of the latest scheduled poll, by watcher",
+            ["watcher"],
+            registry=r,
+        )
+        self.watchers = Gauge("sentinel_watchers", "Watchers by status state", ["state"], registry=r)
+        self.reconnects = Counter(
+            "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
+        )
+
+    def forget(self, watcher_id: str) -> None:
+        """Drop a removed watcher's series."""
+        for family in (self.polls, self.poll_errors, self.deduped, self.last_lag, self.reconnects):
+            with contextlib.suppress(KeyError):
+                family.remove(watcher_id)
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return bytes(generate_latest(self.registry))

@@ -1,0 +1,241 @@
+"""The composition root: one Sentinel process (store, safe HTTP, watchers, firing, API).
+
+``Service`` wires the parts; ``serve`` runs it until SIGTERM/SIGINT and reloads watcher
+files on SIGHUP (an invalid file is reported and the last good version keeps running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import signal
+import sys
+from datetime import UTC
+from pathlib import Path
+
+from aiohttp import web
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+from sentinel_hooks.api.app import build_app
+from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink, LoggingSink
+from sentinel_hooks.clock import Clock, SystemClock
+from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
+from sentinel_hooks.config.yamlfile import LineMap
+from sentinel_hooks.errors import ConfigError, SentinelError
+from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.store import open_store
+from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
+from sentinel_hooks.watchers.pipeline import FiringPipeline
+from sentinel_hooks.watchers.runner import RunnerDeps
+from sentinel_hooks.watchers.strategy import StrategyContext
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 8.0
+
+
+class Service:
+    """Everything one ``sentinel run`` process runs."""
+
+    def __init__(
+        self, config: LoadedConfig, *, clock: Clock | None = None, sink: CallbackSink | None = None
+    ) -> None:
+        self.config = config
+        self.clock = clock or SystemClock()
+        self.redactor = config.redactor
+        self.metrics = Metrics()
+        service = config.service
+        self.store = open_store(service.store, base_dir=config.base_dir)
+        self.http = SafeHttp(
+            allowed_hosts=service.allowed_hosts,
+            allow_private_networks=service.allow_private_networks,
+            max_response_bytes=service.limits.max_response_bytes,
+            request_timeout_s=service.limits.request_timeout_ms / 1000,
+        )
+        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.intake = CallbackIntake(
+            store=self.store, clock=self.clock, service=service, sink=sink or LoggingSink()
+        )
+        self.pipeline = FiringPipeline(
+            store=self.store,
+            clock=self.clock,
+            service=service,
+            intake=self.intake,
+            base_dir=config.base_dir,
+            redactor=self.redactor,
+        )
+        context = StrategyContext(
+            http=self.http,
+            clock=self.clock,
+            limits=service.limits,
+            base_dir=config.base_dir,
+            redactor=self.redactor,
+        )
+        self.manager = WatcherManager(
+            RunnerDeps(
+                store=self.store,
+                clock=self.clock,
+                pipeline=self.pipeline,
+                context=context,
+                metrics=self.metrics,
+                scheduler=self.scheduler,
+                redactor=self.redactor,
+                rng=random.Random(),
+            )
+        )
+        self.ready = False
+        self._web: web.AppRunner | None = None
+        self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"
+
+    async def start(self) -> None:
+        """Open the store, start the watchers and the API; raise SentinelError with the reason."""
+        await self.store.open()
+        await self.store.ping()
+        await self.http.start()
+        self.scheduler.start()
+        await self.manager.start(self.config.watchers, await self._api_watchers())
+        await self._start_api()
+        self.ready = True
+
+    async def _start_api(self) -> None:
+        server = self.config.service.server
+        self._web = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=2.0)
+        await self._web.setup()
+        site = web.TCPSite(self._web, server.host, server.port)
+        try:
+            await site.start()
+        except OSError as exc:
+            raise SentinelError(
+                f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc} "
+                "(is another sentinel running? change server.port)"
+            ) from exc
+        if server.port == 0:
+            addresses = self._web.addresses
+            if addresses:
+                self.url = f"http://{_url_host(server.host)}:{addresses[0][1]}"
+
+    async def stop(self) -> None:
+        """Stop taking requests, let in-flight polls and writes finish, close everything."""
+        self.ready = False
+        if self._web is not None:
+            await self._web.cleanup()
+        await self.manager.stop()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        await self.http.close()
+        await self.store.close()
+
+    async def reload(self) -> ReloadReport | None:
+        """Re-read the watcher files; keep the last good version when they are invalid."""
+        try:
+            fresh = load_config(self.config.path)
+        except ConfigError as exc:
+            for issue in exc.issues:
+                log.error("reload refused: %s", issue)
+            return None
+        if fresh.service != self.config.service:
+            log.warning(
+                "sentinel.yaml changed: watcher changes are applied now, service settings after a restart"
+            )
+        report = await self.manager.apply(fresh.watchers)
+        self.config = LoadedConfig(
+            self.config.path,
+            self.config.base_dir,
+            self.config.service,
+            fresh.watchers,
+            fresh.skills,
+            self.config.redactor.merged(fresh.redactor),
+        )
+        log.info(
+            "reloaded: %d added, %d changed, %d removed",
+            len(report.added),
+            len(report.changed),
+            len(report.removed),
+        )
+        return report
+
+    async def _api_watchers(self) -> list[LoadedWatcher]:
+        """Watchers created through the API in an earlier run (kept in the store)."""
+        found: list[LoadedWatcher] = []
+        file_ids = {w.spec.id for w in self.config.watchers}
+        for key, state in (await self.store.list_watcher_states()).items():
+            if not key.startswith(API_DEFINITION_PREFIX):
+                continue
+            data = state.get("definition")
+            if not isinstance(data, dict):
+                continue
+            spec, issues = validate_watcher(
+                data,
+                display=key,
+                lines=LineMap(),
+                service=self.config.service,
+                skills=self.config.skills,
+                base_dir=self.config.base_dir,
+            )
+            if spec is None or spec.id in file_ids:
+                log.error(
+                    "API-created watcher %s skipped: %s",
+                    key,
+                    "; ".join(map(str, issues)) or "id now in a file",
+                )
+                continue
+            found.append(LoadedWatcher(spec, data, api_source(spec.id)))
+        return found
+
+    def watcher_count(self) -> int:
+        return sum(1 for _ in self.manager.runners())
+
+    def refresh_gauges(self) -> None:
+        counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
+        for runner in self.manager.runners():
+            counts[self.manager.status(runner)["state"]] += 1
+        for state, count in counts.items():
+            self.metrics.watchers.labels(state).set(count)
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+async def serve(config_file: Path) -> int:
+    """``sentinel run``: start, serve until SIGTERM/SIGINT, stop gracefully; SIGHUP reloads."""
+    config = load_config(config_file)
+    from sentinel_hooks.logs import configure_logging
+
+    configure_logging(config.redactor)
+    service = Service(config)
+    try:
+        await service.start()
+    except BaseException:
+        with contextlib.suppress(Exception):
+            await service.stop()
+        raise
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stopping.set)
+    loop.add_signal_handler(signal.SIGINT, stopping.set)
+    reloads: set[asyncio.Task[object]] = set()
+
+    def reload() -> None:
+        task: asyncio.Task[object] = loop.create_task(service.reload())
+        reloads.add(task)
+        task.add_done_callback(reloads.discard)
+
+    loop.add_signal_handler(signal.SIGHUP, reload)
+    sys.stderr.write(
+        f"sentinel: listening on {service.url} — {service.watcher_count()} watcher(s), "
+        f"store {service.store.__class__.__name__}; Ctrl-C to stop\n"
+    )
+    sys.stderr.flush()
+    await stopping.wait()
+    log.info("stopping")
+    try:
+        await asyncio.wait_for(service.stop(), timeout=STOP_TIMEOUT_S)
+    except TimeoutError:
+        log.error("graceful stop took longer than %.0fs; exiting", STOP_TIMEOUT_S)
+    return 0

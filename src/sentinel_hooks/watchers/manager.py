@@ -1,0 +1,168 @@
+"""All watchers of a service: start, stop, reload, enable/disable, create/delete, fire.
+
+Watchers come from files (reloaded on SIGHUP) and from the API (kept in the store, so they
+survive restarts). The manager owns one runner per watcher id and applies a new set of
+definitions as a diff: added ones start, changed ones restart, removed ones stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
+from sentinel_hooks.config.watcher import Scheduled
+from sentinel_hooks.errors import Conflict, NotFound
+from sentinel_hooks.watchers.pipeline import Outcome
+from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
+from sentinel_hooks.watchers.schedule import missed_run
+from sentinel_hooks.watchers.state import WatcherState, status_json
+
+log = logging.getLogger(__name__)
+
+API_DEFINITION_PREFIX = "api-definition:"  # watcher ids cannot contain ':' so these never collide
+
+
+@dataclass(frozen=True)
+class ReloadReport:
+    added: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+class WatcherManager:
+    """The set of running watchers."""
+
+    def __init__(self, deps: RunnerDeps) -> None:
+        self._deps = deps
+        self._runners: dict[str, WatcherRunner] = {}
+        self._api_defined: set[str] = set()
+        self._states: dict[str, dict[str, Any]] = {}
+        self._lock = asyncio.Lock()
+
+    # -- start / stop / reload ---------------------------------------------------------------
+
+    async def start(
+        self, watchers: Sequence[LoadedWatcher], api_watchers: Sequence[LoadedWatcher] = ()
+    ) -> None:
+        """Start every watcher (file-defined and API-created), making up missed runs (misfire)."""
+        self._states = await self._deps.store.list_watcher_states()
+        self._api_defined = {w.spec.id for w in api_watchers}
+        async with self._lock:
+            for loaded in [*watchers, *api_watchers]:
+                await self._add(loaded, initial=True)
+        log.info("started %d watcher(s)", len(self._runners))
+
+    async def stop(self) -> None:
+        """Stop every runner; in-flight polls finish first."""
+        async with self._lock:
+            await asyncio.gather(*(runner.stop() for runner in self._runners.values()))
+
+    async def apply(self, watchers: Sequence[LoadedWatcher]) -> ReloadReport:
+        """Make the file-defined watchers match ``watchers`` (API-created ones are kept)."""
+        report = ReloadReport()
+        wanted = {w.spec.id: w for w in watchers}
+        async with self._lock:
+            for watcher_id in [i for i in self._runners if i not in wanted and i not in self._api_defined]:
+                await self._remove(watcher_id)
+                report.removed.append(watcher_id)
+            for watcher_id, loaded in wanted.items():
+                current = self._runners.get(watcher_id)
+                if current is None:
+                    await self._add(loaded, initial=False)
+                    report.added.append(watcher_id)
+                elif current.loaded.raw != loaded.raw:
+                    await self._remove(watcher_id, forget=False)
+                    await self._add(loaded, initial=False)
+                    report.changed.append(watcher_id)
+        return report
+
+    async def _add(self, loaded: LoadedWatcher, *, initial: bool) -> WatcherRunner:
+        watcher_id = loaded.spec.id
+        stored = (
+            self._states.pop(watcher_id, None)
+            if initial
+            else await self._deps.store.get_watcher_state(watcher_id)
+        )
+        state = WatcherState.from_json(stored)
+        runner = WatcherRunner(loaded, state, self._deps)
+        self._runners[watcher_id] = runner
+        spec = loaded.spec
+        run_missed = initial and _missed(spec, state, self._deps)
+        await runner.start(run_missed=run_missed)
+        return runner
+
+    async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:
+        runner = self._runners.pop(watcher_id, None)
+        if runner is not None:
+            await runner.stop()
+        if forget:
+            self._deps.metrics.forget(watcher_id)
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def runners(self) -> Iterable[WatcherRunner]:
+        return self._runners.values()
+
+    def get(self, watcher_id: str) -> WatcherRunner:
+        runner = self._runners.get(watcher_id)
+        if runner is None:
+            raise NotFound(f"watcher {watcher_id!r} not found")
+        return runner
+
+    def status(self, runner: WatcherRunner) -> dict[str, Any]:
+        return status_json(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
+
+    def is_api_defined(self, watcher_id: str) -> bool:
+        return watcher_id in self._api_defined
+
+    # -- changes through the API -------------------------------------------------------------
+
+    async def set_enabled(self, watcher_id: str, enabled: bool) -> WatcherRunner:
+        runner = self.get(watcher_id)
+        await runner.set_enabled(enabled)
+        return runner
+
+    async def fire(self, watcher_id: str, payload: Any) -> Outcome:
+        return await self.get(watcher_id).fire_manual(payload)
+
+    async def ingest(self, watcher_id: str, value: Any) -> Outcome:
+        return await self.get(watcher_id).ingest(value)
+
+    async def create(self, loaded: LoadedWatcher) -> WatcherRunner:
+        """Add an API-created watcher and keep its definition in the store."""
+        watcher_id = loaded.spec.id
+        async with self._lock:
+            if watcher_id in self._runners:
+                raise Conflict(f"watcher {watcher_id!r} already exists")
+            await self._deps.store.put_watcher_state(
+                API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
+            )
+            self._api_defined.add(watcher_id)
+            return await self._add(loaded, initial=False)
+
+    async def delete(self, watcher_id: str) -> None:
+        """Remove an API-created watcher; file-defined ones are removed by editing their file."""
+        runner = self.get(watcher_id)
+        if watcher_id not in self._api_defined:
+            raise Conflict(
+                f"watcher {watcher_id!r} is defined in {runner.loaded.source.file}; "
+                "remove it there and reload (SIGHUP), or disable it"
+            )
+        async with self._lock:
+            await self._remove(watcher_id)
+            self._api_defined.discard(watcher_id)
+            await self._deps.store.delete_watcher_state(API_DEFINITION_PREFIX + watcher_id)
+            await self._deps.store.delete_watcher_state(watcher_id)
+
+
+def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
+    return isinstance(spec, Scheduled) and missed_run(spec, state.next_check_at, deps.clock.now())
+
+
+def api_source(watcher_id: str) -> WatcherSource:
+    """Where an API-created watcher is said to come from."""
+    return WatcherSource(f"api:{watcher_id}", None)

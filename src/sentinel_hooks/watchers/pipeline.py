@@ -1,0 +1,184 @@
+"""The firing pipeline (SPEC.md §1, §4): observation → conditions → lifecycle → fire.
+
+For each observation: store it (history for ``changed`` and ``sentinel_history``),
+evaluate the conditions against the previous one, advance the firing lifecycle, and on a
+fire build the envelope (operatorGoalFile read now), apply cooldown, and hand it to the
+intake (dedupe + durable contract + session queue). ``fireOnce`` then disables the watcher
+durably. A template error is recorded on the watcher, which keeps running.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sentinel_hooks.callbacks.builder import Firing, build_envelope
+from sentinel_hooks.callbacks.envelope import Route, TriggerKind
+from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
+from sentinel_hooks.callbacks.intake import CallbackIntake, session_key
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
+from sentinel_hooks.errors import TemplateError
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract, Observation
+from sentinel_hooks.watchers.conditions import evaluate
+from sentinel_hooks.watchers.lifecycle import resolved_message, step
+from sentinel_hooks.watchers.paths import MISSING
+from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategy import Observed
+
+log = logging.getLogger(__name__)
+
+HISTORY_KEEP = 500
+
+ResolvedHook = Callable[[AnyWatcher, str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one observation did."""
+
+    state: WatcherState
+    contract: Contract | None = None
+    skipped: str | None = None  # why a due fire was not sent (cooldown, template error)
+
+    @property
+    def fired(self) -> bool:
+        return self.contract is not None and self.contract.state == "pending"
+
+
+async def _no_resolved_hook(watcher: AnyWatcher, message: str) -> None:
+    log.info("watcher resolved", extra={"watcherId": watcher.id, "text": message})
+
+
+class FiringPipeline:
+    """Turns observations of one service's watchers into callbacks."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        service: ServiceConfig,
+        intake: CallbackIntake,
+        base_dir: Path,
+        redactor: Redactor,
+        on_resolved: ResolvedHook | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._service = service
+        self._intake = intake
+        self._base_dir = base_dir
+        self._redactor = redactor
+        self._on_resolved = on_resolved or _no_resolved_hook
+
+    async def observe(self, watcher: AnyWatcher, observed: Observed, state: WatcherState) -> Outcome:
+        """Process one observation; returns the new state (not yet persisted) and any contract."""
+        last = await self._store.last_observation(watcher.id)
+        previous = last.value if last is not None else MISSING
+        await self._store.record_observation(
+            watcher.id, Observation(at=observed.at, value=observed.value), keep=HISTORY_KEEP
+        )
+        if observed.ack is not None:
+            await observed.ack()
+        state = replace(state, last_event_at=observed.at, quiet_fired=False)
+        if observed.trigger is not None:
+            return await self._fire(watcher, observed.trigger, observed.value, previous, state, repeat=False)
+        conditional = not (isinstance(watcher, CommandWatcher) and not watcher.conditions)
+        matched = (
+            conditional and evaluate(watcher.conditions, watcher.match, observed.value, previous).matched
+        )
+        decision, firing = step(
+            state.firing,
+            matched,
+            mode=watcher.trigger_mode,
+            now=observed.at,
+            repeat_interval_ms=watcher.fire.repeat_interval_ms,
+            notify_resolved=watcher.fire.notify_resolved,
+        )
+        state = replace(state, firing=firing)
+        if decision.resolved and decision.resolved_after_s is not None:
+            message = resolved_message(watcher.event_name, watcher.id, decision.resolved_after_s)
+            await self._on_resolved(watcher, message)
+        if not decision.fire:
+            return Outcome(state)
+        return await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)
+
+    async def quiet(self, watcher: AnyWatcher, state: WatcherState) -> Outcome:
+        """``expectEventWithinMs`` passed with no event: fire a ``no_progress`` trigger once."""
+        now = self._clock.now()
+        payload = {
+            "quietForMs": watcher.expect_event_within_ms,
+            "lastEventAt": state.last_event_at.isoformat() if state.last_event_at else None,
+        }
+        outcome = await self._fire(watcher, "no_progress", payload, MISSING, state, repeat=False)
+        return replace(outcome, state=replace(outcome.state, quiet_fired=True, last_event_at=now))
+
+    async def fire_manual(self, watcher: AnyWatcher, payload: Any, state: WatcherState) -> Outcome:
+        """A manual fire: no conditions, lifecycle, cooldown or fireOnce — but dedupe applies."""
+        return await self._fire(
+            watcher, "manual", payload, MISSING, state, repeat=False, route="manual", manual=True
+        )
+
+    async def _fire(
+        self,
+        watcher: AnyWatcher,
+        kind: TriggerKind,
+        payload: Any,
+        previous: Any,
+        state: WatcherState,
+        *,
+        repeat: bool,
+        route: Route = "watcher",
+        manual: bool = False,
+    ) -> Outcome:
+        now = self._clock.now()
+        if not manual and self._cooling_down(watcher, state, now):
+            return Outcome(state, skipped="cooldown")
+        context = self._goal_context(watcher)
+        firing = Firing(
+            kind=kind, payload=payload, at=now, previous=previous, route=route, runtime_context=context
+        )
+        try:
+            envelope = build_envelope(watcher, self._service, firing, redactor=self._redactor)
+        except TemplateError as exc:
+            error = self._redactor.text(f"template error at fire time: {exc}")
+            log.warning(error, extra={"watcherId": watcher.id})
+            return Outcome(replace(state, last_error=error), skipped="template")
+        group = watcher.fire.session_group or self._service.hook_session_group
+        session = session_key(self._service.hook_session_prefix, watcher.id, group)
+        contract = await self._intake.accept(envelope, session=session, bypass_dedupe=repeat)
+        if contract.state != "pending":
+            return Outcome(state, contract=contract)
+        state = replace(state, fires=state.fires + 1, last_fire_at=now)
+        if watcher.fire_once and not manual:
+            state = replace(state, enabled=False, disabled_reason="fireOnce")
+        return Outcome(state, contract=contract)
+
+    @staticmethod
+    def _cooling_down(watcher: AnyWatcher, state: WatcherState, now: datetime) -> bool:
+        """Whether ``cooldownMs`` has not yet passed since the last fire."""
+        last = state.last_fire_at
+        return (
+            bool(watcher.cooldown_ms)
+            and last is not None
+            and now - last < timedelta(milliseconds=watcher.cooldown_ms)
+        )
+
+    def _goal_context(self, watcher: AnyWatcher) -> str | None:
+        """operatorGoalFile's text, read now; an unreadable file is said, never fatal (people must hear)."""
+        goal_file = watcher.fire.operator_goal_file
+        if goal_file is None:
+            return None
+        try:
+            return read_goal_file(self._base_dir, goal_file)
+        except GoalFileError as exc:
+            log.warning(str(exc), extra={"watcherId": watcher.id})
+            return f"(operatorGoalFile could not be read: {exc})"

@@ -1,0 +1,392 @@
+"""Runs one watcher: its schedule or subscription, retries with backoff, status, and firing.
+
+The runner is the only writer of its watcher's state. Every observation and every manual
+or pushed event goes through one lock, so state updates never interleave; a poll never
+overlaps the previous poll of the same watcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_never
+from tenacity.wait import wait_random_exponential
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.loader import LoadedWatcher
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.watchers.pipeline import FiringPipeline, Outcome
+from sentinel_hooks.watchers.schedule import trigger_for
+from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategy import (
+    NoObservation,
+    Observed,
+    ObserveError,
+    PollStrategy,
+    StrategyContext,
+    SubscribeStrategy,
+    create_strategy,
+)
+
+log = logging.getLogger(__name__)
+
+
+class _Stopping(Exception):
+    """Raised inside a backoff sleep when the runner is being stopped."""
+
+
+@dataclass(frozen=True)
+class RunnerDeps:
+    """What every runner shares with the others."""
+
+    store: Store
+    clock: Clock
+    pipeline: FiringPipeline
+    context: StrategyContext
+    metrics: Metrics
+    scheduler: AsyncIOScheduler
+    redactor: Redactor
+    rng: random.Random
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ObserveError) and exc.retryable and not isinstance(exc, NoObservation)
+
+
+class _Backoff:
+    """Jittered exponential backoff from the watcher's ``retry``, honouring a Retry-After hint."""
+
+    def __init__(self, base_ms: int, max_ms: int) -> None:
+        self._wait = wait_random_exponential(multiplier=base_ms / 1000, max=max_ms / 1000)
+        self._max_s = max_ms / 1000
+
+    def __call__(self, state: RetryCallState) -> float:
+        delay = float(self._wait(state))
+        exc = state.outcome.exception() if state.outcome else None
+        hint = getattr(exc, "retry_after_s", None)
+        if isinstance(hint, int | float) and hint > 0:
+            return max(delay, min(float(hint), self._max_s * 10))
+        return delay
+
+
+class WatcherRunner:
+    """One watcher at run time."""
+
+    def __init__(self, loaded: LoadedWatcher, state: WatcherState, deps: RunnerDeps) -> None:
+        self.loaded = loaded
+        self.state = state
+        self._deps = deps
+        self._lock = asyncio.Lock()
+        self._stopping = asyncio.Event()
+        self._event_seen = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._strategy: PollStrategy | SubscribeStrategy | None = None
+        self._busy = False
+        self._inflight: asyncio.Task[Any] | None = None
+        self._expected_at: datetime | None = None
+        self.running = False
+
+    @property
+    def spec(self) -> AnyWatcher:
+        return self.loaded.spec
+
+    @property
+    def id(self) -> str:
+        return self.loaded.spec.id
+
+    @property
+    def enabled(self) -> bool:
+        return self.state.is_enabled(self.spec.enabled)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def start(self, *, run_missed: bool = False) -> None:
+        """Start polling or subscribing (nothing for webhook watchers, which are pushed to)."""
+        if self.running or not self.enabled:
+            return
+        self._stopping = asyncio.Event()
+        self.running = True
+        spec = self.spec
+        if isinstance(spec, WebhookWatcher):
+            if spec.expect_event_within_ms:
+                self._spawn(self._quiet_loop())
+            return
+        self._strategy = create_strategy(spec, self._deps.context)
+        if isinstance(spec, Scheduled):
+            self._schedule(spec, run_missed=run_missed)
+        elif isinstance(spec, HttpLongPollWatcher):
+            self._spawn(self._long_poll_loop())
+        else:
+            self._spawn(self._subscription_loop())
+            if spec.expect_event_within_ms:
+                self._spawn(self._quiet_loop())
+
+    async def stop(self, *, timeout_s: float = 8.0) -> None:
+        """Stop scheduling; let an in-flight poll finish (up to ``timeout_s``), then close."""
+        if not self.running:
+            return
+        self.running = False
+        self._stopping.set()
+        with contextlib.suppress(Exception):
+            self._deps.scheduler.remove_job(self.id)
+        if self._inflight is not None and not self._inflight.done():
+            await asyncio.wait({self._inflight}, timeout=timeout_s)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        if self._strategy is not None:
+            with contextlib.suppress(Exception):
+                await self._strategy.close()
+            self._strategy = None
+
+    def _spawn(self, coro: Any) -> None:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- polled watchers ---------------------------------------------------------------------
+
+    def _schedule(self, spec: Scheduled, *, run_missed: bool) -> None:
+        now = self._deps.clock.now()
+        trigger = trigger_for(spec, now, self._deps.rng)
+        job = self._deps.scheduler.add_job(
+            self._scheduled_poll,
+            trigger=trigger,
+            id=self.id,
+            name=self.id,
+            replace_existing=True,
+            coalesce=True,
+            max_instances=3,
+            misfire_grace_time=None,
+        )
+        self._expected_at = job.next_run_time
+        self.state = replace(self.state, next_check_at=job.next_run_time)
+        if run_missed:
+            self._spawn(self._scheduled_poll(missed=True))
+
+    def _next_run(self) -> datetime | None:
+        job = self._deps.scheduler.get_job(self.id)
+        return job.next_run_time if job is not None else None
+
+    async def _scheduled_poll(self, *, missed: bool = False) -> None:
+        expected = self._expected_at
+        if not missed:
+            self._expected_at = self._next_run()
+        if self._busy or not self.running:
+            return
+        self._busy = True
+        self._inflight = asyncio.current_task()
+        try:
+            if expected is not None and not missed:
+                lag = max(0.0, (self._deps.clock.now() - expected).total_seconds())
+                self._deps.metrics.poll_lag.observe(lag)
+                self._deps.metrics.last_lag.labels(self.id).set(lag)
+            await self._poll_with_retries()
+        finally:
+            self._busy = False
+            self._inflight = None
+
+    async def _long_poll_loop(self) -> None:
+        retry = self.spec.retry
+        while not self._stopping.is_set():
+            failed = not await self._poll_with_retries()
+            if failed:
+                with contextlib.suppress(_Stopping):
+                    await self._sleep(retry.max_ms / 1000)
+
+    async def _poll_with_retries(self) -> bool:
+        """One poll with retries; True when an observation (or a quiet long-poll) came back."""
+        strategy = self._strategy
+        if not isinstance(strategy, PollStrategy):
+            return False
+        retry = self.spec.retry
+        attempts = AsyncRetrying(
+            stop=stop_after_attempt(retry.max_retries + 1),
+            wait=_Backoff(retry.base_ms, retry.max_ms),
+            retry=retry_if_exception(_retryable),
+            sleep=self._sleep,
+            before_sleep=self._before_retry,
+            reraise=True,
+        )
+        try:
+            async for attempt in attempts:
+                with attempt:
+                    self._deps.metrics.polls.labels(self.id).inc()
+                    observed = await strategy.poll()
+        except NoObservation:
+            return True
+        except _Stopping:
+            return False
+        except ObserveError as exc:
+            await self._record_failure(exc, next_at=self._next_run())
+            return False
+        await self._handle(observed)
+        return True
+
+    async def _before_retry(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        delay = state.upcoming_sleep
+        if isinstance(exc, ObserveError):
+            await self._record_failure(exc, next_at=self._deps.clock.now() + timedelta(seconds=delay))
+
+    async def _sleep(self, seconds: float) -> None:
+        """A backoff sleep that ends early (raising _Stopping) when the runner stops."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
+        if self._stopping.is_set():
+            raise _Stopping
+
+    # -- subscriptions -----------------------------------------------------------------------
+
+    async def _subscription_loop(self) -> None:
+        strategy = self._strategy
+        if not isinstance(strategy, SubscribeStrategy):
+            return
+        retry = self.spec.retry
+        disconnected_at: datetime | None = None
+        while not self._stopping.is_set():
+            opened: list[AsyncIterator[Observed]] = []
+            try:
+                first = await self._connect(strategy, opened)
+                if disconnected_at is not None:
+                    await self._record_reconnect(disconnected_at)
+                await self._handle(first)
+                async for observed in opened[-1]:
+                    await self._handle(observed)
+                error = ObserveError("the stream ended")
+            except _Stopping:
+                return
+            except ObserveError as exc:
+                error = exc
+            finally:
+                for stream in opened:
+                    closer = getattr(stream, "aclose", None)
+                    if closer is not None:
+                        with contextlib.suppress(Exception):
+                            await closer()
+            disconnected_at = self._deps.clock.now()
+            await self._record_failure(error, next_at=None)
+            if not error.retryable:
+                with contextlib.suppress(_Stopping):
+                    await self._sleep(retry.max_ms / 1000)
+
+    async def _connect(self, strategy: SubscribeStrategy, opened: list[AsyncIterator[Observed]]) -> Observed:
+        """Open the stream (retrying with backoff) until its first observation arrives."""
+        retry = self.spec.retry
+        async for attempt in AsyncRetrying(
+            stop=stop_never,
+            wait=_Backoff(retry.base_ms, retry.max_ms),
+            retry=retry_if_exception(_retryable),
+            sleep=self._sleep,
+            before_sleep=self._before_retry,
+            reraise=True,
+        ):
+            with attempt:
+                stream = strategy.stream().__aiter__()
+                opened.append(stream)
+                return await _first(stream)
+        raise ObserveError("could not connect")  # pragma: no cover - stop_never never gives up
+
+    async def _record_reconnect(self, since: datetime) -> None:
+        gap_ms = int((self._deps.clock.now() - since).total_seconds() * 1000)
+        self._deps.metrics.reconnects.labels(self.id).inc()
+        async with self._lock:
+            self.state = replace(self.state, reconnects=self.state.reconnects + 1, last_gap_ms=gap_ms)
+            await self._save()
+
+    async def _quiet_loop(self) -> None:
+        """expectEventWithinMs: fire ``no_progress`` once per quiet period (a dead-man's switch)."""
+        window_s = (self.spec.expect_event_within_ms or 0) / 1000
+        started_at = self._deps.clock.now()
+        while not self._stopping.is_set():
+            last = self.state.last_event_at or started_at
+            remaining = window_s - (self._deps.clock.now() - last).total_seconds()
+            self._event_seen.clear()
+            if remaining > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._event_seen.wait(), timeout=remaining)
+                continue
+            if self.state.quiet_fired:
+                await self._event_seen.wait()
+                continue
+            async with self._lock:
+                outcome = await self._deps.pipeline.quiet(self.spec, self.state)
+                await self._apply(outcome)
+
+    # -- events ------------------------------------------------------------------------------
+
+    async def _handle(self, observed: Observed) -> Outcome:
+        async with self._lock:
+            self.state = self.state.succeeded(observed.at)
+            outcome = await self._deps.pipeline.observe(self.spec, observed, self.state)
+            await self._apply(outcome)
+        self._event_seen.set()
+        return outcome
+
+    async def ingest(self, value: Any) -> Outcome:
+        """A pushed event (webhook watchers)."""
+        return await self._handle(Observed(value=value, at=self._deps.clock.now()))
+
+    async def fire_manual(self, payload: Any) -> Outcome:
+        """A manual fire (API/CLI)."""
+        async with self._lock:
+            outcome = await self._deps.pipeline.fire_manual(self.spec, payload, self.state)
+            await self._apply(outcome)
+        return outcome
+
+    async def _apply(self, outcome: Outcome) -> None:
+        """Adopt the pipeline's new state (caller holds the lock), persist it, count the fire."""
+        self.state = replace(outcome.state, next_check_at=self._next_run() if self.running else None)
+        if outcome.contract is not None:
+            if outcome.contract.state == "pending":
+                self._deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
+            else:
+                self._deps.metrics.deduped.labels(self.id).inc()
+        await self._save()
+        if not self.state.is_enabled(self.spec.enabled) and self.running:
+            asyncio.get_running_loop().create_task(self.stop())
+
+    async def _record_failure(self, exc: ObserveError, *, next_at: datetime | None) -> None:
+        self._deps.metrics.poll_errors.labels(self.id).inc()
+        message = self._deps.redactor.text(str(exc))
+        log.warning("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        async with self._lock:
+            self.state = replace(self.state.failed(self._deps.clock.now(), message), next_check_at=next_at)
+            await self._save()
+
+    async def set_enabled(self, enabled: bool) -> None:
+        """Enable or disable durably (the override survives restarts and reloads)."""
+        async with self._lock:
+            self.state = replace(self.state, enabled=enabled, disabled_reason=None if enabled else "api")
+            await self._save()
+        if enabled:
+            await self.start()
+        else:
+            await self.stop()
+            async with self._lock:
+                self.state = replace(self.state, next_check_at=None)
+                await self._save()
+
+    async def _save(self) -> None:
+        await self._deps.store.put_watcher_state(self.id, self.state.to_json())
+
+
+async def _first(stream: AsyncIterator[Observed]) -> Observed:
+    """The first observation of a fresh stream; an empty stream is a failed connection."""
+    try:
+        return await stream.__anext__()
+    except StopAsyncIteration:
+        raise ObserveError("the stream ended before any event") from None

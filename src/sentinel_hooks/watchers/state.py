@@ -1,0 +1,117 @@
+"""A watcher's runtime state: status, firing lifecycle, enable/disable, counters.
+
+Kept as JSON in the store (``Store.put_watcher_state``), written by the one runner that
+owns the watcher, so it survives restarts: enabled/disabled, fireOnce, the firing state and
+the fire count are as they were after a crash.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Literal
+
+from sentinel_hooks.clock import from_ms, iso, to_ms
+from sentinel_hooks.watchers.lifecycle import FiringState
+
+StatusState = Literal["ok", "failing", "disabled", "stopped"]
+
+
+def _ms(at: datetime | None) -> int | None:
+    return to_ms(at) if at is not None else None
+
+
+def _at(value: Any) -> datetime | None:
+    return from_ms(value) if isinstance(value, int) else None
+
+
+@dataclass(frozen=True)
+class WatcherState:
+    """Everything the service remembers about one watcher between polls and restarts."""
+
+    enabled: bool | None = None  # None: as the file says; True/False: set through the API or fireOnce
+    disabled_reason: str | None = None
+    consecutive_failures: int = 0
+    last_error: str | None = None
+    last_check_at: datetime | None = None
+    next_check_at: datetime | None = None
+    fires: int = 0
+    last_fire_at: datetime | None = None
+    firing: FiringState = field(default_factory=FiringState)
+    last_event_at: datetime | None = None
+    quiet_fired: bool = False
+    reconnects: int = 0
+    last_gap_ms: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "enabled": self.enabled,
+            "disabledReason": self.disabled_reason,
+            "consecutiveFailures": self.consecutive_failures,
+            "lastError": self.last_error,
+            "lastCheckAtMs": _ms(self.last_check_at),
+            "nextCheckAtMs": _ms(self.next_check_at),
+            "fires": self.fires,
+            "lastFireAtMs": _ms(self.last_fire_at),
+            "firing": self.firing.to_json(),
+            "lastEventAtMs": _ms(self.last_event_at),
+            "quietFired": self.quiet_fired,
+            "reconnects": self.reconnects,
+            "lastGapMs": self.last_gap_ms,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> WatcherState:
+        if not data:
+            return cls()
+        enabled = data.get("enabled")
+        return cls(
+            enabled=enabled if isinstance(enabled, bool) else None,
+            disabled_reason=data.get("disabledReason"),
+            consecutive_failures=int(data.get("consecutiveFailures") or 0),
+            last_error=data.get("lastError"),
+            last_check_at=_at(data.get("lastCheckAtMs")),
+            next_check_at=_at(data.get("nextCheckAtMs")),
+            fires=int(data.get("fires") or 0),
+            last_fire_at=_at(data.get("lastFireAtMs")),
+            firing=FiringState.from_json(data.get("firing")),
+            last_event_at=_at(data.get("lastEventAtMs")),
+            quiet_fired=bool(data.get("quietFired")),
+            reconnects=int(data.get("reconnects") or 0),
+            last_gap_ms=data.get("lastGapMs") if isinstance(data.get("lastGapMs"), int) else None,
+        )
+
+    def is_enabled(self, declared: bool) -> bool:
+        """The effective enabled flag: an API/fireOnce override wins over the file."""
+        return declared if self.enabled is None else self.enabled
+
+    def succeeded(self, at: datetime) -> WatcherState:
+        return replace(self, consecutive_failures=0, last_error=None, last_check_at=at)
+
+    def failed(self, at: datetime, error: str) -> WatcherState:
+        return replace(
+            self, consecutive_failures=self.consecutive_failures + 1, last_error=error, last_check_at=at
+        )
+
+
+def status_json(state: WatcherState, *, declared_enabled: bool, running: bool) -> dict[str, Any]:
+    """The API's watcher status (SPEC §9)."""
+    enabled = state.is_enabled(declared_enabled)
+    status: StatusState
+    if not enabled:
+        status = "disabled"
+    elif not running:
+        status = "stopped"
+    elif state.consecutive_failures > 0:
+        status = "failing"
+    else:
+        status = "ok"
+    return {
+        "state": status,
+        "firing": state.firing.firing,
+        "lastError": state.last_error,
+        "consecutiveFailures": state.consecutive_failures,
+        "lastCheckAt": iso(state.last_check_at) if state.last_check_at else None,
+        "nextCheckAt": iso(state.next_check_at) if state.next_check_at and enabled else None,
+        "fires": state.fires,
+    }

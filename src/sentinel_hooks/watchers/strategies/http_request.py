@@ -1,0 +1,52 @@
+"""What the HTTP strategies share: sending the watcher's request and reporting failures.
+
+Every request goes through the service's one ``SafeHttp`` (allowlist, private addresses,
+no redirects, byte limit). A ``NetError`` becomes an ``ObserveError`` with the same
+``retryable``/``retry_after_s`` hints and its message redacted (headers and URLs may hold
+secrets from the environment).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.watcher import HttpLongPollWatcher, HttpPollWatcher
+from sentinel_hooks.net.errors import NetError
+from sentinel_hooks.net.response import HttpResponse, raise_for_status
+from sentinel_hooks.watchers.strategies.http_body import body_observation
+from sentinel_hooks.watchers.strategy import ObserveError, StrategyContext
+
+
+def observe_failure(exc: NetError, redactor: Redactor) -> ObserveError:
+    """The ``ObserveError`` reporting ``exc`` (message redacted, hints kept)."""
+    return ObserveError(redactor.text(str(exc)), retryable=exc.retryable, retry_after_s=exc.retry_after_s)
+
+
+async def send(
+    watcher: HttpPollWatcher | HttpLongPollWatcher, context: StrategyContext, *, timeout_s: float
+) -> HttpResponse:
+    """The watcher's request (a string body as-is, an object or list as JSON), answered in full."""
+    body = watcher.body
+    payload: dict[str, Any] = {"data": body} if isinstance(body, str) else {"json": body}
+    return await context.http.request(
+        watcher.method,
+        watcher.endpoint,
+        headers=watcher.headers,
+        timeout_s=timeout_s,
+        max_bytes=context.limits.max_response_bytes,
+        **payload,
+    )
+
+
+def observed_value(response: HttpResponse, redactor: Redactor) -> Any:
+    """The value a 2xx answer shows; ``ObserveError`` for other statuses or unparsable labelled JSON."""
+    try:
+        raise_for_status(response)
+    except NetError as exc:
+        raise observe_failure(exc, redactor) from exc
+    try:
+        return body_observation(response.body, response.content_type, response.charset)
+    except ObserveError as exc:
+        where = redactor.text(f"{response.method} {response.url}")
+        raise ObserveError(f"{where}: {exc}", retryable=exc.retryable) from exc

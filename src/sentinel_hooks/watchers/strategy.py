@@ -1,0 +1,125 @@
+"""The plug-in point for watcher strategies: a small Protocol per kind and a registry.
+
+A strategy turns an endpoint into observations. It tries once and raises
+``ObserveError`` (with ``retryable`` and an optional ``retry_after_s`` hint); the
+runner owns scheduling, retries with backoff, status, and the firing pipeline.
+
+- ``PollStrategy`` (http-poll, http-long-poll, command, evm-call): ``poll()`` takes one
+  observation. The runner calls it on the watcher's schedule (long-poll: again at once),
+  never while the previous call still runs.
+- ``SubscribeStrategy`` (sse, websocket, redis-pubsub, redis-stream): ``stream()`` yields
+  observations until the connection fails (raise ``ObserveError``) or the task is
+  cancelled. The runner calls ``stream()`` again after a backoff; state needed to resume
+  (SSE Last-Event-ID, stream position) lives on the strategy object between calls.
+- ``webhook`` has no strategy: the API's ingest route feeds the pipeline directly.
+
+Each strategy module exposes ``create(watcher, context) -> PollStrategy | SubscribeStrategy``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from sentinel_hooks.callbacks.envelope import TriggerKind
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import LimitsSpec
+from sentinel_hooks.errors import SentinelError
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.watcher import AnyWatcher
+    from sentinel_hooks.net.client import SafeHttp
+
+
+class ObserveError(SentinelError):
+    """Taking an observation failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool = True, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+class NoObservation(ObserveError):
+    """Nothing to observe this time (a long-poll hold ran out): ask again at once; not a failure."""
+
+    def __init__(self, message: str = "no observation this time") -> None:
+        super().__init__(message, retryable=True)
+        self.quiet = True
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One observation: JSON ``value`` seen at ``at``.
+
+    ``trigger`` forces a fire of that kind whatever the conditions (probe ``terminal`` and
+    ``no_progress``). ``ack`` is awaited once the observation is stored (redis-stream acks
+    then, so a crash before storing redelivers it).
+    """
+
+    value: Any
+    at: datetime
+    trigger: TriggerKind | None = None
+    ack: Callable[[], Awaitable[None]] | None = field(default=None, compare=False)
+
+
+@runtime_checkable
+class PollStrategy(Protocol):
+    """Takes one observation when asked."""
+
+    async def poll(self) -> Observed: ...
+
+    async def close(self) -> None: ...
+
+
+@runtime_checkable
+class SubscribeStrategy(Protocol):
+    """Yields observations from a long-lived connection until it fails or is cancelled."""
+
+    def stream(self) -> AsyncIterator[Observed]: ...
+
+    async def close(self) -> None: ...
+
+
+Strategy = PollStrategy | SubscribeStrategy
+
+
+@dataclass(frozen=True)
+class StrategyContext:
+    """What a strategy may use: the one safe HTTP client, the clock, limits and the project dir."""
+
+    http: SafeHttp
+    clock: Clock
+    limits: LimitsSpec
+    base_dir: Path
+    redactor: Redactor = field(default_factory=Redactor)
+
+
+class StrategyFactory(Protocol):
+    def __call__(self, watcher: AnyWatcher, context: StrategyContext) -> Strategy: ...
+
+
+MODULES: dict[str, str] = {
+    "http-poll": "sentinel_hooks.watchers.strategies.http_poll",
+    "http-long-poll": "sentinel_hooks.watchers.strategies.http_long_poll",
+    "sse": "sentinel_hooks.watchers.strategies.sse",
+    "websocket": "sentinel_hooks.watchers.strategies.websocket",
+    "redis-pubsub": "sentinel_hooks.watchers.strategies.redis_pubsub",
+    "redis-stream": "sentinel_hooks.watchers.strategies.redis_stream",
+    "command": "sentinel_hooks.watchers.strategies.command",
+    "evm-call": "sentinel_hooks.watchers.strategies.evm_call",
+}
+
+
+def create_strategy(watcher: AnyWatcher, context: StrategyContext) -> Strategy:
+    """The strategy for ``watcher`` (imported on first use, so unused strategies cost nothing)."""
+    module_name = MODULES.get(watcher.strategy_name)
+    if module_name is None:
+        raise SentinelError(f"strategy {watcher.strategy_name!r} has no runner (it is fed by the API)")
+    factory: StrategyFactory = importlib.import_module(module_name).create
+    return factory(watcher, context)

@@ -1,0 +1,251 @@
+"""SafeHttp against real servers on 127.0.0.1: policy, redirects, limits, timeouts, errors."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.net.errors import (
+    ConnectionFailed,
+    HostNotAllowed,
+    InvalidUrl,
+    PrivateAddressRefused,
+    RedirectRefused,
+    RequestTimeout,
+    ResponseTooLarge,
+)
+from tests.net.servers import OpenHttp, Serve, app_with
+
+
+async def ok(request: web.Request) -> web.Response:
+    return web.json_response({"ok": True, "path": request.path})
+
+
+async def test_listed_address_is_reached(serve: Serve, open_http: OpenHttp) -> None:
+    """127.0.0.1 listed in allowedHosts: the request reaches the local server."""
+    server = await serve(app_with("/", ok))
+    http = await open_http(allowed_hosts=["127.0.0.1"])
+    response = await http.request("GET", str(server.make_url("/")))
+    assert (200, b'{"ok": true, "path": "/"}') == (response.status, response.body)
+
+
+async def test_response_describes_the_answer(serve: Serve, open_http: OpenHttp) -> None:
+    """The response carries the bare media type, the charset, the URL and decoded text."""
+
+    async def latin(request: web.Request) -> web.Response:
+        return web.Response(body="café".encode("latin-1"), content_type="text/plain", charset="iso-8859-1")
+
+    server = await serve(app_with("/t", latin))
+    http = await open_http()
+    url = str(server.make_url("/t"))
+    response = await http.request("get", url)
+    assert ("text/plain", "iso-8859-1", url, "GET", "café") == (
+        response.content_type,
+        response.charset,
+        response.url,
+        response.method,
+        response.text(),
+    )
+
+
+async def test_hostname_never_unlocks_loopback(serve: Serve, open_http: OpenHttp) -> None:
+    """Only the hostname localhost listed: its loopback address is refused and nothing is sent."""
+    hits: list[str] = []
+
+    async def counted(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        return web.Response(text="hi")
+
+    server = await serve(app_with("/", counted))
+    http = await open_http(allowed_hosts=["localhost"])
+    with pytest.raises(PrivateAddressRefused, match="localhost"):
+        await http.request("GET", f"http://localhost:{server.port}/")
+    assert [] == hits
+
+
+async def test_allow_private_networks_unlocks_hostname(serve: Serve, open_http: OpenHttp) -> None:
+    """With allowPrivateNetworks, a listed hostname resolving to loopback is reached."""
+    server = await serve(app_with("/", ok))
+    http = await open_http(allowed_hosts=["localhost"], allow_private_networks=True)
+    response = await http.request("GET", f"http://localhost:{server.port}/")
+    assert 200 == response.status
+
+
+async def test_loopback_literal_refused_when_not_listed(serve: Serve, open_http: OpenHttp) -> None:
+    """127.0.0.1 inside a listed CIDR is allowed; a literal outside every entry is not."""
+    server = await serve(app_with("/", ok))
+    http = await open_http(allowed_hosts=["127.0.0.0/8"])
+    assert 200 == (await http.request("GET", str(server.make_url("/")))).status
+    with pytest.raises(HostNotAllowed, match="not in allowedHosts"):
+        await http.request("GET", f"http://10.0.0.1:{server.port}/")
+
+
+async def test_host_not_listed_is_refused(open_http: OpenHttp) -> None:
+    """A host missing from allowedHosts is refused before any lookup; the message names the request."""
+    http = await open_http(allowed_hosts=["api.example.com"])
+    with pytest.raises(HostNotAllowed) as caught:
+        await http.request("GET", "https://evil.example.net/x")
+    assert str(caught.value).startswith("GET https://evil.example.net/x: host 'evil.example.net' is not in")
+
+
+async def test_refusal_is_not_retryable(open_http: OpenHttp) -> None:
+    """Refusals carry retryable=False (retrying cannot change the policy)."""
+    http = await open_http(allowed_hosts=[])
+    with pytest.raises(HostNotAllowed) as caught:
+        await http.request("GET", "https://example.com/")
+    assert caught.value.retryable is False
+
+
+async def test_unsupported_scheme_is_invalid(open_http: OpenHttp) -> None:
+    """Only http and https are requested (ws and wss go through ws_connect)."""
+    http = await open_http()
+    with pytest.raises(InvalidUrl, match="scheme 'ftp'"):
+        await http.request("GET", "ftp://127.0.0.1/file")
+
+
+async def test_redirect_is_refused_with_its_location(serve: Serve, open_http: OpenHttp) -> None:
+    """A 302 is not followed: RedirectRefused names the Location, and the target is never asked."""
+    hits: list[str] = []
+
+    async def moved(request: web.Request) -> web.Response:
+        raise web.HTTPFound("/elsewhere")
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        return web.Response(text="you followed me")
+
+    app = app_with("/old", moved)
+    app.router.add_get("/elsewhere", elsewhere)
+    server = await serve(app)
+    http = await open_http()
+    url = str(server.make_url("/old"))
+    with pytest.raises(RedirectRefused) as caught:
+        await http.request("GET", url)
+    assert (f"GET {url}: redirect to /elsewhere refused (Sentinel never follows redirects)", []) == (
+        str(caught.value),
+        hits,
+    )
+
+
+async def test_declared_oversized_body_is_refused(serve: Serve, open_http: OpenHttp) -> None:
+    """A Content-Length over the limit is refused before reading."""
+
+    async def big(request: web.Request) -> web.Response:
+        return web.Response(body=b"x" * 5000)
+
+    server = await serve(app_with("/", big))
+    http = await open_http()
+    with pytest.raises(ResponseTooLarge, match="declares 5000 bytes, over the 4096-byte limit"):
+        await http.request("GET", str(server.make_url("/")), max_bytes=4096)
+
+
+async def test_streamed_oversized_body_stops_the_download(serve: Serve, open_http: OpenHttp) -> None:
+    """An endless chunked body: the client aborts past the limit and the server sees the connection close."""
+    sent: list[int] = []
+    stopped = asyncio.Event()
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        try:
+            while True:
+                await response.write(b"y" * 16384)
+                sent.append(16384)
+        finally:
+            stopped.set()
+
+    server = await serve(app_with("/", endless))
+    http = await open_http(max_response_bytes=100_000)
+    with pytest.raises(ResponseTooLarge, match="passed the 100000-byte limit; reading stopped"):
+        await http.request("GET", str(server.make_url("/")))
+    await asyncio.wait_for(stopped.wait(), timeout=10)
+    assert stopped.is_set()
+
+
+async def test_hanging_server_times_out(serve: Serve, open_http: OpenHttp) -> None:
+    """A server that never answers: RequestTimeout (retryable) after the request's timeout."""
+    gate = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.Response:
+        await gate.wait()
+        return web.Response(text="late")
+
+    server = await serve(app_with("/", hang))
+    http = await open_http()
+    try:
+        with pytest.raises(RequestTimeout, match=r"no complete answer within 0.2 s") as caught:
+            await http.request("GET", str(server.make_url("/")), timeout_s=0.2)
+    finally:
+        gate.set()
+    assert caught.value.retryable is True
+
+
+async def test_connection_refused_is_retryable(open_http: OpenHttp, unused_tcp_port: int) -> None:
+    """Nothing listening: ConnectionFailed, retryable, caused by the aiohttp error."""
+    http = await open_http()
+    with pytest.raises(ConnectionFailed, match=r"cannot connect to 127\.0\.0\.1") as caught:
+        await http.request("GET", f"http://127.0.0.1:{unused_tcp_port}/")
+    assert (True, True) == (caught.value.retryable, caught.value.__cause__ is not None)
+
+
+async def test_json_body_is_posted(serve: Serve, open_http: OpenHttp) -> None:
+    """``json=`` sends a JSON body with its content type; headers are passed through."""
+    received: dict[str, Any] = {}
+
+    async def echo(request: web.Request) -> web.Response:
+        received.update(
+            body=await request.json(), type=request.content_type, token=request.headers.get("X-Token")
+        )
+        return web.json_response({"stored": True}, status=201)
+
+    server = await serve(app_with("/hook", echo))
+    http = await open_http()
+    response = await http.request(
+        "POST", str(server.make_url("/hook")), json={"n": 12345678901234567890}, headers={"X-Token": "t1"}
+    )
+    assert (201, {"body": {"n": 12345678901234567890}, "type": "application/json", "token": "t1"}) == (
+        response.status,
+        received,
+    )
+
+
+async def test_non_2xx_is_returned_not_raised(serve: Serve, open_http: OpenHttp) -> None:
+    """A 503 is an answer at this level: the caller gets status and body."""
+
+    async def down(request: web.Request) -> web.Response:
+        return web.Response(status=503, text="maintenance")
+
+    server = await serve(app_with("/", down))
+    http = await open_http()
+    response = await http.request("GET", str(server.make_url("/")))
+    assert (503, False, "maintenance") == (response.status, response.ok, response.text())
+
+
+async def test_cookies_are_not_kept(serve: Serve, open_http: OpenHttp) -> None:
+    """A cookie set by one answer is never sent back (watchers must not share state)."""
+    seen: list[str | None] = []
+
+    async def cookie(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Cookie"))
+        response = web.Response(text="ok")
+        response.set_cookie("session", "abc")
+        return response
+
+    server = await serve(app_with("/", cookie))
+    http = await open_http()
+    for _ in range(2):
+        await http.request("GET", str(server.make_url("/")))
+    assert [None, None] == seen
+
+
+async def test_request_before_start_is_a_programming_error() -> None:
+    """Using the client before start() says how to fix it."""
+    http = SafeHttp(
+        allowed_hosts=[], allow_private_networks=False, max_response_bytes=1024, request_timeout_s=1
+    )
+    with pytest.raises(RuntimeError, match="not started"):
+        await http.request("GET", "http://127.0.0.1/")

@@ -1,0 +1,62 @@
+"""An in-process Service on a temp project, with a local endpoint to watch."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.service import Service
+from tests.support import Endpoint
+
+SERVICE_CONFIG = """\
+store: sqlite:///state.db
+server: {server}
+allowedHosts: {allowed}
+hookResponseDedupeWindowMs: {dedupe}
+limits: {{minIntervalMs: 100, maxResponseBytes: 4096, requestTimeoutMs: 2000}}
+targets: {{console: {{type: console}}}}
+{extra}
+"""
+
+Starter = Callable[..., Awaitable[Service]]
+
+
+@pytest.fixture
+async def endpoint() -> AsyncIterator[Endpoint]:
+    server = Endpoint()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def start_service(tmp_path: Path) -> AsyncIterator[Starter]:
+    """``await start_service(watchers={"a.yaml": "..."}, extra="...")`` → a started Service."""
+    started: list[Service] = []
+
+    async def start(
+        *,
+        watchers: dict[str, str],
+        extra: str = "",
+        allowed: str = '["127.0.0.1"]',
+        server: str = "{host: 127.0.0.1, port: 0}",
+        dedupe: int = 0,
+    ) -> Service:
+        text = SERVICE_CONFIG.format(extra=extra, allowed=allowed, server=server, dedupe=dedupe)
+        (tmp_path / "sentinel.yaml").write_text(text)
+        folder = tmp_path / "watchers"
+        folder.mkdir(exist_ok=True)
+        for name, text in watchers.items():
+            (folder / name).write_text(textwrap.dedent(text))
+        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+        await service.start()
+        started.append(service)
+        return service
+
+    yield start
+    for service in started:
+        await service.stop()

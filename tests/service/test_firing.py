@@ -1,0 +1,116 @@
+"""The firing pipeline through a running service: lifecycle, cooldown, fireOnce, templates, goal files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sentinel_hooks.service import Service
+from tests.service.conftest import Starter
+from tests.support import wait_for
+
+
+def webhook(watcher_id: str, extra: str = "", conditions: str = "[{path: v, op: gt, value: 10}]") -> str:
+    return (
+        f"id: {watcher_id}\nstrategy: webhook\nconditions: {conditions}\ndeliveryTargets: [console]\n{extra}"
+    )
+
+
+async def push(service: Service, watcher_id: str, *values: object) -> list[bool]:
+    fired = []
+    for value in values:
+        outcome = await service.manager.ingest(watcher_id, value)
+        fired.append(outcome.fired)
+    return fired
+
+
+async def test_events_are_level_triggered(start_service: Starter) -> None:
+    """Webhook events fire on every match by default."""
+    service = await start_service(watchers={"w.yaml": webhook("w")})
+    assert [True, True, False, True] == await push(service, "w", {"v": 11}, {"v": 12}, {"v": 1}, {"v": 13})
+
+
+async def test_edge_trigger_fires_on_becoming_true(start_service: Starter) -> None:
+    """fire.trigger: edge fires when the condition becomes true, then re-arms when false."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "fire: {trigger: edge}\n")})
+    assert [True, False, False, True] == await push(service, "w", {"v": 11}, {"v": 12}, {"v": 1}, {"v": 13})
+
+
+async def test_cooldown_suppresses_fires(start_service: Starter) -> None:
+    """cooldownMs: no second fire inside the cooldown."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "cooldownMs: 60000\n")})
+    assert [True, False] == await push(service, "w", {"v": 11}, {"v": 12})
+
+
+async def test_fire_once_disables_the_watcher(start_service: Starter) -> None:
+    """fireOnce: the first fire disables the watcher durably."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "fireOnce: true\n")})
+    assert [True] == await push(service, "w", {"v": 11})
+    state = await service.store.get_watcher_state("w")
+    assert state is not None
+    assert (False, "fireOnce") == (state["enabled"], state["disabledReason"])
+
+
+async def test_template_error_at_fire_time_is_recorded_and_watcher_keeps_running(
+    start_service: Starter,
+) -> None:
+    """A placeholder that does not resolve: lastError set, nothing sent, later events still fire."""
+    extra = "fire: {payloadTemplate: {p: '${payload.price}'}}\n"
+    service = await start_service(watchers={"w.yaml": webhook("w", extra, conditions="[]")})
+    assert [False, True] == await push(service, "w", {"v": 1}, {"v": 2, "price": 5})
+    runner = service.manager.get("w")
+    assert 1 == runner.state.fires
+    page = await service.store.list_contracts(watcher_id="w")
+    assert 1 == len(page.items)
+
+
+async def test_template_error_shows_in_status(start_service: Starter) -> None:
+    """The template error is the watcher's lastError."""
+    extra = "fire: {payloadTemplate: {p: '${payload.price}'}}\n"
+    service = await start_service(watchers={"w.yaml": webhook("w", extra, conditions="[]")})
+    await push(service, "w", {"v": 1})
+    error = service.manager.status(service.manager.get("w"))["lastError"]
+    assert "payload.price" in error
+
+
+async def test_goal_file_is_read_at_every_fire(start_service: Starter, tmp_path: Path) -> None:
+    """Changes to operatorGoalFile between two fires are seen by the second."""
+    (tmp_path / "goal.md").write_text("first policy")
+    extra = "fire: {operatorGoalFile: goal.md}\n"
+    service = await start_service(watchers={"w.yaml": webhook("w", extra, conditions="[]")})
+    await push(service, "w", {"n": 1})
+    (tmp_path / "goal.md").write_text("second policy")
+    await push(service, "w", {"n": 2})
+    page = await service.store.list_contracts(watcher_id="w")
+    contexts = []
+    for contract in reversed(page.items):
+        envelope = await service.store.get_envelope(contract.callback_id)
+        assert envelope is not None
+        contexts.append(envelope["operatorGoalRuntimeContext"])
+    assert ["first policy", "second policy"] == contexts
+
+
+async def test_dedupe_window_refuses_the_same_event(start_service: Starter) -> None:
+    """The same payload inside the dedupe window creates a deduped contract and no second fire."""
+    service = await start_service(watchers={"w.yaml": webhook("w", conditions="[]")}, dedupe=60000)
+    assert [True, False] == await push(service, "w", {"n": 1}, {"n": 1})
+    states = [c.state for c in (await service.store.list_contracts(watcher_id="w")).items]
+    assert ["deduped", "pending"] == states
+
+
+async def test_quiet_source_fires_no_progress_once(start_service: Starter) -> None:
+    """expectEventWithinMs: a quiet source fires one no_progress trigger, re-armed by an event."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "expectEventWithinMs: 200\n")})
+
+    async def kinds() -> list[str]:
+        page = await service.store.list_contracts(watcher_id="w")
+        return [c.trigger.kind for c in page.items]
+
+    await wait_for(kinds, what="a no_progress fire")
+    assert ["no_progress"] == await kinds()
+    await push(service, "w", {"v": 1})
+    await wait_for(lambda: _count(kinds, 2), what="a second quiet period")
+    assert ["no_progress", "no_progress"] == await kinds()
+
+
+async def _count(kinds: object, n: int) -> bool:
+    return len(await kinds()) >= n  # type: ignore[operator]
