@@ -81,3 +81,40 @@ class Endpoint:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+class Sink(Endpoint):
+    """A webhook receiver on 127.0.0.1 that records every request; ``statuses`` scripts its answers.
+
+    ``statuses`` is consumed one per request (then 200): e.g. ``[429]`` answers 429 once.
+    ``retry_after`` is sent with 429/503 answers.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received: list[dict[str, Any]] = []
+        self.statuses: list[int] = []
+        self.retry_after: str | None = None
+        self.handler = self._record
+
+    async def _record(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        status = self.statuses.pop(0) if self.statuses else 200
+        self.received.append(
+            {"headers": dict(request.headers), "raw": raw, "path": request.path, "status": status}
+        )
+        headers = {"Retry-After": self.retry_after} if self.retry_after and status in (429, 503) else {}
+        return web.json_response({"ok": status < 300}, status=status, headers=headers)
+
+    def bodies(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """JSON bodies answered 2xx, optionally only those whose Idempotency-Key ends with ``kind``."""
+        import json
+
+        found = []
+        for request in self.received:
+            key = request["headers"].get("Idempotency-Key", "")
+            if kind is not None and not key.endswith(f":{kind}"):
+                continue
+            if request["status"] < 300:
+                found.append(json.loads(request["raw"]))
+        return found

@@ -21,6 +21,10 @@ PURE = [
     "watchers/strategies/sse_parser.py",
     "watchers/strategies/probe_state.py",
     "net/body.py",
+    "inbox/transitions.py",
+    "relay/fallback.py",
+    "callbacks/prompt.py",
+    "callbacks/policy.py",
 ]
 IO_LIBRARIES = {"aiohttp", "redis", "sqlite3", "apscheduler", "socket", "subprocess", "jinja2"}
 

@@ -19,14 +19,24 @@ from aiohttp import web
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from sentinel_hooks.api.app import build_app
-from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink, LoggingSink
+from sentinel_hooks.callbacks.hooks import HookSessions
+from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
+from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.config.yamlfile import LineMap
-from sentinel_hooks.errors import ConfigError, SentinelError
+from sentinel_hooks.delivery.console import ConsoleTarget
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.delivery.notices import Notices
+from sentinel_hooks.delivery.target import TargetContext, create_targets
+from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
+from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store import open_store
+from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
@@ -49,6 +59,7 @@ class Service:
         self.metrics = Metrics()
         service = config.service
         self.store = open_store(service.store, base_dir=config.base_dir)
+        self.inbox = Inbox(self.store, self.clock)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,
             allow_private_networks=service.allow_private_networks,
@@ -56,8 +67,44 @@ class Service:
             request_timeout_s=service.limits.request_timeout_ms / 1000,
         )
         self.scheduler = AsyncIOScheduler(timezone=UTC)
+        target_context = TargetContext(http=self.http, clock=self.clock, base_dir=config.base_dir)
+        self.targets = create_targets(service.targets, target_context)
+        if "console" not in self.targets:  # environment: test routes every delivery here
+            self.targets["console"] = ConsoleTarget("console", target_context)
+        self.dispatcher = Dispatcher(
+            store=self.store,
+            clock=self.clock,
+            targets=self.targets,
+            spec=service.delivery,
+            dead_letter=self._dead_letter,
+            lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
+        )
+        self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher)
+        self.notices = Notices(
+            dispatcher=self.dispatcher,
+            relay=self.relay,
+            clock=self.clock,
+            escalation_targets=service.escalation_targets,
+            store=self.store,
+        )
+        self.inbox.notify = self.notices.inbox_item
+        self.sessions = HookSessions(
+            store=self.store,
+            clock=self.clock,
+            service=service,
+            dispatcher=self.dispatcher,
+            inbox=self.inbox,
+            redactor=self.redactor,
+            work_dir=config.base_dir / ".sentinel" / "commands",
+            skills=config.skills,
+            watcher=self._watcher_spec,
+        )
         self.intake = CallbackIntake(
-            store=self.store, clock=self.clock, service=service, sink=sink or LoggingSink()
+            store=self.store,
+            clock=self.clock,
+            service=service,
+            sink=sink or self.sessions,
+            on_accepted=self.notices.accepted,
         )
         self.pipeline = FiringPipeline(
             store=self.store,
@@ -66,6 +113,7 @@ class Service:
             intake=self.intake,
             base_dir=config.base_dir,
             redactor=self.redactor,
+            on_resolved=self.notices.resolved,
         )
         context = StrategyContext(
             http=self.http,
@@ -95,8 +143,11 @@ class Service:
         await self.store.open()
         await self.store.ping()
         await self.http.start()
+        self.dispatcher.start()
+        self.relay.start()
         self.scheduler.start()
         await self.manager.start(self.config.watchers, await self._api_watchers())
+        await self.sessions.start()
         await self._start_api()
         self.ready = True
 
@@ -123,6 +174,12 @@ class Service:
         if self._web is not None:
             await self._web.cleanup()
         await self.manager.stop()
+        await self.sessions.stop()
+        await self.relay.stop()
+        await self.dispatcher.stop()
+        for target in self.targets.values():
+            with contextlib.suppress(Exception):
+                await target.close()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
         await self.http.close()
@@ -184,6 +241,25 @@ class Service:
                 continue
             found.append(LoadedWatcher(spec, data, api_source(spec.id)))
         return found
+
+    def _watcher_spec(self, watcher_id: str) -> AnyWatcher | None:
+        """The running definition of a watcher (None when it is gone)."""
+        try:
+            return self.manager.get(watcher_id).spec
+        except NotFound:
+            return None
+
+    async def _dead_letter(self, delivery: Delivery, error: str) -> None:
+        """A delivery that failed for good becomes a delivery_failure inbox item holding the message."""
+        await self.inbox.create(
+            "delivery_failure",
+            severity="warning",
+            reason=f"delivery to {delivery.target} failed after {delivery.attempts + 1} attempt(s): {error}",
+            watcher_id=delivery.message.get("watcher_id") or None,
+            callback_id=delivery.callback_id,
+            detail={"delivery": delivery.model_dump(mode="json", by_alias=True), "error": error},
+            item_id="DF" + sha256_hex(delivery.key)[:24].upper(),
+        )
 
     def watcher_count(self) -> int:
         return sum(1 for _ in self.manager.runners())

@@ -148,7 +148,8 @@ async def test_transient_failures_are_retried_then_fire(start_service: Starter, 
     service = await start_service(
         watchers={"p.yaml": poll_watcher(endpoint.url()).replace("maxRetries: 0", "maxRetries: 3")}
     )
-    await wait_for(lambda: contracts(service), what="the fire after two retries")
-    status = service.manager.status(service.manager.get("probe"))
+    runner = service.manager.get("probe")
+    await wait_for(lambda: runner.state.fires == 1, what="the fire after two retries")
+    status = service.manager.status(runner)
     assert (0, 1, None) == (status["consecutiveFailures"], status["fires"], status["lastError"])
     assert 2.0 == service.metrics.poll_errors.labels("probe")._value.get()

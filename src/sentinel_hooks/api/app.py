@@ -17,7 +17,7 @@ SERVICE: web.AppKey[Service] = web.AppKey("service")
 
 def build_app(service: Service) -> web.Application:
     """The HTTP API of ``service`` (SPEC.md §9)."""
-    from sentinel_hooks.api.routes import health, ingest, watchers
+    from sentinel_hooks.api.routes import callbacks, health, inbox, ingest, watchers
 
     server = service.config.service.server
     token = server.api_token.get_secret_value() if server.api_token else None
@@ -30,6 +30,8 @@ def build_app(service: Service) -> web.Application:
     app.add_routes(health.routes)
     app.add_routes(watchers.routes)
     app.add_routes(ingest.routes)
+    app.add_routes(inbox.routes)
+    app.add_routes(callbacks.routes)
     return app
 
 

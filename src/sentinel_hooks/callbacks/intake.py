@@ -9,6 +9,7 @@ crashes, the relay still finds the pending contract and delivers the fallback.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -58,19 +59,51 @@ def session_key(prefix: str, watcher_id: str, group: str | None) -> str:
     return f"{prefix}:group:{group}" if group else f"{prefix}:watcher:{watcher_id}"
 
 
+class AcceptHook(Protocol):
+    """Called for each new pending contract, before the session sink (fan-out, relay wake-up)."""
+
+    async def __call__(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None: ...
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """The fan-out message of one fire (SPEC §6.3): mode none | concise | debug, and its line."""
+
+    mode: str
+    text: str
+    error: str | None = None  # a messageTemplate that failed at fire time (the session then fails)
+
+
 class CallbackIntake:
     """Dedupe, store the contract, hand the callback on."""
 
-    def __init__(self, *, store: Store, clock: Clock, service: ServiceConfig, sink: CallbackSink) -> None:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        service: ServiceConfig,
+        sink: CallbackSink,
+        on_accepted: AcceptHook | None = None,
+    ) -> None:
         self._store = store
         self._clock = clock
         self._service = service
         self._sink = sink
+        self._on_accepted = on_accepted
 
-    async def accept(self, envelope: Envelope, *, session: str, bypass_dedupe: bool = False) -> Contract:
+    async def accept(
+        self,
+        envelope: Envelope,
+        *,
+        session: str,
+        bypass_dedupe: bool = False,
+        fanout: Fanout | None = None,
+    ) -> Contract:
         """The contract for ``envelope``: pending (handed on) or deduped (inside the window).
 
         Accepting the same callback id twice returns the first contract and hands nothing on.
+        ``fanout`` defaults to the service's notificationPayloadMode with the default line.
         """
         now = self._clock.now()
         dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
@@ -98,5 +131,12 @@ class CallbackIntake:
             existing = await self._store.get_contract(envelope.callback_id)
             return existing if existing is not None else contract
         if fresh:
+            if self._on_accepted is not None:
+                line = f"{envelope.watcher.event_name} fired on {envelope.watcher.id}"
+                chosen = fanout or Fanout(self._service.notification_payload_mode, line)
+                try:
+                    await self._on_accepted(envelope, contract, chosen)
+                except Exception:  # the contract is stored: the relay covers whatever failed here
+                    log.exception("post-accept hook failed for %s", contract.callback_id)
             await self._sink.submit(envelope, contract)
         return contract

@@ -101,7 +101,7 @@ class PolicyRule(Spec):
 class ActionPolicySpec(Spec):
     default: Literal["auto", "needs_approval", "deny"] = "needs_approval"
     rules: list[PolicyRule] = Field(default_factory=list)
-    loop_guard: int = Field(default=3, ge=1)
+    loop_guard: int = Field(default=3, ge=2)  # the loopGuard-th identical request in a row is refused
     approval_timeout_ms: PositiveMs = 900000
 
     @field_validator("rules")

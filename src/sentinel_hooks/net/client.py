@@ -123,6 +123,15 @@ class SafeHttp:
     ) -> None:
         await self.close()
 
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The shared session, for SDKs that take one (e.g. ``slack_sdk``); only after ``start()``.
+
+        Requests made on it still go through the checking resolver and the redirect trace
+        hook, but skip ``check_url``, the byte limit and the timeout: callers add those.
+        """
+        return self._require_session()
+
     def _require_session(self) -> aiohttp.ClientSession:
         if self._session is None:
             raise RuntimeError("SafeHttp is not started: call start() or use 'async with'")

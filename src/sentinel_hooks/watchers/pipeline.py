@@ -16,15 +16,16 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope
+from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.callbacks.envelope import Route, TriggerKind
 from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
-from sentinel_hooks.callbacks.intake import CallbackIntake, session_key
+from sentinel_hooks.callbacks.intake import CallbackIntake, Fanout, session_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
 from sentinel_hooks.errors import TemplateError
+from sentinel_hooks.relay.fallback import fanout_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Observation
 from sentinel_hooks.watchers.conditions import evaluate
@@ -152,15 +153,33 @@ class FiringPipeline:
             error = self._redactor.text(f"template error at fire time: {exc}")
             log.warning(error, extra={"watcherId": watcher.id})
             return Outcome(replace(state, last_error=error), skipped="template")
+        fanout, message_error = self._fanout(watcher, firing)
+        if message_error is not None:
+            state = replace(state, last_error=message_error)
         group = watcher.fire.session_group or self._service.hook_session_group
         session = session_key(self._service.hook_session_prefix, watcher.id, group)
-        contract = await self._intake.accept(envelope, session=session, bypass_dedupe=repeat)
+        contract = await self._intake.accept(envelope, session=session, bypass_dedupe=repeat, fanout=fanout)
         if contract.state != "pending":
             return Outcome(state, contract=contract)
         state = replace(state, fires=state.fires + 1, last_fire_at=now)
         if watcher.fire_once and not manual:
             state = replace(state, enabled=False, disabled_reason="fireOnce")
         return Outcome(state, contract=contract)
+
+    def _fanout(self, watcher: AnyWatcher, firing: Firing) -> tuple[Fanout, str | None]:
+        """The fan-out mode and line (messageTemplate rendered); a template error is returned, not raised."""
+        mode = watcher.fire.notification_payload_mode
+        if mode == "inherit":
+            mode = self._service.notification_payload_mode
+        rendered, error = None, None
+        template = watcher.fire.compiled_message
+        if template is not None:
+            try:
+                rendered = template.render(render_variables(watcher, firing))
+            except TemplateError as exc:
+                error = self._redactor.text(f"messageTemplate error at fire time: {exc}")
+        text = fanout_text(event_name=watcher.event_name, watcher_id=watcher.id, rendered=rendered)
+        return Fanout(mode, text, error), error
 
     @staticmethod
     def _cooling_down(watcher: AnyWatcher, state: WatcherState, now: datetime) -> bool:

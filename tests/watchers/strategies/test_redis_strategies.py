@@ -6,6 +6,7 @@ Skipped when no server answers locally; failed when ``CI`` is set.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -19,7 +20,7 @@ import redis.asyncio
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import LimitsSpec
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, RedisPubSubWatcher, RedisStreamWatcher
-from sentinel_hooks.watchers.strategies import redis_pubsub, redis_stream
+from sentinel_hooks.watchers.strategies import redis_pubsub, redis_source, redis_stream
 from sentinel_hooks.watchers.strategies.redis_pubsub import RedisPubSub
 from sentinel_hooks.watchers.strategies.redis_stream import RedisStreamReader
 from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, SubscribeStrategy
@@ -500,3 +501,37 @@ def test_single_payload_field_with_json_is_the_value() -> None:
         redis_stream.entry_value({b"body": b"{}"}),
     ]
     assert [[1], {"data": "1", "extra": "x"}, {"body": "{}"}] == values
+
+
+async def test_clients_leave_deadlines_to_asyncio_timeout() -> None:
+    """No socket_timeout: redis-py would then send through wait_for, which loses cancels on 3.11."""
+    client = redis_source.open_client("redis://127.0.0.1:6379/15", watcher_id="w")
+    timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
+    await client.aclose()
+    assert timeout is None
+
+
+async def test_cancelling_a_reader_at_any_point_stops_it(
+    redis_url: str, client: redis.asyncio.Redis, stream_key: str
+) -> None:
+    """Whichever command a reader is in when cancelled (setup, pending, blocked), it stops promptly."""
+    strategy = reader(redis_url, stream_key)
+    stuck: list[int] = []
+    for steps in range(40):
+        task = asyncio.ensure_future(anext(strategy.stream()))
+        for _ in range(steps):
+            await asyncio.sleep(0)  # let the reader reach a different await point each round
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=WAIT_S)
+        if not done:
+            stuck.append(steps)
+            await _abandon(task)
+            break
+    assert [] == stuck
+
+
+async def _abandon(task: asyncio.Future[Any]) -> None:
+    """Cancel a stuck reader again and give it a bounded time to go (the test fails anyway)."""
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await asyncio.wait_for(task, WAIT_S + 1)

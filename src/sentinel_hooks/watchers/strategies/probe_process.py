@@ -5,6 +5,7 @@ argument is just text), in its own session and so its own process group, with st
 stdout is read up to ``max_bytes``: one byte more, or the deadline passing, kills the whole
 process group (the probe and anything it spawned) with SIGKILL and is a ``ProbeRunError``. The
 child's environment is the parent's minus anything that could leak a credential (``probe_env``).
+The agent's ``run_command`` tool runs on the same machinery (``callbacks/commands.py``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|KEY", re.IGNORECASE)
 
 class ProbeRunError(SentinelError):
     """The probe could not be started, ran past its deadline, or printed too much."""
+
+
+class ProbeTimeout(ProbeRunError):
+    """The process ran past its deadline; its process group was killed."""
+
+
+class ProbeOutputTooLarge(ProbeRunError):
+    """The process printed more than ``max_bytes`` on stdout; its process group was killed."""
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,13 @@ async def run_probe(
     env: Mapping[str, str],
     timeout_s: float,
     max_bytes: int = STDOUT_LIMIT_BYTES,
+    stderr_bytes: int = STDERR_KEPT_BYTES,
 ) -> ProbeRun:
-    """Run ``argv`` to completion; ``ProbeRunError`` if it cannot start, overruns or times out."""
+    """Run ``argv`` to completion; ``ProbeRunError`` if it cannot start, overruns or times out.
+
+    The overrun is a ``ProbeOutputTooLarge`` and the timeout a ``ProbeTimeout`` (both
+    ``ProbeRunError``); the first ``stderr_bytes`` of stderr are kept, the rest read and dropped.
+    """
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -79,7 +93,7 @@ async def run_probe(
     # Both are PIPEs above; the asserts only narrow the types.
     assert process.stdout is not None
     assert process.stderr is not None
-    stderr_task = asyncio.create_task(_read_head(process.stderr, STDERR_KEPT_BYTES))
+    stderr_task = asyncio.create_task(_read_head(process.stderr, stderr_bytes))
     finished = False
     try:
         async with asyncio.timeout(timeout_s):
@@ -88,7 +102,7 @@ async def run_probe(
             stderr = await stderr_task
         finished = True
     except TimeoutError as exc:
-        raise ProbeRunError(f"probe timed out after {timeout_s:g} s and was killed") from exc
+        raise ProbeTimeout(f"probe timed out after {timeout_s:g} s and was killed") from exc
     finally:
         if not finished:
             stderr_task.cancel()
@@ -103,7 +117,9 @@ async def _read_bounded(stream: asyncio.StreamReader, max_bytes: int) -> bytes:
     while chunk := await stream.read(_CHUNK_BYTES):
         size += len(chunk)
         if size > max_bytes:
-            raise ProbeRunError(f"probe printed more than {max_bytes // 1024} KiB on stdout and was killed")
+            raise ProbeOutputTooLarge(
+                f"probe printed more than {max_bytes // 1024} KiB on stdout and was killed"
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -19,7 +19,13 @@ from redis.asyncio import Redis
 
 from sentinel_hooks.config.watcher import RedisPubSubWatcher
 from sentinel_hooks.store.redis_connection import redacted_url
-from sentinel_hooks.watchers.strategies.redis_source import open_client, parse_payload, quietly, translated
+from sentinel_hooks.watchers.strategies.redis_source import (
+    COMMAND_TIMEOUT_S,
+    open_client,
+    parse_payload,
+    quietly,
+    translated,
+)
 from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
 
 GLOB_CHARS = frozenset("*?[")
@@ -47,18 +53,19 @@ class RedisPubSub:
     async def stream(self) -> AsyncIterator[Observed]:
         """Subscribe, then yield one observation per message until the connection fails."""
         url, channel = self._watcher.redis_url, self._watcher.channel
-        client = open_client(url, watcher_id=self._watcher.id, read_timeout_s=None)
+        client = open_client(url, watcher_id=self._watcher.id)
         self._client = client
         pubsub = client.pubsub()  # confirmations and pongs are returned too: None means silence
         try:
-            with translated(url, self._context.redactor, f"subscribing to {channel!r}"):
+            async with translated(url, self._context.redactor, f"subscribing to {channel!r}"):
                 if is_pattern(channel):
                     await pubsub.psubscribe(channel)
                 else:
                     await pubsub.subscribe(channel)
             pinged = False
+            reading, deadline_s = f"reading {channel!r}", self._idle_ping_s + COMMAND_TIMEOUT_S
             while True:
-                with translated(url, self._context.redactor, f"reading {channel!r}"):
+                async with translated(url, self._context.redactor, reading, timeout_s=deadline_s):
                     message: dict[str, Any] | None = await pubsub.get_message(timeout=self._idle_ping_s)
                     if message is None and not pinged:
                         await pubsub.ping()

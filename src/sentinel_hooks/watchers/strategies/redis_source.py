@@ -3,14 +3,20 @@
 The client never retries by itself (redis-py would, by default): a lost connection surfaces at
 once as a retryable ``ObserveError`` and the runner reconnects with backoff, so every gap shows
 in the watcher's status. Messages name the server with any password masked.
+
+Deadlines come from ``asyncio.timeout`` around each operation (``translated``), not from
+redis-py's ``socket_timeout``: with that set, redis-py sends through ``asyncio.wait_for``, which
+on Python 3.11 can swallow a cancellation arriving just as the send completes — the task then
+blocks in the next read and a shutdown hangs. Without it, cancelling always stops a strategy.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from redis.asyncio import Redis
@@ -23,9 +29,11 @@ from sentinel_hooks.store.redis_connection import redacted_url
 from sentinel_hooks.watchers.strategy import ObserveError
 
 CONNECT_TIMEOUT_S = 5.0
+# A command (connecting included) that gets no answer within this long means a dead link.
+COMMAND_TIMEOUT_S = 10.0
 
 
-def open_client(url: str, *, watcher_id: str, read_timeout_s: float | None) -> Redis:
+def open_client(url: str, *, watcher_id: str) -> Redis:
     """A client for ``url`` (bytes replies, keepalive, no built-in retries; connects lazily).
 
     Its connections are named ``sentinel:<watcher id>`` so CLIENT LIST shows whose they are.
@@ -34,17 +42,26 @@ def open_client(url: str, *, watcher_id: str, read_timeout_s: float | None) -> R
         url,
         client_name=f"sentinel:{watcher_id}",
         socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=read_timeout_s,
+        socket_timeout=None,  # see the module docstring: deadlines are set by ``translated``
         socket_keepalive=True,
         retry=Retry(NoBackoff(), 0),  # adapters try once; the runner owns reconnects
     )
 
 
-@contextmanager
-def translated(url: str, redactor: Redactor, doing: str) -> Iterator[None]:
-    """Turn ``RedisError`` / ``OSError`` raised inside into a retryable ``ObserveError``."""
+@asynccontextmanager
+async def translated(
+    url: str, redactor: Redactor, doing: str, *, timeout_s: float = COMMAND_TIMEOUT_S
+) -> AsyncIterator[None]:
+    """Bound the block by ``timeout_s`` and turn what it raises into a retryable ``ObserveError``.
+
+    Covers ``RedisError``, ``OSError`` and the deadline passing; cancellation passes through.
+    """
     try:
-        yield
+        async with asyncio.timeout(timeout_s):
+            yield
+    except TimeoutError as exc:
+        where = redacted_url(url)
+        raise ObserveError(f"redis {where}: {doing} got no answer within {timeout_s:g} s") from exc
     except (RedisError, OSError) as exc:
         detail = redactor.text(str(exc) or type(exc).__name__)
         raise ObserveError(f"redis {redacted_url(url)}: {doing} failed: {detail}") from exc

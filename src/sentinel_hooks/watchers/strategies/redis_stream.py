@@ -9,7 +9,8 @@ crash or a lost connection is read again:
    that died; consumer names contain the pid, so a restarted process has a new name) are
    claimed with XAUTOCLAIM.
 3. This consumer's own pending entries (``0``) are delivered again, oldest first.
-4. Then new entries (``>``), with XREADGROUP BLOCK bounded so a dead connection is noticed.
+4. Then new entries (``>``), with XREADGROUP BLOCK bounded (``block_ms``); a read that gets no
+   answer within ``block_ms`` + ``COMMAND_TIMEOUT_S`` means a dead connection.
 
 An entry whose fields are a single ``data``, ``json`` or ``payload`` field holding JSON is
 observed as that JSON value; any other entry as its field map (``{"field": "value", …}``, all
@@ -22,14 +23,20 @@ import json
 import os
 import socket
 from collections.abc import AsyncIterator
-from contextlib import AbstractContextManager
+from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
 from sentinel_hooks.config.watcher import RedisStreamWatcher
-from sentinel_hooks.watchers.strategies.redis_source import as_text, open_client, quietly, translated
+from sentinel_hooks.watchers.strategies.redis_source import (
+    COMMAND_TIMEOUT_S,
+    as_text,
+    open_client,
+    quietly,
+    translated,
+)
 from sentinel_hooks.watchers.strategy import Observed, StrategyContext
 
 BLOCK_MS = 5000
@@ -81,9 +88,9 @@ class RedisStreamReader:
         client = self._open()
         self._client = client
         try:
-            with self._translated("creating the consumer group"):
+            async with self._translated("creating the consumer group"):
                 await self._ensure_group(client)
-            with self._translated("claiming abandoned entries"):
+            async with self._translated("claiming abandoned entries"):
                 await self._claim_abandoned(client)
             cursor = b"0"
             while entries := await self._read(client, cursor):
@@ -128,7 +135,7 @@ class RedisStreamReader:
 
     async def _read(self, client: Redis, after: bytes) -> list[Entry]:
         block = self._block_ms if after == b">" else None
-        with self._translated("reading"):
+        async with self._translated("reading", timeout_s=self._block_ms / 1000 + COMMAND_TIMEOUT_S):
             reply = await client.xreadgroup(
                 self._watcher.group, self.consumer, {self._watcher.stream: after}, count=BATCH, block=block
             )
@@ -150,18 +157,17 @@ class RedisStreamReader:
         return Observed(value=entry_value(fields), at=self._context.clock.now(), ack=ack)
 
     async def _ack(self, client: Redis, entry_id: bytes) -> None:
-        with self._translated(f"acknowledging entry {as_text(entry_id)}"):
+        async with self._translated(f"acknowledging entry {as_text(entry_id)}"):
             await client.xack(self._watcher.stream, self._watcher.group, entry_id)
 
-    def _translated(self, doing: str) -> AbstractContextManager[None]:
+    def _translated(
+        self, doing: str, *, timeout_s: float = COMMAND_TIMEOUT_S
+    ) -> AbstractAsyncContextManager[None]:
         where = f"{doing} on stream {self._watcher.stream!r} (group {self._watcher.group!r})"
-        return translated(self._watcher.redis_url, self._context.redactor, where)
+        return translated(self._watcher.redis_url, self._context.redactor, where, timeout_s=timeout_s)
 
     def _open(self) -> Redis:
-        read_timeout_s = self._block_ms / 1000 + 10  # a blocked read longer than this means a dead link
-        return open_client(
-            self._watcher.redis_url, watcher_id=self._watcher.id, read_timeout_s=read_timeout_s
-        )
+        return open_client(self._watcher.redis_url, watcher_id=self._watcher.id)
 
     async def _release(self, client: Redis) -> None:
         if self._client is client:

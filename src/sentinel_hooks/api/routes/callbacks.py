@@ -1,0 +1,107 @@
+"""Callbacks: ``POST /hooks/sentinel`` (envelopes from other systems) and the contract views."""
+
+from __future__ import annotations
+
+from typing import Any, get_args
+
+from aiohttp import web
+from pydantic import ValidationError
+
+from sentinel_hooks.api.app import service_of
+from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.callbacks.intake import session_key
+from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.config.issues import format_loc
+from sentinel_hooks.store.records import ContractState
+
+routes = web.RouteTableDef()
+
+MAX_ENVELOPE_BYTES = 64 * 1024
+STATES = get_args(ContractState)
+
+
+def _invalid(exc: ValidationError) -> ApiError:
+    details = [{"key": format_loc(e["loc"]), "message": e["msg"]} for e in exc.errors()]
+    text = "; ".join(f"{d['key']}: {d['message']}" for d in details[:5])
+    return ApiError(400, "invalid_envelope", f"invalid envelope: {text}", details)
+
+
+@routes.post("/hooks/sentinel")
+async def external_callback(request: web.Request) -> web.Response:
+    """An envelope from another system follows the same path as a fire: contract, session, relay."""
+    service = service_of(request)
+    data = await read_json(request, max_bytes=MAX_ENVELOPE_BYTES)
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_envelope", "the body must be a callback envelope (a JSON object)")
+    source = data.get("source")
+    service_name = source.get("service") if isinstance(source, dict) else None
+    data = {**data, "source": {"service": str(service_name or "external"), "route": "/hooks/sentinel"}}
+    try:
+        envelope = Envelope.model_validate(data)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+    known = service.targets
+    unknown = [t for t in envelope.delivery.targets if t not in known]
+    if unknown:
+        raise ApiError(
+            400,
+            "unknown_target",
+            f"delivery.targets names unknown target {unknown[0]!r}{did_you_mean(unknown[0], known)}; "
+            f"configured: {', '.join(sorted(known))}",
+        )
+    config = service.config.service
+    group = config.hook_session_group
+    contract = await service.intake.accept(
+        envelope, session=session_key(config.hook_session_prefix, envelope.watcher.id, group)
+    )
+    return web.json_response({"callbackId": contract.callback_id, "state": contract.state}, status=202)
+
+
+def _limit(request: web.Request) -> int:
+    raw = request.query.get("limit", "50")
+    if not raw.isdigit() or not 1 <= int(raw) <= 500:
+        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to 500, got {raw!r}")
+    return int(raw)
+
+
+@routes.get("/api/v1/callbacks")
+async def list_callbacks(request: web.Request) -> web.Response:
+    service = service_of(request)
+    state = request.query.get("state") or None
+    if state is not None and state not in STATES:
+        raise ApiError(400, "invalid_state", f"state {state!r} is not one of {', '.join(STATES)}")
+    page = await service.store.list_contracts(
+        watcher_id=request.query.get("watcherId") or None,
+        state=state,  # type: ignore[arg-type]  # checked against STATES above
+        limit=_limit(request),
+        cursor=request.query.get("cursor") or None,
+    )
+    items = [c.model_dump(mode="json", by_alias=True) for c in page.items]
+    return web.json_response({"items": items, "nextCursor": page.next_cursor})
+
+
+@routes.get("/api/v1/callbacks/{id}")
+async def show_callback(request: web.Request) -> web.Response:
+    service = service_of(request)
+    callback_id = request.match_info["id"]
+    contract = await service.store.get_contract(callback_id)
+    if contract is None:
+        raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
+    envelope: dict[str, Any] | None = await service.store.get_envelope(callback_id)
+    transcript = await service.store.get_transcript(contract.session_key, limit=200)
+    mine = [
+        e.model_dump(mode="json", by_alias=True)
+        for e in transcript
+        if e.entry.get("callbackId") == callback_id
+    ]
+    deliveries = await service.store.list_deliveries(callback_id)
+    return web.json_response(
+        {
+            "callback": contract.model_dump(mode="json", by_alias=True),
+            "envelope": envelope,
+            "transcript": mine,
+            "deliveries": [d.model_dump(mode="json", by_alias=True) for d in deliveries],
+        }
+    )

@@ -1,0 +1,139 @@
+"""Inbox and approval routes (SPEC.md §8, §9): list, show, ack, resolve, approve, deny.
+
+Who acted is the ``X-Sentinel-Actor`` header (the CLI sends ``cli`` or its ``--actor``, the web
+page ``web``), else ``api``; it is recorded on the item and in its history. Refused moves are
+``Conflict`` (409) and unknown ids ``NotFound`` (404), both rendered by the error middleware.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from aiohttp import web
+
+from sentinel_hooks.api.app import service_of
+from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
+from sentinel_hooks.store.records import InboxHistoryEntry, InboxItem, InboxKind, InboxStatus
+
+routes = web.RouteTableDef()
+
+ACTOR_HEADER = "X-Sentinel-Actor"
+DEFAULT_ACTOR = "api"
+MAX_ACTOR_CHARS = 200
+MAX_BODY = 16 * 1024
+MAX_LIMIT = 500
+DEFAULT_LIMIT = 50
+
+
+def item_json(item: InboxItem) -> dict[str, Any]:
+    """An item in the API's shape (camelCase keys, ISO times)."""
+    return item.model_dump(mode="json", by_alias=True)
+
+
+def history_json(entry: InboxHistoryEntry) -> dict[str, Any]:
+    """A history entry as ``{at, actor, from, to, note}``."""
+    return entry.model_dump(mode="json", by_alias=True)
+
+
+def _inbox(request: web.Request) -> Inbox:
+    return service_of(request).inbox
+
+
+def _choice(request: web.Request, name: str, allowed: tuple[str, ...]) -> str | None:
+    raw = request.query.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw not in allowed:
+        raise ApiError(
+            400,
+            f"invalid_{name}",
+            f"{name} {raw!r} is not one of {', '.join(allowed)}",
+            {"allowed": list(allowed)},
+        )
+    return raw
+
+
+def _limit(request: web.Request) -> int:
+    raw = request.query.get("limit")
+    if raw is None or raw == "":
+        return DEFAULT_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
+        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}")
+    return int(raw)
+
+
+def actor_of(request: web.Request) -> str:
+    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters."""
+    actor = request.headers.get(ACTOR_HEADER, "").strip()
+    if len(actor) > MAX_ACTOR_CHARS:
+        raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is longer than {MAX_ACTOR_CHARS} characters")
+    return actor or DEFAULT_ACTOR
+
+
+async def note_of(request: web.Request) -> str | None:
+    """The optional ``note`` of a ``{note?}`` body (no body and ``{}`` are fine)."""
+    data: Any = {}
+    if request.can_read_body:
+        data = await read_json(request, max_bytes=MAX_BODY)
+    if not isinstance(data, dict) or set(data) - {"note"}:
+        raise ApiError(400, "invalid", 'the body must be {} or {"note": "…"}')
+    note = data.get("note")
+    if note is not None and not isinstance(note, str):
+        raise ApiError(400, "invalid_note", f"note must be a string, got {type(note).__name__}")
+    if note is not None and len(note) > MAX_NOTE_CHARS:
+        raise ApiError(
+            400, "invalid_note", f"note is {len(note)} characters long; the limit is {MAX_NOTE_CHARS}"
+        )
+    return note
+
+
+@routes.get("/api/v1/inbox")
+async def list_items(request: web.Request) -> web.Response:
+    status = cast("InboxStatus | None", _choice(request, "status", INBOX_STATUSES))
+    kind = cast("InboxKind | None", _choice(request, "kind", INBOX_KINDS))
+    page = await _inbox(request).list(
+        status=status, kind=kind, limit=_limit(request), cursor=request.query.get("cursor") or None
+    )
+    return web.json_response({"items": [item_json(i) for i in page.items], "nextCursor": page.next_cursor})
+
+
+@routes.get("/api/v1/inbox/{id}")
+async def show_item(request: web.Request) -> web.Response:
+    item, history = await _inbox(request).get(request.match_info["id"])
+    return web.json_response({"item": item_json(item), "history": [history_json(h) for h in history]})
+
+
+async def _move(request: web.Request, action: Action) -> web.Response:
+    note = await note_of(request)
+    inbox = _inbox(request)
+    moves = {
+        "ack": inbox.ack,
+        "resolve": inbox.resolve,
+        "approve": inbox.approve,
+        "deny": inbox.deny,
+    }
+    item = await moves[action](request.match_info["id"], actor=actor_of(request), note=note)
+    return web.json_response({"item": item_json(item)})
+
+
+@routes.post("/api/v1/inbox/{id}/ack")
+async def ack_item(request: web.Request) -> web.Response:
+    return await _move(request, "ack")
+
+
+@routes.post("/api/v1/inbox/{id}/resolve")
+async def resolve_item(request: web.Request) -> web.Response:
+    return await _move(request, "resolve")
+
+
+@routes.post("/api/v1/approvals/{id}/approve")
+async def approve_item(request: web.Request) -> web.Response:
+    return await _move(request, "approve")
+
+
+@routes.post("/api/v1/approvals/{id}/deny")
+async def deny_item(request: web.Request) -> web.Response:
+    return await _move(request, "deny")

@@ -1,0 +1,184 @@
+"""run_command through the action policy, and approvals that pause and resume sessions (SPEC.md §5.4, §8).
+
+``auto`` runs the command at once; ``deny`` answers the agent with the reason;
+``needs_approval`` files an approval inbox item and pauses the session durably. Approving
+runs the exact command recorded in the item and resumes the session with its result;
+denying, or ``approvalTimeoutMs`` passing, resumes it with a denial. Every decision and
+command result is in the transcript (as the tool result) and in the inbox audit trail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Callable, Collection
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sentinel_hooks.callbacks.backends.base import ToolCall
+from sentinel_hooks.callbacks.commands import run_command
+from sentinel_hooks.callbacks.policy import CommandRequest, decide
+from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.service import ActionPolicySpec
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract, InboxItem
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT_MS = 30_000
+SWEEP_S = 5.0
+
+
+class CommandGate:
+    """Decides ``run_command`` requests and runs the allowed ones."""
+
+    def __init__(
+        self, *, policy: ActionPolicySpec, inbox: Inbox, work_dir: Path, secrets: Collection[str]
+    ) -> None:
+        self._policy = policy
+        self._inbox = inbox
+        self._work_dir = work_dir
+        self._secrets = list(secrets)
+
+    async def request(
+        self, box: ToolBox, call: ToolCall, act: ActArgs, *, history: list[str]
+    ) -> dict[str, Any]:
+        request = CommandRequest(
+            command=act.command or "",
+            args=list(act.args or []),
+            watcher_id=box.contract.watcher_id,
+            skill_id=box.skill_id,
+        )
+        decision = decide(self._policy, request, history=history)
+        timeout_ms = act.timeoutMs or DEFAULT_TIMEOUT_MS
+        if decision.decision == "deny":
+            return {
+                "ok": False,
+                "code": None,
+                "error": f"denied by policy: {decision.reason}",
+                **_said(decision.to_json()),
+            }
+        if decision.decision == "auto":
+            result = await self.run(request.argv, timeout_ms)
+            return {**result, **_said(decision.to_json())}
+        item = await self._inbox.create(
+            "approval",
+            severity="warning",
+            reason=f"run `{' '.join(request.argv)}`? {decision.reason}",
+            watcher_id=box.contract.watcher_id,
+            callback_id=box.contract.callback_id,
+            session_key=box.contract.session_key,
+            detail={
+                "argv": request.argv,
+                "timeoutMs": timeout_ms,
+                "toolCallId": call.id,
+                "policy": decision.to_json(),
+            },
+            actor="agent",
+        )
+        raise Paused(item.id, call, request.argv, timeout_ms / 1000)
+
+    async def run(self, argv: list[str], timeout_ms: int) -> dict[str, Any]:
+        result = await run_command(
+            argv, timeout_s=timeout_ms / 1000, cwd=self._work_dir, secrets=self._secrets
+        )
+        return result.to_json()
+
+
+def _said(decision: dict[str, Any]) -> dict[str, Any]:
+    return {"policy": decision}
+
+
+class ApprovalResumer:
+    """Turns approval decisions into tool results and puts the paused session back in its queue."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        inbox: Inbox,
+        gate: CommandGate,
+        enqueue: Callable[[Contract], None],
+        append: Callable[[Contract, dict[str, Any]], Any],
+        timeout_ms: int,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._inbox = inbox
+        self._gate = gate
+        self._enqueue = enqueue
+        self._append = append
+        self._timeout_ms = timeout_ms
+        self._task: asyncio.Task[None] | None = None
+
+    async def decided(self, item: InboxItem) -> None:
+        """The inbox's ``on_decision`` hook: approved → run, denied/expired → refuse; then resume."""
+        from sentinel_hooks.callbacks.session import progress_key
+
+        if item.kind != "approval" or item.callback_id is None:
+            return
+        contract = await self._store.get_contract(item.callback_id)
+        progress = await self._store.get_checkpoint(progress_key(item.callback_id)) or {}
+        if contract is None or progress.get("status") != "paused" or progress.get("approvalId") != item.id:
+            return
+        call_id = str(item.detail.get("toolCallId"))
+        if item.status == "approved":
+            result = await self._gate.run(
+                list(item.detail.get("argv", [])), int(item.detail.get("timeoutMs", 30000))
+            )
+            result = {**result, "approval": {"status": "approved", "by": item.actor, "note": item.note}}
+        else:
+            why = "the approval timed out" if item.status == "expired" else f"denied by {item.actor}"
+            note = f" ({item.note})" if item.note else ""
+            result = {
+                "ok": False,
+                "code": None,
+                "error": f"{why}{note}; the command did not run",
+                "approval": {"status": item.status, "by": item.actor, "note": item.note},
+            }
+        message = {
+            "role": "tool",
+            "toolCallId": call_id,
+            "name": "sentinel_act",
+            "content": json.dumps(result, ensure_ascii=False, default=str),
+        }
+        await self._append(contract, {"kind": "message", "message": message})
+        await self._store.put_checkpoint(progress_key(item.callback_id), {"status": "resuming"})
+        self._enqueue(contract)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _sweep(self) -> None:
+        """Expire approvals older than approvalTimeoutMs (the decision hook then resumes with a denial)."""
+        while True:
+            with contextlib.suppress(Exception):
+                await self.expire_overdue()
+            await asyncio.sleep(SWEEP_S)
+
+    async def expire_overdue(self) -> int:
+        cutoff = self._clock.now() - timedelta(milliseconds=self._timeout_ms)
+        expired = 0
+        cursor: str | None = None
+        while True:
+            page = await self._store.list_inbox(status="open", kind="approval", limit=200, cursor=cursor)
+            for item in page.items:
+                if item.created_at <= cutoff:
+                    with contextlib.suppress(Exception):
+                        await self._inbox.expire(item.id, actor="sentinel", note="approvalTimeoutMs passed")
+                        expired += 1
+            cursor = page.next_cursor
+            if not cursor:
+                return expired

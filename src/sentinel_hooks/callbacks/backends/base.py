@@ -1,0 +1,107 @@
+"""The plug-in point for model backends: a neutral chat format, a Protocol, and a registry.
+
+Sessions keep their transcript in one neutral shape; each backend translates it to its
+wire format (OpenAI chat completions, Anthropic Messages) and back. A backend makes one
+request and raises ``ModelError`` (``retryable`` for network errors, timeouts, 429 and 5xx);
+the session owns retries (tenacity) and the turn limit.
+
+Messages (plain dicts, JSON-serialisable, stored in transcripts as they are)::
+
+    {"role": "system", "content": str}
+    {"role": "user", "content": str}
+    {"role": "assistant", "content": str | None,
+     "toolCalls": [{"id": str, "name": str, "arguments": dict | str}]}
+    {"role": "tool", "toolCallId": str, "name": str, "content": str}   # content: the JSON result as text
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sentinel_hooks.errors import SentinelError
+
+
+class ModelError(SentinelError):
+    """A model request failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool offered to the model: its name, what it is for, and its JSON Schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model asked for; ``arguments`` is the raw text when it was not valid JSON."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any] | str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
+class ModelReply:
+    """One assistant turn: text and/or tool calls, and the model name the server reported."""
+
+    text: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    model: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "role": "assistant",
+            "content": self.text,
+            "toolCalls": [c.to_json() for c in self.tool_calls],
+        }
+
+
+class ModelBackend(Protocol):
+    """One configured model (an entry of ``models:``)."""
+
+    name: str  # the entry's name in sentinel.yaml
+    model: str  # the model name sent to the server ("scripted" for the scripted backend)
+    max_turns: int
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolSpec]) -> ModelReply: ...
+
+    async def close(self) -> None: ...
+
+
+MAX_ERROR_DETAIL_CHARS = 300
+
+
+def status_retryable(status: int) -> bool:
+    """Whether an HTTP status may succeed on another try (timeout, conflict, rate limit, 5xx)."""
+    return status in (408, 409, 429) or status >= 500
+
+
+def status_hint(status: int, name: str) -> str:
+    """The way out for the statuses a configuration mistake causes (``""`` for the others)."""
+    if status in (401, 403):
+        return f"; check models.{name}.apiKey"
+    if status == 404:
+        return f"; check models.{name}.model and baseUrl"
+    return ""
+
+
+def error_detail(body: object, fallback: str) -> str:
+    """A server's own error message (``{"error": {"message": …}}`` and kin), shortened."""
+    detail: object = body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        detail = inner.get("message", inner) if isinstance(inner, dict) else inner
+    text = str(detail) if detail not in (None, "", {}) else fallback
+    return text if len(text) <= MAX_ERROR_DETAIL_CHARS else text[: MAX_ERROR_DETAIL_CHARS - 3] + "..."

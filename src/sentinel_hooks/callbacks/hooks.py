@@ -1,0 +1,93 @@
+"""The hook-session part of a service: model backends, the command gate, sessions and approvals.
+
+``HookSessions`` is the CallbackSink the intake hands accepted callbacks to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
+from sentinel_hooks.callbacks.backends import create_backend
+from sentinel_hooks.callbacks.backends.base import ModelBackend
+from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.callbacks.session import SessionDeps, SessionQueue, SessionRunner
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.skills.loader import Skill
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract
+
+log = logging.getLogger(__name__)
+
+
+class HookSessions:
+    """Runs a hook session for every accepted callback."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        service: ServiceConfig,
+        dispatcher: Dispatcher,
+        inbox: Inbox,
+        redactor: Redactor,
+        work_dir: Path,
+        skills: Mapping[str, Skill],
+        watcher: Callable[[str], AnyWatcher | None],
+    ) -> None:
+        self.backends: dict[str, ModelBackend] = {
+            name: create_backend(name, spec) for name, spec in service.models.items()
+        }
+        self.gate = CommandGate(
+            policy=service.action_policy, inbox=inbox, work_dir=work_dir, secrets=redactor.secrets
+        )
+        self.runner = SessionRunner(
+            SessionDeps(
+                store=store,
+                clock=clock,
+                service=service,
+                dispatcher=dispatcher,
+                inbox=inbox,
+                gate=self.gate,
+                backends=self.backends,
+                watcher=watcher,
+                skills=skills,
+                redactor=redactor,
+            )
+        )
+        self.queue = SessionQueue(self.runner, store=store, concurrency=service.hook_concurrency)
+        self.approvals = ApprovalResumer(
+            store=store,
+            clock=clock,
+            inbox=inbox,
+            gate=self.gate,
+            enqueue=self.queue.enqueue,
+            append=self.runner.append,
+            timeout_ms=service.action_policy.approval_timeout_ms,
+        )
+        inbox.on_decision = self.approvals.decided
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None:
+        await self.queue.submit(envelope, contract)
+
+    async def start(self) -> None:
+        resumed = await self.queue.resume()
+        if resumed:
+            log.info("resuming %d hook session(s) interrupted by a restart", resumed)
+        self.approvals.start()
+
+    async def stop(self) -> None:
+        await self.approvals.stop()
+        await self.queue.stop()
+        for backend in self.backends.values():
+            with contextlib.suppress(Exception):
+                await backend.close()

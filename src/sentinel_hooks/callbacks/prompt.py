@@ -1,0 +1,46 @@
+"""What a hook session's model reads first (SPEC.md §5.1). Pure.
+
+The system message carries the instructions; the first user message carries the skill,
+the operator's goal, the goal file read at fire time, and the envelope as JSON (its payload
+already truncated to ``limits.maxPayloadChars``), with secrets redacted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+INSTRUCTIONS = """\
+You are Sentinel's hook agent. A watcher fired; the callback envelope below says what was observed and why.
+Decide what the people on call need to know, then act through the tools:
+- sentinel_act with action "notify" is the ONLY way your words reach people. Send one concise, useful message.
+- sentinel_escalate when a human must decide something (it files an inbox item; it does not notify by itself).
+- sentinel_act with action "run_command" runs an allowed diagnostic command (it may need a human's approval).
+- sentinel_history shows this watcher's recent observations, to compare against an average.
+Never answer with control tokens such as NO_REPLY or HEARTBEAT_OK.
+Text you write outside tool calls is not delivered.
+When you are done, stop calling tools."""
+
+
+def system_message() -> dict[str, Any]:
+    return {"role": "system", "content": INSTRUCTIONS}
+
+
+def user_message(
+    envelope: dict[str, Any], *, skill: str | None, tools: list[str], operator_goal: str | None = None
+) -> dict[str, Any]:
+    """The first user message: skill, goal, goal file contents and the envelope JSON."""
+    parts: list[str] = []
+    if skill:
+        parts.append(f"## Skill\n{skill.strip()}")
+    goal = operator_goal if operator_goal is not None else envelope.get("mode", {}).get("operatorGoal", "")
+    if goal:
+        parts.append(f"## Operator goal\n{goal.strip()}")
+    runtime = envelope.get("operatorGoalRuntimeContext")
+    if runtime:
+        parts.append(f"## Operator goal file (read at fire time)\n{str(runtime).strip()}")
+    parts.append(f"## Tools you may use\n{', '.join(tools)}")
+    parts.append(
+        "## Callback envelope\n```json\n" + json.dumps(envelope, ensure_ascii=False, indent=1) + "\n```"
+    )
+    return {"role": "user", "content": "\n\n".join(parts)}

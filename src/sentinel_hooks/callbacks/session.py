@@ -1,0 +1,340 @@
+"""Hook sessions (SPEC.md §5): one isolated agent conversation per callback, grouped by session key.
+
+Callbacks of one session key run one at a time in arrival order; different keys run in
+parallel up to ``hookConcurrency``. Every model turn and tool result is appended to the
+session's transcript in the store as it happens (the checkpoint), so a session cut off by a
+crash resumes where it stopped, without repeating a tool call whose result was recorded.
+A session that fails leaves its contract pending: the relay's fallback still reaches people.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+
+from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
+from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
+from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
+from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.callbacks.prompt import system_message, user_message
+from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.skills.loader import Skill
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract
+
+log = logging.getLogger(__name__)
+
+FINAL = frozenset({"done", "failed", "paused", "skipped"})
+
+
+def progress_key(callback_id: str) -> str:
+    return f"session:{callback_id}"
+
+
+def message_key(callback_id: str) -> str:
+    """Where the fire's rendered message (and any messageTemplate error) is kept for the session."""
+    return f"message:{callback_id}"
+
+
+@dataclass(frozen=True)
+class SessionDeps:
+    store: Store
+    clock: Clock
+    service: ServiceConfig
+    dispatcher: Dispatcher
+    inbox: Inbox
+    gate: CommandGate
+    backends: Mapping[str, ModelBackend]
+    watcher: Callable[[str], AnyWatcher | None]
+    skills: Mapping[str, Skill]
+    redactor: Redactor
+
+
+def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:
+    """fire.model → defaultHookModel → the first entry of models → scripted (SPEC §5.1)."""
+    if watcher is not None and watcher.fire.model:
+        return watcher.fire.model, "fire.model"
+    if service.default_hook_model:
+        return service.default_hook_model, "defaultHookModel"
+    if service.models:
+        return next(iter(service.models)), "first entry of models"
+    return None, "default (scripted)"
+
+
+class SessionRunner:
+    """Runs (or resumes) the session of one callback."""
+
+    def __init__(self, deps: SessionDeps) -> None:
+        self._deps = deps
+        self._scripted = ScriptedBackend("scripted")
+
+    async def append(self, contract: Contract, entry: dict[str, Any]) -> None:
+        entry = self._deps.redactor.data({"callbackId": contract.callback_id, **entry})
+        await self._deps.store.append_transcript(contract.session_key, [entry], at=self._deps.clock.now())
+
+    async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
+        await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
+
+    async def run(self, contract: Contract) -> str:
+        """Run the session to its end (or to a pause); the final status."""
+        deps = self._deps
+        progress = await deps.store.get_checkpoint(progress_key(contract.callback_id)) or {}
+        status = progress.get("status")
+        if status in FINAL:
+            return str(status)
+        current = await deps.store.get_contract(contract.callback_id)
+        if status is None and (current is None or current.state != "pending"):
+            await self._progress(contract, "skipped")
+            return "skipped"
+        raw = await deps.store.get_envelope(contract.callback_id)
+        if raw is None:
+            await self._progress(contract, "failed", error="envelope missing")
+            return "failed"
+        envelope = Envelope.model_validate(raw)
+        watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
+        rendered = await deps.store.get_checkpoint(message_key(contract.callback_id)) or {}
+        if rendered.get("error"):
+            await self._fail(contract, str(rendered["error"]))
+            return "failed"
+        backend = self._backend(watcher, envelope, rendered)
+        box = ToolBox(
+            envelope=envelope,
+            contract=contract,
+            store=deps.store,
+            dispatcher=deps.dispatcher,
+            inbox=deps.inbox,
+            clock=deps.clock,
+            service=deps.service,
+            commands=deps.gate,
+            skill_id=envelope.watcher.skill_id,
+        )
+        messages = await self._messages(contract)
+        if not messages:
+            name, via = choose_model(watcher, deps.service)
+            await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
+            skill = deps.skills.get(envelope.watcher.skill_id or "")
+            for message in (
+                system_message(),
+                user_message(envelope.to_json(), skill=skill.body if skill else None, tools=box.offered),
+            ):
+                await self.append(contract, {"kind": "message", "message": message})
+                messages.append(message)
+        await self._progress(contract, "running")
+        try:
+            return await self._loop(contract, backend, box, messages)
+        except ModelError as exc:
+            await self._fail(contract, f"model {backend.name!r} failed: {exc}")
+            return "failed"
+
+    def _backend(
+        self, watcher: AnyWatcher | None, envelope: Envelope, rendered: dict[str, Any]
+    ) -> ModelBackend:
+        name, _ = choose_model(watcher, self._deps.service)
+        backend = self._deps.backends.get(name) if name else None
+        if backend is None or isinstance(backend, ScriptedBackend):
+            plan = ScriptedPlan(
+                message=str(rendered.get("text") or default_message(envelope.to_json())),
+                escalate=bool(watcher is not None and watcher.fire.escalate),
+            )
+            return (backend if isinstance(backend, ScriptedBackend) else self._scripted).for_callback(plan)
+        return backend
+
+    async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
+        entries = await self._deps.store.get_transcript(contract.session_key)
+        return [
+            e.entry["message"]
+            for e in entries
+            if e.entry.get("callbackId") == contract.callback_id and e.entry.get("kind") == "message"
+        ]
+
+    async def _loop(
+        self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
+    ) -> str:
+        tools = [TOOL_SPECS[name] for name in box.offered]
+        turns = sum(1 for m in messages if m.get("role") == "assistant")
+        while True:
+            last = messages[-1]
+            if last.get("role") == "assistant" and not last.get("toolCalls"):
+                break
+            if last.get("role") == "assistant" or (last.get("role") == "tool" and self._open_calls(messages)):
+                paused = await self._run_tools(contract, box, messages)
+                if paused:
+                    return "paused"
+                continue
+            if turns >= backend.max_turns:
+                await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
+                break
+            reply = await self._complete(backend, messages, tools)
+            turns += 1
+            message = reply.to_message()
+            await self.append(contract, {"kind": "message", "message": message, "model": reply.model})
+            messages.append(message)
+        await self._progress(contract, "done", turns=turns)
+        return "done"
+
+    @staticmethod
+    def _open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Tool calls of the last assistant message that have no recorded result yet."""
+        last_assistant = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
+        if last_assistant is None:
+            return []
+        answered = {m.get("toolCallId") for m in messages if m.get("role") == "tool"}
+        return [c for c in last_assistant.get("toolCalls") or [] if c.get("id") not in answered]
+
+    async def _run_tools(self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]) -> bool:
+        """Execute the unanswered tool calls in order; True when the session paused for an approval."""
+        import json
+
+        for raw_call in self._open_calls(messages):
+            call = ToolCall(
+                str(raw_call.get("id")), str(raw_call.get("name")), raw_call.get("arguments") or {}
+            )
+            history = _command_history(messages)
+            try:
+                result = await box.execute(call, history=history)
+            except Paused as paused:
+                await self.append(
+                    contract,
+                    {
+                        "kind": "status",
+                        "status": "paused",
+                        "approvalId": paused.item_id,
+                        "toolCallId": call.id,
+                        "argv": paused.argv,
+                    },
+                )
+                await self._progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
+                return True
+            message = {
+                "role": "tool",
+                "toolCallId": call.id,
+                "name": call.name,
+                "content": json.dumps(result, ensure_ascii=False, default=str),
+            }
+            await self.append(contract, {"kind": "message", "message": message})
+            messages.append(message)
+        return False
+
+    async def _complete(
+        self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
+    ) -> ModelReply:
+        """One model call with SPEC §5.2 retries (3 attempts, jittered 0.5 to 8 s)."""
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(3),
+            wait=wait_random_exponential(multiplier=0.5, max=8),
+            retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
+            reraise=True,
+        ):
+            with attempt:
+                reply = await backend.complete(messages, tools)
+        return _recovered(reply, [t.name for t in tools])
+
+    async def _fail(self, contract: Contract, error: str) -> None:
+        error = self._deps.redactor.text(error)
+        log.warning(
+            "session for %s failed: %s",
+            contract.callback_id,
+            error,
+            extra={"callbackId": contract.callback_id},
+        )
+        await self.append(contract, {"kind": "status", "status": "failed", "error": error})
+        await self._progress(contract, "failed", error=error)
+
+
+def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
+    """Small-model robustness: a tool call written as JSON text becomes a real tool call."""
+    if reply.tool_calls or not reply.text:
+        return reply
+    return recover_tool_calls(reply, names)
+
+
+def _command_history(messages: list[dict[str, Any]]) -> list[str]:
+    """Commands requested so far in this callback (for the loop guard), in order."""
+    found: list[str] = []
+    for message in messages:
+        for call in message.get("toolCalls") or []:
+            args = call.get("arguments")
+            if (
+                call.get("name") == "sentinel_act"
+                and isinstance(args, dict)
+                and args.get("action") == "run_command"
+            ):
+                found.append(" ".join([str(args.get("command", "")), *map(str, args.get("args") or [])]))
+    return found[:-1] if found else found
+
+
+class SessionQueue:
+    """The hook-session queue: ordered per session key, parallel across keys (CallbackSink)."""
+
+    def __init__(self, runner: SessionRunner, *, store: Store, concurrency: int) -> None:
+        self._runner = runner
+        self._store = store
+        self._limit = asyncio.Semaphore(concurrency)
+        self._queues: dict[str, deque[Contract]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
+        self.finished: dict[str, str] = {}
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None:
+        self.enqueue(contract)
+
+    def enqueue(self, contract: Contract) -> None:
+        queue = self._queues.setdefault(contract.session_key, deque())
+        queue.append(contract)
+        if contract.session_key not in self._workers:
+            task = asyncio.get_running_loop().create_task(self._work(contract.session_key))
+            self._workers[contract.session_key] = task
+
+    async def _work(self, key: str) -> None:
+        queue = self._queues[key]
+        try:
+            while queue:
+                contract = queue.popleft()
+                async with self._limit:
+                    try:
+                        self.finished[contract.callback_id] = await self._runner.run(contract)
+                    except Exception:  # one broken session must not stop the others; the relay covers it
+                        log.exception("session for %s crashed", contract.callback_id)
+                        self.finished[contract.callback_id] = "crashed"
+        finally:
+            self._workers.pop(key, None)
+            if not queue:
+                self._queues.pop(key, None)
+
+    async def resume(self) -> int:
+        """After a restart: queue every pending callback whose session had not finished."""
+        contracts: list[Contract] = []
+        cursor: str | None = None
+        while True:
+            page = await self._store.list_contracts(state="pending", limit=500, cursor=cursor)
+            contracts.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        resumed = 0
+        for contract in sorted(contracts, key=lambda c: (c.created_at, c.callback_id)):
+            progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}
+            if progress.get("status") not in FINAL:
+                self.enqueue(contract)
+                resumed += 1
+        return resumed
+
+    async def stop(self) -> None:
+        for task in list(self._workers.values()):
+            task.cancel()
+        for task in list(self._workers.values()):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._workers.clear()

@@ -1,0 +1,272 @@
+"""The sentinel tools (SPEC.md §5.3): argument models, their JSON Schemas, and what they do.
+
+A ToolBox is built for ONE callback: every call is bound to that callback's contract and
+targets, so a session can never fulfil another callback or reach another session's targets.
+Bad arguments come back to the model as a precise error result (so it can retry), never as
+an exception.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
+from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.relay.relay import escalation_key
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract
+
+CONTROL_TOKEN = re.compile(
+    r"^\s*\[?(NO_REPLY|HEARTBEAT_OK|NOOP|NO_OP|SILENT|SKIP|DONE|ACK)\]?\s*$", re.IGNORECASE
+)
+
+
+class ToolArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ActArgs(ToolArgs):
+    """``sentinel_act``: notify people, or run a command (through the action policy)."""
+
+    action: Literal["notify", "run_command"]
+    message: str | None = Field(default=None, description="notify: the message people receive")
+    targets: list[str] | None = Field(
+        default=None, description="notify: target names (default: the watcher's)"
+    )
+    command: str | None = Field(default=None, description="run_command: the program to run")
+    args: list[str] | None = Field(default=None, description="run_command: its arguments")
+    timeoutMs: int | None = Field(
+        default=None, ge=1000, le=120000, description="run_command: timeout (default 30000)"
+    )
+
+    @model_validator(mode="after")
+    def _fields_of_action(self) -> ActArgs:
+        if self.action == "notify":
+            if self.message is None:
+                raise ValueError('action "notify" needs "message"')
+            if self.command is not None or self.args is not None or self.timeoutMs is not None:
+                raise ValueError('action "notify" takes "message" and "targets" only')
+        else:
+            if not self.command:
+                raise ValueError('action "run_command" needs "command"')
+            if self.message is not None or self.targets is not None:
+                raise ValueError('action "run_command" takes "command", "args" and "timeoutMs" only')
+        return self
+
+
+class EscalateArgs(ToolArgs):
+    """``sentinel_escalate``: a human must decide; files an inbox item."""
+
+    reason: str = Field(min_length=1, max_length=4000)
+    severity: Literal["info", "warning", "critical"] = "warning"
+
+
+class HistoryArgs(ToolArgs):
+    """``sentinel_history``: this watcher's recent observations."""
+
+    limit: int = Field(default=20, ge=1, le=500)
+    sinceMs: int | None = Field(
+        default=None, ge=0, description="only observations newer than this many ms ago"
+    )
+
+
+def _schema(model: type[ToolArgs]) -> dict[str, Any]:
+    schema = model.model_json_schema()
+    schema.pop("title", None)
+    schema["additionalProperties"] = False
+    return schema
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    "sentinel_act": ToolSpec(
+        "sentinel_act",
+        'Act on this callback. action "notify" delivers "message" to people '
+        "(the only way your words reach them); "
+        'action "run_command" runs "command" with "args" (no shell), subject to the action policy.',
+        _schema(ActArgs),
+    ),
+    "sentinel_escalate": ToolSpec(
+        "sentinel_escalate",
+        "Ask a human to decide: files an inbox item with the reason. It does not notify by itself.",
+        _schema(EscalateArgs),
+    ),
+    "sentinel_history": ToolSpec(
+        "sentinel_history",
+        "This watcher's recent observations (time and value), newest first.",
+        _schema(HistoryArgs),
+    ),
+}
+
+
+def tools_for(autonomy: str) -> list[str]:
+    """The tools offered under ``mode.autonomy`` (act: all; notify_only: no run_command; escalate_only)."""
+    if autonomy == "escalate_only":
+        return ["sentinel_escalate", "sentinel_history"]
+    return ["sentinel_act", "sentinel_escalate", "sentinel_history"]
+
+
+class Paused(Exception):
+    """run_command needs approval: the session pauses until the approval item is decided."""
+
+    def __init__(self, item_id: str, call: ToolCall, argv: list[str], timeout_s: float) -> None:
+        super().__init__(item_id)
+        self.item_id = item_id
+        self.call = call
+        self.argv = argv
+        self.timeout_s = timeout_s
+
+
+class CommandGate(Protocol):
+    """Decides and runs ``run_command`` requests (policy, approvals, execution)."""
+
+    async def request(
+        self, box: ToolBox, call: ToolCall, act: ActArgs, *, history: list[str]
+    ) -> dict[str, Any]: ...
+
+
+@dataclass
+class ToolBox:
+    """The tools of one callback."""
+
+    envelope: Envelope
+    contract: Contract
+    store: Store
+    dispatcher: Dispatcher
+    inbox: Inbox
+    clock: Clock
+    service: ServiceConfig
+    commands: CommandGate
+    skill_id: str | None = None
+
+    @property
+    def offered(self) -> list[str]:
+        return tools_for(self.envelope.mode.autonomy)
+
+    async def execute(self, call: ToolCall, *, history: list[str]) -> dict[str, Any]:
+        """The JSON result of ``call`` (errors are results too); raises Paused for approvals."""
+        if call.name not in self.offered:
+            known = ", ".join(self.offered)
+            return {"ok": False, "error": f"unknown tool {call.name!r}; available tools: {known}"}
+        arguments = call.arguments
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except json.JSONDecodeError as exc:
+                return {"ok": False, "error": f"arguments are not valid JSON ({exc.msg}); send a JSON object"}
+        if not isinstance(arguments, dict):
+            return {"ok": False, "error": "arguments must be a JSON object"}
+        try:
+            if call.name == "sentinel_act":
+                act = ActArgs.model_validate(arguments)
+                if act.action == "notify":
+                    return await self._notify(act)
+                if self.envelope.mode.autonomy != "act":
+                    return {"ok": False, "error": "run_command is not available under autonomy notify_only"}
+                return await self.commands.request(self, call, act, history=history)
+            if call.name == "sentinel_escalate":
+                return await self._escalate(EscalateArgs.model_validate(arguments))
+            return await self._history(HistoryArgs.model_validate(arguments))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            return {"ok": False, "error": f"invalid arguments for {call.name}: {problems}"}
+
+    def _allowed_targets(self) -> list[str]:
+        return list(dict.fromkeys([*self.envelope.delivery.targets, *self.service.escalation_targets]))
+
+    async def _notify(self, act: ActArgs) -> dict[str, Any]:
+        text = (act.message or "").strip()
+        if not text:
+            return {"ok": False, "error": "message is empty; write what people need to know"}
+        if CONTROL_TOKEN.match(text):
+            return {
+                "ok": False,
+                "error": f"{text!r} is a control token, not a message; write what people need to know",
+            }
+        allowed = self._allowed_targets()
+        targets = act.targets if act.targets is not None else list(self.envelope.delivery.targets)
+        refused = [t for t in targets if t not in allowed]
+        if refused:
+            return {
+                "ok": False,
+                "error": f"target {refused[0]!r} is not allowed; allowed: {', '.join(allowed)}",
+            }
+        if not targets:
+            return {"ok": False, "error": "no targets: this watcher has no deliveryTargets"}
+        routed = ["console"] if self.envelope.mode.environment == "test" else targets
+        message = Message(
+            callback_id=self.contract.callback_id,
+            watcher_id=self.contract.watcher_id,
+            event_name=self.envelope.watcher.event_name,
+            priority=self.contract.trigger.priority,
+            kind="notify",
+            text=text,
+        )
+        now = self.clock.now()
+        deliveries = self.dispatcher.new_deliveries(message, routed, "notify", at=now)
+        accepted = await self.dispatcher.send_now(deliveries)
+        delivered = [d.target for d, ok in zip(deliveries, accepted, strict=True) if ok]
+        pending = [d.target for d, ok in zip(deliveries, accepted, strict=True) if not ok]
+        if not delivered:
+            return {
+                "ok": False,
+                "delivered": [],
+                "retrying": pending,
+                "error": "no target accepted the message yet; it is being retried",
+            }
+        fulfilled = await self.store.settle_contract(self.contract.callback_id, "fulfilled", at=now)
+        current = await self.store.get_contract(self.contract.callback_id)
+        return {
+            "ok": True,
+            "delivered": delivered,
+            "retrying": pending,
+            "contract": current.state if current else ("fulfilled" if fulfilled else "unknown"),
+        }
+
+    async def _escalate(self, args: EscalateArgs) -> dict[str, Any]:
+        item = await self.inbox.create(
+            "escalation",
+            severity=args.severity,
+            reason=args.reason,
+            watcher_id=self.contract.watcher_id,
+            callback_id=self.contract.callback_id,
+            session_key=self.contract.session_key,
+            detail={"envelope": self.envelope.to_json()},
+            actor="agent",
+        )
+        await self.store.put_checkpoint(
+            escalation_key(self.contract.callback_id), {"severity": args.severity, "reason": args.reason}
+        )
+        return {
+            "ok": True,
+            "inboxItemId": item.id,
+            "note": "escalated; people still get the fallback at the deadline unless you notify",
+        }
+
+    async def _history(self, args: HistoryArgs) -> dict[str, Any]:
+        since = None
+        if args.sinceMs is not None:
+            from datetime import timedelta
+
+            since = self.clock.now() - timedelta(milliseconds=args.sinceMs)
+        found = await self.store.observations(self.contract.watcher_id, limit=args.limit, since=since)
+        budget = self.service.limits.max_payload_chars * 4
+        items: list[dict[str, Any]] = []
+        for observation in found:
+            entry = {"at": iso(observation.at), "value": observation.value}
+            budget -= len(json.dumps(entry, default=str))
+            if budget < 0:
+                break
+            items.append(entry)
+        return {"ok": True, "observations": items, "truncated": len(items) < len(found)}

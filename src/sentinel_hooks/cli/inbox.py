@@ -1,0 +1,218 @@
+"""``sentinel inbox …`` and ``sentinel approvals …``: work the running service's inbox (SPEC.md §10).
+
+Every command goes through the HTTP API, so what it does is recorded like any other operator's
+action: the actor is ``--actor`` when given, else ``cli``. ``--json`` prints the API's body.
+An unknown id (404) and a refused move (409) exit with code 1 and the service's message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import click
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from sentinel_hooks.cli.client import Client
+from sentinel_hooks.cli.output import print_json, stdout_console
+from sentinel_hooks.cli.watchers import remote_options
+from sentinel_hooks.clock import SystemClock
+from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
+
+CLI_ACTOR = "cli"
+PIPE_WIDTH = 200
+ITEM_FIELDS = (
+    "id",
+    "kind",
+    "status",
+    "severity",
+    "reason",
+    "watcherId",
+    "callbackId",
+    "sessionKey",
+    "createdAt",
+    "updatedAt",
+    "actor",
+    "note",
+)
+
+
+def _client(options: dict[str, Any]) -> Client:
+    return Client.from_options(
+        url=options["url"],
+        token=options["token"],
+        config=options["config"],
+        actor=options["actor"] or CLI_ACTOR,
+    )
+
+
+def age(created_at: str, now: datetime) -> str:
+    """How long ago an ISO instant was, in its largest whole unit (``45s``, ``12m``, ``3h``, ``2d``)."""
+    seconds = max(0, int((now - datetime.fromisoformat(created_at)).total_seconds()))
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def _wide_console() -> Console:
+    """The stdout console; when output is not a terminal (a pipe, a file) and $COLUMNS is not
+    set, wide enough for whole rows instead of rich's 80-column default."""
+    console = stdout_console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        console.width = PIPE_WIDTH
+    return console
+
+
+def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None:
+    as_json = options.pop("as_json")
+    body = _client(options).call("GET", "/api/v1/inbox?" + urlencode(query))
+    if as_json:
+        print_json(body)
+        return
+    console = _wide_console()
+    if not body["items"]:
+        console.print(empty)
+        return
+    now = SystemClock().now()
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in ("id", "kind", "status", "severity", "watcher", "age", "reason"):
+        # ids are copied into other commands: never wrap them (nor the short enum cells);
+        # on a narrow terminal only the free text (watcher, reason) wraps
+        free = column in ("watcher", "reason")
+        table.add_column(
+            column, overflow="fold", no_wrap=not free, min_width={"watcher": 6, "reason": 12}.get(column)
+        )
+    for item in body["items"]:
+        table.add_row(
+            item["id"],
+            item["kind"],
+            item["status"],
+            item["severity"],
+            item["watcherId"] or "",
+            age(item["createdAt"], now),
+            item["reason"],
+        )
+    console.print(table)
+    if body["nextCursor"]:
+        console.print(f"more: --cursor {body['nextCursor']}")
+
+
+def _move(item_id: str, path: str, note: str | None, options: dict[str, Any]) -> None:
+    as_json = options.pop("as_json")
+    body = {} if note is None else {"note": note}
+    answer = _client(options).call("POST", path.format(id=quote(item_id, safe="")), body)
+    if as_json:
+        print_json(answer)
+    else:
+        stdout_console().print(f"{answer['item']['id']}: {answer['item']['status']}")
+
+
+def _paging(function: Any) -> Any:
+    function = click.option("--cursor", default=None, help="the nextCursor of the previous page")(function)
+    return click.option(
+        "--limit", type=click.IntRange(1, 500), default=50, show_default=True, help="items per page"
+    )(function)
+
+
+def _note(function: Any) -> Any:
+    return click.option("--note", default=None, metavar="TEXT", help="recorded with the change")(function)
+
+
+@click.group()
+def inbox() -> None:
+    """Escalations and failed deliveries waiting for a person: list, show, ack, resolve."""
+
+
+@inbox.command("list")
+@click.option("--status", type=click.Choice(INBOX_STATUSES), default=None, help="only this status")
+@click.option("--kind", type=click.Choice(INBOX_KINDS), default=None, help="only this kind")
+@_paging
+@remote_options
+def list_items(status: str | None, kind: str | None, limit: int, cursor: str | None, **options: Any) -> None:
+    """List inbox items, newest first."""
+    query = {"limit": str(limit)}
+    query.update({k: v for k, v in (("status", status), ("kind", kind), ("cursor", cursor)) if v})
+    _list(options, query, empty="the inbox is empty" if not (status or kind) else "no matching items")
+
+
+@inbox.command("show")
+@click.argument("item_id")
+@remote_options
+def show(item_id: str, **options: Any) -> None:
+    """Show one item, its detail and its history (who changed what, when)."""
+    as_json = options.pop("as_json")
+    body = _client(options).call("GET", f"/api/v1/inbox/{quote(item_id, safe='')}")
+    if as_json:
+        print_json(body)
+        return
+    console = stdout_console()
+    item = body["item"]
+    for field in ITEM_FIELDS:
+        if item.get(field) is not None:
+            console.print(f"{field}: {item[field]}")
+    console.print("detail:")
+    console.print_json(json.dumps(item["detail"], ensure_ascii=False))
+    table = Table(title="history", title_justify="left")
+    for column in ("at", "actor", "from", "to", "note"):
+        table.add_column(column, overflow="fold")
+    for entry in body["history"]:
+        table.add_row(entry["at"], entry["actor"], entry["from"] or "", entry["to"], entry["note"] or "")
+    console.print(table)
+
+
+@inbox.command("ack")
+@click.argument("item_id")
+@_note
+@remote_options
+def ack(item_id: str, note: str | None, **options: Any) -> None:
+    """Acknowledge an open item (someone is on it)."""
+    _move(item_id, "/api/v1/inbox/{id}/ack", note, options)
+
+
+@inbox.command("resolve")
+@click.argument("item_id")
+@_note
+@remote_options
+def resolve(item_id: str, note: str | None, **options: Any) -> None:
+    """Resolve an open or acked item."""
+    _move(item_id, "/api/v1/inbox/{id}/resolve", note, options)
+
+
+@click.group()
+def approvals() -> None:
+    """Commands an agent asked to run: list the open ones, approve or deny them."""
+
+
+@approvals.command("list")
+@_paging
+@remote_options
+def list_approvals(limit: int, cursor: str | None, **options: Any) -> None:
+    """List approvals waiting for a decision, newest first."""
+    query = {"kind": "approval", "status": "open", "limit": str(limit)}
+    if cursor:
+        query["cursor"] = cursor
+    _list(options, query, empty="no approvals waiting")
+
+
+@approvals.command("approve")
+@click.argument("item_id")
+@_note
+@remote_options
+def approve(item_id: str, note: str | None, **options: Any) -> None:
+    """Approve an open approval (ID is its inbox item id): the command runs."""
+    _move(item_id, "/api/v1/approvals/{id}/approve", note, options)
+
+
+@approvals.command("deny")
+@click.argument("item_id")
+@_note
+@remote_options
+def deny(item_id: str, note: str | None, **options: Any) -> None:
+    """Deny an open approval: the agent is told the command was refused."""
+    _move(item_id, "/api/v1/approvals/{id}/deny", note, options)

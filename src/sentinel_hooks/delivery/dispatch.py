@@ -1,0 +1,208 @@
+"""The outbox worker: sends pending deliveries, retries with backoff, dead-letters the rest.
+
+Deliveries live in the store (``enqueue_delivery``/``claim_deliveries``), so pending ones
+survive restarts and, with Redis, are shared between replicas. Each delivery keeps its
+key (``{callbackId}:{target}:{kind}``) as the Idempotency-Key on every attempt. A delivery
+that still fails after ``delivery.maxAttempts`` attempts (or ``maxElapsedMs``) becomes a
+``delivery_failure`` inbox item holding the message, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime, timedelta
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.service import DeliverySpec
+from sentinel_hooks.delivery.target import DeliveryError, Message, Target
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Delivery, DeliveryKind
+
+log = logging.getLogger(__name__)
+
+DeadLetter = Callable[[Delivery, str], Awaitable[None]]
+POLL_S = 0.25
+CONCURRENCY = 32
+
+
+def backoff_s(
+    attempt: int, spec: DeliverySpec, rng: random.Random, retry_after_s: float | None = None
+) -> float:
+    """Full-jitter exponential backoff for the ``attempt``-th retry, at least ``Retry-After``."""
+    ceiling = min(spec.max_ms, spec.base_ms * (2 ** max(0, attempt - 1))) / 1000
+    delay = rng.uniform(ceiling / 2, ceiling)
+    return max(delay, retry_after_s or 0.0)
+
+
+class Dispatcher:
+    """Works the outbox of one service.
+
+    A claimed delivery is hidden from other workers for ``lease_ms`` (longer than one send
+    may take); if its worker dies, the delivery is sent again after that, with the same
+    Idempotency-Key, so receivers can drop the repeat.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        clock: Clock,
+        targets: dict[str, Target],
+        spec: DeliverySpec,
+        dead_letter: DeadLetter,
+        lease_ms: int = 20_000,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._targets = targets
+        self._spec = spec
+        self._dead_letter = dead_letter
+        self._rng = rng or random.Random()
+        self._lease_ms = lease_ms
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._inflight: set[asyncio.Task[bool]] = set()
+        self._limit = asyncio.Semaphore(CONCURRENCY)
+
+    # -- enqueueing --------------------------------------------------------------------------
+
+    def new_deliveries(
+        self, message: Message, targets: Sequence[str], kind: DeliveryKind, *, at: datetime
+    ) -> list[Delivery]:
+        """One pending delivery of ``message`` per target (not yet stored)."""
+        body = message.to_json()
+        return [
+            Delivery.new(message.callback_id, target, kind, body, at=at) for target in dict.fromkeys(targets)
+        ]
+
+    async def enqueue(self, deliveries: Sequence[Delivery]) -> None:
+        """Store deliveries (a key already there is left alone) and wake the worker."""
+        for delivery in deliveries:
+            await self._store.enqueue_delivery(delivery)
+        self.wake()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def send_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
+        """Enqueue and attempt at once (for the notify tool); True per delivery that was accepted.
+
+        A failed attempt stays in the outbox and is retried like any other.
+        """
+        results: list[bool] = []
+        for delivery in deliveries:
+            if not await self._store.enqueue_delivery(delivery):
+                existing = await self._store.get_delivery(delivery.key)
+                results.append(existing is not None and existing.state == "delivered")
+                continue
+            results.append(await self._attempt(delivery))
+        return results
+
+    # -- the worker --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self, *, timeout_s: float = 5.0) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._inflight:
+            await asyncio.wait(self._inflight, timeout=timeout_s)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                claimed = await self._store.claim_deliveries(
+                    self._clock.now(), limit=CONCURRENCY * 4, lease_ms=self._lease_ms
+                )
+            except Exception:  # the worker must outlive a store hiccup; the next pass retries
+                log.exception("claiming deliveries failed")
+                claimed = []
+            for delivery in claimed:
+                await self._limit.acquire()
+                task = asyncio.get_running_loop().create_task(self._attempt(delivery))
+                self._inflight.add(task)
+                task.add_done_callback(self._done)
+            if len(claimed) == CONCURRENCY * 4:
+                continue
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=POLL_S)
+
+    def _done(self, task: asyncio.Task[bool]) -> None:
+        self._inflight.discard(task)
+        self._limit.release()
+
+    async def _attempt(self, delivery: Delivery) -> bool:
+        """One attempt; records the outcome; True when the target accepted the message."""
+        attempts = delivery.attempts + 1
+        target = self._targets.get(delivery.target)
+        now = self._clock.now()
+        if target is None:
+            await self._give_up(delivery, attempts, f"target {delivery.target!r} is not configured")
+            return False
+        try:
+            await target.send(Message.from_json(delivery.message), idempotency_key=delivery.key)
+        except DeliveryError as exc:
+            return await self._failed(delivery, attempts, exc)
+        except Exception as exc:  # a target bug must not kill the worker; treat as retryable
+            log.exception("target %s raised", delivery.target)
+            return await self._failed(delivery, attempts, DeliveryError(str(exc), retryable=True))
+        await self._store.update_delivery(
+            delivery.key, state="delivered", attempts=attempts, next_attempt_at=now, last_error=None, at=now
+        )
+        return True
+
+    async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:
+        now = self._clock.now()
+        error = str(exc)
+        elapsed = now - delivery.created_at
+        delay = timedelta(seconds=backoff_s(attempts, self._spec, self._rng, exc.retry_after_s))
+        within = elapsed + delay <= timedelta(milliseconds=self._spec.max_elapsed_ms)
+        if exc.retryable and attempts < self._spec.max_attempts and within:
+            log.warning("delivery %s failed (attempt %d): %s", delivery.key, attempts, error)
+            await self._store.update_delivery(
+                delivery.key,
+                state="pending",
+                attempts=attempts,
+                next_attempt_at=now + delay,
+                last_error=error,
+                at=now,
+            )
+            return False
+        await self._give_up(delivery, attempts, error)
+        return False
+
+    async def _give_up(self, delivery: Delivery, attempts: int, error: str) -> None:
+        """Record the dead letter first (idempotently), then mark the delivery failed.
+
+        If recording fails, the delivery stays pending and is tried again later, so a
+        message is never dropped between the two steps.
+        """
+        now = self._clock.now()
+        log.error("delivery %s failed for good after %d attempt(s): %s", delivery.key, attempts, error)
+        try:
+            await self._dead_letter(delivery, error)
+        except Exception:
+            log.exception("recording the failed delivery %s in the inbox failed; will retry", delivery.key)
+            retry_at = now + timedelta(milliseconds=self._spec.max_ms)
+            await self._store.update_delivery(
+                delivery.key,
+                state="pending",
+                attempts=attempts,
+                next_attempt_at=retry_at,
+                last_error=error,
+                at=now,
+            )
+            return
+        await self._store.update_delivery(
+            delivery.key, state="failed", attempts=attempts, next_attempt_at=now, last_error=error, at=now
+        )

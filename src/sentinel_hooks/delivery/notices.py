@@ -1,0 +1,106 @@
+"""Messages the service sends on its own: fan-out on fire, resolved lines, new inbox items.
+
+Each becomes deliveries in the outbox (so they get retries and dead letters like the rest),
+routed to the console only for ``environment: test`` watchers.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from sentinel_hooks.callbacks.envelope import Envelope, new_callback_id
+from sentinel_hooks.callbacks.intake import Fanout
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.relay.relay import Relay, delivery_targets
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract, InboxItem
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+
+class Notices:
+    """Turns service events into outbox deliveries."""
+
+    def __init__(
+        self,
+        *,
+        dispatcher: Dispatcher,
+        relay: Relay,
+        clock: Clock,
+        escalation_targets: Sequence[str],
+        store: Store,
+    ) -> None:
+        self._store = store
+        self._dispatcher = dispatcher
+        self._relay = relay
+        self._clock = clock
+        self._escalation_targets = list(escalation_targets)
+
+    async def accepted(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None:
+        """A new pending contract: wake the relay for its deadline, send the fan-out line."""
+        self._relay.expect(contract.deadline)
+        await self._store.put_checkpoint(
+            f"message:{contract.callback_id}", {"text": fanout.text, "error": fanout.error}
+        )
+        if fanout.mode == "none":
+            return
+        data = envelope.to_json()
+        text = fanout.text
+        if fanout.mode == "debug":
+            text = f"{text}\n{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}"
+        message = Message(
+            callback_id=contract.callback_id,
+            watcher_id=contract.watcher_id,
+            event_name=envelope.watcher.event_name,
+            priority=contract.trigger.priority,
+            kind="fanout",
+            text=text,
+            envelope=data if fanout.mode == "debug" else None,
+        )
+        targets = delivery_targets(data, contract)
+        await self._dispatcher.enqueue(
+            self._dispatcher.new_deliveries(message, targets, "fanout", at=self._clock.now())
+        )
+
+    async def resolved(self, watcher: AnyWatcher, text: str) -> None:
+        """notifyResolved: the one-line resolved message to the watcher's targets."""
+        targets = ["console"] if watcher.environment == "test" else list(watcher.delivery_targets)
+        message = Message(
+            callback_id=new_callback_id(),
+            watcher_id=watcher.id,
+            event_name=watcher.event_name,
+            priority=watcher.fire.priority,
+            kind="resolved",
+            text=text,
+        )
+        await self._dispatcher.enqueue(
+            self._dispatcher.new_deliveries(message, targets, "resolved", at=self._clock.now())
+        )
+
+    async def inbox_item(self, item: InboxItem) -> None:
+        """A new inbox item: tell the escalationTargets (never about their own failed deliveries)."""
+        if not self._escalation_targets:
+            return
+        if item.kind == "delivery_failure" and item.detail.get("delivery", {}).get("kind") == "escalation":
+            return
+        text = f"Sentinel inbox: new {item.kind} ({item.severity}) — {item.reason}"
+        if item.watcher_id:
+            text += f" [watcher {item.watcher_id}]"
+        message = Message(
+            callback_id=item.id,  # one delivery key per item, even for several items of one callback
+            watcher_id=item.watcher_id or "",
+            event_name=item.kind,
+            priority="high" if item.severity == "critical" else "normal",
+            kind="escalation",
+            text=text,
+            extra={"inboxItemId": item.id, "callbackId": item.callback_id},
+        )
+        deliveries = self._dispatcher.new_deliveries(
+            message, self._escalation_targets, "escalation", at=self._clock.now()
+        )
+        await self._dispatcher.enqueue(deliveries)

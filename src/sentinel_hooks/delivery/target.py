@@ -1,0 +1,106 @@
+"""The plug-in point for delivery targets: a Protocol, the message it carries, and a registry.
+
+A target sends one message once and raises ``DeliveryError`` (``retryable``, optional
+``retry_after_s``) when it could not; ``delivery.dispatch`` owns retries, backoff and dead
+letters. Every target that speaks HTTP goes through the service's one ``SafeHttp`` client
+(allowlist, private-address rules, no redirects).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.errors import SentinelError
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.targets import TargetSpec
+    from sentinel_hooks.net.client import SafeHttp
+
+
+class DeliveryError(SentinelError):
+    """A send failed; ``retryable`` says whether trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+
+@dataclass(frozen=True)
+class Message:
+    """What reaches people: one line (or a few) of text about one callback.
+
+    ``kind`` is the delivery kind (notify, fallback, fanout, resolved, escalation);
+    ``envelope`` is included only when the message is meant to carry it (debug fan-out,
+    webhook receivers that asked for it).
+    """
+
+    callback_id: str
+    watcher_id: str
+    event_name: str
+    priority: str
+    kind: str
+    text: str
+    envelope: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Message:
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+class Target(Protocol):
+    """A place messages go (Slack, a webhook, the console, a file).
+
+    ``send`` makes one attempt and returns when the target accepted the message; it raises
+    ``DeliveryError`` otherwise (retryable for network errors, 5xx, 408 and 429). The same
+    ``idempotency_key`` is passed on every attempt of one delivery, so receivers can drop
+    duplicates. It must not retry by itself.
+    """
+
+    name: str
+
+    async def send(self, message: Message, *, idempotency_key: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class TargetContext:
+    """What targets may use."""
+
+    http: SafeHttp
+    clock: Clock
+    base_dir: Path
+    console: TextIO | None = None  # None: the service's standard output
+
+
+class TargetFactory(Protocol):
+    def __call__(self, name: str, spec: TargetSpec, context: TargetContext) -> Target: ...
+
+
+MODULES: dict[str, str] = {
+    "slack": "sentinel_hooks.delivery.slack",
+    "webhook": "sentinel_hooks.delivery.webhook",
+    "console": "sentinel_hooks.delivery.console",
+    "file": "sentinel_hooks.delivery.file",
+}
+
+
+def create_target(name: str, spec: TargetSpec, context: TargetContext) -> Target:
+    """The target for one entry of ``targets:`` (each module exposes ``create``)."""
+    factory: TargetFactory = importlib.import_module(MODULES[spec.type]).create
+    return factory(name, spec, context)
+
+
+def create_targets(specs: Mapping[str, TargetSpec], context: TargetContext) -> dict[str, Target]:
+    """Every configured target, by name."""
+    return {name: create_target(name, spec, context) for name, spec in specs.items()}

@@ -1,0 +1,150 @@
+"""The relay: every pending contract whose deadline passes gets its fallback, exactly once.
+
+Deadlines live in the store. The relay claims due contracts (``claim_due``, atomic, with a
+lease so a crashed claimer's contracts come back), and settles each one with a
+compare-and-set that enqueues the fallback deliveries in the same step
+(``settle_contract``): a fulfilment racing the deadline yields one final state, and a
+fallback is enqueued at most once, across restarts and replicas. On start it settles
+whatever became overdue while the service was down.
+
+It wakes at the earliest deadline it knows of (contracts accepted by this process) and at
+least every ``MAX_SLEEP_S``, so a fallback leaves well within a second of its deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import heapq
+import logging
+from datetime import datetime
+from typing import Any
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.relay.fallback import fallback_text
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract
+
+log = logging.getLogger(__name__)
+
+MAX_SLEEP_S = 0.5
+CLAIM_BATCH = 500
+# Settling is one compare-and-set, so a claim only needs to outlive a few store round trips;
+# a short lease lets another process (or this one after a crash) take over within a second.
+# Two settlers of one contract are harmless: exactly one CAS wins.
+CLAIM_LEASE_MS = 1_000
+
+
+def escalation_key(callback_id: str) -> str:
+    """Where a session's escalation of a callback is remembered (for the fallback text)."""
+    return f"escalation:{callback_id}"
+
+
+def delivery_targets(envelope: dict[str, Any], contract: Contract) -> list[str]:
+    """The contract's targets, or the console only for ``environment: test``."""
+    if envelope.get("mode", {}).get("environment") == "test":
+        return ["console"]
+    return list(contract.targets)
+
+
+class Relay:
+    """Settles overdue contracts: the fallback (mode concise) or ``expired`` (mode none)."""
+
+    def __init__(self, *, store: Store, clock: Clock, dispatcher: Dispatcher) -> None:
+        self._store = store
+        self._clock = clock
+        self._dispatcher = dispatcher
+        self._deadlines: list[datetime] = []
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.settled = 0
+
+    def expect(self, deadline: datetime) -> None:
+        """A contract with this deadline was just created: wake in time for it."""
+        heapq.heappush(self._deadlines, deadline)
+        if self._deadlines[0] == deadline:
+            self._wake.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                while await self.settle_due() == CLAIM_BATCH:
+                    pass
+            except Exception:  # keep relaying through a store hiccup; the next pass retries
+                log.exception("settling due contracts failed")
+            await self._sleep()
+
+    async def _sleep(self) -> None:
+        now = self._clock.now()
+        while self._deadlines and self._deadlines[0] <= now:
+            heapq.heappop(self._deadlines)
+        timeout = MAX_SLEEP_S
+        if self._deadlines:
+            timeout = min(timeout, max(0.0, (self._deadlines[0] - now).total_seconds()))
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+
+    async def settle_due(self) -> int:
+        """Claim and settle every contract due now; the number claimed."""
+        now = self._clock.now()
+        claimed = await self._store.claim_due(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
+        if claimed:
+            await asyncio.gather(*(self._settle(contract, now) for contract in claimed))
+            self._dispatcher.wake()
+        return len(claimed)
+
+    async def _settle(self, contract: Contract, now: datetime) -> None:
+        envelope = await self._store.get_envelope(contract.callback_id) or {}
+        delivery = envelope.get("delivery", {})
+        if delivery.get("fallbackMode", "concise") == "none":
+            await self._store.settle_contract(contract.callback_id, "expired", at=now)
+            return
+        text = fallback_text(
+            event_name=envelope.get("watcher", {}).get("eventName", contract.watcher_id),
+            watcher_id=contract.watcher_id,
+            priority=contract.trigger.priority,
+            timeout_ms=int(delivery.get("timeoutMs", 0)),
+            payload=envelope.get("payload"),
+            escalation=await self._escalation(contract.callback_id),
+        )
+        message = Message(
+            callback_id=contract.callback_id,
+            watcher_id=contract.watcher_id,
+            event_name=envelope.get("watcher", {}).get("eventName", contract.watcher_id),
+            priority=contract.trigger.priority,
+            kind="fallback",
+            text=text,
+        )
+        deliveries = self._dispatcher.new_deliveries(
+            message, delivery_targets(envelope, contract), "fallback", at=now
+        )
+        if await self._store.settle_contract(
+            contract.callback_id, "fallback_sent", at=now, deliveries=deliveries
+        ):
+            self.settled += 1
+            lateness = (now - contract.deadline).total_seconds()
+            log.info(
+                "fallback for %s sent %.0f ms after its deadline",
+                contract.callback_id,
+                lateness * 1000,
+                extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
+            )
+
+    async def _escalation(self, callback_id: str) -> tuple[str, str] | None:
+        found = await self._store.get_checkpoint(escalation_key(callback_id))
+        if not found:
+            return None
+        return str(found.get("severity", "warning")), str(found.get("reason", ""))

@@ -1,0 +1,154 @@
+"""kill -9 with contracts pending and deliveries in flight: after restart every fallback arrives once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tests.cli.conftest import sentinel_command
+from tests.service.test_process import free_port
+from tests.support import Sink, wait_for
+
+pytestmark = pytest.mark.slow
+
+REDIS_URL = os.environ.get("SENTINEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15").rsplit("/", 1)[0] + "/14"
+FIRES = 40
+
+CONFIG = """\
+store: "{store}"
+server: {{host: 127.0.0.1, port: {port}}}
+allowedHosts: ["127.0.0.1"]
+hookResponseTimeoutMs: 1500
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+delivery: {{maxAttempts: 5, baseMs: 100, maxMs: 500}}
+limits: {{requestTimeoutMs: 2000}}
+models:
+  down: {{type: openai, baseUrl: "http://127.0.0.1:{dead_port}/v1", model: m, timeoutMs: 500}}   # the LLM is down
+targets:
+  hook: {{type: webhook, url: "{url}"}}
+"""
+WATCHER = "id: w\nstrategy: webhook\ndeliveryTargets: [hook]\n"
+
+
+class SlowSink(Sink):
+    """Answers after a short delay, so deliveries are in flight when the service is killed."""
+
+    async def _record(self, request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.05)
+        return await super()._record(request)
+
+
+@pytest.fixture
+async def sink() -> AsyncIterator[SlowSink]:
+    server = SlowSink()
+    server.handler = server._record
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def redis_or_skip() -> None:
+    import redis.asyncio as aioredis
+
+    client = aioredis.from_url(REDIS_URL)
+    try:
+        await client.ping()
+        await client.flushdb()
+    except Exception:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("no redis-server on 127.0.0.1:6379")
+    finally:
+        await client.aclose()
+
+
+def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [*sentinel_command(), "run", "-c", str(config)], stdout=out, stderr=out, env=env
+        )
+
+
+async def http(method: str, url: str, body: object = None) -> tuple[int, object]:
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session, session.request(method, url, json=body) as response:
+        return response.status, await response.json()
+
+
+async def ready(base: str) -> bool:
+    try:
+        return (await http("GET", base + "/readyz"))[0] == 200
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+async def test_kill_9_then_restart_delivers_every_fallback_once(
+    tmp_path: Path, sink: SlowSink, store: str
+) -> None:
+    """40 fires, SIGKILL while their deadlines pass, restart: one fallback per callback, none left pending."""
+    if store == "redis":
+        await redis_or_skip()
+    port = free_port()
+    store_url = "sqlite:///state.db" if store == "sqlite" else REDIS_URL
+    config = tmp_path / "sentinel.yaml"
+    config.write_text(CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port()))
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "service.log"
+
+    proc = start(config, log)
+    try:
+        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        ids = []
+        for i in range(FIRES):
+            status, answer = await http("POST", f"{base}/api/v1/watchers/w/fire", {"payload": {"i": i}})
+            assert 202 == status
+            ids.append(answer["callbackId"])  # type: ignore[index]
+        await wait_for(lambda: len(sink.received) >= 5, timeout_s=10, what="some fallbacks in flight")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        killed_at = time.monotonic()
+
+        proc = start(config, log)
+        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+
+        async def all_settled() -> bool:
+            _, page = await http("GET", f"{base}/api/v1/callbacks?limit=500&state=pending")
+            return not page["items"]  # type: ignore[index]
+
+        await wait_for(all_settled, timeout_s=10, what="every contract settled")
+        assert time.monotonic() - killed_at < 15
+        keys = {r["headers"]["Idempotency-Key"] for r in sink.received}
+        await wait_for(
+            lambda: (
+                len({json.loads(r["raw"])["callbackId"] for r in sink.received if r["status"] < 300}) == FIRES
+            ),
+            timeout_s=30,
+            what="a fallback for every callback",
+        )
+        accepted = [json.loads(r["raw"])["callbackId"] for r in sink.received if r["status"] < 300]
+        assert set(ids) == set(accepted)
+        assert {f"{i}:hook:fallback" for i in ids} >= keys
+        duplicates = len(accepted) - len(set(accepted))
+        print(f"{store}: {FIRES} contracts, {len(accepted)} accepted requests, {duplicates} repeated by key")
+        assert (
+            duplicates <= 5
+        )  # only requests in flight at the kill can repeat, with the same Idempotency-Key
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=15)
