@@ -33,7 +33,7 @@ notificationPayloadMode: none
 delivery: {{maxAttempts: 5, baseMs: 100, maxMs: 500}}
 limits: {{requestTimeoutMs: 2000}}
 models:
-  down: {{type: openai, baseUrl: "http://127.0.0.1:{dead_port}/v1", model: m, timeoutMs: 500}}   # the LLM is down
+  down: {{type: openai, baseUrl: "http://127.0.0.1:{dead_port}/v1", model: m, timeoutMs: 500}}  # LLM down
 targets:
   hook: {{type: webhook, url: "{url}"}}
 """

@@ -96,6 +96,29 @@ def test_init_example_fires_offline_within_15s(tmp_path: Path, running: list[Run
         what="the example to fire",
     )
     assert "ok" == status["state"]
+    log = tmp_path / "demo" / ".sentinel" / "notifications.jsonl"
+    wait_until(
+        lambda: log.exists() and "notify" in log.read_text(), what="the scripted notify in the log target"
+    )
+    notify = next(json.loads(line) for line in log.read_text().splitlines() if '"notify"' in line)
+    assert notify["message"].startswith("Sentinel is up: /healthz answered ok at ")
+    callback = service.call("GET", f"/api/v1/callbacks/{notify['callbackId']}")[1]
+    assert "fulfilled" == callback["callback"]["state"]
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*sentinel_command(), *args, "-c", str(service.config)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    listed = cli("callbacks", "list", "--json")
+    assert notify["callbackId"] in [item["callbackId"] for item in json.loads(listed.stdout)["items"]]
+    shown = cli("callbacks", "show", notify["callbackId"])
+    assert (0, True) == (shown.returncode, "sentinel_act" in shown.stdout), shown.stderr
+    assert 1 == cli("callbacks", "show", "01NOTACALLBACK0000000000000").returncode
     assert 0 == service.kill(signal.SIGTERM)
 
 

@@ -181,10 +181,12 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 
 
 def _register_service_commands() -> None:
+    from sentinel_hooks.cli.callbacks import callbacks
     from sentinel_hooks.cli.inbox import approvals, inbox
     from sentinel_hooks.cli.watchers import run, watchers
 
     app.add_command(run)
+    app.add_command(callbacks)
     app.add_command(watchers)
     app.add_command(inbox)
     app.add_command(approvals)

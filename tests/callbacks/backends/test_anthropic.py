@@ -98,7 +98,7 @@ async def test_temperature_is_sent_when_set(
 
 
 async def test_api_key_is_sent(anthropic_server: FakeAnthropicServer, make_anthropic: MakeAnthropic) -> None:
-    """The entry's apiKey authenticates the request (x-api-key in older SDKs, a bearer token in newer ones)."""
+    """The entry's apiKey authenticates the request (x-api-key in older SDKs, a bearer token in newer)."""
     await make_anthropic().complete(HELLO, TOOLS)
     headers = anthropic_server.request_headers[0]
     sent = {headers.get("x-api-key"), headers.get("authorization", "").removeprefix("Bearer ")}

@@ -83,7 +83,8 @@ RECOVERED: list[tuple[str, str, list[tuple[str, dict[str, Any] | str]]]] = [
     ),
     (
         "a broken object before a good one",
-        '{"name": "sentinel_act", "arguments": {"action": } and {"name": "sentinel_history", "arguments": {}}',
+        '{"name": "sentinel_act", "arguments": {"action": } and '
+        '{"name": "sentinel_history", "arguments": {}}',
         [("sentinel_history", {})],
     ),
 ]
@@ -161,3 +162,9 @@ def test_nothing_is_recovered_when_no_tools_were_offered() -> None:
 def test_recovery_is_pure() -> None:
     """The recovery module imports no I/O library."""
     assert set() == imported_roots(PACKAGE / "callbacks/backends/recovery.py") & IO_LIBRARIES
+
+
+def test_absurdly_deep_nesting_is_not_an_error() -> None:
+    """Text nested deeper than the JSON decoder can go is simply not a call."""
+    reply = ModelReply(text="[" * 5000)
+    assert reply == recover_tool_calls(reply, NAMES)

@@ -105,3 +105,20 @@ async def show_callback(request: web.Request) -> web.Response:
             "deliveries": [d.model_dump(mode="json", by_alias=True) for d in deliveries],
         }
     )
+
+
+@routes.get("/api/v1/sessions/{key}")
+async def show_session(request: web.Request) -> web.Response:
+    """A hook session's transcript (every callback of the session, in order)."""
+    service = service_of(request)
+    key = request.match_info["key"]
+    limit = _limit(request) if "limit" in request.query else 500
+    after = request.query.get("afterSeq", "0")
+    if not after.isdigit():
+        raise ApiError(400, "invalid_after", f"afterSeq must be a non-negative integer, got {after!r}")
+    entries = await service.store.get_transcript(key, after_seq=int(after), limit=limit)
+    if not entries and int(after) == 0:
+        raise ApiError(404, "not_found", f"session {key!r} has no transcript")
+    return web.json_response(
+        {"sessionKey": key, "transcript": [e.model_dump(mode="json", by_alias=True) for e in entries]}
+    )

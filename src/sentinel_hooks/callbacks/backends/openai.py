@@ -68,10 +68,13 @@ class OpenAIBackend:
             raise ModelError(f"{self._where()}: the reply has no choices", retryable=True)
         message = completion.choices[0].message
         calls = [
-            ToolCall(id=call.id or f"call-{n}", name=call.function.name, arguments=parse_arguments(raw))
+            ToolCall(
+                id=call.id or f"call-{n}",  # some local servers send no id
+                name=call.function.name,
+                arguments=parse_arguments(cast(object, call.function.arguments)),
+            )
             for n, call in enumerate(message.tool_calls or [], start=1)
             if call.type == "function"
-            for raw in [cast(object, call.function.arguments)]
         ]
         usage: dict[str, int] = {}
         if completion.usage is not None:

@@ -26,6 +26,7 @@ ARGUMENT_KEYS = ("arguments", "args", "parameters", "params", "input")
 EXTRA_KEYS = frozenset({"type", "id"})
 WRAPPER_KEYS = ("tool_calls", "calls", "tool_call", "function_call")
 RECOVERED_ID = "recovered-{}"
+MAX_DECODE_ATTEMPTS = 1000  # bounds the work on pathological text (``[[[[…``)
 
 _EMPTY_WRAPPERS = re.compile(r"```[A-Za-z]*\s*```|<tool_call>\s*</tool_call>|<tools>\s*</tools>")
 _DECODER = json.JSONDecoder()
@@ -58,13 +59,15 @@ def _scan(text: str, names: frozenset[str]) -> tuple[list[Call], list[tuple[int,
     calls: list[Call] = []
     spans: list[tuple[int, int]] = []
     index = 0
-    while index < len(text):
+    attempts = 0
+    while index < len(text) and attempts < MAX_DECODE_ATTEMPTS:
         if text[index] not in "{[":
             index += 1
             continue
+        attempts += 1
         try:
             value, end = _DECODER.raw_decode(text, index)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
             index += 1
             continue
         found = _calls_in(value, names)

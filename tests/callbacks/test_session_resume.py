@@ -1,0 +1,98 @@
+"""kill -9 in the middle of a hook session: after restart it resumes without repeating a finished tool call."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from sentinel_hooks.testing import FakeOpenAIServer
+from tests.cli.conftest import sentinel_command
+from tests.service.test_process import free_port
+from tests.support import wait_for
+
+pytestmark = pytest.mark.slow
+
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: {port}}}
+hookResponseTimeoutMs: 60000
+notificationPayloadMode: none
+models:
+  local: {{type: openai, baseUrl: "{model}", model: m, timeoutMs: 60000}}
+targets: {{out: {{type: file, path: out.jsonl}}}}
+actionPolicy:
+  rules: [{{id: sh-ok, priority: 1, decision: auto, conditions: [{{path: argv0, op: eq, value: sh}}]}}]
+"""
+
+
+def start(config: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    with (config.parent / "service.log").open("ab") as log:
+        return subprocess.Popen(
+            [*sentinel_command(), "run", "-c", str(config)], stdout=log, stderr=log, env=env
+        )
+
+
+async def get(url: str) -> tuple[int, object]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.json()
+
+
+async def ready(base: str) -> bool:
+    try:
+        return (await get(base + "/readyz"))[0] == 200
+    except OSError:
+        return False
+
+
+async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
+    """The command ran once before the kill; after restart the session continues from its checkpoint."""
+    ran = tmp_path / "ran.txt"
+    port = free_port()
+    async with FakeOpenAIServer() as model:
+        model.reply_tool_call(
+            "sentinel_act", {"action": "run_command", "command": "sh", "args": ["-c", f"echo once >> {ran}"]}
+        )
+        model.hang()
+        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "checked, all fine"})
+        config = tmp_path / "sentinel.yaml"
+        config.write_text(CONFIG.format(port=port, model=model.url))
+        (tmp_path / "watchers").mkdir()
+        (tmp_path / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
+        base = f"http://127.0.0.1:{port}"
+        proc = start(config)
+        try:
+            await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+            async with aiohttp.ClientSession() as session:
+                async with session.post(base + "/hooks/ingest/w", json={"n": 1}) as response:
+                    assert 202 == response.status
+            await wait_for(
+                lambda: len(model.requests) == 2, timeout_s=15, what="the session to wait on the model"
+            )
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+            assert ["once"] == ran.read_text().split()
+
+            proc = start(config)
+            await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+            await wait_for(
+                lambda: (tmp_path / "out.jsonl").exists(), timeout_s=15, what="the notify after resume"
+            )
+            assert ["once"] == ran.read_text().split()
+            [line] = (tmp_path / "out.jsonl").read_text().splitlines()
+            assert ("notify", "checked, all fine") == (json.loads(line)["kind"], json.loads(line)["message"])
+            _, session = await get(base + "/api/v1/sessions/sentinel:hooks:watcher:w")
+            tool_results = [
+                e for e in session["transcript"] if e["entry"].get("message", {}).get("role") == "tool"
+            ]  # type: ignore[index]
+            assert 2 == len(tool_results)  # run_command once, notify once
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=15)
