@@ -25,6 +25,7 @@ PURE = [
     "relay/fallback.py",
     "callbacks/prompt.py",
     "callbacks/policy.py",
+    "callbacks/compaction.py",
 ]
 IO_LIBRARIES = {"aiohttp", "redis", "sqlite3", "apscheduler", "socket", "subprocess", "jinja2"}
 

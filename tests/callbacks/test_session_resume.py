@@ -1,4 +1,4 @@
-"""kill -9 in the middle of a hook session: after restart it resumes without repeating a finished tool call."""
+"""kill -9 in the middle of a hook session: it resumes after restart without repeating a tool call."""
 
 from __future__ import annotations
 
@@ -69,9 +69,11 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
         proc = start(config)
         try:
             await wait_for(lambda: ready(base), timeout_s=15, what="the service")
-            async with aiohttp.ClientSession() as session:
-                async with session.post(base + "/hooks/ingest/w", json={"n": 1}) as response:
-                    assert 202 == response.status
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(base + "/hooks/ingest/w", json={"n": 1}) as r,
+            ):
+                assert 202 == r.status
             await wait_for(
                 lambda: len(model.requests) == 2, timeout_s=15, what="the session to wait on the model"
             )

@@ -289,3 +289,25 @@ async def test_model_down_fails_the_session_and_keeps_the_contract_pending(
     contract = await fire(service, "a", {"n": 1})
     assert "failed" == await finished(service, contract)
     assert "pending" == await state(service, contract)
+
+
+async def test_long_conversations_are_compacted_by_the_model(
+    start: Start, model: FakeOpenAIServer, sink: Sink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the context budget, older turns are summarised by the model; system, envelope and latest turns stay."""
+    from sentinel_hooks.callbacks import compaction
+
+    monkeypatch.setattr(compaction, "CONTEXT_CHARS", 2000)
+    for _ in range(4):
+        model.reply_tool_call("sentinel_history", {"limit": 5})
+    model.reply_text("SUMMARY: four history checks, all quiet")
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "all quiet"})
+    service = await start()
+    contract = await fire(service, "a", {"n": 1})
+    assert "done" == await finished(service, contract)
+    assert compaction.SUMMARY_PROMPT == model.requests[4]["messages"][0]["content"]
+    after = model.requests[5]["messages"]
+    assert ["system", "user", "user"] == [m["role"] for m in after[:3]]
+    assert "SUMMARY: four history checks" in after[2]["content"]
+    assert len(after) < len(model.requests[3]["messages"]) + 2
+    assert ["all quiet"] == [b["message"] for b in sink.bodies("notify")]

@@ -19,6 +19,7 @@ from typing import Any
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from sentinel_hooks.callbacks import compaction
 from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
@@ -152,13 +153,29 @@ class SessionRunner:
             return (backend if isinstance(backend, ScriptedBackend) else self._scripted).for_callback(plan)
         return backend
 
-    async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
+    async def _entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
+        """This callback's messages as ``(seq, message)``, compactions applied."""
         entries = await self._deps.store.get_transcript(contract.session_key)
-        return [
-            e.entry["message"]
-            for e in entries
-            if e.entry.get("callbackId") == contract.callback_id and e.entry.get("kind") == "message"
-        ]
+        mine = [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
+        return compaction.apply(mine)
+
+    async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
+        return [message for _, message in await self._entries(contract)]
+
+    async def _compact(
+        self, contract: Contract, backend: ModelBackend, messages: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Summarise older turns when the conversation outgrows the context budget."""
+        if compaction.size(messages) <= compaction.CONTEXT_CHARS or isinstance(backend, ScriptedBackend):
+            return messages
+        found = compaction.split_for_compaction(await self._entries(contract))
+        if found is None:
+            return messages
+        seqs, middle = found
+        reply = await self._complete(backend, compaction.summary_request(middle), [])
+        summary = compaction.summary_message(reply.text or "(no summary)")
+        await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+        return await self._messages(contract)
 
     async def _loop(
         self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
@@ -177,6 +194,7 @@ class SessionRunner:
             if turns >= backend.max_turns:
                 await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
                 break
+            messages[:] = await self._compact(contract, backend, messages)
             reply = await self._complete(backend, messages, tools)
             turns += 1
             message = reply.to_message()

@@ -193,3 +193,12 @@ async def test_exhausted_script_answers_done(
     """With nothing scripted the fake server answers plain text "done"."""
     reply = await make_openai().complete(HELLO, TOOLS)
     assert "done" == reply.text
+
+
+async def test_several_tool_calls_keep_their_order(
+    openai_server: FakeOpenAIServer, make_openai: MakeOpenAI
+) -> None:
+    """Parallel tool calls in one reply come back in the server's order."""
+    openai_server.reply_tool_calls([("sentinel_history", {"limit": 5}), ("sentinel_act", NOTIFY)])
+    reply = await make_openai().complete(HELLO, TOOLS)
+    assert ["sentinel_history", "sentinel_act"] == [call.name for call in reply.tool_calls]

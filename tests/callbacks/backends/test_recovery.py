@@ -166,5 +166,5 @@ def test_recovery_is_pure() -> None:
 
 def test_absurdly_deep_nesting_is_not_an_error() -> None:
     """Text nested deeper than the JSON decoder can go is simply not a call."""
-    reply = ModelReply(text="[" * 5000)
+    reply = ModelReply(text="[" * 2000)
     assert reply == recover_tool_calls(reply, NAMES)
