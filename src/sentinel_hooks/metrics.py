@@ -42,6 +42,32 @@ class Metrics:
             registry=r,
         )
         self.watchers = Gauge("sentinel_watchers", "Watchers by status state", ["state"], registry=r)
+        self.contracts = Counter(
+            "sentinel_contracts",
+            "Response contracts by state (created pending or deduped, then settled)",
+            ["state"],
+            registry=r,
+        )
+        self.fallback_lateness = Histogram(
+            "sentinel_fallback_lateness_seconds",
+            "Fallback settled minus its deadline",
+            buckets=LAG_BUCKETS,
+            registry=r,
+        )
+        self.sessions = Counter("sentinel_sessions", "Hook sessions ended, by status", ["status"], registry=r)
+        self.sessions_running = Gauge("sentinel_sessions_running", "Hook sessions running now", registry=r)
+        self.tool_calls = Counter(
+            "sentinel_tool_calls", "Tool calls by tool and decision", ["tool", "decision"], registry=r
+        )
+        self.deliveries = Counter(
+            "sentinel_deliveries",
+            "Delivery attempts by target and outcome",
+            ["target", "outcome"],
+            registry=r,
+        )
+        self.inbox_open = Gauge(
+            "sentinel_inbox_open_items", "Open inbox items, by kind", ["kind"], registry=r
+        )
         self.reconnects = Counter(
             "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
         )

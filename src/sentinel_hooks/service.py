@@ -31,6 +31,7 @@ from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.notices import Notices
 from sentinel_hooks.delivery.target import TargetContext, create_targets
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
+from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
@@ -58,6 +59,13 @@ class Service:
         self.redactor = config.redactor
         self.metrics = Metrics()
         service = config.service
+        events_file = service.telemetry.events_file
+        self.events = Events(
+            metrics=self.metrics,
+            clock=self.clock,
+            redactor=self.redactor,
+            events_file=config.base_dir / events_file if events_file else None,
+        )
         self.store = open_store(service.store, base_dir=config.base_dir)
         self.inbox = Inbox(self.store, self.clock)
         self.http = SafeHttp(
@@ -78,8 +86,9 @@ class Service:
             spec=service.delivery,
             dead_letter=self._dead_letter,
             lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
+            events=self.events,
         )
-        self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher)
+        self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
         self.notices = Notices(
             dispatcher=self.dispatcher,
             relay=self.relay,
@@ -98,6 +107,7 @@ class Service:
             work_dir=config.base_dir / ".sentinel" / "commands",
             skills=config.skills,
             watcher=self._watcher_spec,
+            events=self.events,
         )
         self.intake = CallbackIntake(
             store=self.store,
@@ -105,6 +115,7 @@ class Service:
             service=service,
             sink=sink or self.sessions,
             on_accepted=self.notices.accepted,
+            events=self.events,
         )
         self.pipeline = FiringPipeline(
             store=self.store,
@@ -114,6 +125,7 @@ class Service:
             base_dir=config.base_dir,
             redactor=self.redactor,
             on_resolved=self.notices.resolved,
+            events=self.events,
         )
         context = StrategyContext(
             http=self.http,
@@ -142,6 +154,7 @@ class Service:
         """Open the store, start the watchers and the API; raise SentinelError with the reason."""
         await self.store.open()
         await self.store.ping()
+        self.events.open()
         await self.http.start()
         self.dispatcher.start()
         self.relay.start()
@@ -184,6 +197,7 @@ class Service:
             self.scheduler.shutdown(wait=False)
         await self.http.close()
         await self.store.close()
+        self.events.close()
 
     async def reload(self) -> ReloadReport | None:
         """Re-read the watcher files; keep the last good version when they are invalid."""
@@ -264,12 +278,24 @@ class Service:
     def watcher_count(self) -> int:
         return sum(1 for _ in self.manager.runners())
 
-    def refresh_gauges(self) -> None:
+    async def refresh_gauges(self) -> None:
+        """Gauges computed at scrape time: watchers by state, open inbox items by kind."""
         counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
         for runner in self.manager.runners():
             counts[self.manager.status(runner)["state"]] += 1
         for state, count in counts.items():
             self.metrics.watchers.labels(state).set(count)
+        open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
+        cursor: str | None = None
+        for _ in range(100):  # at most 50,000 open items are counted per scrape
+            page = await self.store.list_inbox(status="open", limit=500, cursor=cursor)
+            for item in page.items:
+                open_items[item.kind] = open_items.get(item.kind, 0) + 1
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        for kind, count in open_items.items():
+            self.metrics.inbox_open.labels(kind).set(count)
 
 
 def _url_host(host: str) -> str:

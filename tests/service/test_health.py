@@ -47,3 +47,43 @@ async def test_metrics_parse_and_count_polls_and_fires(start_service: Starter, e
     assert samples[("sentinel_poll_lag_seconds_count", ())] >= 2
     assert ("sentinel_watcher_poll_lag_seconds", (("watcher", "probe"),)) in samples
     assert 1 == samples[("sentinel_watchers", (("state", "ok"),))]
+
+
+FAMILIES = {
+    "sentinel_polls",
+    "sentinel_poll_errors",
+    "sentinel_fires",
+    "sentinel_poll_lag_seconds",
+    "sentinel_watcher_poll_lag_seconds",
+    "sentinel_sessions",
+    "sentinel_sessions_running",
+    "sentinel_tool_calls",
+    "sentinel_contracts",
+    "sentinel_fallback_lateness_seconds",
+    "sentinel_deliveries",
+    "sentinel_inbox_open_items",
+    "sentinel_watchers",
+}
+
+
+async def test_every_metric_family_and_the_telemetry_file(
+    start_service: Starter, endpoint: Endpoint, tmp_path: object
+) -> None:
+    """After a fire handled by the scripted model: every family is exported and telemetry has one line per event."""
+    from pathlib import Path
+
+    extra = "telemetry: {eventsFile: events.jsonl}\nmodels: {rules: {type: scripted}}"
+    watcher = POLLED.format(url=endpoint.url()) + ""
+    service = await start_service(watchers={"p.yaml": watcher}, extra=extra)
+    await wait_for(lambda: service.sessions.queue.finished, what="the scripted session")
+    await wait_for(
+        lambda: service.metrics.deliveries.labels("console", "delivered")._value.get() >= 1, what="delivery"
+    )
+    status, text = await get(service.url + "/metrics")
+    families = {family.name for family in text_string_to_metric_families(text)}
+    assert FAMILIES <= families
+    lines = (Path(str(tmp_path)) / "events.jsonl").read_text().splitlines()
+    import json
+
+    kinds = {json.loads(line)["event"] for line in lines}
+    assert {"evaluation", "fire", "tool_call", "session", "delivery", "contract"} <= kinds

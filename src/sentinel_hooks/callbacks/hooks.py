@@ -20,6 +20,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
@@ -43,6 +44,7 @@ class HookSessions:
         work_dir: Path,
         skills: Mapping[str, Skill],
         watcher: Callable[[str], AnyWatcher | None],
+        events: Events | None = None,
     ) -> None:
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
@@ -62,9 +64,12 @@ class HookSessions:
                 watcher=watcher,
                 skills=skills,
                 redactor=redactor,
+                events=events,
             )
         )
-        self.queue = SessionQueue(self.runner, store=store, concurrency=service.hook_concurrency)
+        self.queue = SessionQueue(
+            self.runner, store=store, concurrency=service.hook_concurrency, events=events
+        )
         self.approvals = ApprovalResumer(
             store=store,
             clock=clock,

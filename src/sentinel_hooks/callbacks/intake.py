@@ -16,6 +16,7 @@ from typing import Protocol
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Trigger
 
@@ -85,12 +86,14 @@ class CallbackIntake:
         service: ServiceConfig,
         sink: CallbackSink,
         on_accepted: AcceptHook | None = None,
+        events: Events | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
         self._service = service
         self._sink = sink
         self._on_accepted = on_accepted
+        self._events = events
 
     async def accept(
         self,
@@ -130,6 +133,10 @@ class CallbackIntake:
         if not await self._store.create_contract(contract, envelope.to_json()):
             existing = await self._store.get_contract(envelope.callback_id)
             return existing if existing is not None else contract
+        if self._events is not None:
+            self._events.fire(
+                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
+            )
         if fresh:
             if self._on_accepted is not None:
                 line = f"{envelope.watcher.event_name} fired on {envelope.watcher.id}"

@@ -31,6 +31,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.delivery.dispatch import Dispatcher
+from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
@@ -62,6 +63,7 @@ class SessionDeps:
     watcher: Callable[[str], AnyWatcher | None]
     skills: Mapping[str, Skill]
     redactor: Redactor
+    events: Events | None = None
 
 
 def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:
@@ -121,6 +123,7 @@ class SessionRunner:
             service=deps.service,
             commands=deps.gate,
             skill_id=envelope.watcher.skill_id,
+            events=deps.events,
         )
         messages = await self._messages(contract)
         if not messages:
@@ -224,6 +227,7 @@ class SessionRunner:
             try:
                 result = await box.execute(call, history=history)
             except Paused as paused:
+                self._tool_event(contract, call.name, "needs_approval", ok=False)
                 await self.append(
                     contract,
                     {
@@ -236,6 +240,9 @@ class SessionRunner:
                 )
                 await self._progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
                 return True
+            policy = result.get("policy") if isinstance(result.get("policy"), dict) else None
+            decision = str(policy["decision"]) if policy else ("ok" if result.get("ok") else "error")
+            self._tool_event(contract, call.name, decision, ok=bool(result.get("ok")))
             message = {
                 "role": "tool",
                 "toolCallId": call.id,
@@ -245,6 +252,10 @@ class SessionRunner:
             await self.append(contract, {"kind": "message", "message": message})
             messages.append(message)
         return False
+
+    def _tool_event(self, contract: Contract, tool: str, decision: str, *, ok: bool) -> None:
+        if self._deps.events is not None:
+            self._deps.events.tool_call(contract.callback_id, tool, decision=decision, ok=ok)
 
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
@@ -297,7 +308,10 @@ def _command_history(messages: list[dict[str, Any]]) -> list[str]:
 class SessionQueue:
     """The hook-session queue: ordered per session key, parallel across keys (CallbackSink)."""
 
-    def __init__(self, runner: SessionRunner, *, store: Store, concurrency: int) -> None:
+    def __init__(
+        self, runner: SessionRunner, *, store: Store, concurrency: int, events: Events | None = None
+    ) -> None:
+        self._events = events
         self._runner = runner
         self._store = store
         self._limit = asyncio.Semaphore(concurrency)
@@ -321,11 +335,20 @@ class SessionQueue:
             while queue:
                 contract = queue.popleft()
                 async with self._limit:
+                    running = self._events.metrics.sessions_running if self._events else None
+                    if running is not None:
+                        running.inc()
                     try:
-                        self.finished[contract.callback_id] = await self._runner.run(contract)
+                        status = await self._runner.run(contract)
                     except Exception:  # one broken session must not stop the others; the relay covers it
                         log.exception("session for %s crashed", contract.callback_id)
-                        self.finished[contract.callback_id] = "crashed"
+                        status = "crashed"
+                    finally:
+                        if running is not None:
+                            running.dec()
+                    self.finished[contract.callback_id] = status
+                    if self._events is not None:
+                        self._events.session(contract.callback_id, status)
         finally:
             self._workers.pop(key, None)
             if not queue:

@@ -21,6 +21,7 @@ from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.store.base import Store
@@ -147,6 +148,7 @@ class ToolBox:
     service: ServiceConfig
     commands: CommandGate
     skill_id: str | None = None
+    events: Events | None = None
 
     @property
     def offered(self) -> list[str]:
@@ -226,6 +228,8 @@ class ToolBox:
                 "error": "no target accepted the message yet; it is being retried",
             }
         fulfilled = await self.store.settle_contract(self.contract.callback_id, "fulfilled", at=now)
+        if fulfilled and self.events is not None:
+            self.events.settled(self.contract.callback_id, "fulfilled")
         current = await self.store.get_contract(self.contract.callback_id)
         return {
             "ok": True,

@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.delivery.target import DeliveryError, Message, Target
+from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Delivery, DeliveryKind
 
@@ -56,7 +57,9 @@ class Dispatcher:
         dead_letter: DeadLetter,
         lease_ms: int = 20_000,
         rng: random.Random | None = None,
+        events: Events | None = None,
     ) -> None:
+        self._events = events
         self._store = store
         self._clock = clock
         self._targets = targets
@@ -159,7 +162,14 @@ class Dispatcher:
         await self._store.update_delivery(
             delivery.key, state="delivered", attempts=attempts, next_attempt_at=now, last_error=None, at=now
         )
+        self._report(delivery, "delivered", attempts, None)
         return True
+
+    def _report(self, delivery: Delivery, outcome: str, attempts: int, error: str | None) -> None:
+        if self._events is not None:
+            self._events.delivery(
+                delivery.key, delivery.target, delivery.kind, outcome=outcome, attempts=attempts, error=error
+            )
 
     async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:
         now = self._clock.now()
@@ -169,6 +179,7 @@ class Dispatcher:
         within = elapsed + delay <= timedelta(milliseconds=self._spec.max_elapsed_ms)
         if exc.retryable and attempts < self._spec.max_attempts and within:
             log.warning("delivery %s failed (attempt %d): %s", delivery.key, attempts, error)
+            self._report(delivery, "retry", attempts, error)
             await self._store.update_delivery(
                 delivery.key,
                 state="pending",
@@ -206,3 +217,4 @@ class Dispatcher:
         await self._store.update_delivery(
             delivery.key, state="failed", attempts=attempts, next_attempt_at=now, last_error=error, at=now
         )
+        self._report(delivery, "failed", attempts, error)

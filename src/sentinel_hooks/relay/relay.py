@@ -23,6 +23,7 @@ from typing import Any
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import fallback_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
@@ -52,7 +53,10 @@ def delivery_targets(envelope: dict[str, Any], contract: Contract) -> list[str]:
 class Relay:
     """Settles overdue contracts: the fallback (mode concise) or ``expired`` (mode none)."""
 
-    def __init__(self, *, store: Store, clock: Clock, dispatcher: Dispatcher) -> None:
+    def __init__(
+        self, *, store: Store, clock: Clock, dispatcher: Dispatcher, events: Events | None = None
+    ) -> None:
+        self._events = events
         self._store = store
         self._clock = clock
         self._dispatcher = dispatcher
@@ -110,7 +114,8 @@ class Relay:
         envelope = await self._store.get_envelope(contract.callback_id) or {}
         delivery = envelope.get("delivery", {})
         if delivery.get("fallbackMode", "concise") == "none":
-            await self._store.settle_contract(contract.callback_id, "expired", at=now)
+            if await self._store.settle_contract(contract.callback_id, "expired", at=now) and self._events:
+                self._events.settled(contract.callback_id, "expired", deadline=contract.deadline, at=now)
             return
         text = fallback_text(
             event_name=envelope.get("watcher", {}).get("eventName", contract.watcher_id),
@@ -135,6 +140,10 @@ class Relay:
             contract.callback_id, "fallback_sent", at=now, deliveries=deliveries
         ):
             self.settled += 1
+            if self._events is not None:
+                self._events.settled(
+                    contract.callback_id, "fallback_sent", deadline=contract.deadline, at=now
+                )
             lateness = (now - contract.deadline).total_seconds()
             log.info(
                 "fallback for %s sent %.0f ms after its deadline",

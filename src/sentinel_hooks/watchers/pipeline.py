@@ -25,6 +25,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
 from sentinel_hooks.errors import TemplateError
+from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import fanout_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Observation
@@ -71,6 +72,7 @@ class FiringPipeline:
         base_dir: Path,
         redactor: Redactor,
         on_resolved: ResolvedHook | None = None,
+        events: Events | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -79,6 +81,7 @@ class FiringPipeline:
         self._base_dir = base_dir
         self._redactor = redactor
         self._on_resolved = on_resolved or _no_resolved_hook
+        self._events = events
 
     async def observe(self, watcher: AnyWatcher, observed: Observed, state: WatcherState) -> Outcome:
         """Process one observation; returns the new state (not yet persisted) and any contract."""
@@ -108,6 +111,8 @@ class FiringPipeline:
         if decision.resolved and decision.resolved_after_s is not None:
             message = resolved_message(watcher.event_name, watcher.id, decision.resolved_after_s)
             await self._on_resolved(watcher, message)
+        if self._events is not None:
+            self._events.evaluation(watcher.id, matched=matched, fired=decision.fire, trigger=None)
         if not decision.fire:
             return Outcome(state)
         return await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)

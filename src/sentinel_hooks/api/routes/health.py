@@ -34,7 +34,7 @@ async def readyz(request: web.Request) -> web.Response:
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text format."""
     service = service_of(request)
-    service.refresh_gauges()
+    await service.refresh_gauges()
     response = web.Response(body=service.metrics.render())
     response.content_type = "text/plain"
     response.headers["Content-Type"] = service.metrics.content_type

@@ -1,0 +1,103 @@
+"""What happened, for people who run Sentinel: Prometheus metrics and the optional JSONL telemetry file.
+
+Components report through ``Events`` (one per service): an evaluation, a fire, a settled
+contract, a tool call, a session's end, a delivery attempt. Each updates the metrics and, when
+``telemetry.eventsFile`` is set, appends one JSON line (secrets redacted) to that file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class Events:
+    """The service's metrics and telemetry, fed by every component."""
+
+    def __init__(
+        self,
+        *,
+        metrics: Metrics,
+        clock: Clock,
+        redactor: Redactor | None = None,
+        events_file: Path | None = None,
+    ) -> None:
+        self.metrics = metrics
+        self._clock = clock
+        self._redactor = redactor or Redactor()
+        self._path = events_file
+        self._file: IO[str] | None = None
+
+    def open(self) -> None:
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self._path.open("a", encoding="utf-8", buffering=1)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def _write(self, event: str, fields: dict[str, Any]) -> None:
+        if self._file is None:
+            return
+        line = {"at": iso(self._clock.now()), "event": event, **fields}
+        try:
+            self._file.write(json.dumps(self._redactor.data(line), ensure_ascii=False, default=str) + "\n")
+        except (OSError, ValueError) as exc:  # telemetry must never break the service
+            log.warning("telemetry file %s: %s", self._path, exc)
+
+    def evaluation(self, watcher_id: str, *, matched: bool, fired: bool, trigger: str | None) -> None:
+        self._write(
+            "evaluation", {"watcherId": watcher_id, "matched": matched, "fired": fired, "trigger": trigger}
+        )
+
+    def fire(self, watcher_id: str, callback_id: str, *, state: str, kind: str) -> None:
+        self.metrics.contracts.labels(state).inc()
+        self._write(
+            "fire", {"watcherId": watcher_id, "callbackId": callback_id, "state": state, "trigger": kind}
+        )
+
+    def settled(
+        self, callback_id: str, state: str, *, deadline: datetime | None = None, at: datetime | None = None
+    ) -> None:
+        self.metrics.contracts.labels(state).inc()
+        fields: dict[str, Any] = {"callbackId": callback_id, "state": state}
+        if deadline is not None and at is not None and state in ("fallback_sent", "expired"):
+            lateness = max(0.0, (at - deadline).total_seconds())
+            self.metrics.fallback_lateness.observe(lateness)
+            fields["latenessMs"] = round(lateness * 1000, 1)
+        self._write("contract", fields)
+
+    def tool_call(self, callback_id: str, tool: str, *, decision: str, ok: bool) -> None:
+        self.metrics.tool_calls.labels(tool, decision).inc()
+        self._write("tool_call", {"callbackId": callback_id, "tool": tool, "decision": decision, "ok": ok})
+
+    def session(self, callback_id: str, status: str) -> None:
+        self.metrics.sessions.labels(status).inc()
+        self._write("session", {"callbackId": callback_id, "status": status})
+
+    def delivery(
+        self, key: str, target: str, kind: str, *, outcome: str, attempts: int, error: str | None
+    ) -> None:
+        self.metrics.deliveries.labels(target, outcome).inc()
+        self._write(
+            "delivery",
+            {
+                "key": key,
+                "target": target,
+                "kind": kind,
+                "outcome": outcome,
+                "attempts": attempts,
+                "error": error,
+            },
+        )
