@@ -31,7 +31,7 @@ def test_head_and_latest_turns_are_kept() -> None:
 
 def test_kept_tail_never_starts_with_a_tool_result() -> None:
     """A tool result stays with the assistant message that asked for it."""
-    messages = conversation(4) + [(11, {"role": "assistant", "content": "x"})]
+    messages = [*conversation(4), (11, {"role": "assistant", "content": "x"})]
     seqs, _ = compaction.split_for_compaction(messages) or ([], [])
     assert [3, 4] == seqs
 

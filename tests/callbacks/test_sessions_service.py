@@ -294,7 +294,7 @@ async def test_model_down_fails_the_session_and_keeps_the_contract_pending(
 async def test_long_conversations_are_compacted_by_the_model(
     start: Start, model: FakeOpenAIServer, sink: Sink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Past the context budget, older turns are summarised by the model; system, envelope and latest turns stay."""
+    """Past the context budget the model summarises older turns; system, envelope and latest turns stay."""
     from sentinel_hooks.callbacks import compaction
 
     monkeypatch.setattr(compaction, "CONTEXT_CHARS", 2000)

@@ -69,7 +69,7 @@ FAMILIES = {
 async def test_every_metric_family_and_the_telemetry_file(
     start_service: Starter, endpoint: Endpoint, tmp_path: object
 ) -> None:
-    """After a fire handled by the scripted model: every family is exported and telemetry has one line per event."""
+    """After a scripted fire: every metric family is exported and telemetry has a line per event."""
     from pathlib import Path
 
     extra = "telemetry: {eventsFile: events.jsonl}\nmodels: {rules: {type: scripted}}"
@@ -79,7 +79,7 @@ async def test_every_metric_family_and_the_telemetry_file(
     await wait_for(
         lambda: service.metrics.deliveries.labels("console", "delivered")._value.get() >= 1, what="delivery"
     )
-    status, text = await get(service.url + "/metrics")
+    _, text = await get(service.url + "/metrics")
     families = {family.name for family in text_string_to_metric_families(text)}
     assert FAMILIES <= families
     lines = (Path(str(tmp_path)) / "events.jsonl").read_text().splitlines()
