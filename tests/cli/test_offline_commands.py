@@ -191,3 +191,15 @@ def test_schema_envelope(sentinel: Runner) -> None:
     result = sentinel("schema", "--envelope")
     assert 0 == result.code
     assert "callbackId" in result.json()["properties"]
+
+
+def test_init_with_slack_adds_the_target(sentinel: Runner, tmp_path: Path) -> None:
+    """`sentinel init --slack` switches the Slack target on, reading the URL from $SLACK_WEBHOOK_URL."""
+    assert 0 == sentinel("init", "demo", "--slack").code
+    config = (tmp_path / "demo" / "sentinel.yaml").read_text()
+    assert '  oncall: {type: slack, webhookUrl: "${env:SLACK_WEBHOOK_URL}"}' in config
+    env = {"SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T0/B0/abc"}
+    assert 0 == sentinel("validate", "-c", "demo/sentinel.yaml", env=env).code
+    missing = sentinel("validate", "-c", "demo/sentinel.yaml")
+    assert 1 == missing.code
+    assert "SLACK_WEBHOOK_URL is not set" in missing.err

@@ -41,9 +41,12 @@ def json_flag(function: Any) -> Any:
 @app.command()
 @click.argument("directory", type=click.Path(path_type=Path), default=Path("."))
 @click.option("--force", is_flag=True, help="overwrite existing files")
-def init(directory: Path, force: bool) -> None:
+@click.option(
+    "--slack", is_flag=True, help="also deliver to Slack (incoming webhook URL from $SLACK_WEBHOOK_URL)"
+)
+def init(directory: Path, force: bool, slack: bool) -> None:
     """Write a working example project (config, watchers, a skill) into DIRECTORY."""
-    written = write_example(directory, force=force)
+    written = write_example(directory, force=force, slack=slack)
     console = stdout_console()
     for path in written:
         console.print(f"wrote {path}")

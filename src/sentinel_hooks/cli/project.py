@@ -29,9 +29,23 @@ def example_files() -> list[tuple[Path, str]]:
     return [(path, item.read_text(encoding="utf-8")) for path, item in _files(root)]
 
 
-def write_example(directory: Path, *, force: bool = False) -> list[Path]:
+SLACK_EDITS = (
+    ("  # - hooks.slack.com", "  - hooks.slack.com"),
+    ("  # oncall: {type: slack", "  oncall: {type: slack"),
+    ("deliveryTargets: [console, log]", "deliveryTargets: [console, log, oncall]"),
+)
+
+
+def with_slack(text: str) -> str:
+    """The example text with the Slack target switched on (webhook URL from $SLACK_WEBHOOK_URL)."""
+    for before, after in SLACK_EDITS:
+        text = text.replace(before, after)
+    return text
+
+
+def write_example(directory: Path, *, force: bool = False, slack: bool = False) -> list[Path]:
     """Write the example into ``directory``; refuse to overwrite files unless ``force``."""
-    files = example_files()
+    files = [(rel, with_slack(text) if slack else text) for rel, text in example_files()]
     existing = [directory / rel for rel, _ in files if (directory / rel).exists()]
     if existing and not force:
         shown = ", ".join(str(p) for p in existing[:3]) + (" …" if len(existing) > 3 else "")
