@@ -75,31 +75,31 @@ class RedisStore:
 
     async def ping(self) -> None:
         """PING the server."""
-        with self._db.translated("ping"):
+        async with self._db.translated("ping"):
             await self._db.client.ping()
 
     # -- watcher runtime state ---------------------------------------------------------------
 
     async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
         """See ``Store.get_watcher_state``."""
-        with self._db.translated("get watcher state"):
+        async with self._db.translated("get watcher state"):
             text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
         return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
 
     async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
         """See ``Store.put_watcher_state``."""
         text = codec.dumps(state, what=f"state of {watcher_id!r}")
-        with self._db.translated("put watcher state"):
+        async with self._db.translated("put watcher state"):
             await self._db.client.hset(self.keys.watcher_states, watcher_id, text)
 
     async def delete_watcher_state(self, watcher_id: str) -> None:
         """See ``Store.delete_watcher_state``."""
-        with self._db.translated("delete watcher state"):
+        async with self._db.translated("delete watcher state"):
             await self._db.client.hdel(self.keys.watcher_states, watcher_id)
 
     async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states``."""
-        with self._db.translated("list watcher states"):
+        async with self._db.translated("list watcher states"):
             found = await self._db.client.hgetall(self.keys.watcher_states)
         return {
             as_text(wid): codec.loads_dict(as_text(text), what="watcher state") for wid, text in found.items()
@@ -111,15 +111,17 @@ class RedisStore:
         """See ``Store.record_observation``."""
         key, doc = self.keys.observations(watcher_id), codec.dump_record(obs)
         keep = check_positive(keep, "keep")
-        with self._db.translated("record observation"):
-            async with self._db.client.pipeline(transaction=True) as pipe:
-                pipe.lpush(key, doc)
-                pipe.ltrim(key, 0, keep - 1)
-                await pipe.execute()
+        async with (
+            self._db.translated("record observation"),
+            self._db.client.pipeline(transaction=True) as pipe,
+        ):
+            pipe.lpush(key, doc)
+            pipe.ltrim(key, 0, keep - 1)
+            await pipe.execute()
 
     async def last_observation(self, watcher_id: str) -> Observation | None:
         """See ``Store.last_observation``."""
-        with self._db.translated("last observation"):
+        async with self._db.translated("last observation"):
             text = await self._db.client.lindex(self.keys.observations(watcher_id), 0)
         return None if text is None else codec.load_record(Observation, as_text(text))
 
@@ -129,7 +131,7 @@ class RedisStore:
         """See ``Store.observations``."""
         since = None if since is None else utc_ms(since)
         end = check_positive(limit) - 1 if since is None else -1
-        with self._db.translated("observations"):
+        async with self._db.translated("observations"):
             texts = await self._db.client.lrange(self.keys.observations(watcher_id), 0, end)
         found = [codec.load_record(Observation, as_text(t)) for t in texts]
         return [o for o in found if since is None or o.at >= since][:limit]
@@ -146,13 +148,13 @@ class RedisStore:
         return await self._doc("get contract", Contract, self.keys.contract(callback_id))
 
     async def _doc(self, what: str, model: type[R], key: str) -> R | None:
-        with self._db.translated(what):
+        async with self._db.translated(what):
             text = await self._db.client.hget(key, "doc")
         return None if text is None else codec.load_record(model, as_text(text))
 
     async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
         """See ``Store.get_envelope``."""
-        with self._db.translated("get envelope"):
+        async with self._db.translated("get envelope"):
             text = await self._db.client.hget(self.keys.contract(callback_id), "envelope")
         return None if text is None else codec.loads_dict(as_text(text), what="envelope")
 
@@ -201,7 +203,7 @@ class RedisStore:
         """See ``Store.settle_contract``."""
         check_settled_state(state)
         k = self.keys
-        with self._db.translated("settle contract"):
+        async with self._db.translated("settle contract"):
             doc, current = await self._db.client.hmget(k.contract(callback_id), ["doc", "state"])
         if doc is None or current != "pending":
             return False
@@ -235,7 +237,7 @@ class RedisStore:
         texts = _transcript_texts(entries, at)
         if not texts:
             return []
-        with self._db.translated("append transcript"):
+        async with self._db.translated("append transcript"):
             length = await self._db.client.rpush(self.keys.transcript(session_key), *texts)
         start = int(length) - len(texts) + 1
         return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
@@ -246,7 +248,7 @@ class RedisStore:
         """See ``Store.get_transcript``."""
         start = max(after_seq, 0)
         end = -1 if limit is None else start + check_positive(limit) - 1
-        with self._db.translated("get transcript"):
+        async with self._db.translated("get transcript"):
             texts = await self._db.client.lrange(self.keys.transcript(session_key), start, end)
         return [_transcript_entry(start + 1 + i, as_text(t)) for i, t in enumerate(texts)]
 
@@ -255,29 +257,31 @@ class RedisStore:
     ) -> list[TranscriptEntry]:
         """See ``Store.replace_transcript``."""
         texts, key = _transcript_texts(entries, at), self.keys.transcript(session_key)
-        with self._db.translated("replace transcript"):
-            async with self._db.client.pipeline(transaction=True) as pipe:
-                pipe.delete(key)
-                if texts:
-                    pipe.rpush(key, *texts)
-                await pipe.execute()
+        async with (
+            self._db.translated("replace transcript"),
+            self._db.client.pipeline(transaction=True) as pipe,
+        ):
+            pipe.delete(key)
+            if texts:
+                pipe.rpush(key, *texts)
+            await pipe.execute()
         return [_transcript_entry(1 + i, t) for i, t in enumerate(texts)]
 
     async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
         """See ``Store.put_checkpoint``."""
         text = codec.dumps(data, what=f"checkpoint of {session_key!r}")
-        with self._db.translated("put checkpoint"):
+        async with self._db.translated("put checkpoint"):
             await self._db.client.set(self.keys.checkpoint(session_key), text)
 
     async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
         """See ``Store.get_checkpoint``."""
-        with self._db.translated("get checkpoint"):
+        async with self._db.translated("get checkpoint"):
             text = await self._db.client.get(self.keys.checkpoint(session_key))
         return None if text is None else codec.loads_dict(as_text(text), what="checkpoint")
 
     async def delete_checkpoint(self, session_key: str) -> None:
         """See ``Store.delete_checkpoint``."""
-        with self._db.translated("delete checkpoint"):
+        async with self._db.translated("delete checkpoint"):
             await self._db.client.delete(self.keys.checkpoint(session_key))
 
     # -- inbox -------------------------------------------------------------------------------
@@ -316,7 +320,7 @@ class RedisStore:
         """See ``Store.transition_inbox_item`` (optimistic: re-read when another writer won)."""
         k = self.keys
         for _ in range(_CAS_ATTEMPTS):
-            with self._db.translated("transition inbox item"):
+            async with self._db.translated("transition inbox item"):
                 doc, version = await self._db.client.hmget(k.inbox_item(item_id), ["doc", "version"])
             if doc is None or version is None:
                 return None
@@ -335,7 +339,7 @@ class RedisStore:
 
     async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
         """See ``Store.inbox_history``."""
-        with self._db.translated("inbox history"):
+        async with self._db.translated("inbox history"):
             texts = await self._db.client.lrange(self.keys.inbox_history(item_id), 0, -1)
         return [codec.load_record(InboxHistoryEntry, as_text(t)) for t in texts]
 

@@ -8,8 +8,9 @@ messages name the server with any password redacted.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -84,11 +85,22 @@ class RedisConnection:
             raise StoreUnavailable(f"{self.name} is not open; call `await store.open()` first")
         return self._scripts
 
-    @contextmanager
-    def translated(self, what: str) -> Iterator[None]:
-        """Re-raise Redis failures inside the block as Sentinel's store errors."""
+    @asynccontextmanager
+    async def translated(self, what: str) -> AsyncIterator[None]:
+        """Re-raise Redis failures inside the block as Sentinel's store errors, bounded in time.
+
+        The bound is ``asyncio.timeout`` rather than redis-py's ``socket_timeout``: with a
+        socket timeout redis-py wraps reads in ``wait_for``, which on Python 3.11 can swallow
+        a cancellation, so a task stopped at shutdown could hang in its next read.
+        """
         try:
-            yield
+            async with asyncio.timeout(self._timeout_s):
+                yield
+        except TimeoutError as exc:
+            raise StoreUnavailable(
+                f"{self.name}: {what} took longer than {self._timeout_s:g}s; "
+                "check that Redis is running and reachable"
+            ) from exc
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             raise StoreUnavailable(
                 f"{self.name}: {what} failed: {exc}; check that Redis is running and reachable"
@@ -98,7 +110,7 @@ class RedisConnection:
 
     async def run(self, what: str, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         """Run a registered script with translated errors; its raw reply."""
-        with self.translated(what):
+        async with self.translated(what):
             return await script(keys=keys, args=args)
 
     async def start(self) -> None:
@@ -110,13 +122,12 @@ class RedisConnection:
                 self.url,
                 decode_responses=True,
                 socket_connect_timeout=self._timeout_s,
-                socket_timeout=self._timeout_s,
                 retry=Retry(NoBackoff(), 0),  # adapters try once; orchestrators own retries
             )
         except ValueError as exc:
             raise StoreUnavailable(f"{self.name}: invalid URL ({exc})") from exc
         try:
-            with self.translated("connect"):
+            async with self.translated("connect"):
                 await client.ping()
         except StoreError:
             await client.aclose()
@@ -127,5 +138,5 @@ class RedisConnection:
         """Close the connection pool; idempotent."""
         client, self._client, self._scripts = self._client, None, None
         if client is not None:
-            with self.translated("close"):
+            async with self.translated("close"):
                 await client.aclose()
