@@ -2,6 +2,8 @@
 
 ``Service`` wires the parts; ``serve`` runs it until SIGTERM/SIGINT and reloads watcher
 files on SIGHUP (an invalid file is reported and the last good version keeps running).
+With a Redis store the service is one replica of a cluster: ``ClusterOwnership`` decides which
+polled and subscribed watchers this replica runs (docs/scaling.md, "Watcher ownership").
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import signal
 import sys
@@ -23,6 +26,7 @@ from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
+from sentinel_hooks.cluster import ClusterOwnership
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.config.yamlfile import LineMap
@@ -36,7 +40,7 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store import open_store
+from sentinel_hooks.store import RedisStore, open_store
 from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
@@ -52,9 +56,15 @@ class Service:
     """Everything one ``sentinel run`` process runs."""
 
     def __init__(
-        self, config: LoadedConfig, *, clock: Clock | None = None, sink: CallbackSink | None = None
+        self,
+        config: LoadedConfig,
+        *,
+        clock: Clock | None = None,
+        sink: CallbackSink | None = None,
+        state_dir: Path | None = None,
     ) -> None:
         self.config = config
+        self.state_dir = state_dir or default_state_dir(config)
         self.clock = clock or SystemClock()
         self.redactor = config.redactor
         self.metrics = Metrics()
@@ -104,7 +114,7 @@ class Service:
             dispatcher=self.dispatcher,
             inbox=self.inbox,
             redactor=self.redactor,
-            work_dir=config.base_dir / ".sentinel" / "commands",
+            work_dir=self.state_dir / "commands",
             skills=config.skills,
             watcher=self._watcher_spec,
             events=self.events,
@@ -134,6 +144,14 @@ class Service:
             base_dir=config.base_dir,
             redactor=self.redactor,
         )
+        self.cluster: ClusterOwnership | None = None
+        if isinstance(self.store, RedisStore):  # shared state: other replicas may run beside this one
+            self.cluster = ClusterOwnership(
+                self.store.url,
+                key_prefix=self.store.keys.prefix,
+                lease_ms=service.cluster.lease_ms,
+                clock=self.clock,
+            )
         self.manager = WatcherManager(
             RunnerDeps(
                 store=self.store,
@@ -144,7 +162,8 @@ class Service:
                 scheduler=self.scheduler,
                 redactor=self.redactor,
                 rng=random.Random(),
-            )
+            ),
+            ownership=self.cluster,
         )
         self.ready = False
         self._web: web.AppRunner | None = None
@@ -160,6 +179,8 @@ class Service:
         self.relay.start()
         self.scheduler.start()
         await self.manager.start(self.config.watchers, await self._api_watchers())
+        if self.cluster is not None:
+            await self.cluster.start(self.manager.lease_acquired, self.manager.lease_lost)
         await self.sessions.start()
         await self._start_api()
         self.ready = True
@@ -186,6 +207,8 @@ class Service:
         self.ready = False
         if self._web is not None:
             await self._web.cleanup()
+        if self.cluster is not None:  # this replica's runners stop, then their leases are released
+            await self.cluster.stop()
         await self.manager.stop()
         await self.sessions.stop()
         await self.relay.stop()
@@ -298,6 +321,16 @@ class Service:
             self.metrics.inbox_open.labels(kind).set(count)
 
 
+def default_state_dir(config: LoadedConfig) -> Path:
+    """Where approved commands run: beside the SQLite file, else ``.sentinel`` in the project."""
+    store = config.service.store
+    if store.startswith("sqlite:///"):
+        rest = store[len("sqlite:///") :]
+        path = Path(rest) if rest.startswith("/") else config.base_dir / rest
+        return path.parent
+    return config.base_dir / ".sentinel"
+
+
 def _url_host(host: str) -> str:
     if host in ("0.0.0.0", "::", ""):
         return "127.0.0.1"
@@ -310,7 +343,8 @@ async def serve(config_file: Path) -> int:
     from sentinel_hooks.logs import configure_logging
 
     configure_logging(config.redactor)
-    service = Service(config)
+    state_dir = os.environ.get("SENTINEL_STATE_DIR")
+    service = Service(config, state_dir=Path(state_dir) if state_dir else None)
     try:
         await service.start()
     except BaseException:

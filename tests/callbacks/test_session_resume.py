@@ -75,7 +75,7 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
             ):
                 assert 202 == r.status
             await wait_for(
-                lambda: len(model.requests) == 2, timeout_s=15, what="the session to wait on the model"
+                lambda: len(model.requests) == 2, timeout_s=30, what="the session to wait on the model"
             )
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=10)
@@ -84,7 +84,7 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
             proc = start(config)
             await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
             await wait_for(
-                lambda: (tmp_path / "out.jsonl").exists(), timeout_s=15, what="the notify after resume"
+                lambda: (tmp_path / "out.jsonl").exists(), timeout_s=30, what="the notify after resume"
             )
             assert ["once"] == ran.read_text().split()
             [line] = (tmp_path / "out.jsonl").read_text().splitlines()

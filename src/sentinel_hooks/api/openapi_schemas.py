@@ -1,14 +1,15 @@
-"""The ``components`` of the OpenAPI document: JSON Schemas of every body the API reads or writes.
+"""The building blocks of the OpenAPI document: schemas, parameters, security, operations.
 
 Records, the callback envelope and watcher definitions reuse their pydantic models' JSON
 Schemas (camelCase, ``by_alias``), generated with ``$ref``s that already point into
 ``#/components/schemas/``; the small wrappers the routes build by hand (pages, answers, the
-watcher status, the error shape) are written out here, next to nothing else.
+watcher status, the error shape) are written out here, with the shared parameters and the
+security schemes. :mod:`sentinel_hooks.api.openapi` assembles the paths.
 """
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
@@ -204,3 +205,104 @@ def error_responses() -> dict[str, Schema]:
     """``components/responses``: one error answer per status code, each the Error shape."""
     content = {"application/json": {"schema": ref("Error")}}
     return {name: {"description": about, "content": content} for name, about in ERROR_ANSWERS.values()}
+
+
+SECURITY_SCHEMES: Schema = {
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "`server.apiToken`, needed by /api/*, /hooks/sentinel (and /metrics with "
+        "`server.metricsAuth`) when it is set. Without it only loopback Host names are answered "
+        "(421). /healthz, /readyz, the web page (/, /static/*) need no token; /hooks/ingest uses an "
+        "HMAC instead.",
+    },
+    "ingestSignature": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Sentinel-Signature",
+        "description": "`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook watcher's "
+        "`secret` (header name: its `signatureHeader`); needed only when the watcher has a secret.",
+    },
+}
+
+
+def query(name: str, schema: Schema, about: str) -> Schema:
+    """An optional query parameter."""
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": about}
+
+
+def path_param(name: str, about: str) -> Schema:
+    """A path parameter (always required)."""
+    return {"name": name, "in": "path", "required": True, "schema": STRING, "description": about}
+
+
+def limit(maximum: int, default: int) -> Schema:
+    """The ``limit`` query parameter of a listing."""
+    schema = {"type": "integer", "minimum": 1, "maximum": maximum, "default": default}
+    return query("limit", schema, f"page size, 1 to {maximum}")
+
+
+CURSOR = query("cursor", STRING, "`nextCursor` of the previous page")
+ACTOR = {
+    "name": "X-Sentinel-Actor",
+    "in": "header",
+    "required": False,
+    "schema": {"type": "string", "maxLength": 200},
+    "description": "who acts (recorded on the item and in its history); default `api`",
+}
+
+
+Auth = Literal["bearer", "open", "page", "metrics", "hmac"]
+SECURITY: dict[Auth, list[dict[str, list[str]]]] = {
+    "bearer": [{"bearerAuth": []}],
+    "open": [],
+    "page": [],
+    "metrics": [{}, {"bearerAuth": []}],
+    "hmac": [{}, {"ingestSignature": []}],
+}
+
+
+def answer(status: int, about: str, schema: Schema | None = None, media: str = "application/json") -> Schema:
+    """``{"<status>": response}``, with ``schema`` as the body of type ``media`` when given."""
+    response: Schema = {"description": about}
+    if schema is not None:
+        response["content"] = {media: {"schema": schema}}
+    return {str(status): response}
+
+
+def operation(
+    op_id: str,
+    summary: str,
+    tag: str,
+    answers: Schema,
+    *,
+    auth: Auth = "bearer",
+    body: Schema | None = None,
+    optional_body: bool = False,
+    parameters: tuple[Schema, ...] = (),
+    errors: tuple[int, ...] = (),
+) -> Schema:
+    """One operation; the error answers its auth and body imply are added to ``errors``."""
+    codes = set(errors)
+    if auth != "open":
+        codes.add(421)
+    if auth not in ("open", "page"):
+        codes.add(401)
+    if body is not None:
+        codes |= {400, 413, 415}
+    responses = dict(answers)
+    for code in sorted(codes):
+        responses[str(code)] = {"$ref": RESPONSE_REF.format(name=ERROR_ANSWERS[code][0])}
+    result: Schema = {
+        "operationId": op_id,
+        "summary": summary,
+        "tags": [tag],
+        "security": SECURITY[auth],
+        "responses": responses,
+    }
+    if parameters:
+        result["parameters"] = list(parameters)
+    if body is not None:
+        content = {"application/json": {"schema": body}}
+        result["requestBody"] = {"required": not optional_body, "content": content}
+    return result

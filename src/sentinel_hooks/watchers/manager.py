@@ -3,6 +3,12 @@
 Watchers come from files (reloaded on SIGHUP) and from the API (kept in the store, so they
 survive restarts). The manager owns one runner per watcher id and applies a new set of
 definitions as a diff: added ones start, changed ones restart, removed ones stop.
+
+Cluster mode (an ``Ownership`` is given; the store is Redis): every replica keeps a runner for
+every watcher, but a polled or subscribed watcher's runner runs only on the replica holding its
+lease: the manager tracks it with the ownership, ``lease_acquired`` starts it (with the state the
+previous owner stored) and ``lease_lost`` stops it. Webhook watchers need no lease: any replica
+may ingest what is pushed to it. Without an ownership nothing changes (one process runs all).
 """
 
 from __future__ import annotations
@@ -11,10 +17,11 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import Scheduled
+from sentinel_hooks.config.watcher import Scheduled, WebhookWatcher
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
@@ -24,6 +31,26 @@ from sentinel_hooks.watchers.state import WatcherState, status_json
 log = logging.getLogger(__name__)
 
 API_DEFINITION_PREFIX = "api-definition:"  # watcher ids cannot contain ':' so these never collide
+
+
+class Ownership(Protocol):
+    """Cluster mode: which polled/subscribed watchers this replica may run (``cluster.ClusterOwnership``).
+
+    The service wires the ownership's lease callbacks to ``WatcherManager.lease_acquired`` and
+    ``lease_lost``. ``holds`` raises ``StoreError`` when it cannot tell.
+    """
+
+    def track(self, watcher_id: str) -> int | None:
+        """Consider the watcher for a lease; its fencing token when this replica holds it now."""
+        ...
+
+    async def untrack(self, watcher_id: str) -> None:
+        """The watcher's runner is gone: stop considering it, release its lease if held."""
+        ...
+
+    async def holds(self, watcher_id: str, token: int) -> bool:
+        """The fencing check: does this replica still hold the lease with ``token``?"""
+        ...
 
 
 @dataclass(frozen=True)
@@ -36,8 +63,9 @@ class ReloadReport:
 class WatcherManager:
     """The set of running watchers."""
 
-    def __init__(self, deps: RunnerDeps) -> None:
+    def __init__(self, deps: RunnerDeps, ownership: Ownership | None = None) -> None:
         self._deps = deps
+        self._ownership = ownership
         self._runners: dict[str, WatcherRunner] = {}
         self._api_defined: set[str] = set()
         self._states: dict[str, dict[str, Any]] = {}
@@ -91,6 +119,12 @@ class WatcherManager:
         runner = WatcherRunner(loaded, state, self._deps)
         self._runners[watcher_id] = runner
         spec = loaded.spec
+        if self._ownership is not None and not isinstance(spec, WebhookWatcher):
+            runner.needs_lease = True
+            token = self._ownership.track(watcher_id)
+            if token is None:
+                return runner  # started by lease_acquired, on whichever replica gets the lease
+            runner.fence = partial(self._ownership.holds, watcher_id, token)
         run_missed = initial and _missed(spec, state, self._deps)
         await runner.start(run_missed=run_missed)
         return runner
@@ -99,8 +133,33 @@ class WatcherManager:
         runner = self._runners.pop(watcher_id, None)
         if runner is not None:
             await runner.stop()
+            if self._ownership is not None and runner.needs_lease:
+                await self._ownership.untrack(watcher_id)  # a changed one is tracked again by _add
         if forget:
             self._deps.metrics.forget(watcher_id)
+
+    # -- cluster mode: the ownership's lease callbacks ---------------------------------------------
+
+    async def lease_acquired(self, watcher_id: str, token: int) -> None:
+        """This replica now holds the watcher's lease: start its runner from the stored state."""
+        if self._ownership is None:
+            return
+        async with self._lock:
+            runner = self._runners.get(watcher_id)
+            if runner is None or not runner.needs_lease:
+                return
+            runner.fence = partial(self._ownership.holds, watcher_id, token)
+            if runner.running:
+                return
+            runner.state = WatcherState.from_json(await self._deps.store.get_watcher_state(watcher_id))
+            await runner.start(run_missed=_missed(runner.spec, runner.state, self._deps))
+
+    async def lease_lost(self, watcher_id: str) -> None:
+        """The lease is gone (handed off, expired, taken): drop observations from now on, stop."""
+        runner = self._runners.get(watcher_id)
+        if runner is not None and runner.needs_lease:
+            runner.fence = None
+            await runner.stop()
 
     # -- queries -----------------------------------------------------------------------------
 

@@ -3,6 +3,11 @@
 The runner is the only writer of its watcher's state. Every observation and every manual
 or pushed event goes through one lock, so state updates never interleave; a poll never
 overlaps the previous poll of the same watcher.
+
+Cluster mode (Redis store, several replicas): the manager marks polled and subscribed runners
+``needs_lease`` and gives them a ``fence`` while this replica holds the watcher's lease. Such a
+runner starts only with a fence, and checks it (``_fenced``) before the pipeline acts on an
+observation: a replica that lost the lease (a long pause, a hand-off) drops what it saw.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -24,6 +29,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.errors import SentinelError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.watchers.pipeline import FiringPipeline, Outcome
@@ -40,6 +46,9 @@ from sentinel_hooks.watchers.strategy import (
 )
 
 log = logging.getLogger(__name__)
+
+Fence = Callable[[], Awaitable[bool]]
+"""Cluster mode: True while this replica still holds the watcher's lease (raises when unsure)."""
 
 
 class _Stopping(Exception):
@@ -95,7 +104,10 @@ class WatcherRunner:
         self._busy = False
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
+        self._stopper: asyncio.Task[None] | None = None
         self.running = False
+        self.needs_lease = False  # cluster mode, set by the manager: start only with a fence
+        self.fence: Fence | None = None  # set by the manager while this replica holds the lease
 
     @property
     def spec(self) -> AnyWatcher:
@@ -112,8 +124,11 @@ class WatcherRunner:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self, *, run_missed: bool = False) -> None:
-        """Start polling or subscribing (nothing for webhook watchers, which are pushed to)."""
-        if self.running or not self.enabled:
+        """Start polling or subscribing (nothing for webhook watchers, which are pushed to).
+
+        A runner that ``needs_lease`` does not start without a ``fence`` (another replica runs it).
+        """
+        if self.running or not self.enabled or (self.needs_lease and self.fence is None):
             return
         self._stopping = asyncio.Event()
         self.running = True
@@ -322,6 +337,10 @@ class WatcherRunner:
             if self.state.quiet_fired:
                 await self._event_seen.wait()
                 continue
+            if self.needs_lease and not await self._fenced():
+                with contextlib.suppress(_Stopping):
+                    await self._sleep(1.0)
+                continue
             async with self._lock:
                 outcome = await self._deps.pipeline.quiet(self.spec, self.state)
                 await self._apply(outcome)
@@ -330,11 +349,37 @@ class WatcherRunner:
 
     async def _handle(self, observed: Observed) -> Outcome:
         async with self._lock:
+            if self.needs_lease and not await self._fenced():
+                return Outcome(state=self.state, skipped="lease not held by this replica")
             self.state = self.state.succeeded(observed.at)
             outcome = await self._deps.pipeline.observe(self.spec, observed, self.state)
             await self._apply(outcome)
         self._event_seen.set()
         return outcome
+
+    async def _fenced(self) -> bool:
+        """Cluster mode: may this replica act on what it observed? (the fencing check)
+
+        Not held any more: drop it and stop (the lease keeper notices at its next renewal).
+        Cannot tell (Redis unreachable): drop it and keep running; the keeper decides ownership.
+        """
+        fence = self.fence
+        if fence is None:
+            return False
+        try:
+            held = await fence()
+        except SentinelError as exc:
+            log.warning("watcher %s: observation dropped: %s", self.id, exc, extra={"watcherId": self.id})
+            return False
+        if not held:
+            log.warning(
+                "watcher %s: observation dropped: this replica no longer holds its lease; stopping",
+                self.id,
+                extra={"watcherId": self.id},
+            )
+            self.fence = None
+            self._stopper = asyncio.get_running_loop().create_task(self.stop())
+        return held
 
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (webhook watchers)."""

@@ -1,0 +1,578 @@
+// Sentinel's web page: reads and changes everything through the JSON API (docs/web.md).
+// Data is only ever put into the page with textContent / text nodes, never as HTML.
+"use strict";
+
+(() => {
+  const POLL_MS = 3000;
+  const TOKEN_KEY = "sentinel.apiToken";
+  const INBOX_LIMIT = 100;
+  const CALLBACK_LIMIT = 20;
+  const MAX_TEXT = 4000;
+  const ACTIONS = {
+    ack: { label: "Ack", done: "Acked", route: "inbox" },
+    resolve: { label: "Resolve", done: "Resolved", route: "inbox" },
+    approve: { label: "Approve", done: "Approved", route: "approvals" },
+    deny: { label: "Deny", done: "Denied", route: "approvals" },
+  };
+
+  class Unauthorized extends Error {}
+
+  class ApiFailure extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  const byId = (id) => document.getElementById(id);
+  const state = {
+    timer: null,
+    busy: false,
+    again: false,
+    needsToken: false,
+    seen: null,
+    items: new Map(),
+    watchers: new Map(),
+    domIds: 0,
+  };
+
+  // --- small helpers -------------------------------------------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [name, value] of Object.entries(attrs || {})) {
+      if (value === null || value === undefined || value === false) continue;
+      if (name === "class") node.className = value;
+      else node.setAttribute(name, value === true ? "" : String(value));
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined && child !== false) node.append(child);
+    }
+    return node;
+  }
+
+  function domId(prefix) {
+    state.domIds += 1;
+    return `${prefix}-${state.domIds}`;
+  }
+
+  function duration(ms) {
+    const seconds = Math.max(0, Math.round(ms / 1000));
+    if (seconds < 60) return `${seconds}s`;
+    const minutes = Math.floor(seconds / 60);
+    if (minutes < 60) return `${minutes}m`;
+    const hours = Math.floor(minutes / 60);
+    if (hours < 24) return `${hours}h ${minutes % 60}m`;
+    return `${Math.floor(hours / 24)}d ${hours % 24}h`;
+  }
+
+  function relative(iso) {
+    if (!iso) return "—";
+    const ms = Date.parse(iso) - Date.now();
+    return ms >= 0 ? `in ${duration(ms)}` : `${duration(-ms)} ago`;
+  }
+
+  function timeEl(iso, text) {
+    if (!iso) return el("span", { class: "muted" }, "—");
+    return el("time", { datetime: iso, title: new Date(iso).toLocaleString() }, text || relative(iso));
+  }
+
+  function clip(text) {
+    const value = String(text);
+    if (value.length <= MAX_TEXT) return value;
+    return `${value.slice(0, MAX_TEXT)}\n… (${value.length - MAX_TEXT} more characters)`;
+  }
+
+  function pretty(value) {
+    return clip(typeof value === "string" ? value : JSON.stringify(value, null, 2));
+  }
+
+  function shellWord(word) {
+    const text = String(word);
+    return /^[A-Za-z0-9_\-.,:/=@%+]+$/.test(text) ? text : `'${text.replace(/'/g, "'\\''")}'`;
+  }
+
+  function commandText(argv) {
+    return Array.isArray(argv) ? argv.map(shellWord).join(" ") : "";
+  }
+
+  function badge(kind, value) {
+    return el("span", { class: `badge ${kind}-${String(value).replace(/[^a-z_]/g, "")}` }, String(value));
+  }
+
+  function announce(text) {
+    const region = byId("announcer");
+    region.textContent = "";
+    window.setTimeout(() => {
+      region.textContent = text;
+    }, 50);
+  }
+
+  function showAlert(text) {
+    const box = byId("alert");
+    box.textContent = text;
+    box.hidden = !text;
+  }
+
+  function setConnection(text, failing) {
+    const line = byId("connection");
+    line.textContent = text;
+    line.classList.toggle("failing", Boolean(failing));
+  }
+
+  // --- token and API -------------------------------------------------------------------------
+
+  function token() {
+    try {
+      return window.sessionStorage.getItem(TOKEN_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  function storeToken(value) {
+    try {
+      if (value) window.sessionStorage.setItem(TOKEN_KEY, value);
+      else window.sessionStorage.removeItem(TOKEN_KEY);
+    } catch {
+      // storage unavailable (private mode): the token then lasts until the page closes
+    }
+    byId("forget-token").hidden = !value;
+  }
+
+  async function api(method, path, body) {
+    const headers = { Accept: "application/json" };
+    const bearer = token();
+    if (bearer) headers.Authorization = `Bearer ${bearer}`;
+    const init = { method, headers, cache: "no-store", credentials: "same-origin" };
+    if (method !== "GET") {
+      headers["Content-Type"] = "application/json";
+      headers["X-Sentinel-Actor"] = "web";
+      init.body = JSON.stringify(body || {});
+    }
+    const response = await fetch(path, init);
+    if (response.status === 401) throw new Unauthorized("the API token is missing or wrong");
+    const text = await response.text();
+    let data = null;
+    try {
+      data = text ? JSON.parse(text) : null;
+    } catch {
+      data = null;
+    }
+    if (!response.ok) {
+      const error = (data && data.error) || {};
+      throw new ApiFailure(response.status, error.code || "http_error", error.message || `HTTP ${response.status}`);
+    }
+    return data;
+  }
+
+  function askForToken(message) {
+    state.needsToken = true;
+    window.clearTimeout(state.timer);
+    storeToken(null);
+    byId("token-panel").hidden = false;
+    const error = byId("token-error");
+    error.textContent = message || "";
+    error.hidden = !message;
+    setConnection("Waiting for the API token", true);
+    clearData();
+    for (const id of ["inbox-summary", "watchers-summary", "callbacks-summary"]) {
+      byId(id).textContent = "Enter the API token to load this section.";
+    }
+    byId("token-input").focus();
+  }
+
+  function clearData() {
+    for (const entry of state.items.values()) entry.node.remove();
+    for (const row of state.watchers.values()) row.node.remove();
+    state.items.clear();
+    state.watchers.clear();
+    state.seen = null;
+    byId("callbacks-body").replaceChildren();
+    document.title = "Sentinel";
+  }
+
+  // --- inbox ----------------------------------------------------------------------------------
+
+  function inboxPath() {
+    const query = new URLSearchParams({ limit: String(INBOX_LIMIT) });
+    const status = byId("filter-status").value;
+    const kind = byId("filter-kind").value;
+    if (status) query.set("status", status);
+    if (kind) query.set("kind", kind);
+    return `/api/v1/inbox?${query}`;
+  }
+
+  function possibleActions(item) {
+    if (item.kind === "approval") return item.status === "open" ? ["approve", "deny"] : [];
+    if (item.status === "open") return ["ack", "resolve"];
+    return item.status === "acked" ? ["resolve"] : [];
+  }
+
+  function facts(item) {
+    const pairs = [
+      ["Kind", badge("kind", item.kind)],
+      ["Status", badge("status", item.status)],
+      ["Severity", badge("severity", item.severity)],
+      ["Watcher", item.watcherId || "—"],
+      ["Age", timeEl(item.createdAt, duration(Date.now() - Date.parse(item.createdAt)))],
+    ];
+    if (item.actor && item.status !== "open") pairs.push(["By", item.actor]);
+    const list = el("dl", { class: "facts" });
+    for (const [name, value] of pairs) list.append(el("div", {}, el("dt", {}, name), el("dd", {}, value)));
+    return list;
+  }
+
+  function createEntry(item) {
+    const entry = { item: null, open: false, detailKey: "" };
+    entry.titleId = domId("item-title");
+    entry.detailId = domId("item-detail");
+    const noteId = domId("item-note");
+    entry.title = el("h3", { id: entry.titleId, class: "reason", tabindex: "-1" });
+    entry.facts = el("div");
+    entry.command = el("p", { class: "command" });
+    entry.note = el("input", { id: noteId, type: "text", maxlength: "2000", autocomplete: "off" });
+    entry.buttons = el("div", { class: "buttons" });
+    entry.actions = el(
+      "div",
+      { class: "actions" },
+      el("div", { class: "field" }, el("label", { for: noteId }, "Note (optional)"), entry.note),
+      entry.buttons,
+    );
+    entry.toggle = el("button", { type: "button", class: "secondary toggle", "aria-expanded": "false", "aria-controls": entry.detailId }, "Show details");
+    entry.detail = el("div", { id: entry.detailId, class: "detail", hidden: true });
+    entry.node = el("li", { class: "item", "aria-labelledby": entry.titleId }, entry.title, entry.facts, entry.command, entry.actions, entry.toggle, entry.detail);
+    entry.toggle.addEventListener("click", () => toggleDetail(entry));
+    updateEntry(entry, item);
+    return entry;
+  }
+
+  function updateEntry(entry, item) {
+    const previous = entry.item;
+    entry.item = item;
+    entry.node.dataset.status = item.status;
+    entry.node.dataset.severity = item.severity;
+    entry.title.textContent = item.reason;
+    entry.facts.replaceChildren(facts(item));
+    const argv = item.kind === "approval" ? item.detail && item.detail.argv : null;
+    entry.command.hidden = !argv;
+    entry.command.replaceChildren(...(argv ? ["Command: ", el("code", {}, commandText(argv))] : []));
+    const actions = possibleActions(item);
+    const same = previous && previous.status === item.status && previous.kind === item.kind;
+    if (!same) {
+      const hadFocus = entry.actions.contains(document.activeElement);
+      entry.buttons.replaceChildren(
+        ...actions.map((action) => {
+          const button = el("button", { type: "button", "data-action": action, "aria-describedby": entry.titleId }, ACTIONS[action].label);
+          button.addEventListener("click", () => act(entry, action));
+          return button;
+        }),
+      );
+      entry.actions.hidden = actions.length === 0;
+      if (hadFocus && !entry.node.contains(document.activeElement)) {
+        (entry.buttons.querySelector("button") || entry.title).focus();
+      }
+    }
+    if (entry.open && previous && previous.updatedAt !== item.updatedAt) loadDetail(entry);
+  }
+
+  async function act(entry, action) {
+    const item = entry.item;
+    const route = ACTIONS[action].route;
+    const note = entry.note.value.trim();
+    const buttons = [...entry.buttons.querySelectorAll("button")];
+    buttons.forEach((button) => {
+      button.disabled = true;
+    });
+    try {
+      const body = await api("POST", `/api/v1/${route}/${encodeURIComponent(item.id)}/${action}`, note ? { note } : {});
+      entry.note.value = "";
+      showAlert("");
+      updateEntry(entry, body.item);
+      announce(`${ACTIONS[action].done}: ${body.item.reason}`);
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken("The token was refused; enter it again.");
+      else showAlert(`Could not ${action} “${item.reason}”: ${error.message}`);
+    } finally {
+      buttons.forEach((button) => {
+        button.disabled = false;
+      });
+      refreshSoon();
+    }
+  }
+
+  function toggleDetail(entry) {
+    entry.open = !entry.open;
+    entry.toggle.setAttribute("aria-expanded", String(entry.open));
+    entry.toggle.textContent = entry.open ? "Hide details" : "Show details";
+    entry.detail.hidden = !entry.open;
+    if (entry.open) {
+      entry.detail.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+      entry.detailKey = "";
+      loadDetail(entry);
+    }
+  }
+
+  async function loadDetail(entry) {
+    const item = entry.item;
+    try {
+      const shown = await api("GET", `/api/v1/inbox/${encodeURIComponent(item.id)}`);
+      let callback = null;
+      if (item.callbackId) {
+        try {
+          callback = await api("GET", `/api/v1/callbacks/${encodeURIComponent(item.callbackId)}`);
+        } catch (error) {
+          if (!(error instanceof ApiFailure && error.status === 404)) throw error;
+        }
+      }
+      const key = JSON.stringify([shown, callback]);
+      if (key === entry.detailKey || !entry.open) return;
+      entry.detailKey = key;
+      entry.detail.replaceChildren(...detailParts(shown.item, shown.history, callback));
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken("The token was refused; enter it again.");
+      else entry.detail.replaceChildren(el("p", { class: "error" }, `Could not load the details: ${error.message}`));
+    }
+  }
+
+  function part(title, ...content) {
+    return el("section", { class: "part" }, el("h4", {}, title), ...content);
+  }
+
+  function detailParts(item, history, callback) {
+    const parts = [];
+    const reasonTitle = item.kind === "approval" ? "Why approval is needed" : item.kind === "escalation" ? "Escalation reason" : "Reason";
+    parts.push(part(reasonTitle, el("p", { class: "prose" }, item.reason), item.note ? el("p", {}, `Note: ${item.note}`) : null));
+    const detail = item.detail || {};
+    if (item.kind === "approval" && Array.isArray(detail.argv)) {
+      const list = el("ol", { class: "argv" }, ...detail.argv.map((arg) => el("li", {}, el("code", {}, String(arg)))));
+      parts.push(part("Exact command (argv, run without a shell)", el("p", {}, el("code", {}, commandText(detail.argv))), list, detail.timeoutMs ? el("p", { class: "muted" }, `Timeout: ${detail.timeoutMs / 1000}s`) : null));
+    }
+    if (item.kind === "delivery_failure" && detail.delivery) {
+      parts.push(part("Undelivered message", el("pre", {}, pretty(detail.delivery.message)), detail.error ? el("p", { class: "error" }, `Error: ${detail.error}`) : null));
+    }
+    const events = el("ol", { class: "history" });
+    for (const step of history || []) {
+      const text = `${step.from || "created"} → ${step.to} by ${step.actor}${step.note ? ` — ${step.note}` : ""}`;
+      events.append(el("li", {}, timeEl(step.at, new Date(step.at).toLocaleString()), " ", text));
+    }
+    parts.push(part("History", events));
+    if (callback) {
+      const contract = callback.callback;
+      parts.push(part("Callback envelope", el("p", { class: "muted" }, `Callback ${contract.callbackId} · contract ${contract.state}`), el("pre", {}, pretty(callback.envelope))));
+      parts.push(part("Session transcript", transcript(callback.transcript || [])));
+    } else if (detail.envelope) {
+      parts.push(part("Callback envelope", el("pre", {}, pretty(detail.envelope))));
+    } else {
+      parts.push(part("Callback", el("p", { class: "muted" }, "No callback is recorded for this item.")));
+    }
+    return parts;
+  }
+
+  function transcript(entries) {
+    if (entries.length === 0) return el("p", { class: "muted" }, "No transcript yet.");
+    const list = el("ol", { class: "transcript" });
+    for (const { seq, at, entry } of entries) {
+      const message = entry.message || {};
+      let label = entry.kind || "entry";
+      let body = entry;
+      if (entry.kind === "message") {
+        label = message.role === "tool" ? `tool result (${message.name || "?"})` : message.role || "message";
+        body = message.content || "";
+        if (Array.isArray(message.toolCalls) && message.toolCalls.length) {
+          const calls = message.toolCalls.map((call) => `${call.name}(${typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments)})`);
+          body = [body, ...calls].filter(Boolean).join("\n");
+        }
+      } else if (entry.kind === "model") {
+        body = `${entry.entry || entry.model} (${entry.via || "default"})`;
+      }
+      list.append(el("li", {}, el("p", { class: "entry-head" }, `#${seq} ${label} · `, timeEl(at)), el("pre", {}, pretty(body))));
+    }
+    return list;
+  }
+
+  function renderInbox(page) {
+    const severity = byId("filter-severity").value;
+    const items = page.items.filter((item) => !severity || item.severity === severity);
+    const list = byId("inbox-list");
+    const keep = new Set();
+    items.forEach((item, index) => {
+      keep.add(item.id);
+      let entry = state.items.get(item.id);
+      if (entry) updateEntry(entry, item);
+      else {
+        entry = createEntry(item);
+        state.items.set(item.id, entry);
+      }
+      if (list.children[index] !== entry.node) list.insertBefore(entry.node, list.children[index] || null);
+    });
+    for (const [id, entry] of state.items) {
+      if (!keep.has(id)) {
+        entry.node.remove();
+        state.items.delete(id);
+      }
+    }
+    const open = items.filter((item) => item.status === "open").length;
+    const more = page.nextCursor ? ` (newest ${INBOX_LIMIT} shown; use the CLI for older ones)` : "";
+    byId("inbox-summary").textContent = items.length
+      ? `${items.length} item${items.length === 1 ? "" : "s"}, ${open} open${more}.`
+      : "Nothing matches these filters.";
+    document.title = open ? `(${open}) Sentinel` : "Sentinel";
+    if (state.seen !== null) {
+      const fresh = items.filter((item) => !state.seen.has(item.id));
+      if (fresh.length === 1) announce(`New inbox item: ${fresh[0].reason}`);
+      else if (fresh.length > 1) announce(`${fresh.length} new inbox items`);
+    }
+    state.seen = new Set(items.map((item) => item.id));
+  }
+
+  // --- watchers and callbacks ---------------------------------------------------------------
+
+  function cell(label, ...content) {
+    return el("td", { "data-label": label }, el("span", { class: "cell" }, ...content));
+  }
+
+  function renderWatchers(page) {
+    const body = byId("watchers-body");
+    const keep = new Set();
+    page.items.forEach((watcher, index) => {
+      keep.add(watcher.id);
+      let row = state.watchers.get(watcher.id);
+      if (!row) {
+        row = { button: el("button", { type: "button", class: "secondary" }), node: el("tr") };
+        row.actionCell = cell("Actions", row.button);
+        row.button.addEventListener("click", () => toggleWatcher(row));
+        state.watchers.set(watcher.id, row);
+      }
+      row.watcher = watcher;
+      const status = watcher.status || {};
+      const statusCell = cell("Status", badge("state", status.state || "unknown"), status.firing ? " firing" : "", el("span", { class: "muted" }, ` · ${status.fires || 0} fires`));
+      const name = cell("Watcher", el("strong", {}, watcher.id), el("span", { class: "muted block" }, watcher.strategy));
+      const next = cell("Next check", timeEl(status.nextCheckAt));
+      const failures = status.consecutiveFailures ? ` (${status.consecutiveFailures} in a row)` : "";
+      const error = cell("Last error", status.lastError ? el("span", { class: "error" }, `${status.lastError}${failures}`) : el("span", { class: "muted" }, "—"));
+      row.button.textContent = watcher.enabled ? "Disable" : "Enable";
+      row.button.setAttribute("aria-label", `${watcher.enabled ? "Disable" : "Enable"} watcher ${watcher.id}`);
+      row.node.replaceChildren(name, statusCell, next, error, row.actionCell);
+      if (body.children[index] !== row.node) body.insertBefore(row.node, body.children[index] || null);
+    });
+    for (const [id, row] of state.watchers) {
+      if (!keep.has(id)) {
+        row.node.remove();
+        state.watchers.delete(id);
+      }
+    }
+    const failing = page.items.filter((w) => w.status && w.status.state === "failing").length;
+    byId("watchers-summary").textContent = page.items.length
+      ? `${page.items.length} watcher${page.items.length === 1 ? "" : "s"}, ${failing} failing.`
+      : "No watchers are configured.";
+  }
+
+  async function toggleWatcher(row) {
+    const watcher = row.watcher;
+    row.button.disabled = true;
+    try {
+      await api("PATCH", `/api/v1/watchers/${encodeURIComponent(watcher.id)}`, { enabled: !watcher.enabled });
+      showAlert("");
+      announce(`Watcher ${watcher.id} ${watcher.enabled ? "disabled" : "enabled"}`);
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken("The token was refused; enter it again.");
+      else showAlert(`Could not change watcher ${watcher.id}: ${error.message}`);
+    } finally {
+      row.button.disabled = false;
+      refreshSoon();
+    }
+  }
+
+  function renderCallbacks(page) {
+    const rows = page.items.map((contract) =>
+      el(
+        "tr",
+        {},
+        cell("Contract", badge("contract", contract.state)),
+        cell("Watcher", contract.watcherId),
+        cell("Trigger", `${contract.trigger.kind} · ${contract.trigger.priority}`),
+        cell("Created", timeEl(contract.createdAt)),
+        cell("Deadline", contract.settledAt ? el("span", {}, "settled ", timeEl(contract.settledAt)) : timeEl(contract.deadline)),
+        cell("Callback id", el("code", {}, contract.callbackId)),
+      ),
+    );
+    byId("callbacks-body").replaceChildren(...rows);
+    byId("callbacks-summary").textContent = rows.length ? `The ${rows.length} newest callbacks.` : "No callbacks yet.";
+  }
+
+  // --- polling ------------------------------------------------------------------------------
+
+  function schedule() {
+    window.clearTimeout(state.timer);
+    if (document.hidden || state.needsToken) return;
+    state.timer = window.setTimeout(refresh, POLL_MS);
+  }
+
+  function refreshSoon() {
+    if (state.busy) state.again = true;
+    else refresh();
+  }
+
+  async function refresh() {
+    if (state.needsToken) return;
+    if (state.busy) {
+      state.again = true;
+      return;
+    }
+    state.busy = true;
+    try {
+      const [inbox, watchers, callbacks] = await Promise.all([
+        api("GET", inboxPath()),
+        api("GET", "/api/v1/watchers?limit=1000"),
+        api("GET", `/api/v1/callbacks?limit=${CALLBACK_LIMIT}`),
+      ]);
+      renderInbox(inbox);
+      renderWatchers(watchers);
+      renderCallbacks(callbacks);
+      setConnection(`Updated ${new Date().toLocaleTimeString()}`, false);
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken(token() ? "The token was refused; enter it again." : "");
+      else if (error instanceof ApiFailure) setConnection(`The service answered ${error.status}: ${error.message}`, true);
+      else setConnection("Cannot reach the service; retrying every 3 seconds", true);
+    } finally {
+      state.busy = false;
+      if (state.again) {
+        state.again = false;
+        window.setTimeout(refresh, 0);
+      } else schedule();
+    }
+  }
+
+  function start() {
+    byId("token-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      const input = byId("token-input");
+      const value = input.value.trim();
+      if (!value) return;
+      storeToken(value);
+      input.value = "";
+      state.needsToken = false;
+      byId("token-panel").hidden = true;
+      byId("inbox-heading").focus();
+      refresh();
+    });
+    byId("forget-token").addEventListener("click", () => askForToken(""));
+    const filters = byId("inbox-filters");
+    filters.addEventListener("submit", (event) => event.preventDefault());
+    filters.addEventListener("change", () => {
+      state.seen = null;
+      refreshSoon();
+    });
+    document.addEventListener("visibilitychange", () => {
+      if (document.hidden) window.clearTimeout(state.timer);
+      else refreshSoon();
+    });
+    byId("forget-token").hidden = !token();
+    if (document.body.dataset.tokenRequired === "true" && !token()) askForToken("");
+    else refresh();
+  }
+
+  start();
+})();

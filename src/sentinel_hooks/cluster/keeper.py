@@ -1,0 +1,288 @@
+"""The lease keeper: keeps this replica holding exactly the watcher leases it should hold.
+
+Every ``lease_ms / 3`` one tick, in this order:
+
+1. **renew** every lease held (one pipelined round trip); a lease that could not be renewed
+   (expired after a long pause, or taken) is lost: ``on_lost`` is called at once;
+2. read the live replicas and work out, by rendezvous hashing, which tracked watchers this
+   replica should own (cached until the live set or the tracked set changes);
+3. **hand off** held leases another live replica should own: ``on_lost`` first (the runner
+   stops, an in-flight poll finishes), then release, so the new owner never overlaps;
+4. **acquire** the free leases of watchers this replica should own; ``on_acquired(id, token)``.
+
+A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
+tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
+server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
+watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder), and never delay renewal.
+
+Orphans: a tracked watcher whose lease stays free for ``ADOPT_AFTER_TICKS`` ticks while another
+replica should own it (that replica does not know the watcher: a rolling deploy, a watcher just
+created through another replica's API) is adopted; adopted leases are kept until the live set
+changes, then rebalanced like the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Collection
+from datetime import datetime, timedelta
+from functools import partial
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.cluster.leases import Leases
+from sentinel_hooks.cluster.membership import Membership
+from sentinel_hooks.cluster.rendezvous import owned_by
+from sentinel_hooks.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+Acquired = Callable[[str, int], Awaitable[None]]
+Lost = Callable[[str], Awaitable[None]]
+
+ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
+
+
+class LeaseKeeper:
+    """Holds, renews, hands off and acquires this replica's watcher leases."""
+
+    def __init__(
+        self,
+        leases: Leases,
+        membership: Membership,
+        *,
+        clock: Clock,
+        on_acquired: Acquired,
+        on_lost: Lost,
+    ) -> None:
+        if leases.replica_id != membership.replica_id:
+            raise ValueError("leases and membership must belong to the same replica")
+        self.replica_id = membership.replica_id
+        self._leases = leases
+        self._membership = membership
+        self._clock = clock
+        self._on_acquired = on_acquired
+        self._on_lost = on_lost
+        self._lease = timedelta(milliseconds=leases.lease_ms)
+        self.tick_s = leases.lease_ms / 3000
+        self._tracked: set[str] = set()
+        self._owned: dict[str, int] = {}
+        self._valid_until: dict[str, datetime] = {}
+        self._leaving: set[str] = set()
+        self._adopted: set[str] = set()
+        self._free_ticks: dict[str, int] = {}
+        self._replicas: tuple[str, ...] = ()
+        self._desired: set[str] = set()
+        self._desired_key: tuple[tuple[str, ...], int] | None = None
+        self._version = 0
+        self._chains: dict[str, asyncio.Task[None]] = {}
+        self._loop: asyncio.Task[None] | None = None
+
+    # -- what the manager asks -----------------------------------------------------------------
+
+    def track(self, watcher_id: str) -> int | None:
+        """Consider ``watcher_id`` for a lease; its token when this replica holds it right now."""
+        if watcher_id not in self._tracked:
+            self._tracked.add(watcher_id)
+            self._version += 1
+        return self.token(watcher_id)
+
+    async def untrack(self, watcher_id: str) -> None:
+        """Stop considering ``watcher_id`` (its runner is gone) and release its lease if held."""
+        if watcher_id in self._tracked:
+            self._tracked.discard(watcher_id)
+            self._version += 1
+        self._free_ticks.pop(watcher_id, None)
+        token = self._forget(watcher_id)
+        if token is not None:
+            await self._release({watcher_id: token})
+
+    def token(self, watcher_id: str) -> int | None:
+        """The fencing token of a lease held and not being handed off, else None."""
+        return None if watcher_id in self._leaving else self._owned.get(watcher_id)
+
+    def owned(self) -> dict[str, int]:
+        """Every lease held now (handing-off ones included): watcher id → token."""
+        return dict(self._owned)
+
+    async def holds(self, watcher_id: str, token: int) -> bool:
+        """The fencing check (a GET on Redis); raises ``StoreError`` when it cannot tell."""
+        return await self._leases.holds(watcher_id, token)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Run the first tick now (so owned watchers start at once), then every ``lease_ms / 3``."""
+        await self.tick()
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop().create_task(self._tick_forever())
+
+    async def halt(self) -> None:
+        """Stop ticking, keeping the leases (they expire unless renewed); what a pause looks like."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await loop
+
+    async def stop(self) -> None:
+        """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all."""
+        await self.halt()
+        await self.drain()
+        held = {w: t for w in list(self._owned) if (t := self._forget(w)) is not None}
+        await asyncio.gather(*(self._call_lost(w) for w in held))
+        await self._release(held)
+
+    async def drain(self) -> None:
+        """Wait until every callback queued so far (and any they queue) has run."""
+        while self._chains:
+            await asyncio.gather(*self._chains.values(), return_exceptions=True)
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await self._clock.sleep(self.tick_s)
+            try:
+                await self.tick()
+            except Exception:  # a bug in one tick must not end ownership; the next tick retries
+                log.exception("lease keeper tick failed")
+
+    # -- one tick ------------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick."""
+        started = self._clock.now()
+        try:
+            await self._renew(started)
+            desired = self._desired_set(await self._live())
+            self._hand_off(desired)
+            await self._acquire(desired, started)
+        except StoreError as exc:
+            log.warning("lease keeper: %s (retrying in %.1f s)", exc, self.tick_s)
+        finally:
+            self._expire(self._clock.now())
+
+    async def _renew(self, started: datetime) -> None:
+        held = dict(self._owned)
+        if not held:
+            return
+        kept = await self._leases.renew(held)
+        current = [w for w, token in held.items() if self._owned.get(w) == token]  # not handed off meanwhile
+        for watcher_id in current:
+            if watcher_id in kept:
+                self._valid_until[watcher_id] = started + self._lease
+        self._lose([w for w in current if w not in kept], "expired or taken by another replica")
+
+    async def _live(self) -> tuple[str, ...]:
+        replicas = tuple(sorted({*await self._membership.live(), self.replica_id}))
+        if replicas != self._replicas:
+            log.info("live replicas: %s", ", ".join(replicas))
+            self._replicas = replicas
+            self._adopted.clear()
+        return replicas
+
+    def _desired_set(self, replicas: tuple[str, ...]) -> set[str]:
+        key = (replicas, self._version)
+        if key != self._desired_key:
+            self._desired = owned_by(self.replica_id, self._tracked, replicas)
+            self._desired_key = key
+        return self._desired
+
+    def _hand_off(self, desired: Collection[str]) -> None:
+        for watcher_id, token in list(self._owned.items()):
+            if watcher_id in desired or watcher_id in self._leaving or watcher_id in self._adopted:
+                continue
+            self._leaving.add(watcher_id)
+            self._chain(watcher_id, partial(self._give_back, watcher_id, token))
+
+    async def _give_back(self, watcher_id: str, token: int) -> None:
+        await self._call_lost(watcher_id)
+        if self._owned.get(watcher_id) == token:  # not lost while the runner stopped
+            self._forget(watcher_id)
+            await self._release({watcher_id: token})
+
+    async def _acquire(self, desired: Collection[str], started: datetime) -> None:
+        others = [w for w in self._tracked if w not in desired and w not in self._owned]
+        free = await self._leases.free(others) if others else set()
+        self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
+        orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
+        wanted = [w for w in desired if w not in self._owned] + sorted(orphans)
+        got = await self._leases.acquire(wanted) if wanted else {}
+        stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
+        for watcher_id, token in got.items():
+            if watcher_id in stray:
+                continue
+            self._owned[watcher_id] = token
+            self._valid_until[watcher_id] = started + self._lease
+            self._free_ticks.pop(watcher_id, None)
+            if watcher_id in orphans:
+                self._adopted.add(watcher_id)
+            self._chain(watcher_id, partial(self._call_acquired, watcher_id, token))
+        if got:
+            adopted = len(orphans & got.keys())
+            log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
+        if stray:
+            await self._release(stray)
+
+    def _expire(self, now: datetime) -> None:
+        margin = timedelta(seconds=self.tick_s)
+        late = [w for w, until in self._valid_until.items() if now >= until - margin]
+        self._lose(late, f"not renewed for {self._lease.total_seconds() - self.tick_s:g} s")
+
+    # -- bookkeeping ---------------------------------------------------------------------------
+
+    def _forget(self, watcher_id: str) -> int | None:
+        """Drop a lease from the local view; its token, or None when it was not held."""
+        self._valid_until.pop(watcher_id, None)
+        self._leaving.discard(watcher_id)
+        self._adopted.discard(watcher_id)
+        return self._owned.pop(watcher_id, None)
+
+    def _lose(self, watcher_ids: list[str], why: str) -> None:
+        """Leases that are gone: forget them and call ``on_lost`` (unless a hand-off already did)."""
+        if not watcher_ids:
+            return
+        shown = ", ".join(sorted(watcher_ids)[:10]) + (", …" if len(watcher_ids) > 10 else "")
+        log.warning("lost %d watcher lease(s) (%s): %s", len(watcher_ids), shown, why)
+        for watcher_id in watcher_ids:
+            leaving = watcher_id in self._leaving
+            self._forget(watcher_id)
+            if not leaving:
+                self._chain(watcher_id, partial(self._call_lost, watcher_id))
+
+    async def _release(self, held: dict[str, int]) -> None:
+        if not held:
+            return
+        try:
+            await self._leases.release(held)
+        except StoreError as exc:
+            log.warning("could not release %d lease(s) (they expire within the lease): %s", len(held), exc)
+
+    def _chain(self, watcher_id: str, step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step()`` after the watcher's previous callback finished (per-watcher order)."""
+        previous = self._chains.get(watcher_id)
+
+        async def run() -> None:
+            if previous is not None:
+                await asyncio.gather(previous, return_exceptions=True)
+            await step()
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._chains[watcher_id] = task
+        task.add_done_callback(lambda done: self._chain_done(watcher_id, done))
+
+    def _chain_done(self, watcher_id: str, task: asyncio.Task[None]) -> None:
+        if self._chains.get(watcher_id) is task:
+            del self._chains[watcher_id]
+
+    async def _call_acquired(self, watcher_id: str, token: int) -> None:
+        try:
+            await self._on_acquired(watcher_id, token)
+        except Exception:  # the callback's failure is the manager's; keep the others running
+            log.exception("on_acquired(%s) failed", watcher_id)
+
+    async def _call_lost(self, watcher_id: str) -> None:
+        try:
+            await self._on_lost(watcher_id)
+        except Exception:  # the callback's failure is the manager's; keep the others running
+            log.exception("on_lost(%s) failed", watcher_id)

@@ -1,0 +1,71 @@
+"""Cluster mode for one replica: membership, leases and the keeper, behind one small object.
+
+``ClusterOwnership`` is what ``WatcherManager`` is given when the store is Redis (see its
+``Ownership`` protocol): the manager tracks polled and subscribed watchers here and starts a
+runner only while this replica holds the watcher's lease; runners fence each observation with
+``holds``. Start it after the manager has tracked its watchers, stop it before the manager.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.cluster.keeper import Acquired, LeaseKeeper, Lost
+from sentinel_hooks.cluster.leases import Leases
+from sentinel_hooks.cluster.membership import Membership
+
+log = logging.getLogger(__name__)
+
+
+class ClusterOwnership:
+    """Which polled/subscribed watchers this replica runs, among all replicas on ``redis_url``."""
+
+    def __init__(self, redis_url: str, *, key_prefix: str = "sentinel:", lease_ms: int, clock: Clock) -> None:
+        self.membership = Membership(redis_url, key_prefix=key_prefix, lease_ms=lease_ms, clock=clock)
+        self.replica_id = self.membership.replica_id
+        self.leases = Leases(redis_url, key_prefix=key_prefix, replica_id=self.replica_id, lease_ms=lease_ms)
+        self.keeper = LeaseKeeper(
+            self.leases, self.membership, clock=clock, on_acquired=self._acquired, on_lost=self._lost
+        )
+        self._on_acquired: Acquired | None = None
+        self._on_lost: Lost | None = None
+
+    def track(self, watcher_id: str) -> int | None:
+        """Consider ``watcher_id`` for a lease; its fencing token when held right now."""
+        return self.keeper.track(watcher_id)
+
+    async def untrack(self, watcher_id: str) -> None:
+        """The watcher is gone from this replica: stop considering it, release its lease if held."""
+        await self.keeper.untrack(watcher_id)
+
+    async def holds(self, watcher_id: str, token: int) -> bool:
+        """The fencing check: True only while this replica holds the lease with ``token``."""
+        return await self.keeper.holds(watcher_id, token)
+
+    async def start(self, on_acquired: Acquired, on_lost: Lost) -> None:
+        """Join the cluster and take the leases this replica should own (``StoreError`` if Redis fails).
+
+        ``on_acquired(watcher_id, token)`` starts a runner, ``on_lost(watcher_id)`` stops it.
+        """
+        self._on_acquired, self._on_lost = on_acquired, on_lost
+        await self.leases.open()
+        await self.membership.start()
+        await self.keeper.start()
+        log.info("joined the cluster as %s (%d lease(s) held)", self.replica_id, len(self.keeper.owned()))
+
+    async def stop(self) -> None:
+        """Leave gracefully: stop this replica's runners, release their leases, leave the set."""
+        try:
+            await self.keeper.stop()
+        finally:
+            await self.membership.leave()
+            await self.leases.close()
+
+    async def _acquired(self, watcher_id: str, token: int) -> None:
+        if self._on_acquired is not None:
+            await self._on_acquired(watcher_id, token)
+
+    async def _lost(self, watcher_id: str) -> None:
+        if self._on_lost is not None:
+            await self._on_lost(watcher_id)

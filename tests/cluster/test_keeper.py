@@ -1,0 +1,193 @@
+"""The lease keeper: one holder per watcher, rebalancing on join, take-over when a replica dies."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import redis.asyncio
+
+from sentinel_hooks.clock import FakeClock
+from sentinel_hooks.cluster.keeper import ADOPT_AFTER_TICKS
+from sentinel_hooks.cluster.rendezvous import owned_by
+from sentinel_hooks.errors import StoreUnavailable
+from tests.cluster.conftest import LEASE_MS, PREFIX, MakeReplica, Replica, watcher_ids
+from tests.support import wait_for
+
+pytestmark = pytest.mark.redis
+
+IDS = watcher_ids(30)
+
+
+def settled(replicas: list[Replica]) -> bool:
+    """Every replica holds, and runs, exactly its rendezvous share among these replicas."""
+    live = sorted(r.id for r in replicas)
+    return all(set(r.keeper.owned()) == r.running == owned_by(r.id, IDS, live) for r in replicas)
+
+
+async def test_lone_keeper_acquires_and_runs_every_tracked_watcher(make_replica: MakeReplica) -> None:
+    """Alone, a replica takes every lease in its first tick and starts every watcher."""
+    a = make_replica("a")
+    await a.start(IDS)
+    await a.keeper.drain()
+    assert (set(IDS), set(IDS)) == (set(a.keeper.owned()), a.running)
+
+
+async def test_joining_replica_gets_its_rendezvous_share(make_replica: MakeReplica) -> None:
+    """When B joins, A hands B exactly B's rendezvous share and keeps the rest."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    await b.start(IDS)
+    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after a join")
+    assert set(IDS) == a.running | b.running
+
+
+async def test_two_keepers_never_hold_or_run_the_same_watcher(make_replica: MakeReplica) -> None:
+    """Sampled continuously through a join, a graceful leave and a re-join: no watcher is held
+    (or running) on both replicas at once."""
+    a, b = make_replica("a"), make_replica("b")
+    overlaps: list[set[str]] = []
+    samples = 0
+    stop = asyncio.Event()
+
+    async def sample() -> None:
+        nonlocal samples
+        while not stop.is_set():
+            samples += 1
+            both = (set(a.keeper.owned()) & set(b.keeper.owned())) | (a.running & b.running)
+            if both:
+                overlaps.append(both)
+            await asyncio.sleep(0.002)
+
+    sampler = asyncio.get_running_loop().create_task(sample())
+    await a.start(IDS)
+    await b.start(IDS)
+    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B joined")
+    await b.keeper.stop()
+    await b.membership.leave()
+    await wait_for(lambda: settled([a]), timeout_s=3, what="A takes everything back")
+    await b.start(IDS)
+    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B re-joined")
+    stop.set()
+    await sampler
+    assert [] == overlaps
+    assert samples > 100
+
+
+async def test_watchers_of_a_stalled_keeper_move_within_two_leases(make_replica: MakeReplica) -> None:
+    """A replica that stops renewing and heartbeating loses all its watchers to the other one
+    within 2 x lease_ms."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    await b.start(IDS)
+    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    await a.halt()
+    halted_at = time.monotonic()
+    await wait_for(lambda: b.running == set(IDS), timeout_s=2 * LEASE_MS / 1000, what="B runs all")
+    elapsed_s = time.monotonic() - halted_at
+    assert elapsed_s <= 2 * LEASE_MS / 1000
+
+
+async def test_paused_keeper_reports_every_lease_lost_at_its_first_tick(make_replica: MakeReplica) -> None:
+    """After a pause longer than the lease (B took over), the first tick calls on_lost for all."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    await a.halt()
+    await b.start(IDS)
+    await wait_for(lambda: b.running == set(IDS), timeout_s=3, what="B takes over")
+    await a.keeper.tick()
+    await a.keeper.drain()
+    assert (set(IDS), set(), {}) == (set(a.lost), a.running, a.keeper.owned())
+
+
+async def test_keeper_drops_leases_it_cannot_renew_before_they_expire(
+    make_replica: MakeReplica, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With Redis unreachable, leases are given up once they are within one tick of expiring:
+    kept after one failed renewal, dropped after the second (before the server expires them)."""
+    clock = FakeClock()  # ticks are run by hand: no loops, so the fake clock only moves when told
+    a = make_replica("a", clock=clock)
+    await a.leases.open()
+    await a.membership.open()
+    await a.membership.heartbeat()
+    for watcher_id in IDS:
+        a.keeper.track(watcher_id)
+    await a.keeper.tick()
+
+    async def unreachable(*args: object) -> set[str]:
+        raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
+
+    monkeypatch.setattr(a.leases, "renew", unreachable)
+    tick_s = LEASE_MS / 3000 + 0.001  # a tick's period plus the time the tick itself takes
+    clock.advance(tick_s)
+    await a.keeper.tick()
+    await a.keeper.drain()
+    kept = set(a.running)
+    clock.advance(tick_s)
+    await a.keeper.tick()
+    await a.keeper.drain()
+    assert (set(IDS), set()) == (kept, a.running)
+
+
+async def test_untracked_watcher_lease_is_released(
+    make_replica: MakeReplica, raw: redis.asyncio.Redis
+) -> None:
+    """Untracking a held watcher deletes its lease at once (no callback: its runner is gone)."""
+    a = make_replica("a")
+    await a.start(["w1"])
+    await a.keeper.untrack("w1")
+    assert (0, [], {}) == (await raw.exists(f"{PREFIX}lease:w1"), a.lost, a.keeper.owned())
+
+
+async def test_track_returns_the_token_of_a_held_lease(make_replica: MakeReplica) -> None:
+    """``track`` of a watcher already held returns its token (a reloaded runner restarts with it)."""
+    a = make_replica("a")
+    await a.start(["w1"])
+    assert (a.keeper.owned()["w1"], None) == (a.keeper.track("w1"), a.keeper.track("w2"))
+
+
+async def test_graceful_stop_hands_everything_to_the_other_within_a_tick(make_replica: MakeReplica) -> None:
+    """A graceful stop calls on_lost, releases and leaves, so B takes all within about a tick."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    await b.start(IDS)
+    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    share, before = set(a.running), len(a.lost)
+    await a.keeper.stop()
+    await a.membership.leave()
+    assert (share, set()) == (set(a.lost[before:]), a.running)
+    await wait_for(lambda: b.running == set(IDS), timeout_s=LEASE_MS / 1000, what="B runs all")
+
+
+async def test_hand_off_stops_the_runner_before_releasing_the_lease(make_replica: MakeReplica) -> None:
+    """While on_lost is still stopping a runner, the lease stays with the old owner."""
+    release = asyncio.Event()
+    stopping: list[str] = []
+
+    async def slow_stop(watcher_id: str) -> None:
+        stopping.append(watcher_id)
+        await release.wait()
+
+    a, b = make_replica("a", before_lost=slow_stop), make_replica("b")
+    await a.start(IDS)
+    await b.start(IDS)
+    await wait_for(lambda: stopping, timeout_s=3, what="a hand-off to start")
+    moving = stopping[0]
+    holder = await a.leases.holder(moving)
+    await b.keeper.tick()
+    assert (a.id, False) == (holder and holder[0], moving in b.running)
+    release.set()
+    await wait_for(lambda: moving in b.running, timeout_s=3, what="B to take the watcher")
+
+
+async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplica) -> None:
+    """A watcher whose rendezvous owner does not know it (B tracks nothing) is adopted by A."""
+    a, b = make_replica("a"), make_replica("b")
+    await b.start([])
+    await a.start(IDS)
+    await a.keeper.drain()
+    theirs = owned_by(b.id, IDS, sorted([a.id, b.id]))
+    assert set(IDS) - theirs == a.running
+    timeout_s = (ADOPT_AFTER_TICKS + 2) * LEASE_MS / 3000
+    await wait_for(lambda: a.running == set(IDS), timeout_s=timeout_s, what="A adopts B's share")

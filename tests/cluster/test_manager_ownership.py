@@ -1,0 +1,116 @@
+"""WatcherManager in cluster mode: runners for all, started only while their lease is held."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from tests.cluster.conftest import ManagerHarness
+from tests.support import wait_for
+
+Harness = Callable[..., Awaitable[ManagerHarness]]
+
+
+def running(h: ManagerHarness) -> set[str]:
+    return {r.id for r in h.manager.runners() if r.running}
+
+
+async def test_without_ownership_every_watcher_starts(harness: Harness) -> None:
+    """Single-process mode (no ownership): every watcher runs, as before."""
+    h = await harness(cluster=False)
+    assert ({"poll-1", "poll-2", "hook"}, set()) == (running(h), h.ownership.tracked)
+
+
+async def test_cluster_mode_runs_only_webhooks_until_a_lease_is_acquired(harness: Harness) -> None:
+    """Every watcher gets a runner; polled ones are tracked, not started; webhooks run at once."""
+    h = await harness()
+    runners = {r.id for r in h.manager.runners()}
+    assert ({"poll-1", "poll-2", "hook"}, {"hook"}) == (runners, running(h))
+    assert {"poll-1", "poll-2"} == h.ownership.tracked
+
+
+async def test_subscriptions_follow_the_same_ownership(harness: Harness) -> None:
+    """A subscribed (sse) watcher is tracked and waits for its lease like a polled one."""
+    h = await harness(sse=True)
+    waiting = "stream" in h.ownership.tracked and "stream" not in running(h)
+    h.ownership.held["stream"] = 1
+    await h.manager.lease_acquired("stream", 1)
+    assert (True, True) == (waiting, "stream" in running(h))
+
+
+async def test_lease_held_at_start_starts_the_runner(harness: Harness) -> None:
+    """A watcher whose lease is already held when it is added starts with it."""
+    h = await harness(held={"poll-1": 3})
+    assert {"poll-1", "hook"} == running(h)
+
+
+async def test_lease_acquired_starts_the_runner(harness: Harness) -> None:
+    """``lease_acquired`` starts that runner only."""
+    h = await harness()
+    h.ownership.held["poll-2"] = 1
+    await h.manager.lease_acquired("poll-2", 1)
+    assert {"poll-2", "hook"} == running(h)
+
+
+async def test_lease_lost_stops_the_runner(harness: Harness) -> None:
+    """``lease_lost`` stops the runner and removes its fence."""
+    h = await harness(held={"poll-1": 1})
+    await h.manager.lease_lost("poll-1")
+    runner = h.manager.get("poll-1")
+    assert (False, None) == (runner.running, runner.fence)
+
+
+async def test_lease_acquired_loads_the_state_the_previous_owner_stored(harness: Harness) -> None:
+    """The new owner starts from the stored state (fires, firing), not from its stale copy."""
+    h = await harness()
+    await h.store.put_watcher_state("poll-1", {"fires": 7, "firing": {"firing": True}})
+    h.ownership.held["poll-1"] = 1
+    await h.manager.lease_acquired("poll-1", 1)
+    state = h.manager.get("poll-1").state
+    assert (7, True) == (state.fires, state.firing.firing)
+
+
+async def test_enabling_a_watcher_without_its_lease_does_not_start_it(harness: Harness) -> None:
+    """Enabling through the API on a replica that does not hold the lease starts nothing here."""
+    h = await harness()
+    await h.manager.set_enabled("poll-1", True)
+    assert {"hook"} == running(h)
+
+
+async def test_lease_events_for_webhooks_are_ignored(harness: Harness) -> None:
+    """Webhook watchers need no lease: a stray lease_lost leaves them running."""
+    h = await harness()
+    await h.manager.lease_lost("hook")
+    assert {"hook"} == running(h)
+
+
+async def test_removed_watchers_are_untracked(harness: Harness) -> None:
+    """A watcher removed by a reload is untracked (its lease released); webhooks never were tracked."""
+    h = await harness()
+    report = await h.manager.apply([w for w in h.config.watchers if w.spec.id == "poll-2"])
+    assert (["hook", "poll-1"], ["poll-1"]) == (sorted(report.removed), h.ownership.untracked)
+
+
+async def test_observation_is_acted_on_while_the_lease_is_held(harness: Harness) -> None:
+    """With the fence passing, polls are observed and stored."""
+    h = await harness(held={"poll-1": 1})
+    await wait_for(lambda: h.store.last_observation("poll-1"), what="an observation")
+
+
+async def test_observation_is_dropped_and_runner_stops_when_the_lease_is_gone(harness: Harness) -> None:
+    """A poll whose fence fails (lease taken) is dropped, and the runner stops itself."""
+    h = await harness()
+    await h.manager.lease_acquired("poll-1", 1)  # the fake does not hold it: holds() is False
+    runner = h.manager.get("poll-1")
+    await wait_for(lambda: not runner.running, what="the runner to stop itself")
+    assert (None, None) == (await h.store.last_observation("poll-1"), runner.fence)
+    assert h.endpoint.requests >= 1
+
+
+async def test_observation_is_dropped_but_runner_keeps_going_when_the_fence_cannot_tell(
+    harness: Harness,
+) -> None:
+    """When the lease check fails (Redis unreachable), polls are dropped; the keeper decides the rest."""
+    h = await harness(held={"poll-1": 1})
+    h.ownership.unsure = True
+    await wait_for(lambda: h.endpoint.requests >= 3, what="three polls")
+    assert (None, True) == (await h.store.last_observation("poll-1"), h.manager.get("poll-1").running)
