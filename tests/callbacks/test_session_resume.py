@@ -89,12 +89,19 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
             assert ["once"] == ran.read_text().split()
             [line] = (tmp_path / "out.jsonl").read_text().splitlines()
             assert ("notify", "checked, all fine") == (json.loads(line)["kind"], json.loads(line)["message"])
-            _, session = await get(base + "/api/v1/sessions/sentinel:hooks:watcher:w")
-            tool_results = [
-                e for e in session["transcript"] if e["entry"].get("message", {}).get("role") == "tool"
-            ]  # type: ignore[index]
-            assert 2 == len(tool_results)  # run_command once, notify once
+
+            async def tool_results() -> list[object]:
+                _, session = await get(base + "/api/v1/sessions/sentinel:hooks:watcher:w")
+                entries = session["transcript"]  # type: ignore[index]
+                return [e for e in entries if e["entry"].get("message", {}).get("role") == "tool"]
+
+            await wait_for(lambda: _count(tool_results, 2), timeout_s=15, what="the notify's tool result")
+            assert 2 == len(await tool_results())  # run_command once (before the kill), notify once
         finally:
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
                 proc.wait(timeout=15)
+
+
+async def _count(found: object, n: int) -> bool:
+    return len(await found()) >= n  # type: ignore[operator]
