@@ -38,6 +38,7 @@ from sentinel_hooks.watchers.strategy import Observed
 log = logging.getLogger(__name__)
 
 HISTORY_KEEP = 500
+UNKNOWN: Any = object()  # "the caller does not know the previous observation": read it from the store
 
 ResolvedHook = Callable[[AnyWatcher, str], Awaitable[None]]
 
@@ -83,10 +84,17 @@ class FiringPipeline:
         self._on_resolved = on_resolved or _no_resolved_hook
         self._events = events
 
-    async def observe(self, watcher: AnyWatcher, observed: Observed, state: WatcherState) -> Outcome:
-        """Process one observation; returns the new state (not yet persisted) and any contract."""
-        last = await self._store.last_observation(watcher.id)
-        previous = last.value if last is not None else MISSING
+    async def observe(
+        self, watcher: AnyWatcher, observed: Observed, state: WatcherState, *, previous: Any = UNKNOWN
+    ) -> Outcome:
+        """Process one observation; returns the new state (not yet persisted) and any contract.
+
+        ``previous`` is the watcher's previous observation when the caller remembers it
+        (MISSING for none); by default it is read from the store.
+        """
+        if previous is UNKNOWN:
+            last = await self._store.last_observation(watcher.id)
+            previous = last.value if last is not None else MISSING
         await self._store.record_observation(
             watcher.id, Observation(at=observed.at, value=observed.value), keep=HISTORY_KEEP
         )

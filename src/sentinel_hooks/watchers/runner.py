@@ -32,7 +32,7 @@ from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Sched
 from sentinel_hooks.errors import SentinelError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.watchers.pipeline import FiringPipeline, Outcome
+from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.schedule import trigger_for
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategy import (
@@ -46,6 +46,9 @@ from sentinel_hooks.watchers.strategy import (
 )
 
 log = logging.getLogger(__name__)
+
+VOLATILE_FIELDS = frozenset({"lastCheckAtMs", "nextCheckAtMs", "lastEventAtMs"})
+STATE_FLUSH_S = 5.0
 
 Fence = Callable[[], Awaitable[bool]]
 """Cluster mode: True while this replica still holds the watcher's lease (raises when unsure)."""
@@ -104,6 +107,9 @@ class WatcherRunner:
         self._busy = False
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
+        self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
+        self._saved: dict[str, Any] | None = None
+        self._saved_at = 0.0
         self._stopper: asyncio.Task[None] | None = None
         self.running = False
         self.needs_lease = False  # cluster mode, set by the manager: start only with a fence
@@ -130,6 +136,7 @@ class WatcherRunner:
         """
         if self.running or not self.enabled or (self.needs_lease and self.fence is None):
             return
+        self._previous = UNKNOWN  # another replica may have observed it since
         self._stopping = asyncio.Event()
         self.running = True
         spec = self.spec
@@ -166,6 +173,8 @@ class WatcherRunner:
             with contextlib.suppress(Exception):
                 await self._strategy.close()
             self._strategy = None
+        with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back
+            await self._save(force=True)
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
@@ -352,7 +361,10 @@ class WatcherRunner:
             if self.needs_lease and not await self._fenced():
                 return Outcome(state=self.state, skipped="lease not held by this replica")
             self.state = self.state.succeeded(observed.at)
-            outcome = await self._deps.pipeline.observe(self.spec, observed, self.state)
+            outcome = await self._deps.pipeline.observe(
+                self.spec, observed, self.state, previous=self._previous
+            )
+            self._previous = observed.value
             await self._apply(outcome)
         self._event_seen.set()
         return outcome
@@ -425,8 +437,19 @@ class WatcherRunner:
                 self.state = replace(self.state, next_check_at=None)
                 await self._save()
 
-    async def _save(self) -> None:
-        await self._deps.store.put_watcher_state(self.id, self.state.to_json())
+    async def _save(self, *, force: bool = False) -> None:
+        """Persist the state when a durable field changed, else at most every STATE_FLUSH_S.
+
+        The check and event instants change on every poll; writing them each time would double
+        the store writes of a poll for fields nothing depends on after a crash.
+        """
+        data = self.state.to_json()
+        durable = {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
+        now = asyncio.get_running_loop().time()
+        if not force and durable == self._saved and now - self._saved_at < STATE_FLUSH_S:
+            return
+        await self._deps.store.put_watcher_state(self.id, data)
+        self._saved, self._saved_at = durable, now
 
 
 async def _first(stream: AsyncIterator[Observed]) -> Observed:
