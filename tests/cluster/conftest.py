@@ -26,7 +26,7 @@ from sentinel_hooks.store import Store
 from sentinel_hooks.watchers.manager import WatcherManager
 from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
-from tests.support import Endpoint
+from tests.support import Endpoint, require_redis
 
 REDIS_URL = os.environ.get("SENTINEL_TEST_CLUSTER_REDIS_URL", "redis://127.0.0.1:6379/11")
 PREFIX = "sentinel:"
@@ -36,15 +36,7 @@ LEASE_MS = 1000
 @pytest.fixture(scope="session")
 def redis_server() -> str:
     """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    try:
-        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1) as client:
-            client.ping()
-    except (redis.RedisError, OSError) as exc:
-        message = f"no Redis answering at {REDIS_URL} ({exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must provide one (set SENTINEL_TEST_CLUSTER_REDIS_URL)")
-        pytest.skip(message)
-    return REDIS_URL
+    return require_redis(REDIS_URL, variable="SENTINEL_TEST_CLUSTER_REDIS_URL")
 
 
 @pytest.fixture

@@ -29,6 +29,7 @@ from sentinel_hooks.store import (
     Store,
     Trigger,
 )
+from tests.support import require_redis
 
 REDIS_URL = os.environ.get("SENTINEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -42,15 +43,7 @@ def at(seconds: float) -> datetime:
 @pytest.fixture(scope="session")
 def redis_url() -> str:
     """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    try:
-        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1) as client:
-            client.ping()
-    except (redis.RedisError, OSError) as exc:
-        message = f"no Redis answering at {REDIS_URL} ({exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must provide one (set SENTINEL_TEST_REDIS_URL)")
-        pytest.skip(message)
-    return REDIS_URL
+    return require_redis(REDIS_URL, variable="SENTINEL_TEST_REDIS_URL")
 
 
 @dataclass

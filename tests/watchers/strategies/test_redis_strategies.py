@@ -24,6 +24,7 @@ from sentinel_hooks.watchers.strategies import redis_pubsub, redis_source, redis
 from sentinel_hooks.watchers.strategies.redis_pubsub import RedisPubSub
 from sentinel_hooks.watchers.strategies.redis_stream import RedisStreamReader
 from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, SubscribeStrategy
+from tests.support import require_redis
 
 pytestmark = pytest.mark.redis
 
@@ -34,15 +35,7 @@ WAIT_S = 5.0
 @pytest.fixture(scope="module")
 def redis_url() -> str:
     """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    try:
-        with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1) as client:
-            client.ping()
-    except (redis.RedisError, OSError) as exc:
-        message = f"no Redis answering at {REDIS_URL} ({exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must provide one (set SENTINEL_TEST_REDIS_URL)")
-        pytest.skip(message)
-    return REDIS_URL
+    return require_redis(REDIS_URL)
 
 
 @pytest.fixture
