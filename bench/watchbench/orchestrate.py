@@ -1,0 +1,215 @@
+"""One benchmark run per N: the Sentinel process, then the bare loop, against one endpoint.
+
+Timeline for each N (every step bounded by a timeout or a fixed sleep):
+start the service process with N watchers → wait ``settle_s`` → scrape /metrics, read CPU,
+sleep ``window_s``, read CPU and RSS, scrape again → fetch the window's arrivals from the
+endpoint → stop the service; then the same window for the bare loop on the same schedule
+phases. The endpoint runs on one core, the measured process on the other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from watchbench.procfs import cpu_plan, cpu_seconds, machine_busy_seconds
+from watchbench.project import write_project
+from watchbench.results import OTHER_LOAD_WARNING, RunResult
+from watchbench.spawn import Child
+from watchbench.stats import Scrape, histogram_quantile, parse_metrics, percentile, share_at_most, wire_lags
+
+HTTP_TIMEOUT = aiohttp.ClientTimeout(total=60)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long each phase lasts."""
+
+    window_s: float
+    settle_s: float
+    interval_ms: int = 10_000
+    store: str = "sqlite:///state.db"
+    ready_timeout_s: float = 300.0
+    noisy_retries: int = 0  # measure an N again when other processes loaded the machine
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one measurement window saw."""
+
+    cpu_s: float
+    seconds: float
+    other_cores: float  # what processes outside this benchmark kept busy, on average
+    rss_end_kib: int
+    lags: list[float]
+    scrape: Scrape | None
+
+
+class Bench:
+    """The endpoint process and the HTTP session the orchestrator reads it with."""
+
+    def __init__(self, workdir: Path, endpoint: Child, port: int, http: aiohttp.ClientSession) -> None:
+        self.workdir = workdir
+        self.endpoint = endpoint
+        self.endpoint_url = f"http://127.0.0.1:{port}"
+        self.port = port
+        self.http = http
+        self._runs = 0
+        self.endpoint_cpu, self.measured_cpu = cpu_plan()
+
+    def _cpu_args(self) -> list[str]:
+        return [] if self.measured_cpu is None else ["--cpu", str(self.measured_cpu)]
+
+    async def _get_text(self, url: str) -> str:
+        async with self.http.get(url) as response:
+            response.raise_for_status()
+            return await response.text()
+
+    async def _measure(
+        self, child: Child, plan: Plan, starts: dict[int, float], metrics_url: str | None
+    ) -> Window:
+        await asyncio.sleep(plan.settle_s)
+        before = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
+        cpu0, t0 = child.cpu_seconds(), time.time()
+        ours0 = cpu0 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
+        busy0 = machine_busy_seconds()
+        await asyncio.sleep(plan.window_s)
+        cpu1, t1 = child.cpu_seconds(), time.time()
+        ours1 = cpu1 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
+        other_cores = max(0.0, machine_busy_seconds() - busy0 - (ours1 - ours0)) / (t1 - t0)
+        if other_cores > OTHER_LOAD_WARNING:
+            sys.stderr.write(
+                f"bench: warning: other processes kept {other_cores:.2f} cores busy during the "
+                f"{child.role} window; its numbers are not clean\n"
+            )
+        rss_end = child.rss_kib()
+        after = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
+        arrivals = json.loads(
+            await self._get_text(f"{self.endpoint_url}/_bench/arrivals?since={t0}&until={t1}")
+        )
+        lags = wire_lags(arrivals["ids"], arrivals["at"], starts, plan.interval_ms / 1000)
+        scrape = after.since(before) if after is not None and before is not None else None
+        return Window(cpu1 - cpu0, t1 - t0, other_cores, rss_end, lags, scrape)
+
+    async def _clear(self) -> None:
+        async with self.http.post(f"{self.endpoint_url}/_bench/clear") as response:
+            response.raise_for_status()
+
+    async def run(self, n: int, plan: Plan) -> RunResult:
+        """Measure Sentinel with ``n`` watchers, then the bare loop on the same schedule."""
+        self._runs += 1
+        root = self.workdir / f"n{n}-{self._runs}"
+        project = write_project(root, n=n, port=self.port, interval_ms=plan.interval_ms, store=plan.store)
+        max_s = str(plan.ready_timeout_s + plan.settle_s + plan.window_s + 120)
+        await self._clear()
+        service = await Child.start(
+            "service",
+            ["--project", str(project.root), "--n", str(n), "--max-s", max_s, *self._cpu_args()],
+            self.workdir,
+        )
+        try:
+            ready = await service.ready(plan.ready_timeout_s)
+            schedule = json.loads(project.schedule_file.read_text())
+            starts = {int(i): float(at) for i, at in schedule["starts"].items()}
+            svc = await self._measure(service, plan, starts, f"{ready['url']}/metrics")
+        finally:
+            await service.stop()
+        first = min(starts.values())
+        offsets = {i: at - first for i, at in starts.items()}
+        schedule_file = project.root / "bare-schedule.json"
+        schedule_file.write_text(json.dumps({"interval_s": schedule["interval_s"], "offsets": offsets}))
+        await self._clear()
+        bare = await Child.start(
+            "bare",
+            ["--port", str(self.port), "--schedule", str(schedule_file), "--max-s", max_s, *self._cpu_args()],
+            self.workdir,
+        )
+        try:
+            bare_ready = await bare.ready(plan.ready_timeout_s)
+            bare_starts = {i: bare_ready["t0"] + offset for i, offset in offsets.items()}
+            base = await self._measure(bare, plan, bare_starts, None)
+        finally:
+            await bare.stop()
+        return _result(n, plan, ready, svc, bare_ready, base)
+
+
+def _result(
+    n: int, plan: Plan, ready: dict[str, Any], svc: Window, bare_ready: dict[str, Any], base: Window
+) -> RunResult:
+    scrape = svc.scrape or Scrape()
+    polls, bare_polls = len(svc.lags), len(base.lags)
+    return RunResult(
+        n=n,
+        window_s=svc.seconds,
+        interval_s=plan.interval_ms / 1000,
+        config_s=float(ready["config_s"]),
+        load_s=float(ready["load_s"]),
+        other_cores=max(svc.other_cores, base.other_cores),
+        polls=polls,
+        polls_per_s=polls / svc.seconds,
+        sentinel_polls=scrape.polls,
+        poll_errors=scrape.errors,
+        fires=scrape.fires,
+        cpu_s=svc.cpu_s,
+        cpu_per_1k_polls_s=_per_1k(svc.cpu_s, polls),
+        lag_p50_ms=1000 * percentile(svc.lags, 0.50),
+        lag_p99_ms=1000 * percentile(svc.lags, 0.99),
+        lag_max_ms=1000 * max(svc.lags, default=math.nan),
+        svc_lag_p50_ms=1000 * histogram_quantile(scrape.lag_buckets, 0.50),
+        svc_lag_p99_ms=1000 * histogram_quantile(scrape.lag_buckets, 0.99),
+        svc_lag_share_le_250ms=share_at_most(scrape.lag_buckets, 0.25),
+        rss_before_kib=int(ready["rss_before_kib"]),
+        rss_end_kib=svc.rss_end_kib,
+        rss_per_watcher_kib=(svc.rss_end_kib - int(ready["rss_before_kib"])) / n,
+        bare_polls=bare_polls,
+        bare_polls_per_s=bare_polls / base.seconds,
+        bare_cpu_s=base.cpu_s,
+        bare_cpu_per_1k_polls_s=_per_1k(base.cpu_s, bare_polls),
+        bare_lag_p50_ms=1000 * percentile(base.lags, 0.50),
+        bare_lag_p99_ms=1000 * percentile(base.lags, 0.99),
+        bare_rss_per_watcher_kib=(base.rss_end_kib - int(bare_ready["rss_before_kib"])) / n,
+    )
+
+
+def _per_1k(cpu_s: float, polls: int) -> float:
+    return 1000 * cpu_s / polls if polls else math.nan
+
+
+async def run_all(
+    sizes: list[int], plan: Plan, workdir: Path, on_result: Callable[[RunResult], None]
+) -> list[RunResult]:
+    """Start the endpoint, run every size (``on_result`` sees each as it ends), stop the endpoint
+    (also on errors and Ctrl-C)."""
+    endpoint_cpu, _ = cpu_plan()
+    cpu_args = [] if endpoint_cpu is None else ["--cpu", str(endpoint_cpu)]
+    runs = len(sizes) * (1 + plan.noisy_retries)
+    total_s = runs * 2 * (plan.ready_timeout_s + plan.settle_s + plan.window_s + 60)
+    endpoint = await Child.start("endpoint", ["--max-s", str(total_s), *cpu_args], workdir)
+    try:
+        port = int((await endpoint.ready(30))["port"])
+        async with aiohttp.ClientSession(timeout=HTTP_TIMEOUT) as http:
+            bench = Bench(workdir, endpoint, port, http)
+            results: list[RunResult] = []
+            for n in sizes:
+                result = await bench.run(n, plan)
+                for _ in range(plan.noisy_retries):
+                    if result.other_cores <= OTHER_LOAD_WARNING:
+                        break
+                    sys.stderr.write(f"bench: measuring N = {n} again (the machine was shared)\n")
+                    again = await bench.run(n, plan)
+                    result = min(result, again, key=lambda r: r.other_cores)
+                results.append(result)
+                on_result(result)
+            return results
+    finally:
+        await endpoint.stop()

@@ -1,0 +1,97 @@
+"""Benchmark: N http-poll watchers in a real Sentinel process versus a bare aiohttp loop.
+
+    python bench/watchers.py --quick    # 1,000 watchers, under a minute; last line is JSON
+    python bench/watchers.py            # 1,000 / 5,000 / 10,000 watchers, 60 s each; updates RESULTS.md
+
+The endpoint (aiohttp on 127.0.0.1), the Sentinel service and the bare loop each run in their
+own process, so CPU (from /proc/<pid>/stat) and RSS (VmRSS) belong to the measured process
+only. All traffic stays on 127.0.0.1; every child exits when this process stops or dies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from watchbench.orchestrate import Plan, run_all
+from watchbench.report import section, write_results
+from watchbench.results import RunResult
+
+T = TypeVar("T")
+RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
+FULL_SIZES = [1_000, 5_000, 10_000]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="1,000 watchers, short windows, no RESULTS.md")
+    parser.add_argument("--sizes", type=int, nargs="+", help="watcher counts (default 1000 5000 10000)")
+    parser.add_argument(
+        "--window", type=float, help="seconds measured per N and per side (default 60; quick 18)"
+    )
+    parser.add_argument(
+        "--settle", type=float, help="seconds between READY and the window (default 5; quick 2)"
+    )
+    parser.add_argument(
+        "--store", default="sqlite:///state.db", help="the service's store URL (memory:// isolates its cost)"
+    )
+    parser.add_argument(
+        "--noisy-retries", type=int, default=0, help="re-measure an N up to this often on a shared machine"
+    )
+    parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    return parser.parse_args(argv)
+
+
+async def stoppable(work: Coroutine[Any, Any, T]) -> T:
+    """Run ``work``; SIGINT or SIGTERM cancels it, so its cleanup (stopping children) runs."""
+    task = asyncio.ensure_future(work)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, task.cancel)
+    try:
+        return await task
+    finally:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+
+
+def print_summary(result: RunResult) -> None:
+    """One JSON line per N, printed as soon as that N is measured."""
+    print(json.dumps(result.summary()), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark: one JSON line per N on stdout (the last line is the last N)."""
+    args = parse_args(argv)
+    sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
+    window_s = args.window or (18.0 if args.quick else 60.0)
+    settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 5.0)
+    plan = Plan(window_s=window_s, settle_s=settle_s, store=args.store, noisy_retries=args.noisy_retries)
+    with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
+        try:
+            results = asyncio.run(stoppable(run_all(sizes, plan, Path(workdir), print_summary)))
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            print("bench: interrupted; every benchmark process was stopped", file=sys.stderr)
+            return 130
+    # the summaries are on stdout already; RESULTS.md gets the table
+    if not (args.quick or args.no_write):
+        command = "python bench/watchers.py" + (f" --sizes {' '.join(map(str, sizes))}" if args.sizes else "")
+        write_results(RESULTS, section(results, window_s=window_s, command=command))
+        print(f"bench: wrote {RESULTS}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
