@@ -121,10 +121,15 @@ class Dispatcher:
             await asyncio.wait(self._inflight, timeout=timeout_s)
 
     async def _run(self) -> None:
+        """Claim only as many deliveries as there are free slots, so each claimed one starts at
+        once: a claim that waited in a local queue could outlive its lease and be sent twice."""
         while True:
+            await self._limit.acquire()  # at least one free slot before claiming
+            self._limit.release()
+            free = CONCURRENCY - len(self._inflight)
             try:
                 claimed = await self._store.claim_deliveries(
-                    self._clock.now(), limit=CONCURRENCY * 4, lease_ms=self._lease_ms
+                    self._clock.now(), limit=free, lease_ms=self._lease_ms
                 )
             except Exception:  # the worker must outlive a store hiccup; the next pass retries
                 log.exception("claiming deliveries failed")
@@ -134,7 +139,7 @@ class Dispatcher:
                 task = asyncio.get_running_loop().create_task(self._attempt(delivery))
                 self._inflight.add(task)
                 task.add_done_callback(self._done)
-            if len(claimed) == CONCURRENCY * 4:
+            if claimed and len(claimed) == free:
                 continue
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
