@@ -88,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     # the summaries are on stdout already; RESULTS.md gets the table
     if not (args.quick or args.no_write):
         command = "python bench/watchers.py" + (f" --sizes {' '.join(map(str, sizes))}" if args.sizes else "")
+        command += f" --noisy-retries {args.noisy_retries}" if args.noisy_retries else ""
         write_results(RESULTS, section(results, window_s=window_s, command=command))
         print(f"bench: wrote {RESULTS}", file=sys.stderr)
     return 0

@@ -5,16 +5,22 @@
 * lost: contracts with no arrival at or before ``deadline + LOST_AFTER_S``;
 * duplicates: arrivals beyond the first of the same Idempotency-Key;
 * deliveries/s: distinct fallbacks over the span from the first to the last arrival;
-* stray: arrivals for no contract of the run (or with a malformed body or key).
+* stray: arrivals for no contract of the run (or with a malformed body or key);
+* settle lateness: when the relay handed each fallback to the outbox (its "fallback for …"
+  log line) minus the deadline, so a run shows whether time was lost in the relay or after
+  it, in the outbox and the sending.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 LOST_AFTER_S = 5.0
+RELAY_LOGGER = "sentinel_hooks.relay.relay"
 
 
 @dataclass(frozen=True)
@@ -85,3 +91,35 @@ def analyse(deadlines: Mapping[str, float], arrivals: Iterable[Arrival], *, targ
         first_arrival=times[0] if times else 0.0,
         last_arrival=times[-1] if times else 0.0,
     )
+
+
+def settle_times(log_lines: Iterable[str]) -> dict[str, float]:
+    """callbackId → epoch seconds at which the relay logged handing its fallback to the outbox.
+
+    Reads the service's JSON log lines; lines it does not recognise are skipped, so a change
+    of the log format only empties the result.
+    """
+    found: dict[str, float] = {}
+    for line in log_lines:
+        if RELAY_LOGGER not in line or "fallback" not in line:
+            continue
+        try:
+            entry = json.loads(line)
+            if entry.get("logger") == RELAY_LOGGER and str(entry.get("message", "")).startswith(
+                "fallback for"
+            ):
+                at = datetime.fromisoformat(str(entry["at"]).replace("Z", "+00:00")).timestamp()
+                found.setdefault(str(entry["callbackId"]), at)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def settle_lateness_ms(
+    deadlines: Mapping[str, float], settled: Mapping[str, float]
+) -> tuple[float, float] | None:
+    """(p50, p99) of settle time minus deadline, in ms; None when no settle time is known."""
+    values = sorted(1000 * (at - deadlines[cid]) for cid, at in settled.items() if cid in deadlines)
+    if not values:
+        return None
+    return round(percentile(values, 0.50), 1), round(percentile(values, 0.99), 1)

@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 import redis.asyncio as aioredis
 
-from relaybench.analysis import LOST_AFTER_S, Arrival, Numbers, analyse
+from relaybench.analysis import LOST_AFTER_S, Arrival, Numbers, analyse, settle_lateness_ms, settle_times
 from relaybench.procs import (
     Child,
     ChildFailed,
@@ -91,6 +91,7 @@ class Outcome:
     intake_done_before_first_deadline: bool
     other_load: float
     server_cpu_s: float | None
+    settle_ms: tuple[float, float] | None
 
     def summary(self) -> dict[str, Any]:
         """The last-line JSON object of ``bench/relay.py``."""
@@ -126,6 +127,7 @@ class Outcome:
             "intake_s": round(self.intake_s, 2),
             "intake_done_before_first_deadline": self.intake_done_before_first_deadline,
             "other_load_cores": round(self.other_load, 2),
+            "settle_lateness_p50_p99_ms": self.settle_ms,
             "redis_server_cpu_s_per_1k": None
             if self.server_cpu_s is None
             else round(self.server_cpu_s * per_k, 3),
@@ -244,6 +246,8 @@ async def _measure(
         Arrival(r["at"], r["callbackId"], r["key"]) for r in _read_jsonl(folder / "sink.jsonl") if "at" in r
     ]
     inserted_at = float(inserted["at"])
+    with (folder / "service.log").open(encoding="utf-8", errors="replace") as log:
+        settled = settle_times(log)
     return Outcome(
         plan=plan,
         numbers=analyse(deadlines, arrivals, target=TARGET),
@@ -258,6 +262,7 @@ async def _measure(
         intake_done_before_first_deadline=inserted_at <= min(deadlines.values(), default=inserted_at),
         other_load=max(0.0, other_load),
         server_cpu_s=server_cpu,
+        settle_ms=settle_lateness_ms(deadlines, settled),
     )
 
 

@@ -56,10 +56,13 @@ def machine_line(redis_version: str | None) -> str:
 def _row(outcome: Outcome) -> str:
     n = outcome.numbers
     d = outcome.details()
+    settle = (
+        "-" if outcome.settle_ms is None else f"{outcome.settle_ms[0]:,.1f} / {outcome.settle_ms[1]:,.1f}"
+    )
     redis_cpu = "-" if d["redis_server_cpu_s_per_1k"] is None else f"{d['redis_server_cpu_s_per_1k']:.3f}"
     return (
         f"| {outcome.plan.store_kind} | {outcome.plan.scenario} | {n.contracts:,} | "
-        f"{n.lateness_p50_ms:,.1f} / {n.lateness_p99_ms:,.1f} / {n.lateness_max_ms:,.1f} | "
+        f"{n.lateness_p50_ms:,.1f} / {n.lateness_p99_ms:,.1f} / {n.lateness_max_ms:,.1f} | {settle} | "
         f"{n.over_1s:,} | {n.deliveries_per_s:,.1f} | {n.lost:,} | {n.duplicates:,} | "
         f"{outcome.intake_errors:,} | {d['cpu_s_per_1k_fallbacks']:.3f} | "
         f"{d['relay_phase_cpu_s_per_1k']:.3f} | {redis_cpu} | "
@@ -82,16 +85,19 @@ def render(outcomes: Sequence[Outcome], redis_version: str | None) -> str:
     lines = [
         machine_line(redis_version),
         "",
-        "| store | scenario | contracts created | lateness p50 / p99 / max ms | > 1 s late | deliveries/s "
+        "| store | scenario | contracts created | lateness p50 / p99 / max ms | relay settle p50 / p99 ms "
+        "| > 1 s late | deliveries/s "
         "| lost | duplicates | intake errors | CPU s per 1k (whole run) | CPU s per 1k (relay phase) "
         "| redis-server CPU s per 1k "
         "| intake lag p99 ms | deadline span s | other load (cores) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
         *(_row(o) for o in outcomes),
         "",
         "Targets (p99 lateness < 250 ms, max < 1 s and nothing lost):",
         *(_verdict(o) for o in outcomes),
         "",
+        "Lateness is the arrival at the sink minus the deadline; relay settle is when the relay handed the "
+        "fallback to the outbox (its log line) minus the deadline, the rest is outbox wait and sending. "
         "CPU columns are the Sentinel process's (all threads) per 1,000 fallbacks delivered; the relay "
         "phase starts when the last callback was accepted. Other load: cores kept busy during the run by "
         "processes other than the benchmark's three and redis-server (the machine is shared); each plan ran "

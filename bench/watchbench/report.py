@@ -131,6 +131,12 @@ def verdict(results: Sequence[RunResult]) -> str:
     def word(ok: bool) -> str:
         return "**met**" if ok else "**NOT met**"
 
+    histogram = (
+        "no poll started during the window"
+        if math.isnan(r.svc_lag_share_le_250ms)
+        else f"service histogram {_f(r.svc_lag_p99_ms)} ms, "
+        f"{_f(100 * r.svc_lag_share_le_250ms)} % of polls in buckets ≤ 250 ms"
+    )
     noisy = (
         f" (measured while other processes kept {r.other_cores:.2f} cores busy: not a clean run)"
         if r.other_cores > OTHER_LOAD_WARNING
@@ -140,8 +146,7 @@ def verdict(results: Sequence[RunResult]) -> str:
         [
             f"Targets at N = {TARGET_N:,}{noisy}:",
             f"- p99 poll lag < {TARGET_LAG_P99_MS:.0f} ms: {word(met['lag_p99_lt_250ms'])} "
-            f"({_f(r.lag_p99_ms)} ms at the wire; service histogram {_f(r.svc_lag_p99_ms)} ms, "
-            f"{_f(100 * r.svc_lag_share_le_250ms)} % of polls in buckets ≤ 250 ms)",
+            f"({_f(r.lag_p99_ms)} ms at the wire; {histogram})",
             f"- CPU per poll ≤ {TARGET_CPU_RATIO:.0f}x the bare loop: {word(met['cpu_le_2x_bare'])} "
             f"({_f(r.cpu_ratio_vs_bare, 2)}x)",
             f"- RSS < {TARGET_RSS_PER_WATCHER_KIB:.0f} KiB per watcher: "
