@@ -18,11 +18,10 @@ from anthropic.types import Message, MessageParam, ToolParam
 from sentinel_hooks.callbacks.backends.base import (
     ModelError,
     ModelReply,
+    SdkErrors,
     ToolCall,
     ToolSpec,
-    error_detail,
-    status_hint,
-    status_retryable,
+    sdk_error,
 )
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import AnthropicModel
@@ -81,21 +80,15 @@ class AnthropicBackend:
         return f"model {self.name!r} ({self.model} at {self._spec.base_url})"
 
     def _translate(self, exc: anthropic.AnthropicError) -> ModelError:
-        where = self._where()
-        if isinstance(exc, anthropic.APITimeoutError):
-            seconds = self._spec.timeout_ms / 1000
-            return ModelError(f"{where}: no answer within {seconds:g} s (timeoutMs)", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            cause = self._redactor.text(str(exc.__cause__ or exc))
-            return ModelError(f"{where}: cannot connect: {cause}; is the server running?", retryable=True)
-        if isinstance(exc, anthropic.APIStatusError):
-            detail = self._redactor.text(error_detail(exc.body, exc.message))
-            status = exc.status_code
-            return ModelError(
-                f"{where}: HTTP {status}: {detail}{status_hint(status, self.name)}",
-                retryable=status_retryable(status),
-            )
-        return ModelError(f"{where}: {self._redactor.text(str(exc))}", retryable=False)
+        errors = SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
+        return sdk_error(
+            exc,
+            errors,
+            where=self._where(),
+            name=self.name,
+            timeout_ms=self._spec.timeout_ms,
+            redactor=self._redactor,
+        )
 
 
 def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[MessageParam]:

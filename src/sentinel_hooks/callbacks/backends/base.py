@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.errors import SentinelError
 
 
@@ -105,3 +106,30 @@ def error_detail(body: object, fallback: str) -> str:
         detail = inner.get("message", inner) if isinstance(inner, dict) else inner
     text = str(detail) if detail not in (None, "", {}) else fallback
     return text if len(text) <= MAX_ERROR_DETAIL_CHARS else text[: MAX_ERROR_DETAIL_CHARS - 3] + "..."
+
+
+@dataclass(frozen=True)
+class SdkErrors:
+    """An SDK's exception classes (the official openai and anthropic SDKs share this shape)."""
+
+    timeout: type[BaseException]
+    connection: type[BaseException]
+    status: type[BaseException]
+
+
+def sdk_error(
+    exc: BaseException, errors: SdkErrors, *, where: str, name: str, timeout_ms: int, redactor: Redactor
+) -> ModelError:
+    """An SDK exception as a ModelError: timeouts, connection failures and 429/5xx are retryable."""
+    if isinstance(exc, errors.timeout):
+        return ModelError(f"{where}: no answer within {timeout_ms / 1000:g} s (timeoutMs)", retryable=True)
+    if isinstance(exc, errors.connection):
+        cause = redactor.text(str(exc.__cause__ or exc))
+        return ModelError(f"{where}: cannot connect: {cause}; is the server running?", retryable=True)
+    if isinstance(exc, errors.status):
+        status = int(getattr(exc, "status_code", 0))
+        detail = redactor.text(error_detail(getattr(exc, "body", None), str(getattr(exc, "message", exc))))
+        return ModelError(
+            f"{where}: HTTP {status}: {detail}{status_hint(status, name)}", retryable=status_retryable(status)
+        )
+    return ModelError(f"{where}: {redactor.text(str(exc))}", retryable=False)
