@@ -2,8 +2,9 @@
 
 1. Flush the Redis database (Redis runs only), start the sink (pinned to one core) and the
    Sentinel process (``relaybench.service``, pinned to the other) on a fresh project.
-2. Read the Sentinel process's CPU, send ``go``: it accepts N callbacks over ``spread_s``, so
-   N deadlines fall uniformly in ``[timeout, timeout + spread_s]`` after ``go``.
+2. Read the Sentinel process's CPU, send ``go``: it accepts N callbacks, so N deadlines fall
+   uniformly over ``spread_s`` seconds (steady: the callbacks over ``spread_s``, deadlines
+   ``timeout`` later; preloaded: all callbacks first, deadlines ``lead_s`` after ``go``).
 3. Poll the sink's ``/count`` until every contract has its fallback (then wait one second
    more, for any duplicate) or until the last deadline + 5 s has passed, whichever is first.
 4. Read the CPU again, stop both processes, join the sink's records with the contract map.
@@ -226,7 +227,7 @@ async def _measure(
     await sentinel.expect("READY", timeout_s=60)
     cpu_start = cpu_seconds(sentinel.pid)
     server_start = cpu_seconds(server_pid) if server_pid else 0.0
-    ours_start = _bench_cpu(children) + server_start
+    bench_start = _bench_cpu(children)
     busy_start, wall_start = machine_busy_seconds(), time.monotonic()
     await sentinel.send("go")
     wait_s = plan.spread_s + (plan.lead_s if plan.preload else plan.timeout_ms / 1000) + 120
@@ -237,7 +238,7 @@ async def _measure(
     await _wait_for_fallbacks(port, len(deadlines), last_deadline + LOST_AFTER_S + POLL_S)
     cpu_end = cpu_seconds(sentinel.pid)
     server_cpu = cpu_seconds(server_pid) - server_start if server_pid else None
-    ours = _bench_cpu(children) + (server_cpu or 0.0) + server_start - ours_start
+    ours = _bench_cpu(children) - bench_start + (server_cpu or 0.0)
     other_load = (machine_busy_seconds() - busy_start - ours) / (time.monotonic() - wall_start)
     for child in reversed(children):
         if await child.stop() != 0:

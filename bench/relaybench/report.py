@@ -59,6 +59,7 @@ def _row(outcome: Outcome) -> str:
     settle = (
         "-" if outcome.settle_ms is None else f"{outcome.settle_ms[0]:,.1f} / {outcome.settle_ms[1]:,.1f}"
     )
+    lag = "-" if outcome.plan.preload else f"{outcome.insert_lag_p99_ms:,.0f}"
     redis_cpu = "-" if d["redis_server_cpu_s_per_1k"] is None else f"{d['redis_server_cpu_s_per_1k']:.3f}"
     return (
         f"| {outcome.plan.store_kind} | {outcome.plan.scenario} | {n.contracts:,} | "
@@ -66,7 +67,7 @@ def _row(outcome: Outcome) -> str:
         f"{n.over_1s:,} | {n.deliveries_per_s:,.1f} | {n.lost:,} | {n.duplicates:,} | "
         f"{outcome.intake_errors:,} | {d['cpu_s_per_1k_fallbacks']:.3f} | "
         f"{d['relay_phase_cpu_s_per_1k']:.3f} | {redis_cpu} | "
-        f"{outcome.insert_lag_p99_ms:,.0f} | {outcome.deadline_span_s:.1f} | {outcome.other_load:.2f} |"
+        f"{lag} | {outcome.deadline_span_s:.1f} | {outcome.other_load:.2f} |"
     )
 
 

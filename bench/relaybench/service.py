@@ -1,19 +1,24 @@
 """The measured process: a whole Sentinel ``Service`` that creates the benchmark's contracts itself.
 
-Run as ``python -m relaybench.service -c sentinel.yaml --n N --spread-s S --map FILE``. It
-starts the service exactly as ``sentinel run`` does (``Service(load_config(path))``, the same
-logging), prints ``READY``, and on the ``go`` command accepts N callbacks through
-``service.intake.accept`` at a steady rate over S seconds, one every S/N seconds, each with
-the configured ``hookResponseTimeoutMs``; so the deadlines are spread uniformly over S
-seconds, starting one timeout after ``go``. No agent answers: the service is given a
-``SilentSessions`` sink in place of its hook-session queue (``Service(config, sink=…)``),
-so every contract needs its fallback. The contracts go in through the intake rather
-than over HTTP because this service's HTTP fire path does not take 1,000 fires/s on two
-cores (see RESULTS.md); intake, dedupe and the stored contract are the same either way.
+Run as ``python -m relaybench.service -c sentinel.yaml --n N --spread-s S --map FILE
+[--lead-s L]``. It builds the service as ``sentinel run`` does (``load_config``, the same
+logging, ``Service.start``), with one change: a ``SilentSessions`` sink replaces the
+hook-session queue (``Service(config, sink=…)``), so no agent ever answers and every
+contract needs its fallback. It prints ``READY`` and, on the ``go`` command, accepts N
+callbacks through ``service.intake.accept``:
 
-When the last callback is accepted it writes ``FILE`` (JSON lines ``{callbackId,
-deadline}``, deadline in epoch seconds) and prints ``INSERTED`` with the insertion lag; then
-it runs until stdin closes (or SIGTERM/SIGINT) and stops the service gracefully.
+* steady (no ``--lead-s``): one every S/N seconds, each with the configured
+  ``hookResponseTimeoutMs``, so the deadlines spread uniformly over S seconds, one timeout
+  after ``go``, while the intake is still running;
+* preloaded: all at once, callback i with the timeout that puts its deadline at
+  ``L + i * S / N`` seconds after ``go``, so the relay meets them with no intake beside it.
+
+The intake is called in-process because this service's HTTP fire path does not take 1,000
+fires/s on two cores (see RESULTS.md); dedupe, the stored contract and the relay wake-up
+are the same either way. When the last callback is accepted it writes ``FILE`` (JSON lines
+``{callbackId, deadline}``, deadline in epoch seconds) and prints ``INSERTED`` (count,
+insertion lag, errors); then it runs until stdin closes (or SIGTERM/SIGINT) and stops the
+service gracefully.
 """
 
 from __future__ import annotations
@@ -107,13 +112,7 @@ class Insertion:
 async def insert(
     service: Service, *, n: int, spread_s: float, target: str, lead_s: float | None = None
 ) -> Insertion:
-    """Accept ``n`` callbacks.
-
-    Steady (``lead_s`` None): one every ``spread_s / n`` seconds, each with the configured
-    hookResponseTimeoutMs. Preloaded: all at once (``IN_FLIGHT`` at a time), callback i with
-    the timeout that puts its deadline at ``lead_s + i * spread_s / n`` after the start, so
-    the relay meets the deadlines with no intake running beside it.
-    """
+    """Accept ``n`` callbacks, steady (``lead_s`` None) or preloaded (see the module docstring)."""
     config = service.config.service
     prefix, group = config.hook_session_prefix, config.hook_session_group
     run_id = f"{time.time():.0f}"
@@ -149,7 +148,8 @@ async def insert(
         if delay > 0:
             await asyncio.sleep(delay)
         await limit.acquire()
-        done.lags.append(loop.time() - due)
+        if lead_s is None:  # preloaded callbacks have no schedule to lag behind
+            done.lags.append(loop.time() - due)
         tasks.append(loop.create_task(accept(index)))
     await asyncio.gather(*tasks)
     return done

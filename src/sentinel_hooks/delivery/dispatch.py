@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.delivery.target import DeliveryError, Message, Target
+from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Delivery, DeliveryKind
@@ -153,7 +154,6 @@ class Dispatcher:
         """One attempt; records the outcome; True when the target accepted the message."""
         attempts = delivery.attempts + 1
         target = self._targets.get(delivery.target)
-        now = self._clock.now()
         if target is None:
             await self._give_up(delivery, attempts, f"target {delivery.target!r} is not configured")
             return False
@@ -164,11 +164,31 @@ class Dispatcher:
         except Exception as exc:  # a target bug must not kill the worker; treat as retryable
             log.exception("target %s raised", delivery.target)
             return await self._failed(delivery, attempts, DeliveryError(str(exc), retryable=True))
-        await self._store.update_delivery(
-            delivery.key, state="delivered", attempts=attempts, next_attempt_at=now, last_error=None, at=now
-        )
+        await self._mark_delivered(delivery, attempts)
         self._report(delivery, "delivered", attempts, None)
         return True
+
+    async def _mark_delivered(self, delivery: Delivery, attempts: int) -> None:
+        """Record an accepted send, retrying a failing store briefly: a send left marked pending
+        would go out again once its claim lapses (the receiver sees the same Idempotency-Key)."""
+        for attempt in range(3):
+            now = self._clock.now()
+            try:
+                await self._store.update_delivery(
+                    delivery.key,
+                    state="delivered",
+                    attempts=attempts,
+                    next_attempt_at=now,
+                    last_error=None,
+                    at=now,
+                )
+                return
+            except StoreError as exc:
+                log.warning(
+                    "recording delivery %s as sent failed (try %d): %s", delivery.key, attempt + 1, exc
+                )
+                await asyncio.sleep(0.2 * (attempt + 1))
+        log.error("delivery %s was sent but could not be recorded; it may be sent again", delivery.key)
 
     def _report(self, delivery: Delivery, outcome: str, attempts: int, error: str | None) -> None:
         if self._events is not None:
