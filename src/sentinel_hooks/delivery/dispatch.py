@@ -96,10 +96,14 @@ class Dispatcher:
     async def send_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
         """Enqueue and attempt at once (for the notify tool); True per delivery that was accepted.
 
-        A failed attempt stays in the outbox and is retried like any other.
+        A failed attempt stays in the outbox and is retried like any other. Each is stored due
+        only after ``lease_ms``, as if claimed by this sender: otherwise a worker (here or on
+        another replica) could claim it while this attempt is under way and send it twice.
         """
         results: list[bool] = []
+        held_until = self._clock.now() + timedelta(milliseconds=self._lease_ms)
         for delivery in deliveries:
+            delivery = delivery.model_copy(update={"next_attempt_at": held_until})
             if not await self._store.enqueue_delivery(delivery):
                 existing = await self._store.get_delivery(delivery.key)
                 results.append(existing is not None and existing.state == "delivered")

@@ -1,0 +1,62 @@
+"""The notify tool's immediate send: one attempt, never also claimed by the outbox worker."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.service import Service
+from tests.support import Sink
+
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: 0}}
+allowedHosts: ["127.0.0.1"]
+targets: {{hook: {{type: webhook, url: "{url}"}}}}
+"""
+
+
+class SlowSink(Sink):
+    """Records each request on arrival, answers 200 after ``delay_s``."""
+
+    delay_s = 1.0
+
+    async def _record(self, request: web.Request) -> web.StreamResponse:
+        response = await super()._record(request)
+        await asyncio.sleep(self.delay_s)  # a slow receiver, so a second sender would overlap
+        return response
+
+
+@pytest.fixture
+async def sink() -> AsyncIterator[SlowSink]:
+    server = SlowSink()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+async def test_send_now_is_not_sent_again_by_the_worker_meanwhile(tmp_path: Path, sink: SlowSink) -> None:
+    """While the notify's own attempt waits for a slow target, the outbox worker (which would
+    claim every due delivery) leaves it alone: the receiver sees one request."""
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await service.start()
+    try:
+        fields = {"watcher_id": "w", "event_name": "e", "priority": "normal", "kind": "notify"}
+        message = Message(callback_id="01JSENDNOW", text="hi", **fields)
+        deliveries = service.dispatcher.new_deliveries(message, ["hook"], "notify", at=service.clock.now())
+        service.dispatcher.wake()  # the worker looks at the outbox while the attempt is under way
+        assert [True] == await service.dispatcher.send_now(deliveries)
+        stored = await service.store.get_delivery(deliveries[0].key)
+        assert stored is not None
+        assert ("delivered", 1) == (stored.state, stored.attempts)
+        assert ["01JSENDNOW:hook:notify"] == [r["headers"]["Idempotency-Key"] for r in sink.received]
+    finally:
+        await service.stop()
