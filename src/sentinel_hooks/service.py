@@ -180,7 +180,9 @@ class Service:
         self.scheduler.start()
         await self.manager.start(self.config.watchers, await self._api_watchers())
         if self.cluster is not None:
-            await self.cluster.start(self.manager.lease_acquired, self.manager.lease_lost)
+            await self.cluster.start(
+                self.manager.lease_acquired, self.manager.lease_lost, self.manager.changed_elsewhere
+            )
         await self.sessions.start()
         await self._start_api()
         self.ready = True

@@ -189,6 +189,7 @@ class FakeOwnership:
         self.held: dict[str, int] = {}
         self.tracked: set[str] = set()
         self.untracked: list[str] = []
+        self.announced: list[tuple[str, dict[str, object]]] = []
         self.unsure = False  # True: ``holds`` cannot tell (as when Redis is unreachable)
 
     def track(self, watcher_id: str) -> int | None:
@@ -203,6 +204,9 @@ class FakeOwnership:
         if self.unsure:
             raise StoreUnavailable("cluster redis: check a lease got no answer within 0.5 s")
         return self.held.get(watcher_id) == token
+
+    async def announce(self, watcher_id: str, change: dict[str, object]) -> None:
+        self.announced.append((watcher_id, change))
 
 
 @dataclass

@@ -4,13 +4,17 @@
 ``Ownership`` protocol): the manager tracks polled and subscribed watchers here and starts a
 runner only while this replica holds the watcher's lease; runners fence each observation with
 ``holds``. Start it after the manager has tracked its watchers, stop it before the manager.
+API changes made on a replica that does not hold a watcher's lease reach the holder through
+``announce`` (``cluster.changes``).
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.cluster.changes import Changed, WatcherChanges
 from sentinel_hooks.cluster.keeper import Acquired, LeaseKeeper, Lost
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
@@ -28,6 +32,7 @@ class ClusterOwnership:
         self.keeper = LeaseKeeper(
             self.leases, self.membership, clock=clock, on_acquired=self._acquired, on_lost=self._lost
         )
+        self.changes = WatcherChanges(redis_url, key_prefix=key_prefix, replica_id=self.replica_id)
         self._on_acquired: Acquired | None = None
         self._on_lost: Lost | None = None
 
@@ -43,12 +48,19 @@ class ClusterOwnership:
         """The fencing check: True only while this replica holds the lease with ``token``."""
         return await self.keeper.holds(watcher_id, token)
 
-    async def start(self, on_acquired: Acquired, on_lost: Lost) -> None:
+    async def announce(self, watcher_id: str, change: dict[str, Any]) -> None:
+        """Tell the replica holding the watcher's lease about a change made here (``StoreError``)."""
+        await self.changes.publish(watcher_id, change)
+
+    async def start(self, on_acquired: Acquired, on_lost: Lost, on_change: Changed | None = None) -> None:
         """Join the cluster and take the leases this replica should own (``StoreError`` if Redis fails).
 
-        ``on_acquired(watcher_id, token)`` starts a runner, ``on_lost(watcher_id)`` stops it.
+        ``on_acquired(watcher_id, token)`` starts a runner, ``on_lost(watcher_id)`` stops it,
+        ``on_change(watcher_id, change)`` applies what another replica ``announce``d.
         """
         self._on_acquired, self._on_lost = on_acquired, on_lost
+        if on_change is not None:
+            await self.changes.start(on_change)
         await self.leases.open()
         await self.membership.start()
         await self.keeper.start()
@@ -61,6 +73,7 @@ class ClusterOwnership:
         finally:
             await self.membership.leave()
             await self.leases.close()
+            await self.changes.stop()
 
     async def _acquired(self, watcher_id: str, token: int) -> None:
         if self._on_acquired is not None:

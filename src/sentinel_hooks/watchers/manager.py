@@ -9,6 +9,8 @@ every watcher, but a polled or subscribed watcher's runner runs only on the repl
 lease: the manager tracks it with the ownership, ``lease_acquired`` starts it (with the state the
 previous owner stored) and ``lease_lost`` stops it. Webhook watchers need no lease: any replica
 may ingest what is pushed to it. Without an ownership nothing changes (one process runs all).
+An enable, disable or manual fire that reaches a replica not holding the lease is stored there
+and ``announce``d; the holder applies it (``changed_elsewhere``) to the state it runs with.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -50,6 +52,10 @@ class Ownership(Protocol):
 
     async def holds(self, watcher_id: str, token: int) -> bool:
         """The fencing check: does this replica still hold the lease with ``token``?"""
+        ...
+
+    async def announce(self, watcher_id: str, change: dict[str, Any]) -> None:
+        """Tell the lease holder about a change made here (its ``changed_elsewhere`` applies it)."""
         ...
 
 
@@ -182,11 +188,38 @@ class WatcherManager:
 
     async def set_enabled(self, watcher_id: str, enabled: bool) -> WatcherRunner:
         runner = self.get(watcher_id)
-        await runner.set_enabled(enabled)
+        elsewhere = await self._refresh_if_elsewhere(runner)
+        await runner.set_enabled(enabled)  # stores it; starts or stops nothing without the lease
+        if elsewhere and self._ownership is not None:
+            await self._ownership.announce(watcher_id, {"enabled": enabled})
         return runner
 
     async def fire(self, watcher_id: str, payload: Any) -> Outcome:
-        return await self.get(watcher_id).fire_manual(payload)
+        runner = self.get(watcher_id)
+        elsewhere = await self._refresh_if_elsewhere(runner)
+        outcome = await runner.fire_manual(payload)
+        accepted = outcome.contract is not None and outcome.contract.state == "pending"
+        if elsewhere and accepted and self._ownership is not None:
+            await self._ownership.announce(watcher_id, {"fired": True})
+        return outcome
+
+    async def _refresh_if_elsewhere(self, runner: WatcherRunner) -> bool:
+        """Cluster mode, lease not held here: load the stored state to change (True), as ours is stale."""
+        if self._ownership is None or not runner.needs_lease or runner.fence is not None:
+            return False
+        runner.state = WatcherState.from_json(await self._deps.store.get_watcher_state(runner.id))
+        return True
+
+    async def changed_elsewhere(self, watcher_id: str, change: dict[str, Any]) -> None:
+        """Another replica's API changed a watcher whose lease this replica holds: apply it."""
+        runner = self._runners.get(watcher_id)
+        if runner is None or not runner.needs_lease or runner.fence is None:
+            return  # not held here: whoever acquires the lease reads the stored state
+        if isinstance(change.get("enabled"), bool):
+            await runner.set_enabled(change["enabled"])
+        if change.get("fired") is True:
+            at = self._deps.clock.now()
+            await runner.adopt(lambda state: replace(state, fires=state.fires + 1, last_fire_at=at))
 
     async def ingest(self, watcher_id: str, value: Any) -> Outcome:
         return await self.get(watcher_id).ingest(value)

@@ -437,6 +437,12 @@ class WatcherRunner:
                 self.state = replace(self.state, next_check_at=None)
                 await self._save()
 
+    async def adopt(self, change: Callable[[WatcherState], WatcherState]) -> None:
+        """Apply a change made elsewhere (another replica's API call) to the state, and store it."""
+        async with self._lock:
+            self.state = change(self.state)
+            await self._save()
+
     async def _save(self, *, force: bool = False) -> None:
         """Persist the state when a durable field changed, else at most every STATE_FLUSH_S.
 

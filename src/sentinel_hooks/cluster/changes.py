@@ -1,0 +1,113 @@
+"""Watcher changes made through one replica's API, applied by the replica that runs the watcher.
+
+An API call (enable, disable, manual fire) may reach any replica, but only the lease holder runs
+a polled or subscribed watcher and writes its state; its next write would undo a change another
+replica stored. So the replica that took the call writes the stored state and publishes the
+change on the channel ``<prefix>watcher-changes``; every replica listens, and the one holding the
+watcher's lease applies it to the state it runs with. Pub/sub delivers at most once: a change
+published while no replica holds the lease (a hand-off under way) is found in the stored state
+by the next holder, which reads it when it acquires the lease.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import PubSub
+from redis.exceptions import RedisError
+
+from sentinel_hooks.cluster.connection import bounded, open_client
+from sentinel_hooks.errors import StoreError
+
+log = logging.getLogger(__name__)
+
+Changed = Callable[[str, dict[str, Any]], Awaitable[None]]
+"""``on_change(watcher_id, change)``: a change another replica's API made to the watcher."""
+
+PUBLISH_TIMEOUT_S = 2.0
+RETRY_S = 1.0
+
+
+class WatcherChanges:
+    """Publish API changes to watchers, and hand the ones other replicas publish to ``on_change``."""
+
+    def __init__(self, redis_url: str, *, key_prefix: str, replica_id: str) -> None:
+        self._url = redis_url
+        self._replica_id = replica_id
+        self.channel = f"{key_prefix}watcher-changes"
+        self._client: Redis | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self, on_change: Changed) -> None:
+        """Subscribe (``StoreError`` when Redis cannot be reached), then listen in the background."""
+        self._client = open_client(self._url, name=f"sentinel-changes-{self._replica_id}")
+        pubsub = await self._subscribe()
+        self._task = asyncio.get_running_loop().create_task(self._listen(pubsub, on_change))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.aclose()
+            self._client = None
+
+    async def publish(self, watcher_id: str, change: dict[str, Any]) -> None:
+        """Tell the replica running ``watcher_id`` (``StoreError`` when Redis does not answer)."""
+        if self._client is None:
+            return
+        message = json.dumps({"watcherId": watcher_id, "from": self._replica_id, "change": change})
+        async with bounded(self._url, "publish a watcher change", timeout_s=PUBLISH_TIMEOUT_S):
+            await self._client.publish(self.channel, message)
+
+    async def _subscribe(self) -> PubSub:
+        assert self._client is not None
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        async with bounded(self._url, "subscribe to watcher changes", timeout_s=PUBLISH_TIMEOUT_S):
+            await pubsub.subscribe(self.channel)
+        return pubsub
+
+    async def _listen(self, pubsub: PubSub, on_change: Changed) -> None:
+        while True:
+            try:
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
+            except (RedisError, OSError) as exc:
+                log.warning("watcher changes: lost the subscription (%s); subscribing again", exc)
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                pubsub = await self._resubscribe()
+                continue
+            if message is None:
+                continue
+            await self._deliver(message.get("data"), on_change)
+
+    async def _resubscribe(self) -> PubSub:
+        while True:
+            await asyncio.sleep(RETRY_S)
+            try:
+                return await self._subscribe()
+            except StoreError as exc:
+                log.warning("watcher changes: %s", exc)
+
+    async def _deliver(self, data: Any, on_change: Changed) -> None:
+        try:
+            decoded = json.loads(data)
+            watcher_id, sender, change = decoded["watcherId"], decoded["from"], decoded["change"]
+        except (TypeError, ValueError, KeyError):
+            log.warning("watcher changes: ignored a malformed message on %s", self.channel)
+            return
+        if sender == self._replica_id or not isinstance(change, dict):
+            return  # this replica made it: its stored state already holds it
+        try:
+            await on_change(str(watcher_id), change)
+        except Exception:  # one bad change must not stop the listener
+            log.exception("watcher %s: applying a change from %s failed", watcher_id, sender)
