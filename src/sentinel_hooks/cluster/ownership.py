@@ -18,6 +18,7 @@ from sentinel_hooks.cluster.changes import Changed, WatcherChanges
 from sentinel_hooks.cluster.keeper import Acquired, LeaseKeeper, Lost
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
+from sentinel_hooks.errors import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -49,8 +50,15 @@ class ClusterOwnership:
         return await self.keeper.holds(watcher_id, token)
 
     async def announce(self, watcher_id: str, change: dict[str, Any]) -> None:
-        """Tell the replica holding the watcher's lease about a change made here (``StoreError``)."""
-        await self.changes.publish(watcher_id, change)
+        """Tell the replica holding the watcher's lease about a change made here.
+
+        The change is already stored; if Redis cannot take the message, the holder keeps running
+        with its own state until the lease moves (then the next holder reads the stored one).
+        """
+        try:
+            await self.changes.publish(watcher_id, change)
+        except StoreError as exc:
+            log.warning("watcher %s: could not tell its owner about %s: %s", watcher_id, change, exc)
 
     async def start(self, on_acquired: Acquired, on_lost: Lost, on_change: Changed | None = None) -> None:
         """Join the cluster and take the leases this replica should own (``StoreError`` if Redis fails).
