@@ -4,7 +4,8 @@
 * ``rendezvous`` — who *should* own each watcher (pure, highest-random-weight hashing);
 * ``leases`` — who *does* own it: ``SET NX PX`` leases with fencing tokens, renewed by CAS;
 * ``keeper`` — the loop that renews, hands off and acquires leases, calling back the manager;
-* ``ownership`` — the three behind the small interface ``WatcherManager`` uses in cluster mode.
+* ``changes`` — API changes made on one replica, published to the one that runs the watcher;
+* ``ownership`` — the four behind the small interface ``WatcherManager`` uses in cluster mode.
 
 Design notes and guarantees: docs/scaling.md, "Watcher ownership".
 """
