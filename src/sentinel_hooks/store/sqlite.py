@@ -399,7 +399,7 @@ class SqliteStore:
         tx = partial(
             q.accept_contract,
             pending=q.contract_row(contract, envelope_text),
-            deduped=q.contract_row(deduped, envelope_text),
+            deduped=partial(q.contract_row, deduped, envelope_text),
             dedupe=dedupe,
             checkpoints=texts,
         )

@@ -9,7 +9,7 @@ no I/O beyond the connection and never read the clock. Tables: ``sqlite_schema``
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -153,16 +153,17 @@ INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
 def accept_contract(
     c: Conn,
     pending: ContractRow,
-    deduped: ContractRow,
+    deduped: Callable[[], ContractRow],
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
 ) -> str | None:
     """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
-    (nothing written) when the callback id exists. ``dedupe`` is ``(key, now_ms, ttl_ms)``."""
+    (nothing written) when the callback id exists. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
+    ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or add_dedupe(c, *dedupe)
-    c.execute(INSERT_CONTRACT, pending if fresh else deduped)
+    c.execute(INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
     return "pending" if fresh else "deduped"
