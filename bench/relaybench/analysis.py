@@ -6,21 +6,19 @@
 * duplicates: arrivals beyond the first of the same Idempotency-Key;
 * deliveries/s: distinct fallbacks over the span from the first to the last arrival;
 * stray: arrivals for no contract of the run (or with a malformed body or key);
-* settle lateness: when the relay handed each fallback to the outbox (its "fallback for …"
-  log line) minus the deadline, so a run shows whether time was lost in the relay or after
-  it, in the outbox and the sending.
+* settle lateness: when the relay handed each fallback to the outbox (the contract's stored
+  ``settledAt``, read back after the run) minus the deadline, so a run shows whether time was
+  lost in the relay or after it, in the outbox and the sending.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from typing import Any
 
 LOST_AFTER_S = 5.0
-RELAY_LOGGER = "sentinel_hooks.relay.relay"
 
 
 @dataclass(frozen=True)
@@ -93,24 +91,16 @@ def analyse(deadlines: Mapping[str, float], arrivals: Iterable[Arrival], *, targ
     )
 
 
-def settle_times(log_lines: Iterable[str]) -> dict[str, float]:
-    """callbackId → epoch seconds at which the relay logged handing its fallback to the outbox.
+def settle_times(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """callbackId → epoch seconds at which the relay settled its contract with a fallback.
 
-    Reads the service's JSON log lines; lines it does not recognise are skipped, so a change
-    of the log format only empties the result.
+    Reads the service's ``{callbackId, settledAt}`` records; malformed ones are skipped.
     """
     found: dict[str, float] = {}
-    for line in log_lines:
-        if RELAY_LOGGER not in line or "fallback" not in line:
-            continue
+    for record in records:
         try:
-            entry = json.loads(line)
-            if entry.get("logger") == RELAY_LOGGER and str(entry.get("message", "")).startswith(
-                "fallback for"
-            ):
-                at = datetime.fromisoformat(str(entry["at"]).replace("Z", "+00:00")).timestamp()
-                found.setdefault(str(entry["callbackId"]), at)
-        except (ValueError, KeyError, TypeError):
+            found.setdefault(str(record["callbackId"]), float(record["settledAt"]))
+        except (KeyError, TypeError, ValueError):
             continue
     return found
 

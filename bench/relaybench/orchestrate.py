@@ -219,7 +219,14 @@ async def _measure(
         folder, store=redis_url or sqlite_url(folder), sink_port=port, timeout_ms=plan.timeout_ms
     )
     args = ["-c", str(config), "--n", str(plan.n), "--spread-s", str(plan.spread_s)]
-    args += ["--map", str(folder / "map.jsonl"), "--target", TARGET]
+    args += [
+        "--map",
+        str(folder / "map.jsonl"),
+        "--target",
+        TARGET,
+        "--settled",
+        str(folder / "settled.jsonl"),
+    ]
     if plan.preload:
         args += ["--lead-s", str(plan.lead_s)]
     sentinel = await Child.start("service", args, folder, cpu=sentinel_cpu)
@@ -247,8 +254,8 @@ async def _measure(
         Arrival(r["at"], r["callbackId"], r["key"]) for r in _read_jsonl(folder / "sink.jsonl") if "at" in r
     ]
     inserted_at = float(inserted["at"])
-    with (folder / "service.log").open(encoding="utf-8", errors="replace") as log:
-        settled = settle_times(log)
+    settled_path = folder / "settled.jsonl"
+    settled = settle_times(_read_jsonl(settled_path)) if settled_path.exists() else {}
     return Outcome(
         plan=plan,
         numbers=analyse(deadlines, arrivals, target=TARGET),

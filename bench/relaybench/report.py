@@ -98,7 +98,8 @@ def render(outcomes: Sequence[Outcome], redis_version: str | None) -> str:
         *(_verdict(o) for o in outcomes),
         "",
         "Lateness is the arrival at the sink minus the deadline; relay settle is when the relay handed the "
-        "fallback to the outbox (its log line) minus the deadline, the rest is outbox wait and sending. "
+        "fallback to the outbox (the contract's stored settledAt) minus the deadline, the rest is outbox "
+        "wait and sending. "
         "CPU columns are the Sentinel process's (all threads) per 1,000 fallbacks delivered; the relay "
         "phase starts when the last callback was accepted. Other load: cores kept busy during the run by "
         "processes other than the benchmark's three and redis-server (the machine is shared); each plan ran "

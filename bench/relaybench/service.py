@@ -17,8 +17,10 @@ The intake is called in-process because this service's HTTP fire path does not t
 fires/s on two cores (see RESULTS.md); dedupe, the stored contract and the relay wake-up
 are the same either way. When the last callback is accepted it writes ``FILE`` (JSON lines
 ``{callbackId, deadline}``, deadline in epoch seconds) and prints ``INSERTED`` (count,
-insertion lag, errors); then it runs until stdin closes (or SIGTERM/SIGINT) and stops the
-service gracefully.
+insertion lag, errors); then it runs until stdin closes (or SIGTERM/SIGINT), writes
+``SETTLED`` (JSON lines ``{callbackId, settledAt}`` of every contract settled with a fallback,
+read back from the store: when the relay handed it to the outbox) and stops the service
+gracefully.
 """
 
 from __future__ import annotations
@@ -155,8 +157,30 @@ async def insert(
     return done
 
 
+async def write_settled(service: Service, path: Path) -> None:
+    """``{callbackId, settledAt}`` (epoch seconds) of each contract settled with a fallback."""
+    lines: list[str] = []
+    cursor: str | None = None
+    while True:
+        page = await service.store.list_contracts(state="fallback_sent", limit=1000, cursor=cursor)
+        for contract in page.items:
+            if contract.settled_at is not None:
+                settled = {"callbackId": contract.callback_id, "settledAt": contract.settled_at.timestamp()}
+                lines.append(json.dumps(settled))
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    await asyncio.to_thread(path.write_text, "".join(line + "\n" for line in lines), encoding="utf-8")
+
+
 async def run(
-    config_path: Path, n: int, spread_s: float, map_path: Path, target: str, lead_s: float | None
+    config_path: Path,
+    n: int,
+    spread_s: float,
+    map_path: Path,
+    target: str,
+    lead_s: float | None,
+    settled_path: Path | None = None,
 ) -> None:
     """Start the service, insert on ``go``, stop on EOF."""
     config = load_config(config_path)
@@ -188,6 +212,8 @@ async def run(
         )
         while await commands.next() is not None:
             pass
+        if settled_path is not None:
+            await write_settled(service, settled_path)
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(service.stop(), timeout=10.0)
@@ -203,8 +229,9 @@ def main() -> None:
     parser.add_argument(
         "--lead-s", type=float, default=None, help="preload: first deadline this long after go (else steady)"
     )
+    parser.add_argument("--settled", type=Path, default=None, help="where to write callbackId → settledAt")
     args = parser.parse_args()
-    asyncio.run(run(args.config, args.n, args.spread_s, args.map, args.target, args.lead_s))
+    asyncio.run(run(args.config, args.n, args.spread_s, args.map, args.target, args.lead_s, args.settled))
 
 
 if __name__ == "__main__":

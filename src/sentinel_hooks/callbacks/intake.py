@@ -55,6 +55,11 @@ def _parse_instant(text: str) -> datetime | None:
     return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
+def message_key(callback_id: str) -> str:
+    """Where the fire's rendered message (and any messageTemplate error) is kept for the session."""
+    return f"message:{callback_id}"
+
+
 def session_key(prefix: str, watcher_id: str, group: str | None) -> str:
     """``{prefix}:watcher:{id}``, or ``{prefix}:group:{group}`` when a group applies (SPEC §5.1)."""
     return f"{prefix}:group:{group}" if group else f"{prefix}:watcher:{watcher_id}"
@@ -76,7 +81,11 @@ class Fanout:
 
 
 class CallbackIntake:
-    """Dedupe, store the contract, hand the callback on."""
+    """Dedupe, store the contract, hand the callback on.
+
+    The dedupe window, the contract and the fire's message (``message_key``) are written in
+    one store step (``Store.accept_contract``): one round trip per callback.
+    """
 
     def __init__(
         self,
@@ -111,15 +120,13 @@ class CallbackIntake:
         now = self._clock.now()
         dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
         window = self._service.hook_response_dedupe_window_ms
-        fresh = True
-        if not bypass_dedupe and window > 0:
-            fresh = await self._store.add_dedupe(f"dedupe:{dedupe_key}", ttl_ms=window, now=now)
-        contract = Contract(
+        use_window = not bypass_dedupe and window > 0
+        pending = Contract(
             callback_id=envelope.callback_id,
             watcher_id=envelope.watcher.id,
             dedupe_key=dedupe_key,
             session_key=session,
-            state="pending" if fresh else "deduped",
+            state="pending",
             trigger=Trigger(
                 kind=envelope.trigger.kind,
                 priority=envelope.trigger.priority,
@@ -127,20 +134,27 @@ class CallbackIntake:
             ),
             created_at=now,
             deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
-            settled_at=None if fresh else now,
             targets=list(envelope.delivery.targets),
         )
-        if not await self._store.create_contract(contract, envelope.to_json()):
+        line = f"{envelope.watcher.event_name} fired on {envelope.watcher.id}"
+        chosen = fanout or Fanout(self._service.notification_payload_mode, line)
+        # one store step: dedupe window, contract, and the fire's message for the session
+        contract = await self._store.accept_contract(
+            pending,
+            envelope.to_json(),
+            dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
+            dedupe_ttl_ms=window,
+            checkpoints={message_key(pending.callback_id): {"text": chosen.text, "error": chosen.error}},
+        )
+        if contract is None:
             existing = await self._store.get_contract(envelope.callback_id)
-            return existing if existing is not None else contract
+            return existing if existing is not None else pending
         if self._events is not None:
             self._events.fire(
                 contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
             )
-        if fresh:
+        if contract.state == "pending":
             if self._on_accepted is not None:
-                line = f"{envelope.watcher.event_name} fired on {envelope.watcher.id}"
-                chosen = fanout or Fanout(self._service.notification_payload_mode, line)
                 try:
                     await self._on_accepted(envelope, contract, chosen)
                 except Exception:  # the contract is stored: the relay covers whatever failed here

@@ -24,6 +24,7 @@ from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, Mod
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
 from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
 from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox
 from sentinel_hooks.clock import Clock
@@ -44,11 +45,6 @@ FINAL = frozenset({"done", "failed", "paused", "skipped"})
 
 def progress_key(callback_id: str) -> str:
     return f"session:{callback_id}"
-
-
-def message_key(callback_id: str) -> str:
-    """Where the fire's rendered message (and any messageTemplate error) is kept for the session."""
-    return f"message:{callback_id}"
 
 
 @dataclass(frozen=True)

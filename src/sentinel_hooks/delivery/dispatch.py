@@ -18,17 +18,19 @@ from datetime import datetime, timedelta
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import DeliverySpec
+from sentinel_hooks.delivery.recording import OutcomeWriter
 from sentinel_hooks.delivery.target import DeliveryError, Message, Target
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Delivery, DeliveryKind
+from sentinel_hooks.store.records import Delivery, DeliveryKind, DeliveryOutcome, DeliveryState
 
 log = logging.getLogger(__name__)
 
 DeadLetter = Callable[[Delivery, str], Awaitable[None]]
 POLL_S = 0.25
-CONCURRENCY = 32
+CONCURRENCY = 128  # sends in flight at most (the HTTP client's pool holds 256 connections)
+CLAIM_AT_LEAST = 32  # free slots before claiming again while sends are in flight
 
 
 def backoff_s(
@@ -71,7 +73,8 @@ class Dispatcher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[bool]] = set()
-        self._limit = asyncio.Semaphore(CONCURRENCY)
+        self._room = asyncio.Event()  # set when enough slots are free to claim again
+        self._outcomes = OutcomeWriter(store)
 
     # -- enqueueing --------------------------------------------------------------------------
 
@@ -127,10 +130,18 @@ class Dispatcher:
 
     async def _run(self) -> None:
         """Claim only as many deliveries as there are free slots, so each claimed one starts at
-        once: a claim that waited in a local queue could outlive its lease and be sent twice."""
+        once: a claim that waited in a local queue could outlive its lease and be sent twice.
+
+        While sends are in flight it claims again only once ``CLAIM_AT_LEAST`` slots are free,
+        so a busy outbox claims in batches instead of one delivery per finished send. The wake
+        flag is cleared before claiming, so a wake-up during a claim is never lost.
+        """
         while True:
-            await self._limit.acquire()  # at least one free slot before claiming
-            self._limit.release()
+            if self._inflight and CONCURRENCY - len(self._inflight) < CLAIM_AT_LEAST:
+                self._room.clear()
+                await self._room.wait()
+                continue
+            self._wake.clear()
             free = CONCURRENCY - len(self._inflight)
             try:
                 claimed = await self._store.claim_deliveries(
@@ -140,19 +151,18 @@ class Dispatcher:
                 log.exception("claiming deliveries failed")
                 claimed = []
             for delivery in claimed:
-                await self._limit.acquire()
                 task = asyncio.get_running_loop().create_task(self._attempt(delivery))
                 self._inflight.add(task)
                 task.add_done_callback(self._done)
             if claimed and len(claimed) == free:
                 continue
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=POLL_S)
 
     def _done(self, task: asyncio.Task[bool]) -> None:
         self._inflight.discard(task)
-        self._limit.release()
+        if not self._inflight or CONCURRENCY - len(self._inflight) >= CLAIM_AT_LEAST:
+            self._room.set()
 
     async def _attempt(self, delivery: Delivery) -> bool:
         """One attempt; records the outcome; True when the target accepted the message."""
@@ -172,14 +182,29 @@ class Dispatcher:
         self._report(delivery, "delivered", attempts, None)
         return True
 
+    async def _record(
+        self,
+        delivery: Delivery,
+        *,
+        state: DeliveryState,
+        attempts: int,
+        next_attempt_at: datetime,
+        last_error: str | None,
+        at: datetime,
+    ) -> None:
+        """Store an attempt's outcome (batched with others that arrive meanwhile)."""
+        await self._outcomes.record(
+            DeliveryOutcome(delivery.key, state, attempts, next_attempt_at, last_error, at)
+        )
+
     async def _mark_delivered(self, delivery: Delivery, attempts: int) -> None:
         """Record an accepted send, retrying a failing store briefly: a send left marked pending
         would go out again once its claim lapses (the receiver sees the same Idempotency-Key)."""
         for attempt in range(3):
             now = self._clock.now()
             try:
-                await self._store.update_delivery(
-                    delivery.key,
+                await self._record(
+                    delivery,
                     state="delivered",
                     attempts=attempts,
                     next_attempt_at=now,
@@ -209,8 +234,8 @@ class Dispatcher:
         if exc.retryable and attempts < self._spec.max_attempts and within:
             log.warning("delivery %s failed (attempt %d): %s", delivery.key, attempts, error)
             self._report(delivery, "retry", attempts, error)
-            await self._store.update_delivery(
-                delivery.key,
+            await self._record(
+                delivery,
                 state="pending",
                 attempts=attempts,
                 next_attempt_at=now + delay,
@@ -234,8 +259,8 @@ class Dispatcher:
         except Exception:
             log.exception("recording the failed delivery %s in the inbox failed; will retry", delivery.key)
             retry_at = now + timedelta(milliseconds=self._spec.max_ms)
-            await self._store.update_delivery(
-                delivery.key,
+            await self._record(
+                delivery,
                 state="pending",
                 attempts=attempts,
                 next_attempt_at=retry_at,
@@ -243,7 +268,7 @@ class Dispatcher:
                 at=now,
             )
             return
-        await self._store.update_delivery(
-            delivery.key, state="failed", attempts=attempts, next_attempt_at=now, last_error=error, at=now
+        await self._record(
+            delivery, state="failed", attempts=attempts, next_attempt_at=now, last_error=error, at=now
         )
         self._report(delivery, "failed", attempts, error)

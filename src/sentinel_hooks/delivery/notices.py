@@ -42,11 +42,11 @@ class Notices:
         self._escalation_targets = list(escalation_targets)
 
     async def accepted(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None:
-        """A new pending contract: wake the relay for its deadline, send the fan-out line."""
+        """A new pending contract: wake the relay for its deadline, send the fan-out line.
+
+        (The fire's message for the session was stored with the contract, by the intake.)
+        """
         self._relay.expect(contract.deadline)
-        await self._store.put_checkpoint(
-            f"message:{contract.callback_id}", {"text": fanout.text, "error": fanout.error}
-        )
         if fanout.mode == "none":
             return
         data = envelope.to_json()

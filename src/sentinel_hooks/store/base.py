@@ -21,7 +21,7 @@ Guarantees every implementation gives:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -30,6 +30,7 @@ from sentinel_hooks.store.records import (
     Contract,
     ContractState,
     Delivery,
+    DeliveryOutcome,
     DeliveryState,
     InboxHistoryEntry,
     InboxItem,
@@ -38,6 +39,7 @@ from sentinel_hooks.store.records import (
     Observation,
     Page,
     SettledState,
+    Settlement,
     TranscriptEntry,
 )
 
@@ -260,3 +262,46 @@ class Store(Protocol):
 
     async def list_deliveries(self, callback_id: str) -> list[Delivery]:
         """The callback's deliveries, oldest first (``created_at``, then key)."""
+
+    # -- batched steps (the relay's and the outbox's hot paths) ---------------------------------
+    #
+    # Each does for many records what the single-record method does for one, in one store round
+    # trip (one SQLite transaction, one Redis pipeline or script), so a burst of due contracts or
+    # sent deliveries costs a few calls instead of a few per record.
+
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The envelopes of the contracts that exist, by callback id (unknown ids are left out)."""
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The checkpoints that exist, by session key (keys without one are left out)."""
+
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """``settle_contract`` for each settlement, all settled at ``at``; the callback ids that won.
+
+        Each contract is its own compare-and-set (a contract that is not pending is left alone,
+        its deliveries are not enqueued), and the whole batch is one atomic step. Raises
+        ``ValueError``, writing nothing, when any ``state`` is not a settled state.
+        """
+
+    async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+        """``update_delivery`` for each outcome, in one atomic step; the updated deliveries
+        (unknown keys are skipped). Raises ``ValueError``, writing nothing, for a bad state."""
+
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: dict[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """A new callback's ``add_dedupe``, ``create_contract`` and ``put_checkpoint`` in one
+        atomic step; the contract as stored, or None (nothing written) when its id exists.
+
+        ``contract`` must be pending. With a ``dedupe_key`` live at ``contract.created_at`` the
+        contract is stored ``deduped`` (settled at its creation, no deadline) and the
+        ``checkpoints`` are not written; otherwise the key is set for ``dedupe_ttl_ms`` (as
+        ``add_dedupe``), the contract is stored pending and each checkpoint is put. Raises
+        ``ValueError`` for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
+        """

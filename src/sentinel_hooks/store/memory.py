@@ -10,7 +10,7 @@ thread-safe; use it from one event loop. Contracts, inbox items and deliveries l
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from sentinel_hooks.store.records import (
     Contract,
     ContractState,
     Delivery,
+    DeliveryOutcome,
     DeliveryState,
     InboxHistoryEntry,
     InboxItem,
@@ -30,8 +31,11 @@ from sentinel_hooks.store.records import (
     Observation,
     Page,
     SettledState,
+    Settlement,
     TranscriptEntry,
-    attempted,
+    apply_outcome,
+    as_deduped,
+    check_acceptable,
     check_settled_state,
     first_history_entry,
     settle,
@@ -198,17 +202,8 @@ class MemoryStore:
         deliveries: Sequence[Delivery] = (),
     ) -> bool:
         """See ``Store.settle_contract``."""
-        self._check_open()
-        check_settled_state(state)
-        row = self._contracts.get(callback_id)
-        if row is None or row.tags["state"] != "pending":
-            return False
-        settled = settle(codec.load_record(Contract, row.doc), state, at=at)
-        outbox = [_delivery_row(d) for d in deliveries]
-        row.doc, row.tags["state"], row.due_ms = codec.dump_record(settled), state, None
-        for key, delivery_row in outbox:
-            self._deliveries.insert(key, delivery_row)
-        return True
+        won = await self.settle_contracts([Settlement(callback_id, state, tuple(deliveries))], at=at)
+        return callback_id in won
 
     # -- dedupe ------------------------------------------------------------------------------
 
@@ -362,21 +357,9 @@ class MemoryStore:
         at: datetime,
     ) -> Delivery | None:
         """See ``Store.update_delivery``."""
-        self._check_open()
-        row = self._deliveries.get(key)
-        if row is None:
-            return None
-        updated = attempted(
-            codec.load_record(Delivery, row.doc),
-            state=state,
-            attempts=attempts,
-            next_attempt_at=next_attempt_at,
-            last_error=last_error,
-            at=at,
-        )
-        _, fresh = _delivery_row(updated)
-        row.doc, row.due_ms = fresh.doc, fresh.due_ms
-        return updated
+        outcome = DeliveryOutcome(key, state, attempts, next_attempt_at, last_error, at)
+        updated = await self.update_deliveries([outcome])
+        return updated[0] if updated else None
 
     async def get_delivery(self, key: str) -> Delivery | None:
         """See ``Store.get_delivery``."""
@@ -389,6 +372,77 @@ class MemoryStore:
         self._check_open()
         docs = self._deliveries.oldest_first({"callback_id": callback_id})
         return [codec.load_record(Delivery, doc) for doc in docs]
+
+    # -- batched steps -----------------------------------------------------------------------
+
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_envelopes``."""
+        self._check_open()
+        found = {cid: self._envelopes.get(cid) for cid in callback_ids}
+        return {cid: codec.loads_dict(t, what="envelope") for cid, t in found.items() if t is not None}
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_checkpoints``."""
+        self._check_open()
+        found = {key: self._checkpoints.get(key) for key in session_keys}
+        return {key: codec.loads_dict(t, what="checkpoint") for key, t in found.items() if t is not None}
+
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """See ``Store.settle_contracts``."""
+        self._check_open()
+        for s in settlements:
+            check_settled_state(s.state)
+        won: set[str] = set()
+        for s in settlements:
+            row = self._contracts.get(s.callback_id)
+            if row is None or row.tags["state"] != "pending":
+                continue
+            settled = settle(codec.load_record(Contract, row.doc), s.state, at=at)
+            outbox = [_delivery_row(d) for d in s.deliveries]
+            row.doc, row.tags["state"], row.due_ms = codec.dump_record(settled), s.state, None
+            for key, delivery_row in outbox:
+                self._deliveries.insert(key, delivery_row)
+            won.add(s.callback_id)
+        return won
+
+    async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+        """See ``Store.update_deliveries``."""
+        self._check_open()
+        changes: list[tuple[Row, Delivery]] = []
+        for outcome in outcomes:  # every new doc first: a bad outcome writes nothing
+            row = self._deliveries.get(outcome.key)
+            if row is not None:
+                changes.append((row, apply_outcome(codec.load_record(Delivery, row.doc), outcome)))
+        for row, updated in changes:
+            _, fresh = _delivery_row(updated)
+            row.doc, row.due_ms = fresh.doc, fresh.due_ms
+        return [updated for _, updated in changes]
+
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: dict[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """See ``Store.accept_contract``."""
+        self._check_open()
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        cid = contract.callback_id
+        texts = {k: codec.dumps(v, what=f"checkpoint of {k!r}") for k, v in (checkpoints or {}).items()}
+        codec.dumps(envelope, what=f"envelope of {cid!r}")  # refuse non-JSON before writing anything
+        if self._contracts.get(cid) is not None:
+            return None
+        fresh = True
+        if dedupe_key is not None:
+            fresh = await self.add_dedupe(dedupe_key, ttl_ms=dedupe_ttl_ms, now=contract.created_at)
+        stored = contract if fresh else as_deduped(contract)
+        await self.create_contract(stored, envelope)
+        if fresh:
+            self._checkpoints.update(texts)
+        return stored
 
 
 def _numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:

@@ -8,6 +8,7 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
@@ -200,9 +201,13 @@ def check_settled_state(state: str) -> None:
 
 
 def settle(contract: Contract, state: str, *, at: datetime) -> Contract:
-    """``contract`` in final ``state``, settled at ``at``; ValueError for a non-final state."""
+    """``contract`` in final ``state``, settled at ``at``; ValueError for a non-final state.
+
+    A copy with two checked fields changed, not a re-validation: the relay settles thousands a
+    second and every other field is already valid.
+    """
     check_settled_state(state)
-    return Contract.model_validate({**contract.model_dump(), "state": state, "settled_at": at})
+    return contract.model_copy(update={"state": state, "settled_at": utc_ms(at)})
 
 
 def transition(
@@ -237,11 +242,79 @@ def attempted(
     at: datetime,
 ) -> Delivery:
     """``delivery`` after an attempt: its new state, counters and schedule."""
+    check_delivery_state(state)
     changes = {
         "state": state,
         "attempts": attempts,
-        "next_attempt_at": next_attempt_at,
+        "next_attempt_at": utc_ms(next_attempt_at),
         "last_error": last_error,
-        "updated_at": at,
+        "updated_at": utc_ms(at),
     }
-    return Delivery.model_validate({**delivery.model_dump(), **changes})
+    return delivery.model_copy(update=changes)
+
+
+_DELIVERY_STATES: frozenset[str] = frozenset({"pending", "delivered", "failed"})
+
+
+def check_delivery_state(state: str) -> None:
+    """Raise ValueError unless ``state`` is a delivery state."""
+    if state not in _DELIVERY_STATES:
+        allowed = ", ".join(sorted(_DELIVERY_STATES))
+        raise ValueError(f"unknown delivery state {state!r}; use one of {allowed}")
+
+
+# -- batched steps (the relay's and the outbox's hot paths) ------------------------------------
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """One contract's compare-and-set in ``Store.settle_contracts``: the final ``state`` and the
+    deliveries enqueued with it (see ``Store.settle_contract``)."""
+
+    callback_id: str
+    state: SettledState
+    deliveries: tuple[Delivery, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """One attempt's outcome for ``Store.update_deliveries`` (the arguments of ``update_delivery``)."""
+
+    key: str
+    state: DeliveryState
+    attempts: int
+    next_attempt_at: datetime
+    last_error: str | None
+    at: datetime
+
+
+def apply_outcome(delivery: Delivery, outcome: DeliveryOutcome) -> Delivery:
+    """``delivery`` after ``outcome`` (see ``attempted``)."""
+    return attempted(
+        delivery,
+        state=outcome.state,
+        attempts=outcome.attempts,
+        next_attempt_at=outcome.next_attempt_at,
+        last_error=outcome.last_error,
+        at=outcome.at,
+    )
+
+
+def check_outcome(outcome: DeliveryOutcome) -> None:
+    """Raise ValueError for an outcome no caller should pass (bad state, naive instants)."""
+    check_delivery_state(outcome.state)
+    to_epoch_ms(outcome.next_attempt_at)
+    to_epoch_ms(outcome.at)
+
+
+def as_deduped(contract: Contract) -> Contract:
+    """``contract`` refused by the dedupe window: ``deduped``, settled when it was created."""
+    return contract.model_copy(update={"state": "deduped", "settled_at": contract.created_at})
+
+
+def check_acceptable(contract: Contract, dedupe_key: str | None, dedupe_ttl_ms: int) -> None:
+    """Raise ValueError for ``accept_contract`` arguments no caller should pass."""
+    if contract.state != "pending":
+        raise ValueError(f"accept_contract takes a pending contract, not {contract.state!r}")
+    if dedupe_key is not None and dedupe_ttl_ms < 1:
+        raise ValueError(f"dedupe_ttl_ms must be at least 1, got {dedupe_ttl_ms}")

@@ -9,7 +9,7 @@ Key layout: ``redis_keys``; connection and error translation: ``redis_connection
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -30,6 +30,7 @@ from sentinel_hooks.store.records import (
     Contract,
     ContractState,
     Delivery,
+    DeliveryOutcome,
     DeliveryState,
     InboxHistoryEntry,
     InboxItem,
@@ -38,8 +39,12 @@ from sentinel_hooks.store.records import (
     Observation,
     Page,
     SettledState,
+    Settlement,
     TranscriptEntry,
-    attempted,
+    apply_outcome,
+    as_deduped,
+    check_acceptable,
+    check_outcome,
     check_settled_state,
     settle,
     to_epoch_ms,
@@ -201,18 +206,8 @@ class RedisStore:
         deliveries: Sequence[Delivery] = (),
     ) -> bool:
         """See ``Store.settle_contract``."""
-        check_settled_state(state)
-        k = self.keys
-        async with self._db.translated("settle contract"):
-            doc, current = await self._db.client.hmget(k.contract(callback_id), ["doc", "state"])
-        if doc is None or current != "pending":
-            return False
-        # A pending contract's doc never changes, so building the settled doc from this read is
-        # safe; the script re-checks ``state`` and does nothing if another settler won.
-        contract = codec.load_record(Contract, as_text(doc))
-        settled = settle(contract, state, at=at)
-        keys, args = lua.settle_contract_call(k, contract, settled, deliveries)
-        return bool(await self._db.run("settle contract", self._db.scripts.settle_contract, keys, args))
+        won = await self.settle_contracts([Settlement(callback_id, state, tuple(deliveries))], at=at)
+        return callback_id in won
 
     # -- dedupe ------------------------------------------------------------------------------
 
@@ -368,25 +363,10 @@ class RedisStore:
         last_error: str | None,
         at: datetime,
     ) -> Delivery | None:
-        """See ``Store.update_delivery``.
-
-        Only state, attempts, schedule, error and ``updated_at`` change, and they are all
-        overwritten, so building the new doc from a plain read is safe (last writer wins).
-        """
-        current = await self.get_delivery(key)
-        if current is None:
-            return None
-        updated = attempted(
-            current,
-            state=state,
-            attempts=attempts,
-            next_attempt_at=next_attempt_at,
-            last_error=last_error,
-            at=at,
-        )
-        keys, args = lua.update_delivery_call(self.keys, updated)
-        done = await self._db.run("update delivery", self._db.scripts.update_delivery, keys, args)
-        return updated if done else None
+        """See ``Store.update_delivery``."""
+        outcome = DeliveryOutcome(key, state, attempts, next_attempt_at, last_error, at)
+        updated = await self.update_deliveries([outcome])
+        return updated[0] if updated else None
 
     async def get_delivery(self, key: str) -> Delivery | None:
         """See ``Store.get_delivery``."""
@@ -398,6 +378,119 @@ class RedisStore:
         args = ["asc", "", -1, self.keys.delivery_doc_prefix]
         flat = await self._db.run("list deliveries", self._db.scripts.range, [index], args)
         return [codec.load_record(Delivery, as_text(doc)) for doc in flat[1::2]]
+
+    # -- batched steps -----------------------------------------------------------------------
+
+    async def _hget_many(self, what: str, keys: Sequence[str], field: str) -> list[str | None]:
+        """HGET ``field`` of each key, in one pipelined round trip."""
+        if not keys:
+            return []
+        async with self._db.translated(what), self._db.client.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.hget(key, field)
+            found: list[str | None] = await pipe.execute()
+        return found
+
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_envelopes``."""
+        ids = list(dict.fromkeys(callback_ids))
+        texts = await self._hget_many("envelopes", [self.keys.contract(cid) for cid in ids], "envelope")
+        return {
+            cid: codec.loads_dict(as_text(text), what="envelope")
+            for cid, text in zip(ids, texts, strict=True)
+            if text is not None
+        }
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_checkpoints``."""
+        keys = list(dict.fromkeys(session_keys))
+        if not keys:
+            return {}
+        async with self._db.translated("checkpoints"):
+            texts = await self._db.client.mget([self.keys.checkpoint(key) for key in keys])
+        return {
+            key: codec.loads_dict(as_text(text), what="checkpoint")
+            for key, text in zip(keys, texts, strict=True)
+            if text is not None
+        }
+
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """See ``Store.settle_contracts``.
+
+        One pipelined read of the contracts, then one script. A pending contract's doc never
+        changes, so building the settled docs from that read is safe; the script re-checks each
+        ``state`` and leaves a contract alone if another settler won in between.
+        """
+        for s in settlements:
+            check_settled_state(s.state)
+        to_epoch_ms(at)
+        k = self.keys
+        ids = [s.callback_id for s in settlements]
+        docs = await self._hget_many("settle contracts", [k.contract(cid) for cid in ids], "doc")
+        batch: list[tuple[Contract, Contract, Sequence[Delivery]]] = []
+        seen: set[str] = set()
+        for s, doc in zip(settlements, docs, strict=True):
+            if doc is None or s.callback_id in seen:
+                continue
+            seen.add(s.callback_id)
+            contract = codec.load_record(Contract, as_text(doc))
+            if contract.state == "pending":
+                batch.append((contract, settle(contract, s.state, at=at), s.deliveries))
+        if not batch:
+            return set()
+        keys, args = lua.settle_contracts_call(k, batch)
+        won = await self._db.run("settle contracts", self._db.scripts.settle_contracts, keys, args)
+        return {as_text(cid) for cid in won}
+
+    async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+        """See ``Store.update_deliveries``.
+
+        Only state, attempts, schedule, error and ``updated_at`` change, and they are all
+        overwritten, so building the new docs from a plain read is safe (last writer wins).
+        """
+        for o in outcomes:
+            check_outcome(o)
+        keys = list(dict.fromkeys(o.key for o in outcomes))
+        docs = await self._hget_many("update deliveries", [self.keys.delivery(key) for key in keys], "doc")
+        current = {
+            key: codec.load_record(Delivery, as_text(doc))
+            for key, doc in zip(keys, docs, strict=True)
+            if doc is not None
+        }
+        updated: list[Delivery] = []
+        for outcome in outcomes:
+            delivery = current.get(outcome.key)
+            if delivery is not None:
+                current[outcome.key] = delivery = apply_outcome(delivery, outcome)
+                updated.append(delivery)
+        if not updated:
+            return []
+        keys_args = lua.update_deliveries_call(self.keys, updated)
+        done = await self._db.run("update deliveries", self._db.scripts.update_deliveries, *keys_args)
+        written = {as_text(key) for key in done}
+        return [d for d in updated if d.key in written]
+
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: dict[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """See ``Store.accept_contract`` (one script)."""
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        cid = contract.callback_id
+        envelope_text = codec.dumps(envelope, what=f"envelope of {cid!r}")
+        texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        deduped = as_deduped(contract)
+        dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
+        keys, args = lua.accept_contract_call(self.keys, contract, deduped, envelope_text, dedupe, texts)
+        state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
+        if not state:
+            return None
+        return contract if as_text(state) == "pending" else deduped
 
 
 def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
@@ -46,14 +46,15 @@ class Scripts:
 
     def __init__(self, client: Redis) -> None:
         self.create_contract = client.register_script(lua.CREATE_CONTRACT)
-        self.settle_contract = client.register_script(lua.SETTLE_CONTRACT)
+        self.settle_contracts = client.register_script(lua.SETTLE_CONTRACTS)
         self.claim = client.register_script(lua.CLAIM)
         self.range = client.register_script(lua.RANGE)
         self.add_dedupe = client.register_script(lua.ADD_DEDUPE)
+        self.accept_contract = client.register_script(lua.ACCEPT_CONTRACT)
         self.create_inbox_item = client.register_script(lua.CREATE_INBOX_ITEM)
         self.transition_inbox_item = client.register_script(lua.TRANSITION_INBOX_ITEM)
         self.enqueue_delivery = client.register_script(lua.ENQUEUE_DELIVERY)
-        self.update_delivery = client.register_script(lua.UPDATE_DELIVERY)
+        self.update_deliveries = client.register_script(lua.UPDATE_DELIVERIES)
 
 
 class RedisConnection:
@@ -62,12 +63,15 @@ class RedisConnection:
     Replies are decoded to ``str``; connecting and each command time out after ``timeout_s``;
     the client never retries by itself (redis-py would by default), because a command re-sent
     after a lost reply could apply twice (a transcript append, a settle reported as lost).
+    At most ``max_connections`` are open; under a burst a command waits for a free one (within
+    the same ``timeout_s``) instead of failing with "Too many connections".
     """
 
-    def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
+    def __init__(self, url: str, *, timeout_s: float = 5.0, max_connections: int = 64) -> None:
         self.url = url
         self.name = f"redis store {redacted_url(url)}"
         self._timeout_s = timeout_s
+        self._max_connections = max_connections
         self._client: Redis | None = None
         self._scripts: Scripts | None = None
 
@@ -118,14 +122,17 @@ class RedisConnection:
         if self._client is not None:
             return
         try:
-            client = Redis.from_url(
+            pool = BlockingConnectionPool.from_url(
                 self.url,
+                max_connections=self._max_connections,
+                timeout=None,  # the wait is bounded by ``translated``'s asyncio.timeout
                 decode_responses=True,
                 socket_connect_timeout=self._timeout_s,
                 retry=Retry(NoBackoff(), 0),  # adapters try once; orchestrators own retries
             )
         except ValueError as exc:
             raise StoreUnavailable(f"{self.name}: invalid URL ({exc})") from exc
+        client = Redis.from_pool(pool)  # the client owns the pool and closes it
         try:
             async with self.translated("connect"):
                 await client.ping()

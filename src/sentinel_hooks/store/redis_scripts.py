@@ -58,28 +58,37 @@ for i = 3, 6 do redis.call('ZADD', KEYS[i], 0, ARGV[5]) end
 return 1
 """
 
-SETTLE_CONTRACT = (
+SETTLE_CONTRACTS = (
     _ENQUEUE_FN
     + """
--- KEYS: contract hash, contract-due, by state pending, by new state,
---       by state+watcher pending, by new state+watcher, delivery-due,
---       then per delivery: its hash, its callback index
--- ARGV: callback id, new state, new doc, index member,
---       then per delivery: key, doc, state, due_ms|'', index member
-if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
-redis.call('HSET', KEYS[1], 'state', ARGV[2], 'doc', ARGV[3])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[4])
-redis.call('ZADD', KEYS[4], 0, ARGV[4])
-redis.call('ZREM', KEYS[5], ARGV[4])
-redis.call('ZADD', KEYS[6], 0, ARGV[4])
-local k, a = 8, 5
-while KEYS[k] do
-  enqueue(KEYS[k], KEYS[k + 1], KEYS[7], ARGV[a], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3],
-          ARGV[a + 4])
-  k, a = k + 2, a + 5
+-- KEYS: contract-due, delivery-due,
+--       then per contract: its hash, by state pending, by new state, by state+watcher pending,
+--       by new state+watcher, then per delivery of it: its hash, its callback index
+-- ARGV: per contract: callback id, new state, new doc, index member, number of deliveries,
+--       then per delivery of it: key, doc, state, due_ms|'', index member
+-- Each contract is its own compare-and-set; returns the callback ids that were still pending.
+local won = {}
+local k, a = 3, 1
+while ARGV[a] do
+  local n = tonumber(ARGV[a + 4])
+  if redis.call('HGET', KEYS[k], 'state') == 'pending' then
+    local member = ARGV[a + 3]
+    redis.call('HSET', KEYS[k], 'state', ARGV[a + 1], 'doc', ARGV[a + 2])
+    redis.call('ZREM', KEYS[1], ARGV[a])
+    redis.call('ZREM', KEYS[k + 1], member)
+    redis.call('ZADD', KEYS[k + 2], 0, member)
+    redis.call('ZREM', KEYS[k + 3], member)
+    redis.call('ZADD', KEYS[k + 4], 0, member)
+    for i = 0, n - 1 do
+      local dk, da = k + 5 + 2 * i, a + 5 + 5 * i
+      enqueue(KEYS[dk], KEYS[dk + 1], KEYS[2], ARGV[da], ARGV[da + 1], ARGV[da + 2],
+              ARGV[da + 3], ARGV[da + 4])
+    end
+    won[#won + 1] = ARGV[a]
+  end
+  k, a = k + 5 + 2 * n, a + 5 + 5 * n
 end
-return 1
+return won
 """
 )
 
@@ -123,15 +132,50 @@ end
 return out
 """
 
-ADD_DEDUPE = """
--- KEYS: dedupe key | ARGV: now_ms, expires_ms, ttl_ms
+_DEDUPE_FN = """
 -- The stored value is the expiry in the caller's clock (injected time decides); PX lets
 -- Redis drop the key on its own once the window has passed.
-local expires = redis.call('GET', KEYS[1])
-if expires and tonumber(expires) > tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 1
+local function add_dedupe(key, now_ms, expires_ms, ttl_ms)
+  local expires = redis.call('GET', key)
+  if expires and tonumber(expires) > tonumber(now_ms) then return 0 end
+  redis.call('SET', key, expires_ms, 'PX', ttl_ms)
+  return 1
+end
 """
+
+ADD_DEDUPE = (
+    _DEDUPE_FN
+    + """
+-- KEYS: dedupe key | ARGV: now_ms, expires_ms, ttl_ms
+return add_dedupe(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
+"""
+)
+
+ACCEPT_CONTRACT = (
+    _DEDUPE_FN
+    + """
+-- KEYS: contract hash, contract-due, index all, by watcher, by state pending,
+--       by state+watcher pending, by state deduped, by state+watcher deduped, dedupe key,
+--       then one per checkpoint
+-- ARGV: callback id, pending doc, deduped doc, envelope, index member, due_ms,
+--       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
+--       then one value per checkpoint
+-- Returns the state stored, or '' when the callback id exists (nothing written).
+if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
+local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
+local state, doc, by_state, by_both = 'pending', ARGV[2], KEYS[5], KEYS[6]
+if not fresh then state, doc, by_state, by_both = 'deduped', ARGV[3], KEYS[7], KEYS[8] end
+redis.call('HSET', KEYS[1], 'doc', doc, 'envelope', ARGV[4], 'state', state)
+for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
+  redis.call('ZADD', index, 0, ARGV[5])
+end
+if fresh then
+  redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
+  for i = 10, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 1]) end
+end
+return state
+"""
+)
 
 CREATE_INBOX_ITEM = """
 -- KEYS: item hash, history list, index all, by status, by kind, by status+kind
@@ -159,16 +203,24 @@ redis.call('ZADD', KEYS[6], 0, ARGV[5])
 return 1
 """
 
-UPDATE_DELIVERY = """
--- KEYS: delivery hash, delivery-due | ARGV: key, doc, state, due_ms|''
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', ARGV[3])
-if ARGV[4] ~= '' then
-  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
-else
-  redis.call('ZREM', KEYS[2], ARGV[1])
+UPDATE_DELIVERIES = """
+-- KEYS: delivery-due, then per delivery: its hash | ARGV: per delivery: key, doc, state, due_ms|''
+-- Returns the keys that exist (and were updated).
+local done = {}
+local k, a = 2, 1
+while ARGV[a] do
+  if redis.call('EXISTS', KEYS[k]) == 1 then
+    redis.call('HSET', KEYS[k], 'doc', ARGV[a + 1], 'state', ARGV[a + 2])
+    if ARGV[a + 3] ~= '' then
+      redis.call('ZADD', KEYS[1], ARGV[a + 3], ARGV[a])
+    else
+      redis.call('ZREM', KEYS[1], ARGV[a])
+    end
+    done[#done + 1] = ARGV[a]
+  end
+  k, a = k + 1, a + 4
 end
-return 1
+return done
 """
 
 
@@ -189,9 +241,13 @@ def enqueue_delivery_call(k: RedisKeys, d: Delivery) -> Call:
     return [k.delivery(d.key), k.delivery_index(d.callback_id), k.delivery_due], delivery_args(d)
 
 
-def update_delivery_call(k: RedisKeys, updated: Delivery) -> Call:
-    """UPDATE_DELIVERY writing ``updated``."""
-    return [k.delivery(updated.key), k.delivery_due], delivery_args(updated)[:4]
+def update_deliveries_call(k: RedisKeys, updated: Sequence[Delivery]) -> Call:
+    """UPDATE_DELIVERIES writing each of ``updated``."""
+    keys, args = [k.delivery_due], []
+    for d in updated:
+        keys.append(k.delivery(d.key))
+        args += delivery_args(d)[:4]
+    return keys, args
 
 
 def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
@@ -216,25 +272,26 @@ def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, A
     return keys, args
 
 
-def settle_contract_call(
-    k: RedisKeys, pending: Contract, settled: Contract, deliveries: Sequence[Delivery]
+def settle_contracts_call(
+    k: RedisKeys, settlements: Sequence[tuple[Contract, Contract, Sequence[Delivery]]]
 ) -> Call:
-    """SETTLE_CONTRACT moving ``pending`` to ``settled`` and enqueueing ``deliveries``."""
-    cid, wid, state = pending.callback_id, pending.watcher_id, settled.state
-    keys = [
-        k.contract(cid),
-        k.contract_due,
-        k.contract_index(None, "pending"),
-        k.contract_index(None, state),
-        k.contract_index(wid, "pending"),
-        k.contract_index(wid, state),
-        k.delivery_due,
-    ]
-    member = sort_member(to_epoch_ms(pending.created_at), cid)
-    args: list[Any] = [cid, state, codec.dump_record(settled), member]
-    for d in deliveries:
-        keys += [k.delivery(d.key), k.delivery_index(d.callback_id)]
-        args += delivery_args(d)
+    """SETTLE_CONTRACTS moving each ``pending`` to ``settled`` and enqueueing its deliveries."""
+    keys: list[str] = [k.contract_due, k.delivery_due]
+    args: list[Any] = []
+    for pending, settled, deliveries in settlements:
+        cid, wid, state = pending.callback_id, pending.watcher_id, settled.state
+        keys += [
+            k.contract(cid),
+            k.contract_index(None, "pending"),
+            k.contract_index(None, state),
+            k.contract_index(wid, "pending"),
+            k.contract_index(wid, state),
+        ]
+        member = sort_member(to_epoch_ms(pending.created_at), cid)
+        args += [cid, state, codec.dump_record(settled), member, len(deliveries)]
+        for d in deliveries:
+            keys += [k.delivery(d.key), k.delivery_index(d.callback_id)]
+            args += delivery_args(d)
     return keys, args
 
 
@@ -273,3 +330,44 @@ def transition_inbox_item_call(
     ]
     member = sort_member(to_epoch_ms(item.created_at), item.id)
     return keys, [version, codec.dump_record(moved), new, codec.dump_record(entry), member]
+
+
+def accept_contract_call(
+    k: RedisKeys,
+    pending: Contract,
+    deduped: Contract,
+    envelope_text: str,
+    dedupe: tuple[str, int] | None,
+    checkpoints: Sequence[tuple[str, str]],
+) -> Call:
+    """ACCEPT_CONTRACT for ``pending`` (or ``deduped``); ``dedupe`` is ``(key, ttl_ms)``."""
+    cid, wid = pending.callback_id, pending.watcher_id
+    keys = [
+        k.contract(cid),
+        k.contract_due,
+        k.contract_index(None, None),
+        k.contract_index(wid, None),
+        k.contract_index(None, "pending"),
+        k.contract_index(wid, "pending"),
+        k.contract_index(None, "deduped"),
+        k.contract_index(wid, "deduped"),
+        k.dedupe(dedupe[0] if dedupe else ""),
+    ]
+    now_ms = to_epoch_ms(pending.created_at)
+    ttl_ms = dedupe[1] if dedupe else 0
+    args: list[Any] = [
+        cid,
+        codec.dump_record(pending),
+        codec.dump_record(deduped),
+        envelope_text,
+        sort_member(now_ms, cid),
+        to_epoch_ms(pending.deadline),
+        "1" if dedupe else "0",
+        now_ms,
+        now_ms + ttl_ms,
+        ttl_ms,
+    ]
+    for key, text in checkpoints:
+        keys.append(k.checkpoint(key))
+        args.append(text)
+    return keys, args

@@ -23,6 +23,7 @@ from sentinel_hooks.store.records import (
     Contract,
     ContractState,
     Delivery,
+    DeliveryOutcome,
     DeliveryState,
     InboxHistoryEntry,
     InboxItem,
@@ -31,7 +32,11 @@ from sentinel_hooks.store.records import (
     Observation,
     Page,
     SettledState,
+    Settlement,
     TranscriptEntry,
+    as_deduped,
+    check_acceptable,
+    check_outcome,
     check_settled_state,
     to_epoch_ms,
 )
@@ -151,22 +156,8 @@ class SqliteStore:
 
     async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
         """See ``Store.create_contract``."""
-        cid = contract.callback_id
-        sql = """INSERT OR IGNORE INTO contracts
-            (callback_id, watcher_id, state, created_ms, due_ms, doc, envelope)
-            VALUES (?, ?, ?, ?, ?, ?, ?)"""
-        count = await self._exec(
-            "create contract",
-            sql,
-            cid,
-            contract.watcher_id,
-            contract.state,
-            to_epoch_ms(contract.created_at),
-            to_epoch_ms(contract.deadline) if contract.state == "pending" else None,
-            codec.dump_record(contract),
-            codec.dumps(envelope, what=f"envelope of {cid!r}"),
-        )
-        return count == 1
+        row = q.contract_row(contract, codec.dumps(envelope, what=f"envelope of {contract.callback_id!r}"))
+        return await self._exec("create contract", q.INSERT_CONTRACT, *row) == 1
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
@@ -210,10 +201,8 @@ class SqliteStore:
         deliveries: Sequence[Delivery] = (),
     ) -> bool:
         """See ``Store.settle_contract``."""
-        check_settled_state(state)
-        outbox = [q.delivery_row(d) for d in deliveries]
-        tx = partial(q.settle_contract, callback_id=callback_id, state=state, at=at, outbox=outbox)
-        return await self._db.write("settle contract", tx)
+        won = await self.settle_contracts([Settlement(callback_id, state, tuple(deliveries))], at=at)
+        return callback_id in won
 
     # -- dedupe ------------------------------------------------------------------------------
 
@@ -345,11 +334,9 @@ class SqliteStore:
         at: datetime,
     ) -> Delivery | None:
         """See ``Store.update_delivery``."""
-
-        def tx(c: q.Conn) -> Delivery | None:
-            return q.update_delivery(c, key, state, attempts, next_attempt_at, last_error, at)
-
-        return await self._db.write("update delivery", tx)
+        outcome = DeliveryOutcome(key, state, attempts, next_attempt_at, last_error, at)
+        updated = await self.update_deliveries([outcome])
+        return updated[0] if updated else None
 
     async def get_delivery(self, key: str) -> Delivery | None:
         """See ``Store.get_delivery``."""
@@ -360,3 +347,63 @@ class SqliteStore:
         """See ``Store.list_deliveries``."""
         sql = "SELECT doc FROM deliveries WHERE callback_id = ? ORDER BY created_ms, key"
         return await self._records("list deliveries", Delivery, sql, callback_id)
+
+    # -- batched steps -----------------------------------------------------------------------
+
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_envelopes``."""
+        sql = "SELECT callback_id, envelope FROM contracts WHERE callback_id IN"
+        rows = await self._db.read("envelopes", partial(q.select_in, sql=sql, ids=callback_ids))
+        return {cid: codec.loads_dict(text, what="envelope") for cid, text in rows}
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_checkpoints``."""
+        sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
+        rows = await self._db.read("checkpoints", partial(q.select_in, sql=sql, ids=session_keys))
+        return {key: codec.loads_dict(text, what="checkpoint") for key, text in rows}
+
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """See ``Store.settle_contracts``."""
+        for s in settlements:
+            check_settled_state(s.state)
+        to_epoch_ms(at)  # a naive ``at`` is refused here, not on the worker thread
+        rows = [(s.callback_id, s.state, [q.delivery_row(d) for d in s.deliveries]) for s in settlements]
+        if not rows:
+            return set()
+        return await self._db.write("settle contracts", partial(q.settle_contracts, settlements=rows, at=at))
+
+    async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+        """See ``Store.update_deliveries``."""
+        for o in outcomes:
+            check_outcome(o)
+        if not outcomes:
+            return []
+        return await self._db.write("update deliveries", partial(q.update_deliveries, outcomes=outcomes))
+
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: dict[str, Any],
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """See ``Store.accept_contract``."""
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        cid = contract.callback_id
+        envelope_text = codec.dumps(envelope, what=f"envelope of {cid!r}")
+        deduped = as_deduped(contract)
+        texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
+        tx = partial(
+            q.accept_contract,
+            pending=q.contract_row(contract, envelope_text),
+            deduped=partial(q.contract_row, deduped, envelope_text),
+            dedupe=dedupe,
+            checkpoints=texts,
+        )
+        state = await self._db.write("accept contract", tx)
+        if state is None:
+            return None
+        return contract if state == "pending" else deduped

@@ -9,7 +9,7 @@ no I/O beyond the connection and never read the clock. Tables: ``sqlite_schema``
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -17,11 +17,11 @@ from sentinel_hooks.store import codec
 from sentinel_hooks.store.records import (
     Contract,
     Delivery,
-    DeliveryState,
+    DeliveryOutcome,
     InboxItem,
     InboxStatus,
     TranscriptEntry,
-    attempted,
+    apply_outcome,
     first_history_entry,
     settle,
     to_epoch_ms,
@@ -89,22 +89,84 @@ def claim(c: Conn, table: str, id_col: str, now_ms: int, limit: int, lease_ms: i
     return [row[1] for row in rows]
 
 
-def settle_contract(
-    c: Conn, callback_id: str, state: str, at: datetime, outbox: Sequence[DeliveryRow]
-) -> bool:
-    """Pending → ``state`` plus the outbox rows, or nothing when the contract is not pending."""
-    row = c.execute(
-        "SELECT doc FROM contracts WHERE callback_id = ? AND state = 'pending'", (callback_id,)
-    ).fetchone()
-    if row is None:
-        return False
-    settled = settle(codec.load_record(Contract, row[0]), state, at=at)
-    c.execute(
-        "UPDATE contracts SET state = ?, doc = ?, due_ms = NULL WHERE callback_id = ?",
-        (state, codec.dump_record(settled), callback_id),
+def settle_contracts(
+    c: Conn, settlements: Sequence[tuple[str, str, Sequence[DeliveryRow]]], at: datetime
+) -> set[str]:
+    """For each ``(callback_id, state, outbox rows)``: pending → ``state`` plus its outbox rows,
+    or nothing for a contract that is not pending. The callback ids that were settled."""
+    docs = dict(
+        select_in(
+            c,
+            "SELECT callback_id, doc FROM contracts WHERE state = 'pending' AND callback_id IN",
+            [cid for cid, _, _ in settlements],
+        )
     )
-    c.executemany(_INSERT_DELIVERY, outbox)
-    return True
+    won: set[str] = set()
+    for callback_id, state, outbox in settlements:
+        doc = docs.pop(callback_id, None)
+        if doc is None:
+            continue
+        settled = settle(codec.load_record(Contract, doc), state, at=at)
+        c.execute(
+            "UPDATE contracts SET state = ?, doc = ?, due_ms = NULL WHERE callback_id = ?",
+            (state, codec.dump_record(settled), callback_id),
+        )
+        c.executemany(_INSERT_DELIVERY, outbox)
+        won.add(callback_id)
+    return won
+
+
+IN_CHUNK = 500  # ids per ``IN (…)`` list, well below SQLite's limit on bound parameters
+
+
+def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Rows of ``{sql} (?, …)`` over ``ids``, asked in chunks of ``IN_CHUNK``."""
+    rows: list[tuple[Any, ...]] = []
+    unique = list(dict.fromkeys(ids))
+    for start in range(0, len(unique), IN_CHUNK):
+        chunk = unique[start : start + IN_CHUNK]
+        rows += c.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall()
+    return rows
+
+
+ContractRow = tuple[str, str, str, int, int | None, str, str]
+
+
+def contract_row(contract: Contract, envelope_text: str) -> ContractRow:
+    """The ``contracts`` row of ``contract`` (in the deadline index only while pending)."""
+    due_ms = to_epoch_ms(contract.deadline) if contract.state == "pending" else None
+    return (
+        contract.callback_id,
+        contract.watcher_id,
+        contract.state,
+        to_epoch_ms(contract.created_at),
+        due_ms,
+        codec.dump_record(contract),
+        envelope_text,
+    )
+
+
+INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
+    (callback_id, watcher_id, state, created_ms, due_ms, doc, envelope) VALUES (?, ?, ?, ?, ?, ?, ?)"""
+
+
+def accept_contract(
+    c: Conn,
+    pending: ContractRow,
+    deduped: Callable[[], ContractRow],
+    dedupe: tuple[str, int, int] | None,
+    checkpoints: Sequence[tuple[str, str]],
+) -> str | None:
+    """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
+    (nothing written) when the callback id exists. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
+    ``deduped`` makes the row stored when the key is live (built only then)."""
+    if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
+        return None
+    fresh = dedupe is None or add_dedupe(c, *dedupe)
+    c.execute(INSERT_CONTRACT, pending if fresh else deduped())
+    if fresh:
+        c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
+    return "pending" if fresh else "deduped"
 
 
 def add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
@@ -190,29 +252,18 @@ def insert_delivery(c: Conn, row: DeliveryRow) -> bool:
     return c.execute(_INSERT_DELIVERY, row).rowcount == 1
 
 
-def update_delivery(
-    c: Conn,
-    key: str,
-    state: DeliveryState,
-    attempts: int,
-    next_attempt_at: datetime,
-    last_error: str | None,
-    at: datetime,
-) -> Delivery | None:
-    """Record an attempt's outcome; pending → due at ``next_attempt_at``, else out of the queue."""
-    row = c.execute("SELECT doc FROM deliveries WHERE key = ?", (key,)).fetchone()
-    if row is None:
-        return None
-    updated = attempted(
-        codec.load_record(Delivery, row[0]),
-        state=state,
-        attempts=attempts,
-        next_attempt_at=next_attempt_at,
-        last_error=last_error,
-        at=at,
-    )
-    c.execute(
+def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+    """Record attempts' outcomes; pending → due at ``next_attempt_at``, else out of the queue."""
+    docs = dict(select_in(c, "SELECT key, doc FROM deliveries WHERE key IN", [o.key for o in outcomes]))
+    current = {key: codec.load_record(Delivery, doc) for key, doc in docs.items()}
+    updated: list[Delivery] = []
+    for outcome in outcomes:
+        delivery = current.get(outcome.key)
+        if delivery is not None:
+            current[outcome.key] = delivery = apply_outcome(delivery, outcome)
+            updated.append(delivery)
+    c.executemany(
         "UPDATE deliveries SET state = ?, due_ms = ?, doc = ? WHERE key = ?",
-        (state, delivery_row(updated)[4], codec.dump_record(updated), key),
+        [(d.state, delivery_row(d)[4], codec.dump_record(d), d.key) for d in updated],
     )
     return updated
