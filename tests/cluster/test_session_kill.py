@@ -84,7 +84,9 @@ async def test_killing_the_replica_running_a_session_lets_the_other_finish_it(
                 session.post(bases[0] + "/hooks/ingest/w", json={"n": 1}) as response,
             ):
                 assert 202 == response.status
-            await wait_for(lambda: len(model.requests) == 2, timeout_s=30, what="the session to wait on the model")
+            await wait_for(
+                lambda: len(model.requests) == 2, timeout_s=30, what="the session to wait on the model"
+            )
             holder = await raw.get(f"{PREFIX}session-lock:{SESSION_KEY}")
             assert holder is not None
             pid = int(holder.split(" ")[0].rsplit("-", 2)[1])  # replica id: <host>-<pid>-<hex>

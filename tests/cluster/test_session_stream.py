@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 
 import pytest
+import redis.asyncio
 
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
@@ -236,3 +237,25 @@ async def test_resume_queues_only_sessions_that_are_in_no_queue(
     recorder.release.set()
     await wait_for(lambda: recorder.order("k", contracts) == ["lost"], what="the lost session")
     assert ["lost"] == [c for event, _, c in recorder.log if event == "start"]
+
+
+async def test_a_replica_that_loses_its_lock_stops_its_session(
+    make: Make, store: RedisStore, recorder: Recorder, raw: redis.asyncio.Redis
+) -> None:
+    """When a's lock is gone (expired while paused) and b took the key, a cancels its run within a tick."""
+    a, b = make("a"), make("b")
+    await a.resume()
+    await b.resume()
+    contracts = await accepted(store, [("first", "k"), ("second", "k")])
+    recorder.hold.add("first")
+    recorder.hold_on = {"a"}
+    await a.requeue(contracts["first"])
+    await wait_for(lambda: recorder.started("first") == ["a"], what="replica a to run the first session")
+    await raw.delete(f"{PREFIX}session-lock:k")  # as if it expired while a was paused
+    await b.requeue(contracts["second"])
+    await wait_for(
+        lambda: recorder.order("k", contracts) == ["first", "second"], timeout_s=5, what="b to drain the key"
+    )
+    await wait_for(lambda: not recorder.active["k"], timeout_s=LEASE_MS / 1000, what="a to stop its run")
+    assert ["a", "b"] == recorder.started("first")
+    assert [("end", "b", "first"), ("end", "b", "second")] == [e for e in recorder.log if e[0] == "end"]

@@ -65,7 +65,9 @@ async def model() -> AsyncIterator[FakeOpenAIServer]:
 
 @pytest.fixture
 async def project(tmp_path: Path, redis_url: str, model: FakeOpenAIServer) -> AsyncIterator[Project]:
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url, lease_ms=LEASE_MS, model=model.url))
+    (tmp_path / "sentinel.yaml").write_text(
+        CONFIG.format(store=redis_url, lease_ms=LEASE_MS, model=model.url)
+    )
     (tmp_path / "watchers").mkdir()
     (tmp_path / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
     made = Project(tmp_path)
@@ -92,7 +94,9 @@ async def status(service: Service, contract: Contract) -> Any:
 
 async def tool_results(service: Service, contract: Contract) -> list[dict[str, Any]]:
     entries = await service.store.get_transcript(contract.session_key)
-    messages = [e.entry.get("message") or {} for e in entries if e.entry.get("callbackId") == contract.callback_id]
+    messages = [
+        e.entry.get("message") or {} for e in entries if e.entry.get("callbackId") == contract.callback_id
+    ]
     return [m for m in messages if m.get("role") == "tool"]
 
 
@@ -102,7 +106,8 @@ async def test_a_session_cut_off_on_one_replica_is_finished_by_another_from_its_
     """A's session ran its command, then A stopped dead; B reclaims it and does not run it again."""
     ran = project.root / "ran.txt"
     model.reply_tool_call(
-        "sentinel_act", {"action": "run_command", "command": "sh", "args": ["-c", f"echo once >> {ran}", "auto"]}
+        "sentinel_act",
+        {"action": "run_command", "command": "sh", "args": ["-c", f"echo once >> {ran}", "auto"]},
     )
     model.hang()
     model.reply_tool_call("sentinel_act", {"action": "notify", "message": "checked, all fine"})
