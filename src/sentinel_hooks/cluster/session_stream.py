@@ -34,6 +34,7 @@ from typing import Any, Protocol
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
+from sentinel_hooks.callbacks.session import FINAL, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
 from sentinel_hooks.cluster.session_scripts import SOURCES
@@ -129,8 +130,6 @@ class StreamSessionQueue:
         alone: their stream entries bring them back. Only a callback lost between its contract
         and its queue (a crash in between) is added; a duplicate is at worst skipped by the run.
         """
-        from sentinel_hooks.callbacks.session import FINAL, progress_key
-
         if self._client is None:
             client = open_client(self.settings.redis_url, name=f"sentinel-sessions:{self.replica_id}")
             self._scripts = {name: client.register_script(source) for name, source in SOURCES.items()}
@@ -262,9 +261,14 @@ class StreamSessionQueue:
         await self._clock.sleep(self.tick_s)
 
     async def _ensure_group(self) -> None:
-        async with bounded(self.settings.redis_url, "create the session group", timeout_s=self._timeout_s):
-            with contextlib.suppress(Exception):  # BUSYGROUP: it exists already
+        try:
+            async with bounded(
+                self.settings.redis_url, "create the session group", timeout_s=self._timeout_s
+            ):
                 await self._redis.xgroup_create(self._keys.session_work, GROUP, id="0", mkstream=True)
+        except StoreError as exc:
+            if "BUSYGROUP" not in str(exc):  # BUSYGROUP: another replica created it already
+                raise
 
     # -- one entry: take the key, drain it, give it back ---------------------------------------
 
