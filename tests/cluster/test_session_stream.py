@@ -18,6 +18,7 @@ import redis.asyncio
 
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
+from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store import Contract, RedisStore, Trigger
 from tests.cluster.conftest import LEASE_MS, PREFIX
 from tests.support import wait_for
@@ -38,6 +39,7 @@ class Recorder:
         self.hold_on: set[str] | None = None  # the replicas whose runs ``hold`` applies to (None: all)
         self.release = asyncio.Event()
         self.work_s = 0.0
+        self.store_errors: set[str] = set()  # callbacks whose next run fails with StoreUnavailable
 
     def runner(self, replica: str) -> Runner:
         return Runner(self, replica)
@@ -65,6 +67,9 @@ class Runner:
             if contract.callback_id in rec.hold and (rec.hold_on is None or self._replica in rec.hold_on):
                 await rec.release.wait()
             await asyncio.sleep(rec.work_s)  # stands for a model call
+            if contract.callback_id in rec.store_errors:
+                rec.store_errors.discard(contract.callback_id)
+                raise StoreUnavailable("redis store: append transcript failed: connection refused")
         finally:
             rec.active[key].discard(self._replica)
         rec.log.append(("end", self._replica, contract.callback_id))
@@ -259,3 +264,20 @@ async def test_a_replica_that_loses_its_lock_stops_its_session(
     await wait_for(lambda: not recorder.active["k"], timeout_s=LEASE_MS / 1000, what="a to stop its run")
     assert ["a", "b"] == recorder.started("first")
     assert [("end", "b", "first"), ("end", "b", "second")] == [e for e in recorder.log if e[0] == "end"]
+
+
+async def test_a_session_that_hits_a_store_error_is_tried_again(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """A store failure is not a final status: the callback stays queued and runs again later."""
+    a = make("a")
+    await a.resume()
+    contracts = await accepted(store, [("flaky", "k")])
+    recorder.store_errors.add("flaky")
+    await a.requeue(contracts["flaky"])
+    await wait_for(
+        lambda: recorder.order("k", contracts) == ["flaky"],
+        timeout_s=4 * LEASE_MS / 1000 + 5,
+        what="the retry",
+    )
+    assert ["a", "a"] == recorder.started("flaky")

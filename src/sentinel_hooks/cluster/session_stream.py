@@ -309,7 +309,9 @@ class StreamSessionQueue:
             if isinstance(exc, asyncio.CancelledError) and not lost:
                 raise
         except StoreError as exc:  # the lock expires; the pending entry is reclaimed later
-            log.warning("session queue, %s: %s", session_key, exc)
+            log.warning(
+                "session %s stopped, to be retried in %.0f s: %s", session_key, 2 * self._lease_ms / 1000, exc
+            )
         finally:
             keeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -340,6 +342,8 @@ class StreamSessionQueue:
             running.inc()
         try:
             status = await self._runner.run(contract)
+        except StoreError:  # not final: the entry stays pending and the session is tried again later
+            raise
         except Exception:  # one broken session must not stop the others; the relay covers it
             log.exception("session for %s crashed", contract.callback_id)
             status = "crashed"
