@@ -235,7 +235,10 @@ class StreamSessionQueue:
         claimed = [(str(entry_id), fields) for entry_id, fields in reply[1] if fields]
         for entry_id, fields in claimed:
             log.info(
-                "reclaimed session entry %s (%s) from a replica that stopped", entry_id, fields.get("key")
+                "reclaimed session entry %s (%s): idle for over %d ms, its replica stopped or failed",
+                entry_id,
+                fields.get("key"),
+                2 * self._lease_ms,
             )
             await self._limit.acquire()
             self._spawn(entry_id, fields)
