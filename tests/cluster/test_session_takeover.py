@@ -54,7 +54,10 @@ class Project:
     def notified(self) -> list[str]:
         out = self.root / "out.jsonl"
         lines = out.read_text().splitlines() if out.exists() else []
-        return [json.loads(line)["message"] for line in lines if json.loads(line)["kind"] == "notify"]
+        records = [json.loads(line) for line in lines]
+        # one entry per Idempotency-Key: the dispatcher may send one delivery twice under its key
+        by_key = {r["idempotencyKey"]: r["message"] for r in records if r["kind"] == "notify"}
+        return list(by_key.values())
 
 
 @pytest.fixture
