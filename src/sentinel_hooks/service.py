@@ -3,7 +3,8 @@
 ``Service`` wires the parts; ``serve`` runs it until SIGTERM/SIGINT and reloads watcher
 files on SIGHUP (an invalid file is reported and the last good version keeps running).
 With a Redis store the service is one replica of a cluster: ``ClusterOwnership`` decides which
-polled and subscribed watchers this replica runs (docs/scaling.md, "Watcher ownership").
+polled and subscribed watchers this replica runs (docs/scaling.md, "Watcher ownership"), and hook
+sessions queue in a Redis Stream any replica can take them from ("Hook sessions").
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster import ClusterOwnership
+from sentinel_hooks.cluster.session_stream import StreamSettings
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.config.yamlfile import LineMap
@@ -106,6 +108,14 @@ class Service:
             escalation_targets=service.escalation_targets,
             store=self.store,
         )
+        self.cluster: ClusterOwnership | None = None
+        if isinstance(self.store, RedisStore):  # shared state: other replicas may run beside this one
+            self.cluster = ClusterOwnership(
+                self.store.url,
+                key_prefix=self.store.keys.prefix,
+                lease_ms=service.cluster.lease_ms,
+                clock=self.clock,
+            )
         self.inbox.notify = self.notices.inbox_item
         self.sessions = HookSessions(
             store=self.store,
@@ -118,6 +128,7 @@ class Service:
             skills=config.skills,
             watcher=self._watcher_spec,
             events=self.events,
+            stream=self._session_stream(),
         )
         self.intake = CallbackIntake(
             store=self.store,
@@ -144,14 +155,6 @@ class Service:
             base_dir=config.base_dir,
             redactor=self.redactor,
         )
-        self.cluster: ClusterOwnership | None = None
-        if isinstance(self.store, RedisStore):  # shared state: other replicas may run beside this one
-            self.cluster = ClusterOwnership(
-                self.store.url,
-                key_prefix=self.store.keys.prefix,
-                lease_ms=service.cluster.lease_ms,
-                clock=self.clock,
-            )
         self.manager = WatcherManager(
             RunnerDeps(
                 store=self.store,
@@ -168,6 +171,17 @@ class Service:
         self.ready = False
         self._web: web.AppRunner | None = None
         self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"
+
+    def _session_stream(self) -> StreamSettings | None:
+        """Where hook sessions queue when replicas share Redis (None: in this process)."""
+        if self.cluster is None or not isinstance(self.store, RedisStore):
+            return None
+        return StreamSettings(
+            redis_url=self.store.url,
+            key_prefix=self.store.keys.prefix,
+            replica_id=self.cluster.replica_id,
+            lease_ms=self.config.service.cluster.lease_ms,
+        )
 
     async def start(self) -> None:
         """Open the store, start the watchers and the API; raise SentinelError with the reason."""

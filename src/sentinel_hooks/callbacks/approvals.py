@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,7 @@ class ApprovalResumer:
         clock: Clock,
         inbox: Inbox,
         gate: CommandGate,
-        enqueue: Callable[[Contract], None],
+        enqueue: Callable[[Contract], Awaitable[None]],
         append: Callable[[Contract, dict[str, Any]], Any],
         timeout_ms: int,
     ) -> None:
@@ -150,7 +150,7 @@ class ApprovalResumer:
         }
         await self._append(contract, {"kind": "message", "message": message})
         await self._store.put_checkpoint(progress_key(item.callback_id), {"status": "resuming"})
-        self._enqueue(contract)
+        await self._enqueue(contract)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._sweep())

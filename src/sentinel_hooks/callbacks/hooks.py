@@ -1,6 +1,8 @@
 """The hook-session part of a service: model backends, the command gate, sessions and approvals.
 
-``HookSessions`` is the CallbackSink the intake hands accepted callbacks to.
+``HookSessions`` is the CallbackSink the intake hands accepted callbacks to. Its queue is the
+in-process ``SessionQueue``, or, when replicas share a Redis store (``stream`` settings given),
+the ``StreamSessionQueue`` that lets any replica run any session (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.session import SessionDeps, SessionQueue, SessionRunner
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
@@ -45,6 +48,7 @@ class HookSessions:
         skills: Mapping[str, Skill],
         watcher: Callable[[str], AnyWatcher | None],
         events: Events | None = None,
+        stream: StreamSettings | None = None,
     ) -> None:
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
@@ -67,15 +71,26 @@ class HookSessions:
                 events=events,
             )
         )
-        self.queue = SessionQueue(
-            self.runner, store=store, concurrency=service.hook_concurrency, events=events
-        )
+        self.queue: SessionQueue | StreamSessionQueue
+        if stream is None:
+            self.queue = SessionQueue(
+                self.runner, store=store, concurrency=service.hook_concurrency, events=events
+            )
+        else:
+            self.queue = StreamSessionQueue(
+                self.runner,
+                store=store,
+                clock=clock,
+                settings=stream,
+                concurrency=service.hook_concurrency,
+                events=events,
+            )
         self.approvals = ApprovalResumer(
             store=store,
             clock=clock,
             inbox=inbox,
             gate=self.gate,
-            enqueue=self.queue.enqueue,
+            enqueue=self.queue.requeue,
             append=self.runner.append,
             timeout_ms=service.action_policy.approval_timeout_ms,
         )

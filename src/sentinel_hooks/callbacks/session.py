@@ -318,6 +318,10 @@ class SessionQueue:
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
         self.enqueue(contract)
 
+    async def requeue(self, contract: Contract) -> None:
+        """Queue ``contract``'s session again (an approval was decided)."""
+        self.enqueue(contract)
+
     def enqueue(self, contract: Contract) -> None:
         queue = self._queues.setdefault(contract.session_key, deque())
         queue.append(contract)

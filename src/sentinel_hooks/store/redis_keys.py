@@ -1,4 +1,4 @@
-"""Names of every key the Redis store writes, all under one prefix (default ``sentinel:``).
+"""Names of every key the Redis store and the cluster write, all under one prefix (default ``sentinel:``).
 
 Kept in one place so the layout can be read at a glance and two kinds of key can never collide:
 each family has its own literal segment before any user-chosen id.
@@ -20,7 +20,20 @@ inbox-index:all|status:|kind:       zset    listing members
 delivery:{key}                      hash    doc, state
 delivery-due                        zset    pending delivery keys by due ms
 delivery-index:callback:{callback}  zset    listing members, for list_deliveries
+replicas                            zset    replica id → ms of its last heartbeat (cluster)
+lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
+lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
+session-work                        stream  ``key`` = a session key with queued callbacks;
+                                            consumer group ``sessions``, one consumer per replica
+session-queue:{session}             list    callback ids waiting for the session, oldest first
+session-lock:{session}              string  ``<replicaId> <entryId> <nonce>`` with PX: who
+                                            drains the session now
+watcher-changes                     pubsub  API changes to a watcher, for its lease holder
 ==================================  ======  ==============================================
+
+The cluster keys (``replicas``, ``lease*``: cluster/membership.py, cluster/leases.py; ``session*``:
+cluster/session_stream.py; ``watcher-changes``: cluster/changes.py) exist only when replicas run on Redis
+(docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ class RedisKeys:
         self.inbox_doc_prefix = f"{prefix}inbox-item:"
         self.delivery_due = f"{prefix}delivery-due"
         self.delivery_doc_prefix = f"{prefix}delivery:"
+        self.session_work = f"{prefix}session-work"
 
     def observations(self, watcher_id: str) -> str:
         return f"{self.prefix}observations:{watcher_id}"
@@ -82,3 +96,9 @@ class RedisKeys:
 
     def delivery_index(self, callback_id: str) -> str:
         return f"{self.prefix}delivery-index:callback:{callback_id}"
+
+    def session_queue(self, session_key: str) -> str:
+        return f"{self.prefix}session-queue:{session_key}"
+
+    def session_lock(self, session_key: str) -> str:
+        return f"{self.prefix}session-lock:{session_key}"

@@ -1,0 +1,283 @@
+"""The Redis session queue with several replicas on one Redis: order per key, parallel keys, one
+runner per key, and a dead replica's work reclaimed by another.
+
+The queues are real (``StreamSessionQueue`` on a real Redis and a real ``RedisStore``); the session
+runner is a recorder implementing the queue's ``Runs`` protocol, so the tests can see when each
+session starts and ends and hold one open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import redis.asyncio
+
+from sentinel_hooks.clock import SystemClock
+from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
+from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.store import Contract, RedisStore, Trigger
+from tests.cluster.conftest import LEASE_MS, PREFIX
+from tests.support import wait_for
+
+pytestmark = pytest.mark.redis
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class Recorder:
+    """Records every run (replica, callback, start/end order); ``hold`` keeps chosen sessions open."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, str]] = []  # (event, replica, callback id)
+        self.active: dict[str, set[str]] = defaultdict(set)  # session key → replicas running it
+        self.overlaps: list[str] = []
+        self.hold: set[str] = set()
+        self.hold_on: set[str] | None = None  # the replicas whose runs ``hold`` applies to (None: all)
+        self.release = asyncio.Event()
+        self.work_s = 0.0
+        self.store_errors: set[str] = set()  # callbacks whose next run fails with StoreUnavailable
+
+    def runner(self, replica: str) -> Runner:
+        return Runner(self, replica)
+
+    def started(self, callback_id: str) -> list[str]:
+        return [r for event, r, c in self.log if event == "start" and c == callback_id]
+
+    def order(self, key: str, contracts: dict[str, Contract]) -> list[str]:
+        return [c for event, _, c in self.log if event == "end" and contracts[c].session_key == key]
+
+
+class Runner:
+    def __init__(self, recorder: Recorder, replica: str) -> None:
+        self._recorder = recorder
+        self._replica = replica
+
+    async def run(self, contract: Contract) -> str:
+        rec = self._recorder
+        key = contract.session_key
+        if rec.active[key]:
+            rec.overlaps.append(f"{contract.callback_id} on {self._replica} beside {rec.active[key]}")
+        rec.active[key].add(self._replica)
+        rec.log.append(("start", self._replica, contract.callback_id))
+        try:
+            if contract.callback_id in rec.hold and (rec.hold_on is None or self._replica in rec.hold_on):
+                await rec.release.wait()
+            await asyncio.sleep(rec.work_s)  # stands for a model call
+            if contract.callback_id in rec.store_errors:
+                rec.store_errors.discard(contract.callback_id)
+                raise StoreUnavailable("redis store: append transcript failed: connection refused")
+        finally:
+            rec.active[key].discard(self._replica)
+        rec.log.append(("end", self._replica, contract.callback_id))
+        return "done"
+
+
+def contract(callback_id: str, key: str, n: int) -> Contract:
+    return Contract(
+        callback_id=callback_id,
+        watcher_id="w",
+        dedupe_key=callback_id,
+        session_key=key,
+        state="pending",
+        trigger=Trigger(kind="match", priority="normal", matched_at=T0),
+        created_at=T0 + timedelta(milliseconds=n),
+        deadline=T0 + timedelta(hours=1),
+        targets=["console"],
+    )
+
+
+Make = Callable[..., StreamSessionQueue]
+
+
+@pytest.fixture
+async def store(redis_url: str) -> AsyncIterator[RedisStore]:
+    opened = RedisStore(redis_url, key_prefix=PREFIX)
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+@pytest.fixture
+def recorder() -> Recorder:
+    return Recorder()
+
+
+@pytest.fixture
+async def make(redis_url: str, store: RedisStore, recorder: Recorder) -> AsyncIterator[Make]:
+    """``make(name, concurrency=4)`` → a started replica's queue (stopped after the test)."""
+    made: list[StreamSessionQueue] = []
+
+    def build(name: str, *, concurrency: int = 4) -> StreamSessionQueue:
+        settings = StreamSettings(redis_url=redis_url, key_prefix=PREFIX, replica_id=name, lease_ms=LEASE_MS)
+        queue = StreamSessionQueue(
+            recorder.runner(name),
+            store=store,
+            clock=SystemClock(),
+            settings=settings,
+            concurrency=concurrency,
+        )
+        made.append(queue)
+        return queue
+
+    yield build
+    recorder.release.set()
+    for queue in made:
+        await queue.stop()
+
+
+async def accepted(store: RedisStore, callbacks: list[tuple[str, str]]) -> dict[str, Contract]:
+    """Store a pending contract per (callback id, session key), in that order."""
+    made: dict[str, Contract] = {}
+    for n, (callback_id, key) in enumerate(callbacks):
+        made[callback_id] = contract(callback_id, key, n)
+        assert await store.create_contract(made[callback_id], {})
+    return made
+
+
+async def test_one_key_runs_in_arrival_order_across_two_replicas(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """Callbacks of one key, queued alternately through two replicas, run one at a time in order."""
+    recorder.work_s = 0.01
+    a, b = make("a"), make("b")
+    await a.resume()
+    await b.resume()
+    contracts = await accepted(store, [(f"cb{i:02d}", "k") for i in range(12)])
+    for i, c in enumerate(contracts.values()):
+        await (a if i % 2 else b).requeue(c)
+    await wait_for(lambda: len(recorder.order("k", contracts)) == 12, timeout_s=20, what="all sessions")
+    assert list(contracts) == recorder.order("k", contracts)
+    assert [] == recorder.overlaps
+
+
+async def test_different_keys_run_in_parallel(make: Make, store: RedisStore, recorder: Recorder) -> None:
+    """Sessions of different keys run at the same time, on one replica or several."""
+    a, b = make("a", concurrency=2), make("b", concurrency=2)
+    await a.resume()
+    await b.resume()
+    contracts = await accepted(store, [("x", "k1"), ("y", "k2"), ("z", "k3")])
+    recorder.hold.update(contracts)
+    for c in contracts.values():
+        await a.requeue(c)
+    await wait_for(
+        lambda: sum(bool(r) for r in recorder.active.values()) == 3, what="three keys running at once"
+    )
+    recorder.release.set()
+    await wait_for(lambda: len([e for e in recorder.log if e[0] == "end"]) == 3, what="the three sessions")
+
+
+async def test_lock_contention_never_lets_two_replicas_run_one_key(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """Three replicas racing over three keys: never two runs of one key at once, and order kept."""
+    recorder.work_s = 0.005
+    queues = [make(name, concurrency=3) for name in ("a", "b", "c")]
+    for queue in queues:
+        await queue.resume()
+    contracts = await accepted(store, [(f"{k}-{i:02d}", k) for i in range(10) for k in ("k1", "k2", "k3")])
+    for n, c in enumerate(contracts.values()):  # in order: each replica queues every third one
+        await queues[n % 3].requeue(c)
+    await wait_for(lambda: len([e for e in recorder.log if e[0] == "end"]) == 30, timeout_s=30, what="all 30")
+    assert [] == recorder.overlaps
+    for key in ("k1", "k2", "k3"):
+        assert [c for c in contracts if c.startswith(key)] == recorder.order(key, contracts)
+    assert {"a", "b", "c"} >= {replica for _, replica, _ in recorder.log}
+
+
+async def test_a_dead_replicas_session_is_reclaimed_by_another(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """A replica that stops without acknowledging (a crash) has its session taken over and finished."""
+    a = make("a")
+    await a.resume()
+    contracts = await accepted(store, [("first", "k"), ("second", "k")])
+    recorder.hold.add("first")
+    for c in contracts.values():
+        await a.requeue(c)
+    await wait_for(lambda: recorder.started("first") == ["a"], what="replica a to run the first session")
+    await a.halt()
+    recorder.hold.clear()
+    recorder.release.set()
+    b = make("b")
+    await b.resume()
+    await wait_for(
+        lambda: recorder.order("k", contracts) == ["first", "second"],
+        timeout_s=4 * LEASE_MS / 1000 + 5,
+        what="replica b to finish both sessions",
+    )
+    assert ["a", "b"] == recorder.started("first")
+    assert ["b"] == recorder.started("second")
+
+
+async def test_a_replica_that_stops_gracefully_hands_its_key_over_at_once(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """A graceful stop cancels the running session and re-announces the key: no reclaim wait."""
+    a, b = make("a"), make("b")
+    await a.resume()
+    contracts = await accepted(store, [("first", "k")])
+    recorder.hold.add("first")
+    recorder.hold_on = {"a"}
+    await a.requeue(contracts["first"])
+    await wait_for(lambda: recorder.started("first") == ["a"], what="replica a to run the session")
+    await b.resume()
+    await a.stop()
+    await wait_for(lambda: recorder.order("k", contracts) == ["first"], timeout_s=LEASE_MS / 1000, what="b")
+    assert ["a", "b"] == recorder.started("first")
+
+
+async def test_resume_queues_only_sessions_that_are_in_no_queue(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """A pending callback that never reached the queue is picked up at start, exactly once."""
+    contracts = await accepted(store, [("lost", "k")])
+    recorder.hold.add("lost")
+    a, b = make("a"), make("b")
+    assert 1 == await a.resume()
+    assert 0 == await b.resume()
+    recorder.release.set()
+    await wait_for(lambda: recorder.order("k", contracts) == ["lost"], what="the lost session")
+    assert ["lost"] == [c for event, _, c in recorder.log if event == "start"]
+
+
+async def test_a_replica_that_loses_its_lock_stops_its_session(
+    make: Make, store: RedisStore, recorder: Recorder, raw: redis.asyncio.Redis
+) -> None:
+    """When a's lock is gone (expired while paused) and b took the key, a cancels its run within a tick."""
+    a, b = make("a"), make("b")
+    await a.resume()
+    await b.resume()
+    contracts = await accepted(store, [("first", "k"), ("second", "k")])
+    recorder.hold.add("first")
+    recorder.hold_on = {"a"}
+    await a.requeue(contracts["first"])
+    await wait_for(lambda: recorder.started("first") == ["a"], what="replica a to run the first session")
+    await raw.delete(f"{PREFIX}session-lock:k")  # as if it expired while a was paused
+    await b.requeue(contracts["second"])
+    await wait_for(
+        lambda: recorder.order("k", contracts) == ["first", "second"], timeout_s=5, what="b to drain the key"
+    )
+    await wait_for(lambda: not recorder.active["k"], timeout_s=LEASE_MS / 1000, what="a to stop its run")
+    assert ["a", "b"] == recorder.started("first")
+    assert [("end", "b", "first"), ("end", "b", "second")] == [e for e in recorder.log if e[0] == "end"]
+
+
+async def test_a_session_that_hits_a_store_error_is_tried_again(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """A store failure is not a final status: the callback stays queued and runs again later."""
+    a = make("a")
+    await a.resume()
+    contracts = await accepted(store, [("flaky", "k")])
+    recorder.store_errors.add("flaky")
+    await a.requeue(contracts["flaky"])
+    await wait_for(
+        lambda: recorder.order("k", contracts) == ["flaky"],
+        timeout_s=4 * LEASE_MS / 1000 + 5,
+        what="the retry",
+    )
+    assert ["a", "a"] == recorder.started("flaky")
