@@ -37,12 +37,6 @@ TIMEOUT_MS = 3000  # hookResponseTimeoutMs: the escalating watchers' fallbacks a
 LEASE_MS = 3000
 RUN_S = 60.0
 LATE_AFTER_S = 2.0
-# A notify delivered for a contract the relay settled by fallback: the agent answered at or past
-# its deadline. It happens when a session runs late (a restarted replica resumes every pending
-# contract of the others too) or when the notify was accepted just before the deadline but its
-# fulfilment was recorded after the relay's claim (slow store writes on a loaded machine).
-# Counted and printed; only a few are tolerated.
-LATE_NOTIFY_SHARE = 0.1
 
 CONFIG = """\
 store: {store}
@@ -278,7 +272,9 @@ def test_three_replicas_under_kills_and_restarts(
     assert outcomes.fallback_sent, "no fallback was due"
 
     assert {} == outcomes.violations()
-    assert len(outcomes.late_notify) <= LATE_NOTIFY_SHARE * outcomes.contracts, outcomes.late_notify[:10]
+    # a notify is held from the relay while sent and refused after the deadline's claim, so a
+    # fire never reaches people as both a notify and a fallback
+    assert [] == outcomes.late_notify[:10]
     assert outcomes.redelivered <= 3, "the same delivery received again, beyond a SIGKILL mid-send"
     assert [] == overlaps[:20]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -216,6 +217,9 @@ class ToolBox:
             text=text,
         )
         now = self.clock.now()
+        late = await self._too_late(now)
+        if late is not None:
+            return {"ok": False, "delivered": [], "error": late}
         deliveries = self.dispatcher.new_deliveries(message, routed, "notify", at=now)
         accepted = await self.dispatcher.send_now(deliveries)
         delivered = [d.target for d, ok in zip(deliveries, accepted, strict=True) if ok]
@@ -237,6 +241,30 @@ class ToolBox:
             "retrying": pending,
             "contract": current.state if current else ("fulfilled" if fulfilled else "unknown"),
         }
+
+    async def _too_late(self, now: datetime) -> str | None:
+        """Why this notify must not be sent, or None (the contract is now held for it).
+
+        A pending contract is held from the relay while the notify is sent, so a notify and a
+        fallback can never both reach people for one fire. A fulfilled contract takes further
+        notifies (follow-ups of the agent's own answer); after a fallback or expiry it is too late.
+        """
+        cid = self.contract.callback_id
+        held = await self.store.hold_contract(
+            cid, deadline=self.contract.deadline, now=now, hold_ms=self.dispatcher.lease_ms
+        )
+        if held:
+            return None
+        current = await self.store.get_contract(cid)
+        state: str = current.state if current is not None else "unknown"
+        if state == "fulfilled":
+            return None
+        if state == "pending":
+            state = "past its deadline, fallback being sent"
+        return (
+            f"too late: the response deadline passed and people got the fallback instead "
+            f"(contract {state}); nothing was sent — use sentinel_escalate to add to the inbox"
+        )
 
     async def _escalate(self, args: EscalateArgs) -> dict[str, Any]:
         item = await self.inbox.create(

@@ -96,6 +96,11 @@ class Dispatcher:
     def wake(self) -> None:
         self._wake.set()
 
+    @property
+    def lease_ms(self) -> int:
+        """How long one attempt may take at most (a claim lasts this long)."""
+        return self._lease_ms
+
     async def send_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
         """Enqueue and attempt at once (for the notify tool); True per delivery that was accepted.
 

@@ -305,3 +305,19 @@ class Store(Protocol):
         ``add_dedupe``), the contract is stored pending and each checkpoint is put. Raises
         ``ValueError`` for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
         """
+
+    # -- notify hold ---------------------------------------------------------------------------
+
+    async def hold_contract(
+        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
+    ) -> bool:
+        """Keep the relay off a pending contract while a notify for it is being sent.
+
+        ``deadline`` is the contract's own. True when the contract is pending and no relay
+        holds a claim on it (its deadline is still ahead of ``now``, or a claim on it has
+        lapsed): its due time becomes the later of ``deadline`` and ``now + hold_ms``, so
+        ``claim_due`` cannot hand it out while the notify is under way, and it is due as
+        usual if the notify fails. False, writing nothing, when the contract does not exist,
+        is settled, or is claimed past its deadline (its fallback is on its way): a notify
+        sent then would reach people as a second outcome of one fire.
+        """

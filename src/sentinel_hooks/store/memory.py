@@ -444,6 +444,22 @@ class MemoryStore:
             self._checkpoints.update(texts)
         return stored
 
+    # -- notify hold ---------------------------------------------------------------------------
+
+    async def hold_contract(
+        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
+    ) -> bool:
+        """See ``Store.hold_contract``."""
+        self._check_open()
+        row = self._contracts.get(callback_id)
+        if row is None or row.tags["state"] != "pending" or row.due_ms is None:
+            return False
+        deadline_ms, now_ms = to_epoch_ms(deadline), to_epoch_ms(now)
+        if deadline_ms <= now_ms < row.due_ms:
+            return False
+        row.due_ms = max(deadline_ms, now_ms + hold_ms)
+        return True
+
 
 def _numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:
     return [

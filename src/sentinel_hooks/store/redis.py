@@ -492,6 +492,18 @@ class RedisStore:
             return None
         return contract if as_text(state) == "pending" else deduped
 
+    # -- notify hold ---------------------------------------------------------------------------
+
+    async def hold_contract(
+        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
+    ) -> bool:
+        """See ``Store.hold_contract``."""
+        now_ms = to_epoch_ms(now)
+        keys = [self.keys.contract(callback_id), self.keys.contract_due]
+        args = [callback_id, to_epoch_ms(deadline), now_ms, now_ms + hold_ms]
+        held = await self._db.run("hold contract", self._db.scripts.hold_contract, keys, args)
+        return bool(held)
+
 
 def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:
     at_text = iso(utc_ms(at))

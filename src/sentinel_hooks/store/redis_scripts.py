@@ -371,3 +371,16 @@ def accept_contract_call(
         keys.append(k.checkpoint(key))
         args.append(text)
     return keys, args
+
+
+HOLD_CONTRACT = """
+-- KEYS: the contract's hash, contract-due | ARGV: callback id, deadline ms, now ms, hold end ms
+-- Pending and not claimed past its deadline: due at max(deadline, hold end); returns 1, else 0.
+if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
+local due = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not due then return 0 end
+local deadline, now = tonumber(ARGV[2]), tonumber(ARGV[3])
+if deadline <= now and now < tonumber(due) then return 0 end
+redis.call('ZADD', KEYS[2], math.max(deadline, tonumber(ARGV[4])), ARGV[1])
+return 1
+"""

@@ -407,3 +407,18 @@ class SqliteStore:
         if state is None:
             return None
         return contract if state == "pending" else deduped
+
+    # -- notify hold ---------------------------------------------------------------------------
+
+    async def hold_contract(
+        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
+    ) -> bool:
+        """See ``Store.hold_contract``."""
+        hold = partial(
+            q.hold_contract,
+            callback_id=callback_id,
+            deadline_ms=to_epoch_ms(deadline),
+            now_ms=to_epoch_ms(now),
+            hold_ms=hold_ms,
+        )
+        return await self._db.write("hold contract", hold)

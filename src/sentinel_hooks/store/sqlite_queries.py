@@ -267,3 +267,13 @@ def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[Deli
         [(d.state, delivery_row(d)[4], codec.dump_record(d), d.key) for d in updated],
     )
     return updated
+
+
+def hold_contract(c: Conn, callback_id: str, deadline_ms: int, now_ms: int, hold_ms: int) -> bool:
+    """``Store.hold_contract``: push a pending, unclaimed contract's due time past the hold."""
+    cursor = c.execute(
+        """UPDATE contracts SET due_ms = MAX(?, ?) WHERE callback_id = ? AND state = 'pending'
+           AND due_ms IS NOT NULL AND NOT (? <= ? AND ? < due_ms)""",
+        (deadline_ms, now_ms + hold_ms, callback_id, deadline_ms, now_ms, now_ms),
+    )
+    return cursor.rowcount == 1
