@@ -44,9 +44,10 @@ from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store import RedisStore, open_store
 from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
-from sentinel_hooks.watchers.pipeline import FiringPipeline
+from sentinel_hooks.watchers.pipeline import HISTORY_KEEP, FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
+from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class Service:
             on_accepted=self.notices.accepted,
             events=self.events,
         )
+        self.watcher_writes = WatcherWrites(self.store, keep=HISTORY_KEEP)
         self.pipeline = FiringPipeline(
             store=self.store,
             clock=self.clock,
@@ -137,6 +139,7 @@ class Service:
             redactor=self.redactor,
             on_resolved=self.notices.resolved,
             events=self.events,
+            writes=self.watcher_writes,
         )
         context = StrategyContext(
             http=self.http,
@@ -163,6 +166,7 @@ class Service:
                 scheduler=self.scheduler,
                 redactor=self.redactor,
                 rng=random.Random(),
+                writes=self.watcher_writes,
             ),
             ownership=self.cluster,
         )
@@ -212,6 +216,7 @@ class Service:
         if self.cluster is not None:  # this replica's runners stop, then their leases are released
             await self.cluster.stop()
         await self.manager.stop()
+        await self.watcher_writes.drain()
         await self.sessions.stop()
         await self.relay.stop()
         await self.dispatcher.stop()

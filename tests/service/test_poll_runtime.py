@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from aiohttp import web
 
+from sentinel_hooks.watchers.runner import STATE_FLUSH_S
 from sentinel_hooks.watchers.schedule import phase
 from tests.service.conftest import Starter
 from tests.service.test_http_poll_service import poll_watcher
@@ -95,11 +96,14 @@ async def test_failures_warn_and_are_written_on_transitions_only(
     assert 1 <= stored["consecutiveFailures"] < runner.state.consecutive_failures
 
     failing = False
-    await wait_for(lambda: runner.state.consecutive_failures == 0, what="the recovery")
+
+    async def recovery_stored() -> object:
+        stored = await service.store.get_watcher_state("probe")
+        return stored is not None and (0, None) == (stored["consecutiveFailures"], stored["lastError"])
+
+    # written at the transition, well before the periodic flush (STATE_FLUSH_S) would
+    await wait_for(recovery_stored, timeout_s=STATE_FLUSH_S / 2, what="the recovery to be stored")
     assert any("recovered after" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
-    stored = await service.store.get_watcher_state("probe")
-    assert stored is not None
-    assert (0, None) == (stored["consecutiveFailures"], stored["lastError"])
 
     failing = True
     await wait_for(lambda: runner.state.consecutive_failures >= 2, what="a second streak")

@@ -21,7 +21,7 @@ Guarantees every implementation gives:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -260,3 +260,18 @@ class Store(Protocol):
 
     async def list_deliveries(self, callback_id: str) -> list[Delivery]:
         """The callback's deliveries, oldest first (``created_at``, then key)."""
+
+    # -- batched watcher writes (one round trip for many polls: ``watchers.writeback``) ------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """Append ``(watcher_id, observation)`` pairs in order and put ``states``, in one round trip.
+
+        The same as ``record_observation`` for each pair (each watcher keeps its newest
+        ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
+        """

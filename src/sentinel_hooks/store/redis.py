@@ -9,7 +9,7 @@ Key layout: ``redis_keys``; connection and error translation: ``redis_connection
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -398,6 +398,33 @@ class RedisStore:
         args = ["asc", "", -1, self.keys.delivery_doc_prefix]
         flat = await self._db.run("list deliveries", self._db.scripts.range, [index], args)
         return [codec.load_record(Delivery, as_text(doc)) for doc in flat[1::2]]
+
+    # -- batched watcher writes ----------------------------------------------------------------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """See ``Store.write_watcher_batch``: one MULTI/EXEC pipeline."""
+        keep = check_positive(keep, "keep")
+        docs = [(self.keys.observations(wid), codec.dump_record(obs)) for wid, obs in observations]
+        texts = {wid: codec.dumps(state, what=f"state of {wid!r}") for wid, state in states.items()}
+        if not docs and not texts:
+            return
+        async with (
+            self._db.translated("write watcher batch"),
+            self._db.client.pipeline(transaction=True) as pipe,
+        ):
+            for key, doc in docs:
+                pipe.lpush(key, doc)
+            for key in dict.fromkeys(key for key, _ in docs):
+                pipe.ltrim(key, 0, keep - 1)
+            for wid, text in texts.items():
+                pipe.hset(self.keys.watcher_states, wid, text)
+            await pipe.execute()
 
 
 def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:

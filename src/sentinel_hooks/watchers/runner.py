@@ -51,6 +51,7 @@ from sentinel_hooks.watchers.strategy import (
     SubscribeStrategy,
     create_strategy,
 )
+from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,7 @@ class RunnerDeps:
     scheduler: AsyncIOScheduler
     redactor: Redactor
     rng: random.Random
+    writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -498,7 +500,10 @@ class WatcherRunner:
         now = asyncio.get_running_loop().time()
         if not force and durable == self._saved and now - self._saved_at < STATE_FLUSH_S:
             return
-        await self._deps.store.put_watcher_state(self.id, data)
+        if self._deps.writes is not None:
+            await self._deps.writes.state(self.id, data)
+        else:
+            await self._deps.store.put_watcher_state(self.id, data)
         self._saved, self._saved_at = durable, now
 
 
