@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
 
@@ -128,6 +129,7 @@ class WatcherRunner:
         self._busy = False
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
+        self._job: Job | None = None  # the scheduler's job: its next_run_time is kept current there
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: dict[str, Any] | None = None
         self._saved_at = 0.0
@@ -184,6 +186,7 @@ class WatcherRunner:
             return
         self.running = False
         self._stopping.set()
+        self._job = None
         with contextlib.suppress(Exception):
             self._deps.scheduler.remove_job(self.id)
         if self._inflight is not None and not self._inflight.done():
@@ -219,14 +222,16 @@ class WatcherRunner:
             max_instances=3,
             misfire_grace_time=None,
         )
-        self._expected_at = job.next_run_time
-        self.state = replace(self.state, next_check_at=job.next_run_time)
+        self._job = job
+        self._expected_at = self._next_run()
+        self.state = replace(self.state, next_check_at=self._expected_at)
         if run_missed:
             self._spawn(self._scheduled_poll(missed=True))
 
     def _next_run(self) -> datetime | None:
-        job = self._deps.scheduler.get_job(self.id)
-        return job.next_run_time if job is not None else None
+        """The next scheduled run (None when not scheduled, or the scheduler has not started)."""
+        at: datetime | None = getattr(self._job, "next_run_time", None)
+        return at
 
     async def _scheduled_poll(self, *, missed: bool = False) -> None:
         expected = self._expected_at
