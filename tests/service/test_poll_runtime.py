@@ -112,3 +112,28 @@ async def test_failures_warn_and_are_written_on_transitions_only(
     stored = await service.store.get_watcher_state("probe")
     assert stored is not None
     assert runner.state.consecutive_failures == stored["consecutiveFailures"]
+
+
+@pytest.mark.slow
+async def test_reload_parses_the_files_off_the_event_loop(start_service: Starter, endpoint: Endpoint) -> None:
+    """SIGHUP with 150 unchanged watchers: other tasks keep running while the files are parsed."""
+    watchers = {
+        f"w{i}.yaml": poll_watcher(endpoint.url(), conditions=NEVER)
+        .replace("id: probe", f"id: w{i}")
+        .replace("intervalMs: 100", "intervalMs: 60000")
+        for i in range(150)
+    }
+    service = await start_service(watchers=watchers)
+    reload = asyncio.create_task(service.reload())
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not reload.done():
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    report, _ = await asyncio.gather(reload, ticker())
+    assert report is not None
+    assert ([], [], []) == (report.added, report.changed, report.removed)
+    assert ticks >= 3
