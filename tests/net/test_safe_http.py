@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 from typing import Any
 
 import pytest
@@ -310,3 +311,17 @@ async def test_refused_url_is_refused_every_time(open_http: OpenHttp) -> None:
     for _ in range(2):
         with pytest.raises(HostNotAllowed):
             await http.request("GET", "http://example.invalid/")
+
+
+async def test_compressed_body_is_limited_after_decompression(serve: Serve, open_http: OpenHttp) -> None:
+    """A small gzip body that inflates past the limit is refused, whatever Content-Length says."""
+    packed = gzip.compress(b"0" * (256 * 1024))
+
+    async def bomb(request: web.Request) -> web.Response:
+        return web.Response(body=packed, headers={"Content-Encoding": "gzip", "Content-Type": "text/plain"})
+
+    server = await serve(app_with("/z", bomb))
+    http = await open_http(max_response_bytes=64 * 1024)
+    assert len(packed) < 64 * 1024
+    with pytest.raises(ResponseTooLarge):
+        await http.request("GET", str(server.make_url("/z")))
