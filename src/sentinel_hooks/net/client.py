@@ -81,6 +81,7 @@ class SafeHttp:
         self._session: aiohttp.ClientSession | None = None
         self._slots = asyncio.Semaphore(pool_size)
         self._checked: dict[tuple[str, tuple[str, ...]], URL] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     @classmethod
     def from_config(cls, config: ServiceConfig, *, clock: Clock | None = None) -> SafeHttp:
@@ -172,8 +173,7 @@ class SafeHttp:
         method = method.upper()
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
         limit = self.max_response_bytes if max_bytes is None else max_bytes
-        connect_s = min(timeout, self.request_timeout_s)
-        client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_s)
+        client_timeout = self._connect_timeout(min(timeout, self.request_timeout_s))
         with translated(method, url, timeout_s=timeout):
             session = self._require_session()
             target = self._checked_url(url, HTTP_SCHEMES)
@@ -197,6 +197,13 @@ class SafeHttp:
             raise NoSlot(
                 f"did not start: all {self._pool_size} request slots stayed busy for {within_s:g} s"
             ) from None
+
+    def _connect_timeout(self, connect_s: float) -> aiohttp.ClientTimeout:
+        """aiohttp's timeout for connecting only: the whole request is bounded by ``asyncio.timeout``."""
+        found = self._timeouts.get(connect_s)
+        if found is None:
+            found = self._timeouts[connect_s] = aiohttp.ClientTimeout(total=None, sock_connect=connect_s)
+        return found
 
     def _checked_url(self, url: str, schemes: tuple[str, ...]) -> URL:
         """``policy.check_url`` remembered per URL (the policy is fixed for the client's life).

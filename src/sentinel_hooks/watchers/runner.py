@@ -130,6 +130,7 @@ class WatcherRunner:
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
         self._job: Job | None = None  # the scheduler's job: its next_run_time is kept current there
+        self._series: tuple[Any, Any] | None = None  # (polls, last lag): looked up once, at the first poll
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: dict[str, Any] | None = None
         self._saved_at = 0.0
@@ -233,6 +234,13 @@ class WatcherRunner:
         at: datetime | None = getattr(self._job, "next_run_time", None)
         return at
 
+    def _poll_series(self) -> tuple[Any, Any]:
+        """This watcher's polls counter and last-lag gauge (a label lookup is too dear per poll)."""
+        if self._series is None:
+            metrics = self._deps.metrics
+            self._series = (metrics.polls.labels(self.id), metrics.last_lag.labels(self.id))
+        return self._series
+
     async def _scheduled_poll(self, *, missed: bool = False) -> None:
         expected = self._expected_at
         if not missed:
@@ -248,7 +256,7 @@ class WatcherRunner:
             if expected is not None and not missed:
                 lag = max(0.0, (self._deps.clock.now() - expected).total_seconds())
                 self._deps.metrics.poll_lag.observe(lag)
-                self._deps.metrics.last_lag.labels(self.id).set(lag)
+                self._poll_series()[1].set(lag)
             await self._poll_with_retries()
         finally:
             self._busy = False
@@ -271,7 +279,7 @@ class WatcherRunner:
         strategy = self._poller
         if strategy is None:
             return False
-        polls = self._deps.metrics.polls.labels(self.id)
+        polls = self._poll_series()[0]
         attempt = 1
         try:
             while True:
