@@ -18,14 +18,17 @@ from typing import Any
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Observation
 
+BUSY_WINDOW_S = 0.005  # under load, a batch gathers this long before it goes out
+
 
 class WatcherWrites:
     """Observation and state writes of every runner of one service, sent in batches.
 
-    Group commit: one batch is in flight at a time. A write made while none is in flight is
-    sent at the next turn of the event loop (with whatever else that turn wrote); writes made
-    meanwhile wait for it and then go together. Idle, a write costs one round trip as before;
-    under load, one round trip serves every poll that finished during the previous one.
+    Group commit: one batch is in flight at a time. Idle, a write is sent at the next turn of
+    the event loop (with whatever else that turn wrote), so it costs one round trip as before.
+    Under load (the previous batch went out less than ``BUSY_WINDOW_S`` ago, or is still in
+    flight), the next batch gathers for ``BUSY_WINDOW_S`` first, so one round trip serves every
+    poll that finished meanwhile (handing work to the SQLite thread costs more than the SQL).
     """
 
     def __init__(self, store: Store, *, keep: int) -> None:
@@ -35,6 +38,7 @@ class WatcherWrites:
         self._states: dict[str, dict[str, Any]] = {}
         self._done: asyncio.Future[None] | None = None  # the pending batch's outcome
         self._writing = False
+        self._sent_at = float("-inf")  # loop time the latest batch went out
         self._flushes: set[asyncio.Task[None]] = set()
 
     async def observation(self, watcher_id: str, observation: Observation) -> None:
@@ -52,7 +56,8 @@ class WatcherWrites:
             loop = asyncio.get_running_loop()
             self._done = loop.create_future()
             if not self._writing:
-                loop.call_soon(self._flush)
+                busy = loop.time() - self._sent_at < BUSY_WINDOW_S
+                loop.call_later(BUSY_WINDOW_S, self._flush) if busy else loop.call_soon(self._flush)
         await asyncio.shield(self._done)  # a cancelled caller must not cancel the others' batch
 
     def _flush(self) -> None:
@@ -62,7 +67,9 @@ class WatcherWrites:
         observations, states, done = self._observations, self._states, self._done
         self._observations, self._states, self._done = [], {}, None
         self._writing = True
-        task = asyncio.get_running_loop().create_task(self._write(observations, states, done))
+        loop = asyncio.get_running_loop()
+        self._sent_at = loop.time()
+        task = loop.create_task(self._write(observations, states, done))
         self._flushes.add(task)
         task.add_done_callback(self._flushes.discard)
 
@@ -85,8 +92,8 @@ class WatcherWrites:
             done.set_result(None)
         finally:
             self._writing = False
-            if self._done is not None:
-                asyncio.get_running_loop().call_soon(self._flush)
+            if self._done is not None:  # written while this batch was in flight: busy
+                asyncio.get_running_loop().call_later(BUSY_WINDOW_S, self._flush)
 
     async def drain(self) -> None:
         """Send what is pending and wait until nothing is in flight (before the store closes)."""
