@@ -11,7 +11,7 @@ import contextlib
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-LAG_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 class Metrics:
@@ -31,6 +31,13 @@ class Metrics:
         )
         self.deduped = Counter(
             "sentinel_fires_deduped", "Fires refused by the dedupe window", ["watcher"], registry=r
+        )
+        self.polls_skipped = Counter(
+            "sentinel_polls_skipped",
+            "Scheduled polls skipped: busy (the previous poll still ran) or no_slot (no request slot "
+            "within one interval)",
+            ["reason"],
+            registry=r,
         )
         self.poll_lag = Histogram(
             "sentinel_poll_lag_seconds", "Actual minus scheduled poll start", buckets=LAG_BUCKETS, registry=r

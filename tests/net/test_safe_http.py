@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 from typing import Any
 
 import pytest
@@ -13,12 +14,14 @@ from sentinel_hooks.net.errors import (
     ConnectionFailed,
     HostNotAllowed,
     InvalidUrl,
+    NoSlot,
     PrivateAddressRefused,
     RedirectRefused,
     RequestTimeout,
     ResponseTooLarge,
 )
 from tests.net.servers import OpenHttp, Serve, app_with
+from tests.support import wait_for
 
 
 async def ok(request: web.Request) -> web.Response:
@@ -249,3 +252,76 @@ async def test_request_before_start_is_a_programming_error() -> None:
     )
     with pytest.raises(RuntimeError, match="not started"):
         await http.request("GET", "http://127.0.0.1/")
+
+
+def held_app(release: asyncio.Event, hits: list[str]) -> web.Application:
+    """``/hold`` answers once ``release`` is set; ``/quick`` at once. Every request is counted."""
+
+    async def hold(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        await release.wait()
+        return web.json_response({"held": True})
+
+    async def quick(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        return web.json_response({"quick": True})
+
+    app = web.Application()
+    app.router.add_get("/hold", hold)
+    app.router.add_get("/quick", quick)
+    return app
+
+
+async def test_timeout_starts_once_a_slot_is_held(serve: Serve, open_http: OpenHttp) -> None:
+    """One slot, held by a slow request: a second request waits for it longer than its own
+    timeout without timing out, then is answered (waiting for a slot is not the request's time)."""
+    release, hits = asyncio.Event(), []
+    server = await serve(held_app(release, hits))
+    http = await open_http(pool_size=1)
+    first = asyncio.create_task(http.request("GET", str(server.make_url("/hold"))))
+    await wait_for(lambda: hits == ["/hold"], what="the first request to hold the slot")
+    second = asyncio.create_task(http.request("GET", str(server.make_url("/quick")), timeout_s=0.2))
+    done, _ = await asyncio.wait({second}, timeout=0.6)  # three times its timeout
+    assert (set(), ["/hold"]) == (done, hits)
+    release.set()
+    assert (200, 200) == ((await first).status, (await second).status)
+
+
+async def test_no_slot_within_start_within_s_sends_nothing(serve: Serve, open_http: OpenHttp) -> None:
+    """A request that cannot get a slot within ``start_within_s`` fails with NoSlot, unsent."""
+    release, hits = asyncio.Event(), []
+    server = await serve(held_app(release, hits))
+    http = await open_http(pool_size=1)
+    first = asyncio.create_task(http.request("GET", str(server.make_url("/hold"))))
+    await wait_for(lambda: hits == ["/hold"], what="the first request to hold the slot")
+    url = str(server.make_url("/quick"))
+    with pytest.raises(
+        NoSlot, match=r"GET http://127\.0\.0\.1:\d+/quick: did not start.*1 request slot"
+    ) as info:
+        await http.request("GET", url, start_within_s=0.1)
+    assert (False, ["/hold"]) == (info.value.retryable, hits)
+    release.set()
+    await first
+    assert 200 == (await http.request("GET", url, start_within_s=0.1)).status  # the slot is free again
+
+
+async def test_refused_url_is_refused_every_time(open_http: OpenHttp) -> None:
+    """The policy decision is remembered per URL, refusals included: asking again still refuses."""
+    http = await open_http(allowed_hosts=["127.0.0.1"])
+    for _ in range(2):
+        with pytest.raises(HostNotAllowed):
+            await http.request("GET", "http://example.invalid/")
+
+
+async def test_compressed_body_is_limited_after_decompression(serve: Serve, open_http: OpenHttp) -> None:
+    """A small gzip body that inflates past the limit is refused, whatever Content-Length says."""
+    packed = gzip.compress(b"0" * (256 * 1024))
+
+    async def bomb(request: web.Request) -> web.Response:
+        return web.Response(body=packed, headers={"Content-Encoding": "gzip", "Content-Type": "text/plain"})
+
+    server = await serve(app_with("/z", bomb))
+    http = await open_http(max_response_bytes=64 * 1024)
+    assert len(packed) < 64 * 1024
+    with pytest.raises(ResponseTooLarge):
+        await http.request("GET", str(server.make_url("/z")))

@@ -93,8 +93,9 @@ async def test_dedupe_window_refuses_the_same_event(start_service: Starter) -> N
     """The same payload inside the dedupe window creates a deduped contract and no second fire."""
     service = await start_service(watchers={"w.yaml": webhook("w", conditions="[]")}, dedupe=60000)
     assert [True, False] == await push(service, "w", {"n": 1}, {"n": 1})
-    states = [c.state for c in (await service.store.list_contracts(watcher_id="w")).items]
-    assert ["deduped", "pending"] == states
+    newest, first = (await service.store.list_contracts(watcher_id="w")).items
+    assert "deduped" == newest.state
+    assert first.state in ("pending", "fulfilled")  # the console session may have answered it already
 
 
 async def test_quiet_source_fires_no_progress_once(start_service: Starter) -> None:

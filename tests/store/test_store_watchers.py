@@ -103,3 +103,42 @@ async def test_observation_histories_are_per_watcher(store: Store, make) -> None
     await store.record_observation("a", Observation(at=make.at(1), value="a"))
     await store.record_observation("b", Observation(at=make.at(1), value="b"))
     assert ["a"] == [o.value for o in await store.observations("a")]
+
+
+# -- write_watcher_batch ------------------------------------------------------------------------
+
+
+async def test_watcher_batch_appends_in_order_and_puts_states(store: Store, make) -> None:
+    """A batch is the same as its record_observation and put_watcher_state calls, in order."""
+    await store.record_observation("a", Observation(at=make.at(0), value=0))
+    batch = [("a", Observation(at=make.at(i), value=i)) for i in (1, 2)]
+    batch.append(("b", Observation(at=make.at(3), value="b")))
+    await store.write_watcher_batch(batch, {"a": {"fires": 1}, "c": {"fires": 2}})
+    assert [2, 1, 0] == [o.value for o in await store.observations("a")]
+    assert ["b"] == [o.value for o in await store.observations("b")]
+    assert 2 == (await store.last_observation("a")).value  # type: ignore[union-attr]
+    assert ({"fires": 1}, {"fires": 2}) == (
+        await store.get_watcher_state("a"),
+        await store.get_watcher_state("c"),
+    )
+
+
+async def test_watcher_batch_keeps_only_the_newest(store: Store, make) -> None:
+    """Each watcher's history is trimmed to ``keep``, counting what the batch added."""
+    await store.record_observation("w", Observation(at=make.at(0), value=0), keep=3)
+    batch = [("w", Observation(at=make.at(i), value=i)) for i in range(1, 6)]
+    await store.write_watcher_batch(batch, {}, keep=3)
+    assert [5, 4, 3] == [o.value for o in await store.observations("w")]
+
+
+async def test_empty_watcher_batch_changes_nothing(store: Store) -> None:
+    """No observations and no states: nothing is written."""
+    await store.write_watcher_batch([], {})
+    assert {} == await store.list_watcher_states()
+
+
+async def test_watcher_batch_with_a_state_that_is_not_json_writes_nothing(store: Store, make) -> None:
+    """A state that cannot be stored raises StoreError and the batch's observations are not kept."""
+    with pytest.raises(StoreError):
+        await store.write_watcher_batch([("w", Observation(at=make.at(1), value=1))], {"w": {"x": object()}})
+    assert [] == await store.observations("w")

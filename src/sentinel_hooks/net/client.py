@@ -1,11 +1,18 @@
 """``SafeHttp``: the one outbound HTTP client every strategy and every delivery goes through.
 
-It owns a single ``aiohttp.ClientSession`` whose sized connector resolves names through
+It owns a single ``aiohttp.ClientSession`` whose connector resolves names through
 ``CheckingResolver``, so the allowlist and private-address rule of SPEC.md §2.1 hold for
-the addresses actually connected to. On top of that: redirects are never followed (also
-refused by a trace hook for ``ws_connect``, which would otherwise follow them), bodies are
-read up to a byte limit, every call has a timeout, cookies are never kept, proxies from
-the environment are ignored, and every failure is a ``net.errors.NetError``.
+the addresses actually connected to. At most ``pool_size`` requests run at once: a request
+first takes a slot, and only then does its timeout start, so a burst of requests waits its
+turn instead of timing out in a queue (and failing, and being retried, and growing the
+queue). A caller that cannot wait for ever passes ``start_within_s`` and gets ``NoSlot``.
+Streams and WebSockets (long-lived, one per subscribed watcher) take no slot.
+
+On top of that: redirects are never followed (also refused by a trace hook for
+``ws_connect``, which would otherwise follow them), bodies are read up to a byte limit,
+every call has a timeout, cookies are never kept, proxies from the environment are
+ignored, and every failure is a ``net.errors.NetError``. The host rules are decided once
+per URL (``HostPolicy.check_url`` is a pure function of the URL text) and remembered.
 
 Non-2xx answers are returned, not raised: callers decide (``raise_for_status`` helps).
 """
@@ -20,18 +27,20 @@ from typing import Any, Literal, Self
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
+from yarl import URL
 
 from sentinel_hooks import __version__
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.net.body import media_type
-from sentinel_hooks.net.errors import RedirectRefused
+from sentinel_hooks.net.errors import NoSlot, RedirectRefused
 from sentinel_hooks.net.policy import HTTP_SCHEMES, WS_SCHEMES, HostPolicy
 from sentinel_hooks.net.resolver import CheckingResolver
 from sentinel_hooks.net.response import HttpResponse, read_limited, refuse_redirect
 from sentinel_hooks.net.translate import translated
 
 DNS_CACHE_TTL_S = 10
+CHECKED_URLS_MAX = 100_000  # remembered policy decisions (one per polled URL); cleared when full
 USER_AGENT = f"sentinel-hooks/{__version__}"
 WebSocket = aiohttp.ClientWebSocketResponse[Literal[True]]
 
@@ -70,6 +79,9 @@ class SafeHttp:
         self._clock: Clock = clock or SystemClock()
         self._resolver: CheckingResolver | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._slots = asyncio.Semaphore(pool_size)
+        self._checked: dict[tuple[str, tuple[str, ...]], URL] = {}
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
 
     @classmethod
     def from_config(cls, config: ServiceConfig, *, clock: Clock | None = None) -> SafeHttp:
@@ -88,7 +100,7 @@ class SafeHttp:
             return
         self._resolver = CheckingResolver(self.policy, self._inner_resolver)
         connector = aiohttp.TCPConnector(
-            limit=self._pool_size,
+            limit=0,  # requests are bounded by the slots; streams hold one connection each
             limit_per_host=0,
             use_dns_cache=True,
             ttl_dns_cache=DNS_CACHE_TTL_S,
@@ -147,44 +159,105 @@ class SafeHttp:
         data: str | bytes | None = None,
         timeout_s: float | None = None,
         max_bytes: int | None = None,
+        start_within_s: float | None = None,
     ) -> HttpResponse:
         """Send one request and read the whole answer (any status) within ``timeout_s``.
 
+        The timeout starts once the request holds a slot; ``start_within_s`` bounds the wait
+        for one (None: wait as long as it takes).
+
         Raises ``NetError``: refused host/address, redirect, body over ``max_bytes``
-        (default ``max_response_bytes``), timeout (default ``request_timeout_s``), connection failure.
+        (default ``max_response_bytes``), timeout (default ``request_timeout_s``), connection
+        failure, ``NoSlot`` (no slot within ``start_within_s``; nothing was sent).
         """
         method = method.upper()
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
         limit = self.max_response_bytes if max_bytes is None else max_bytes
-        connect_s = min(timeout, self.request_timeout_s)
-        client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=connect_s)
+        client_timeout = self._connect_timeout(min(timeout, self.request_timeout_s))
         with translated(method, url, timeout_s=timeout):
             session = self._require_session()
-            target = self.policy.check_url(url, HTTP_SCHEMES)
-            async with (
-                asyncio.timeout(timeout),
-                session.request(
-                    method,
-                    target,
-                    headers=headers,
-                    json=json,
-                    data=data,
-                    allow_redirects=False,
-                    timeout=client_timeout,
-                ) as answer,
-            ):
-                refuse_redirect(answer)
-                body = await read_limited(answer, limit)
-                return HttpResponse(
-                    method=method,
-                    url=url,
-                    status=answer.status,
-                    headers=answer.headers,
-                    content_type=media_type(answer.headers.get("Content-Type")),
-                    charset=answer.charset,
-                    body=body,
-                    received_at=self._clock.now(),
+            target = self._checked_url(url, HTTP_SCHEMES)
+            await self._take_slot(start_within_s)
+            try:
+                return await self._send(
+                    session, method, url, target, headers, json, data, timeout, client_timeout, limit
                 )
+            finally:
+                self._slots.release()
+
+    async def _take_slot(self, within_s: float | None) -> None:
+        """Wait for a request slot (at most ``within_s``, else ``NoSlot``)."""
+        if not self._slots.locked():
+            await self._slots.acquire()  # free: no waiting, no timer
+            return
+        try:
+            async with asyncio.timeout(within_s):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise NoSlot(
+                f"did not start: all {self._pool_size} request slots stayed busy for {within_s:g} s"
+            ) from None
+
+    def _connect_timeout(self, connect_s: float) -> aiohttp.ClientTimeout:
+        """aiohttp's timeout for connecting only: the whole request is bounded by ``asyncio.timeout``."""
+        found = self._timeouts.get(connect_s)
+        if found is None:
+            found = self._timeouts[connect_s] = aiohttp.ClientTimeout(total=None, sock_connect=connect_s)
+        return found
+
+    def _checked_url(self, url: str, schemes: tuple[str, ...]) -> URL:
+        """``policy.check_url`` remembered per URL (the policy is fixed for the client's life).
+
+        The host rules are pure functions of the URL text, so the decision is cached; the
+        addresses actually connected to are still checked on every connection by the resolver.
+        """
+        key = (url, schemes)
+        target = self._checked.get(key)
+        if target is None:
+            target = self.policy.check_url(url, schemes)  # a refusal raises and is not cached
+            if len(self._checked) >= CHECKED_URLS_MAX:
+                self._checked.clear()
+            self._checked[key] = target
+        return target
+
+    async def _send(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        url: str,
+        target: URL,
+        headers: Mapping[str, str] | None,
+        json: Any,
+        data: str | bytes | None,
+        total_s: float,
+        client_timeout: aiohttp.ClientTimeout,
+        limit: int,
+    ) -> HttpResponse:
+        """The request itself, within ``total_s`` (the caller holds a slot)."""
+        async with (
+            asyncio.timeout(total_s),
+            session.request(
+                method,
+                target,
+                headers=headers,
+                json=json,
+                data=data,
+                allow_redirects=False,
+                timeout=client_timeout,
+            ) as answer,
+        ):
+            refuse_redirect(answer)
+            body = await read_limited(answer, limit)
+            return HttpResponse(
+                method=method,
+                url=url,
+                status=answer.status,
+                headers=answer.headers,
+                content_type=media_type(answer.headers.get("Content-Type")),
+                charset=answer.charset,
+                body=body,
+                received_at=self._clock.now(),
+            )
 
     @asynccontextmanager
     async def stream(
@@ -207,7 +280,7 @@ class SafeHttp:
         client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=idle_timeout_s)
         with translated(method, url):
             session = self._require_session()
-            target = self.policy.check_url(url, HTTP_SCHEMES)
+            target = self._checked_url(url, HTTP_SCHEMES)
             async with asyncio.timeout(timeout):
                 answer = await session.request(
                     method, target, headers=headers, allow_redirects=False, timeout=client_timeout

@@ -11,6 +11,7 @@ strategies and delivery handle a single tree and never see ``aiohttp`` exception
         ├── RedirectRefused       the server answered 3xx (Sentinel never follows redirects)
         ├── ResponseTooLarge      the body passed the byte limit; reading stopped
         ├── RequestTimeout        no complete answer within the timeout (retryable)
+        ├── NoSlot                every request slot stayed busy for ``start_within_s``; nothing sent
         ├── ConnectionFailed      DNS, connect, reset, TLS, protocol errors (retryable)
         │   └── ConnectTimeout    the TCP/TLS connection itself timed out
         └── HttpStatusError       a non-2xx status, raised by ``raise_for_status`` only
@@ -102,6 +103,16 @@ class ResponseTooLarge(NetError):
 
 class RequestTimeout(NetError):
     """No complete answer arrived within the timeout."""
+
+
+class NoSlot(NetError):
+    """The request could not start: every request slot stayed busy for as long as the caller could wait.
+
+    Nothing was sent. A poller skips that poll (it is due again at its next run) rather than
+    retrying into a backlog.
+    """
+
+    retryable_by_default = False
 
 
 class ConnectionFailed(NetError):

@@ -94,6 +94,8 @@ async def read_limited(response: ClientResponse, limit_bytes: int) -> bytes:
     if declared is not None and declared > limit_bytes:
         response.close()
         raise ResponseTooLarge(limit_bytes, declared_bytes=declared)
+    if declared is not None and "Content-Encoding" not in response.headers:
+        return await response.read()  # exactly the declared bytes, within the limit: one read
     chunks: list[bytes] = []
     total = 0
     async for chunk in response.content.iter_chunked(CHUNK_BYTES):

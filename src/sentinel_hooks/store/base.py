@@ -321,3 +321,18 @@ class Store(Protocol):
         is settled, or is claimed past its deadline (its fallback is on its way): a notify
         sent then would reach people as a second outcome of one fire.
         """
+
+    # -- batched watcher writes (one round trip for many polls: ``watchers.writeback``) ------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """Append ``(watcher_id, observation)`` pairs in order and put ``states``, in one round trip.
+
+        The same as ``record_observation`` for each pair (each watcher keeps its newest
+        ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
+        """

@@ -460,6 +460,26 @@ class MemoryStore:
         row.due_ms = max(deadline_ms, now_ms + hold_ms)
         return True
 
+    # -- batched watcher writes ----------------------------------------------------------------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """See ``Store.write_watcher_batch`` (encoded first, so a bad state changes nothing)."""
+        self._check_open()
+        check_positive(keep, "keep")
+        docs = [(wid, codec.dump_record(obs)) for wid, obs in observations]
+        texts = {wid: codec.dumps(state, what=f"state of {wid!r}") for wid, state in states.items()}
+        for wid, doc in docs:
+            history = self._observations.setdefault(wid, [])
+            history.append(doc)
+            del history[: max(0, len(history) - keep)]
+        self._watcher_states.update(texts)
+
 
 def _numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:
     return [

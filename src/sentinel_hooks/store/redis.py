@@ -504,6 +504,33 @@ class RedisStore:
         held = await self._db.run("hold contract", self._db.scripts.hold_contract, keys, args)
         return bool(held)
 
+    # -- batched watcher writes ----------------------------------------------------------------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """See ``Store.write_watcher_batch``: one MULTI/EXEC pipeline."""
+        keep = check_positive(keep, "keep")
+        docs = [(self.keys.observations(wid), codec.dump_record(obs)) for wid, obs in observations]
+        texts = {wid: codec.dumps(state, what=f"state of {wid!r}") for wid, state in states.items()}
+        if not docs and not texts:
+            return
+        async with (
+            self._db.translated("write watcher batch"),
+            self._db.client.pipeline(transaction=True) as pipe,
+        ):
+            for key, doc in docs:
+                pipe.lpush(key, doc)
+            for key in dict.fromkeys(key for key, _ in docs):
+                pipe.ltrim(key, 0, keep - 1)
+            for wid, text in texts.items():
+                pipe.hset(self.keys.watcher_states, wid, text)
+            await pipe.execute()
+
 
 def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:
     at_text = iso(utc_ms(at))

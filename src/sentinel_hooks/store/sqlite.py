@@ -422,3 +422,19 @@ class SqliteStore:
             hold_ms=hold_ms,
         )
         return await self._db.write("hold contract", hold)
+
+    # -- batched watcher writes ----------------------------------------------------------------
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any]],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """See ``Store.write_watcher_batch``: one transaction, one trim per watcher."""
+        keep = check_positive(keep, "keep")
+        rows = [(wid, to_epoch_ms(obs.at), codec.dump_record(obs)) for wid, obs in observations]
+        texts = [(wid, codec.dumps(state, what=f"state of {wid!r}")) for wid, state in states.items()]
+        if rows or texts:
+            await self._db.write("write watcher batch", lambda c: q.write_watcher_batch(c, rows, texts, keep))

@@ -277,3 +277,17 @@ def hold_contract(c: Conn, callback_id: str, deadline_ms: int, now_ms: int, hold
         (deadline_ms, now_ms + hold_ms, callback_id, deadline_ms, now_ms, now_ms),
     )
     return cursor.rowcount == 1
+
+
+def write_watcher_batch(
+    c: Conn, rows: Sequence[tuple[str, int, str]], states: Sequence[tuple[str, str]], keep: int
+) -> None:
+    """Append observation rows ``(watcher_id, at_ms, doc)``, trim each watcher once, put states."""
+    c.executemany("INSERT INTO observations (watcher_id, at_ms, doc) VALUES (?, ?, ?)", rows)
+    for watcher_id in dict.fromkeys(row[0] for row in rows):
+        c.execute(
+            """DELETE FROM observations WHERE watcher_id = ? AND id <= (
+                SELECT id FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
+            (watcher_id, watcher_id, keep),
+        )
+    c.executemany("INSERT OR REPLACE INTO watcher_states (watcher_id, state) VALUES (?, ?)", states)

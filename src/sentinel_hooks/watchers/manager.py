@@ -11,6 +11,12 @@ previous owner stored) and ``lease_lost`` stops it. Webhook watchers need no lea
 may ingest what is pushed to it. Without an ownership nothing changes (one process runs all).
 An enable, disable or manual fire that reaches a replica not holding the lease is stored there
 and ``announce``d; the holder applies it (``changed_elsewhere``) to the state it runs with.
+
+Starting many watchers must not make a herd: ``start`` builds every runner first, then takes
+one base time and schedules them all with the scheduler paused, so each watcher's first poll
+is at its own phase of its interval after that base (``schedule.first_run``) and none is due
+merely because adding the others took time. ``apply`` (a reload) handles the diff in slices
+that yield to the event loop, so running watchers keep polling while thousands are replaced.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol
+
+from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import Scheduled, WebhookWatcher
@@ -33,6 +41,7 @@ from sentinel_hooks.watchers.state import WatcherState, status_json
 log = logging.getLogger(__name__)
 
 API_DEFINITION_PREFIX = "api-definition:"  # watcher ids cannot contain ':' so these never collide
+APPLY_SLICE = 200  # watchers added/changed/removed by a reload between two yields to the event loop
 
 
 class Ownership(Protocol):
@@ -86,8 +95,21 @@ class WatcherManager:
         self._states = await self._deps.store.list_watcher_states()
         self._api_defined = {w.spec.id for w in api_watchers}
         async with self._lock:
-            for loaded in [*watchers, *api_watchers]:
-                await self._add(loaded, initial=True)
+            ready = [
+                await self._add(loaded, initial=True, start=False) for loaded in [*watchers, *api_watchers]
+            ]
+            scheduler = self._deps.scheduler
+            paused = scheduler.state == STATE_RUNNING
+            if paused:
+                scheduler.pause()  # one wake-up after all adds, not one per add
+            try:
+                base = self._deps.clock.now()
+                for runner, run_missed in ready:
+                    if runner is not None:
+                        await runner.start(run_missed=run_missed, base=base)
+            finally:
+                if paused:
+                    scheduler.resume()
         log.info("started %d watcher(s)", len(self._runners))
 
     async def stop(self) -> None:
@@ -100,10 +122,13 @@ class WatcherManager:
         report = ReloadReport()
         wanted = {w.spec.id: w for w in watchers}
         async with self._lock:
-            for watcher_id in [i for i in self._runners if i not in wanted and i not in self._api_defined]:
+            removed = [i for i in self._runners if i not in wanted and i not in self._api_defined]
+            for done, watcher_id in enumerate(removed, 1):
                 await self._remove(watcher_id)
                 report.removed.append(watcher_id)
-            for watcher_id, loaded in wanted.items():
+                await _yield_every(done)
+            for done, (watcher_id, loaded) in enumerate(wanted.items(), 1):
+                await _yield_every(done)
                 current = self._runners.get(watcher_id)
                 if current is None:
                     await self._add(loaded, initial=False)
@@ -114,7 +139,11 @@ class WatcherManager:
                     report.changed.append(watcher_id)
         return report
 
-    async def _add(self, loaded: LoadedWatcher, *, initial: bool) -> WatcherRunner:
+    async def _add(
+        self, loaded: LoadedWatcher, *, initial: bool, start: bool = True
+    ) -> tuple[WatcherRunner | None, bool]:
+        """Create the runner; start it now (``start``) or return it with its ``run_missed`` for
+        the caller to start (None when another replica holds its lease)."""
         watcher_id = loaded.spec.id
         stored = (
             self._states.pop(watcher_id, None)
@@ -129,11 +158,13 @@ class WatcherManager:
             runner.needs_lease = True
             token = self._ownership.track(watcher_id)
             if token is None:
-                return runner  # started by lease_acquired, on whichever replica gets the lease
+                return None, False  # started by lease_acquired, on whichever replica gets the lease
             runner.fence = partial(self._ownership.holds, watcher_id, token)
         run_missed = initial and _missed(spec, state, self._deps)
+        if not start:
+            return runner, run_missed
         await runner.start(run_missed=run_missed)
-        return runner
+        return runner, run_missed
 
     async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:
         runner = self._runners.pop(watcher_id, None)
@@ -234,7 +265,8 @@ class WatcherManager:
                 API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
             )
             self._api_defined.add(watcher_id)
-            return await self._add(loaded, initial=False)
+            await self._add(loaded, initial=False)
+            return self._runners[watcher_id]
 
     async def delete(self, watcher_id: str) -> None:
         """Remove an API-created watcher; file-defined ones are removed by editing their file."""
@@ -249,6 +281,12 @@ class WatcherManager:
             self._api_defined.discard(watcher_id)
             await self._deps.store.delete_watcher_state(API_DEFINITION_PREFIX + watcher_id)
             await self._deps.store.delete_watcher_state(watcher_id)
+
+
+async def _yield_every(done: int) -> None:
+    """Let the event loop run (polls, the API) after every APPLY_SLICE items of a long loop."""
+    if done % APPLY_SLICE == 0:
+        await asyncio.sleep(0)
 
 
 def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:

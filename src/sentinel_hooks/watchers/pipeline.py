@@ -34,6 +34,7 @@ from sentinel_hooks.watchers.lifecycle import resolved_message, step
 from sentinel_hooks.watchers.paths import MISSING
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategy import Observed
+from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +75,11 @@ class FiringPipeline:
         redactor: Redactor,
         on_resolved: ResolvedHook | None = None,
         events: Events | None = None,
+        writes: WatcherWrites | None = None,
     ) -> None:
+        """``writes`` batches the observation writes of many polls (None: one store call each)."""
         self._store = store
+        self._writes = writes
         self._clock = clock
         self._service = service
         self._intake = intake
@@ -95,9 +99,11 @@ class FiringPipeline:
         if previous is UNKNOWN:
             last = await self._store.last_observation(watcher.id)
             previous = last.value if last is not None else MISSING
-        await self._store.record_observation(
-            watcher.id, Observation(at=observed.at, value=observed.value), keep=HISTORY_KEEP
-        )
+        observation = Observation(at=observed.at, value=observed.value)
+        if self._writes is not None:
+            await self._writes.observation(watcher.id, observation)
+        else:
+            await self._store.record_observation(watcher.id, observation, keep=HISTORY_KEEP)
         if observed.ack is not None:
             await observed.ack()
         state = replace(state, last_event_at=observed.at, quiet_fired=False)

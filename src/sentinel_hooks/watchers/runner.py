@@ -8,6 +8,13 @@ Cluster mode (Redis store, several replicas): the manager marks polled and subsc
 ``needs_lease`` and gives them a ``fence`` while this replica holds the watcher's lease. Such a
 runner starts only with a fence, and checks it (``_fenced``) before the pipeline acts on an
 observation: a replica that lost the lease (a long pause, a hand-off) drops what it saw.
+
+A poll costs as little as it can on the happy path (10,000 watchers share one event loop):
+retries are a plain loop entered only after a failure; a failure is logged at WARNING and
+written to the store on the ok → failing transition (and the recovery on failing → ok), while
+the running failure count and last error, like the check instants, are persisted at most every
+``STATE_FLUSH_S`` and when the runner stops. A poll that cannot start (the previous one still
+runs, or no request slot frees up within one interval) is skipped and counted, not queued.
 """
 
 from __future__ import annotations
@@ -21,9 +28,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_never
-from tenacity.wait import wait_random_exponential
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
@@ -39,15 +46,18 @@ from sentinel_hooks.watchers.strategy import (
     NoObservation,
     Observed,
     ObserveError,
+    PollSkipped,
     PollStrategy,
     StrategyContext,
     SubscribeStrategy,
     create_strategy,
 )
+from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
 VOLATILE_FIELDS = frozenset({"lastCheckAtMs", "nextCheckAtMs", "lastEventAtMs"})
+PERIODIC_FIELDS = VOLATILE_FIELDS | {"consecutiveFailures", "lastError"}  # "failing or not" is durable
 STATE_FLUSH_S = 5.0
 
 Fence = Callable[[], Awaitable[bool]]
@@ -70,6 +80,7 @@ class RunnerDeps:
     scheduler: AsyncIOScheduler
     redactor: Redactor
     rng: random.Random
+    writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -77,19 +88,29 @@ def _retryable(exc: BaseException) -> bool:
 
 
 class _Backoff:
-    """Jittered exponential backoff from the watcher's ``retry``, honouring a Retry-After hint."""
+    """Jittered exponential backoff from the watcher's ``retry``, honouring a Retry-After hint.
 
-    def __init__(self, base_ms: int, max_ms: int) -> None:
-        self._wait = wait_random_exponential(multiplier=base_ms / 1000, max=max_ms / 1000)
+    Attempt ``n`` failed: wait a uniform draw from [0, min(maxMs, baseMs * 2^(n-1))] ("full
+    jitter"), or longer when the server asked for it (capped at ten times maxMs).
+    """
+
+    def __init__(self, base_ms: int, max_ms: int, rng: random.Random) -> None:
+        self._base_s = base_ms / 1000
         self._max_s = max_ms / 1000
+        self._rng = rng
 
-    def __call__(self, state: RetryCallState) -> float:
-        delay = float(self._wait(state))
-        exc = state.outcome.exception() if state.outcome else None
+    def delay(self, attempt: int, exc: BaseException | None) -> float:
+        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
+        ceiling = min(self._max_s, self._base_s * 2 ** min(attempt - 1, 62))
+        delay = self._rng.uniform(0, ceiling)
         hint = getattr(exc, "retry_after_s", None)
         if isinstance(hint, int | float) and hint > 0:
             return max(delay, min(float(hint), self._max_s * 10))
         return delay
+
+    def __call__(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        return self.delay(state.attempt_number, exc)
 
 
 class WatcherRunner:
@@ -104,9 +125,12 @@ class WatcherRunner:
         self._event_seen = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()
         self._strategy: PollStrategy | SubscribeStrategy | None = None
+        self._poller: PollStrategy | None = None  # the strategy when it polls (checked once at start)
         self._busy = False
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
+        self._job: Job | None = None  # the scheduler's job: its next_run_time is kept current there
+        self._series: tuple[Any, Any] | None = None  # (polls, last lag): looked up once, at the first poll
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: dict[str, Any] | None = None
         self._saved_at = 0.0
@@ -129,10 +153,12 @@ class WatcherRunner:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self, *, run_missed: bool = False) -> None:
+    async def start(self, *, run_missed: bool = False, base: datetime | None = None) -> None:
         """Start polling or subscribing (nothing for webhook watchers, which are pushed to).
 
-        A runner that ``needs_lease`` does not start without a ``fence`` (another replica runs it).
+        An interval watcher first polls at its phase after ``base`` (default: now); see
+        ``schedule.first_run``. A runner that ``needs_lease`` does not start without a
+        ``fence`` (another replica runs it).
         """
         if self.running or not self.enabled or (self.needs_lease and self.fence is None):
             return
@@ -145,8 +171,9 @@ class WatcherRunner:
                 self._spawn(self._quiet_loop())
             return
         self._strategy = create_strategy(spec, self._deps.context)
+        self._poller = self._strategy if isinstance(self._strategy, PollStrategy) else None
         if isinstance(spec, Scheduled):
-            self._schedule(spec, run_missed=run_missed)
+            self._schedule(spec, run_missed=run_missed, base=base or self._deps.clock.now())
         elif isinstance(spec, HttpLongPollWatcher):
             self._spawn(self._long_poll_loop())
         else:
@@ -160,6 +187,7 @@ class WatcherRunner:
             return
         self.running = False
         self._stopping.set()
+        self._job = None
         with contextlib.suppress(Exception):
             self._deps.scheduler.remove_job(self.id)
         if self._inflight is not None and not self._inflight.done():
@@ -172,7 +200,7 @@ class WatcherRunner:
         if self._strategy is not None:
             with contextlib.suppress(Exception):
                 await self._strategy.close()
-            self._strategy = None
+            self._strategy = self._poller = None
         with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back
             await self._save(force=True)
 
@@ -183,9 +211,8 @@ class WatcherRunner:
 
     # -- polled watchers ---------------------------------------------------------------------
 
-    def _schedule(self, spec: Scheduled, *, run_missed: bool) -> None:
-        now = self._deps.clock.now()
-        trigger = trigger_for(spec, now, self._deps.rng)
+    def _schedule(self, spec: Scheduled, *, run_missed: bool, base: datetime) -> None:
+        trigger = trigger_for(spec, base)
         job = self._deps.scheduler.add_job(
             self._scheduled_poll,
             trigger=trigger,
@@ -196,20 +223,32 @@ class WatcherRunner:
             max_instances=3,
             misfire_grace_time=None,
         )
-        self._expected_at = job.next_run_time
-        self.state = replace(self.state, next_check_at=job.next_run_time)
+        self._job = job
+        self._expected_at = self._next_run()
+        self.state = replace(self.state, next_check_at=self._expected_at)
         if run_missed:
             self._spawn(self._scheduled_poll(missed=True))
 
     def _next_run(self) -> datetime | None:
-        job = self._deps.scheduler.get_job(self.id)
-        return job.next_run_time if job is not None else None
+        """The next scheduled run (None when not scheduled, or the scheduler has not started)."""
+        at: datetime | None = getattr(self._job, "next_run_time", None)
+        return at
+
+    def _poll_series(self) -> tuple[Any, Any]:
+        """This watcher's polls counter and last-lag gauge (a label lookup is too dear per poll)."""
+        if self._series is None:
+            metrics = self._deps.metrics
+            self._series = (metrics.polls.labels(self.id), metrics.last_lag.labels(self.id))
+        return self._series
 
     async def _scheduled_poll(self, *, missed: bool = False) -> None:
         expected = self._expected_at
         if not missed:
             self._expected_at = self._next_run()
-        if self._busy or not self.running:
+        if not self.running:
+            return
+        if self._busy:  # polls never overlap: this run is skipped, the next one is on schedule
+            self._deps.metrics.polls_skipped.labels("busy").inc()
             return
         self._busy = True
         self._inflight = asyncio.current_task()
@@ -217,7 +256,7 @@ class WatcherRunner:
             if expected is not None and not missed:
                 lag = max(0.0, (self._deps.clock.now() - expected).total_seconds())
                 self._deps.metrics.poll_lag.observe(lag)
-                self._deps.metrics.last_lag.labels(self.id).set(lag)
+                self._poll_series()[1].set(lag)
             await self._poll_with_retries()
         finally:
             self._busy = False
@@ -232,25 +271,36 @@ class WatcherRunner:
                     await self._sleep(retry.max_ms / 1000)
 
     async def _poll_with_retries(self) -> bool:
-        """One poll with retries; True when an observation (or a quiet long-poll) came back."""
-        strategy = self._strategy
-        if not isinstance(strategy, PollStrategy):
+        """One poll with retries; True when an observation (or a quiet long-poll) came back.
+
+        Retries (up to ``retry.maxRetries``, for retryable errors) wait with ``_Backoff``; each
+        failed attempt is recorded, a stop ends the wait at once. A skipped poll is counted only.
+        """
+        strategy = self._poller
+        if strategy is None:
             return False
-        retry = self.spec.retry
-        attempts = AsyncRetrying(
-            stop=stop_after_attempt(retry.max_retries + 1),
-            wait=_Backoff(retry.base_ms, retry.max_ms),
-            retry=retry_if_exception(_retryable),
-            sleep=self._sleep,
-            before_sleep=self._before_retry,
-            reraise=True,
-        )
+        polls = self._poll_series()[0]
+        attempt = 1
         try:
-            async for attempt in attempts:
-                with attempt:
-                    self._deps.metrics.polls.labels(self.id).inc()
+            while True:
+                polls.inc()
+                try:
                     observed = await strategy.poll()
+                    break
+                except PollSkipped:
+                    raise
+                except ObserveError as exc:
+                    if not _retryable(exc) or attempt > self.spec.retry.max_retries:
+                        raise
+                    delay = self._backoff().delay(attempt, exc)
+                    await self._record_failure(exc, next_at=self._deps.clock.now() + timedelta(seconds=delay))
+                    await self._sleep(delay)
+                    attempt += 1
         except NoObservation:
+            return True
+        except PollSkipped as exc:
+            self._deps.metrics.polls_skipped.labels(exc.reason).inc()
+            log.debug("watcher %s: poll skipped: %s", self.id, exc, extra={"watcherId": self.id})
             return True
         except _Stopping:
             return False
@@ -259,6 +309,10 @@ class WatcherRunner:
             return False
         await self._handle(observed)
         return True
+
+    def _backoff(self) -> _Backoff:
+        retry = self.spec.retry
+        return _Backoff(retry.base_ms, retry.max_ms, self._deps.rng)
 
     async def _before_retry(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -309,10 +363,9 @@ class WatcherRunner:
 
     async def _connect(self, strategy: SubscribeStrategy, opened: list[AsyncIterator[Observed]]) -> Observed:
         """Open the stream (retrying with backoff) until its first observation arrives."""
-        retry = self.spec.retry
         async for attempt in AsyncRetrying(
             stop=stop_never,
-            wait=_Backoff(retry.base_ms, retry.max_ms),
+            wait=self._backoff(),
             retry=retry_if_exception(_retryable),
             sleep=self._sleep,
             before_sleep=self._before_retry,
@@ -360,6 +413,14 @@ class WatcherRunner:
         async with self._lock:
             if self.needs_lease and not await self._fenced():
                 return Outcome(state=self.state, skipped="lease not held by this replica")
+            failures = self.state.consecutive_failures
+            if failures:
+                log.info(
+                    "watcher %s: recovered after %d failed attempt(s)",
+                    self.id,
+                    failures,
+                    extra={"watcherId": self.id},
+                )
             self.state = self.state.succeeded(observed.at)
             outcome = await self._deps.pipeline.observe(
                 self.spec, observed, self.state, previous=self._previous
@@ -417,9 +478,11 @@ class WatcherRunner:
             asyncio.get_running_loop().create_task(self.stop())
 
     async def _record_failure(self, exc: ObserveError, *, next_at: datetime | None) -> None:
+        """Count a failed attempt; WARNING only on the ok → failing transition (DEBUG after)."""
         self._deps.metrics.poll_errors.labels(self.id).inc()
         message = self._deps.redactor.text(str(exc))
-        log.warning("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        level = logging.DEBUG if self.state.consecutive_failures else logging.WARNING
+        log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
         async with self._lock:
             self.state = replace(self.state.failed(self._deps.clock.now(), message), next_check_at=next_at)
             await self._save()
@@ -446,15 +509,20 @@ class WatcherRunner:
     async def _save(self, *, force: bool = False) -> None:
         """Persist the state when a durable field changed, else at most every STATE_FLUSH_S.
 
-        The check and event instants change on every poll; writing them each time would double
-        the store writes of a poll for fields nothing depends on after a crash.
+        The check and event instants change on every poll, the failure count and last error on
+        every failed attempt; writing them each time would add a store write per attempt for
+        fields nothing depends on after a crash. Whether the watcher is failing is durable.
         """
         data = self.state.to_json()
-        durable = {k: v for k, v in data.items() if k not in VOLATILE_FIELDS}
+        durable = {k: v for k, v in data.items() if k not in PERIODIC_FIELDS}
+        durable["failing"] = bool(data["consecutiveFailures"])
         now = asyncio.get_running_loop().time()
         if not force and durable == self._saved and now - self._saved_at < STATE_FLUSH_S:
             return
-        await self._deps.store.put_watcher_state(self.id, data)
+        if self._deps.writes is not None:
+            await self._deps.writes.state(self.id, data)
+        else:
+            await self._deps.store.put_watcher_state(self.id, data)
         self._saved, self._saved_at = durable, now
 
 

@@ -3,12 +3,18 @@
 Cron expressions are evaluated with croniter (the same library that validated them at
 load), wrapped as an APScheduler trigger, so 5-field crontab semantics (0 = Sunday) and the
 6-field seconds-first form behave exactly as documented.
+
+An interval watcher runs at a fixed phase of its interval, derived from its id: the first
+run is the first instant at or after a base time where the time since the epoch, modulo the
+interval, equals that phase. So the first polls of many watchers spread uniformly over one
+interval (no thundering herd at start or after a reload), and a watcher keeps its phase
+across restarts, reloads and replicas.
 """
 
 from __future__ import annotations
 
-import random
-from datetime import datetime, timedelta
+import hashlib
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
@@ -47,14 +53,31 @@ class CronTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 ships no 
         return f"cron[{self.expression} {self.timezone.key}]"
 
 
-def trigger_for(watcher: Scheduled, now: datetime, rng: random.Random) -> BaseTrigger:
-    """The trigger of a polled watcher; interval watchers start at a random point of their first
-    interval, so a restart of 10,000 watchers spreads their first polls instead of bursting."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_US = timedelta(microseconds=1)
+
+
+def phase(watcher_id: str, interval: timedelta) -> timedelta:
+    """The watcher's stable offset within ``interval`` (a hash of its id, uniform over the interval)."""
+    digest = hashlib.blake2b(watcher_id.encode(), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") % max(1, interval // _US)) * _US
+
+
+def first_run(watcher_id: str, interval: timedelta, base: datetime) -> datetime:
+    """The first instant at or after ``base`` that falls on the watcher's phase of ``interval``."""
+    step = max(1, interval // _US)
+    since_epoch = (base - _EPOCH) // _US
+    wait = (phase(watcher_id, interval) // _US - since_epoch) % step
+    return base + wait * _US
+
+
+def trigger_for(watcher: Scheduled, base: datetime) -> BaseTrigger:
+    """The trigger of a polled watcher; an interval watcher first runs at ``first_run`` after ``base``."""
     if watcher.schedule is not None:
         return CronTrigger(watcher.schedule, watcher.timezone, jitter_s=0.25)
-    interval_s = (watcher.interval_ms or 1000) / 1000
-    start = now + timedelta(seconds=rng.uniform(0, interval_s))
-    return IntervalTrigger(seconds=interval_s, start_date=start, timezone="UTC")
+    interval = timedelta(milliseconds=watcher.interval_ms or 1000)
+    start = first_run(watcher.id, interval, base)
+    return IntervalTrigger(seconds=interval.total_seconds(), start_date=start, timezone="UTC")
 
 
 def period(watcher: Scheduled, now: datetime) -> timedelta:

@@ -53,6 +53,17 @@ class NoObservation(ObserveError):
         self.quiet = True
 
 
+class PollSkipped(ObserveError):
+    """The poll could not start in time (e.g. no free request slot): skipped and counted, not a failure.
+
+    ``reason`` labels the ``sentinel_polls_skipped`` metric. The watcher polls again at its next run.
+    """
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message, retryable=False)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class Observed:
     """One observation: JSON ``value`` seen at ``at``.

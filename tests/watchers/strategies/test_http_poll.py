@@ -11,8 +11,15 @@ from aiohttp import web
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.watchers.strategies.http_poll import HttpPollStrategy
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, PollStrategy, create_strategy
+from sentinel_hooks.watchers.strategy import (
+    Observed,
+    ObserveError,
+    PollSkipped,
+    PollStrategy,
+    create_strategy,
+)
 from tests.net.servers import OpenHttp, Serve, app_with
+from tests.support import wait_for
 from tests.watchers.strategies.conftest import MakeContext, watcher
 
 
@@ -225,3 +232,28 @@ async def test_error_message_is_redacted(
     with pytest.raises(ObserveError) as caught:
         await strategy.poll()
     assert ("key=***" in str(caught.value), "sup3rs3cret" in str(caught.value)) == (True, False)
+
+
+async def test_poll_that_cannot_get_a_request_slot_within_its_interval_is_skipped(
+    serve: Serve, open_http: OpenHttp, make_context: MakeContext
+) -> None:
+    """Every request slot busy for longer than one interval: the poll is skipped (not a failure), unsent."""
+    release, hits = asyncio.Event(), []
+
+    async def held(request: web.Request) -> web.Response:
+        hits.append(request.path)
+        await release.wait()
+        return web.json_response({"ok": True})
+
+    server = await serve(app_with("/p", held))
+    http = await open_http(pool_size=1)
+    holder = asyncio.create_task(http.request("GET", str(server.make_url("/p"))))
+    await wait_for(lambda: len(hits) == 1, what="the slot to be taken")
+    strategy = create_strategy(
+        watcher(strategy="http-poll", endpoint=str(server.make_url("/p")), intervalMs=200), make_context(http)
+    )
+    with pytest.raises(PollSkipped, match="did not start") as info:
+        await strategy.poll()
+    assert ("no_slot", False, 1) == (info.value.reason, info.value.retryable, len(hits))
+    release.set()
+    await holder

@@ -1,13 +1,16 @@
 """The ``http-poll`` strategy (SPEC.md §3): one request per scheduled poll.
 
 The runner owns the schedule (interval or cron), jitter, no-overlap and retries; this
-module only turns one request into one observation or one ``ObserveError``.
+module only turns one request into one observation or one ``ObserveError``. A request that
+cannot get a slot within one period of the watcher is not sent: the poll is skipped
+(``PollSkipped``), since the next scheduled poll is due by then anyway.
 """
 
 from __future__ import annotations
 
 from sentinel_hooks.config.watcher import HttpPollWatcher
 from sentinel_hooks.net.errors import NetError
+from sentinel_hooks.watchers.schedule import period
 from sentinel_hooks.watchers.strategies.http_request import observe_failure, observed_value, send
 from sentinel_hooks.watchers.strategy import Observed, StrategyContext
 
@@ -18,11 +21,17 @@ class HttpPollStrategy:
     def __init__(self, watcher: HttpPollWatcher, context: StrategyContext) -> None:
         self.watcher = watcher
         self.context = context
+        self._start_within_s = period(watcher, context.clock.now()).total_seconds()
 
     async def poll(self) -> Observed:
         """One request within ``timeoutMs``; non-2xx, refusals and bad JSON raise ``ObserveError``."""
         try:
-            response = await send(self.watcher, self.context, timeout_s=self.watcher.timeout_ms / 1000)
+            response = await send(
+                self.watcher,
+                self.context,
+                timeout_s=self.watcher.timeout_ms / 1000,
+                start_within_s=self._start_within_s,
+            )
         except NetError as exc:
             raise observe_failure(exc, self.context.redactor) from exc
         value = observed_value(response, self.context.redactor)

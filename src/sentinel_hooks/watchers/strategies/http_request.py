@@ -12,21 +12,30 @@ from typing import Any
 
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.watcher import HttpLongPollWatcher, HttpPollWatcher
-from sentinel_hooks.net.errors import NetError
+from sentinel_hooks.net.errors import NetError, NoSlot
 from sentinel_hooks.net.response import HttpResponse, raise_for_status
 from sentinel_hooks.watchers.strategies.http_body import body_observation
-from sentinel_hooks.watchers.strategy import ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import ObserveError, PollSkipped, StrategyContext
 
 
 def observe_failure(exc: NetError, redactor: Redactor) -> ObserveError:
-    """The ``ObserveError`` reporting ``exc`` (message redacted, hints kept)."""
+    """The ``ObserveError`` reporting ``exc`` (message redacted, hints kept); ``NoSlot`` is a skip."""
+    if isinstance(exc, NoSlot):
+        return PollSkipped(redactor.text(str(exc)), reason="no_slot")
     return ObserveError(redactor.text(str(exc)), retryable=exc.retryable, retry_after_s=exc.retry_after_s)
 
 
 async def send(
-    watcher: HttpPollWatcher | HttpLongPollWatcher, context: StrategyContext, *, timeout_s: float
+    watcher: HttpPollWatcher | HttpLongPollWatcher,
+    context: StrategyContext,
+    *,
+    timeout_s: float,
+    start_within_s: float | None = None,
 ) -> HttpResponse:
-    """The watcher's request (a string body as-is, an object or list as JSON), answered in full."""
+    """The watcher's request (a string body as-is, an object or list as JSON), answered in full.
+
+    ``start_within_s``: how long it may wait for a request slot (``NoSlot`` after that).
+    """
     body = watcher.body
     payload: dict[str, Any] = {"data": body} if isinstance(body, str) else {"json": body}
     return await context.http.request(
@@ -35,6 +44,7 @@ async def send(
         headers=watcher.headers,
         timeout_s=timeout_s,
         max_bytes=context.limits.max_response_bytes,
+        start_within_s=start_within_s,
         **payload,
     )
 

@@ -1,0 +1,57 @@
+"""First-run phases of interval watchers (SPEC §3: first polls spread over one interval, no herd)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from apscheduler.triggers.interval import IntervalTrigger
+
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER, Scheduled
+from sentinel_hooks.watchers.schedule import first_run, phase, trigger_for
+
+INTERVAL = timedelta(seconds=10)
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+BASE = datetime(2026, 11, 22, 2, 30, 17, 123456, tzinfo=UTC)
+
+
+def test_first_runs_of_many_watchers_spread_uniformly_over_one_interval() -> None:
+    """10,000 ids from one base: every first run within [base, base + interval), each tenth of the
+    interval holding close to a tenth of them (a herd or a skew would crowd one tenth)."""
+    runs = [first_run(f"w{i:05d}", INTERVAL, BASE) for i in range(10_000)]
+    assert all(BASE <= at < BASE + INTERVAL for at in runs)
+    tenths = [0] * 10
+    for at in runs:
+        tenths[int((at - BASE) / INTERVAL * 10)] += 1
+    assert all(850 <= count <= 1150 for count in tenths), tenths
+
+
+def test_a_watcher_keeps_its_phase_whatever_the_base() -> None:
+    """The phase is a function of the id: restarts (other bases) poll at the same offset of the interval."""
+    for watcher_id in ("prices", "w00042", "déjà-vu"):
+        offsets = {
+            (first_run(watcher_id, INTERVAL, BASE + timedelta(seconds=s)) - EPOCH) % INTERVAL
+            for s in (0, 3.3, 97, 86_400)
+        }
+        assert {phase(watcher_id, INTERVAL)} == offsets
+        assert timedelta(0) <= phase(watcher_id, INTERVAL) < INTERVAL
+    assert phase("a", INTERVAL) != phase("b", INTERVAL)
+
+
+def test_first_run_is_never_before_the_base() -> None:
+    """A base exactly on the phase runs at the base; just after it, one interval later."""
+    on_phase = EPOCH + phase("x", INTERVAL) + 1000 * INTERVAL
+    assert on_phase == first_run("x", INTERVAL, on_phase)
+    late = on_phase + timedelta(microseconds=1)
+    assert on_phase + INTERVAL == first_run("x", INTERVAL, late)
+
+
+def test_interval_trigger_starts_at_the_first_run() -> None:
+    """The APScheduler trigger of an interval watcher starts at its phase and repeats every interval."""
+    spec = WATCHER_ADAPTER.validate_python(
+        {"id": "prices", "strategy": "http-poll", "endpoint": "http://127.0.0.1/", "intervalMs": 10_000}
+    )
+    assert isinstance(spec, Scheduled)
+    trigger = trigger_for(spec, BASE)
+    assert isinstance(trigger, IntervalTrigger)
+    assert first_run("prices", INTERVAL, BASE) == trigger.start_date
+    assert INTERVAL == trigger.interval
