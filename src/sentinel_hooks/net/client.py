@@ -8,8 +8,10 @@ turn instead of timing out in a queue (and failing, and being retried, and growi
 queue). A caller that cannot wait for ever passes ``start_within_s`` and gets ``NoSlot``.
 Streams and WebSockets (long-lived, one per subscribed watcher) take no slot.
 
-On top of that: redirects are never followed (also refused by a trace hook for
-``ws_connect``, which would otherwise follow them), bodies are read up to a byte limit,
+On top of that: redirects are never followed (``request`` and ``stream`` never ask aiohttp to;
+``ws_connect`` and SDKs given ``session`` go through a second session on the same connector
+whose trace hook refuses them — kept off the request path, where aiohttp's tracing would cost
+every poll a few signal dispatches), bodies are read up to a byte limit,
 every call has a timeout, cookies are never kept, proxies from the environment are
 ignored, and every failure is a ``net.errors.NetError``. The host rules are decided once
 per URL (``HostPolicy.check_url`` is a pure function of the URL text) and remembered.
@@ -79,6 +81,7 @@ class SafeHttp:
         self._clock: Clock = clock or SystemClock()
         self._resolver: CheckingResolver | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._guarded: aiohttp.ClientSession | None = None  # same connector + redirect trace hook
         self._slots = asyncio.Semaphore(pool_size)
         self._checked: dict[tuple[str, tuple[str, ...]], URL] = {}
         self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
@@ -108,19 +111,22 @@ class SafeHttp:
         )
         trace = aiohttp.TraceConfig()
         trace.on_request_redirect.append(_refuse_followed_redirect)
-        self._session = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout_s),
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-            trace_configs=[trace],
-            headers={"User-Agent": USER_AGENT},
-        )
+        settings: dict[str, Any] = {
+            "connector": connector,
+            "timeout": aiohttp.ClientTimeout(total=None, sock_connect=self.request_timeout_s),
+            "cookie_jar": aiohttp.DummyCookieJar(),
+            "trust_env": False,
+            "headers": {"User-Agent": USER_AGENT},
+        }
+        self._session = aiohttp.ClientSession(**settings)
+        self._guarded = aiohttp.ClientSession(**settings, connector_owner=False, trace_configs=[trace])
 
     async def close(self) -> None:
         """Close the session, its connections and the resolver (idempotent)."""
-        session, resolver = self._session, self._resolver
-        self._session = self._resolver = None
+        session, guarded, resolver = self._session, self._guarded, self._resolver
+        self._session = self._guarded = self._resolver = None
+        if guarded is not None:
+            await guarded.close()
         if session is not None:
             await session.close()
         if resolver is not None:
@@ -142,7 +148,12 @@ class SafeHttp:
         Requests made on it still go through the checking resolver and the redirect trace
         hook, but skip ``check_url``, the byte limit and the timeout: callers add those.
         """
-        return self._require_session()
+        return self._require_guarded()
+
+    def _require_guarded(self) -> aiohttp.ClientSession:
+        if self._guarded is None:
+            raise RuntimeError("SafeHttp is not started: call start() or use 'async with'")
+        return self._guarded
 
     def _require_session(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -307,7 +318,7 @@ class SafeHttp:
         """
         timeout = self.request_timeout_s if timeout_s is None else timeout_s
         with translated("GET", url, timeout_s=timeout):
-            session = self._require_session()
+            session = self._require_guarded()
             target = self.policy.check_url(url, WS_SCHEMES)
             async with asyncio.timeout(timeout):
                 return await session.ws_connect(

@@ -6,8 +6,7 @@ client's three entry points and the code reading a stream all report alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 
 import aiohttp
 
@@ -71,13 +70,25 @@ def translate(exc: BaseException, *, timeout_s: float | None = None) -> NetError
     return ConnectionFailed(f"request failed: {exc or type(exc).__name__}")
 
 
-@contextmanager
-def translated(method: str, url: str, *, timeout_s: float | None = None) -> Iterator[None]:
-    """Re-raise failures inside the block as ``NetError`` naming ``method`` and ``url``."""
-    try:
-        yield
-    except NetError as exc:
-        exc.for_request(method, url)
-        raise
-    except TRANSLATED as exc:
-        raise translate(exc, timeout_s=timeout_s).for_request(method, url) from exc
+class translated:
+    """Re-raise failures inside the block as ``NetError`` naming ``method`` and ``url``.
+
+    A small class rather than ``@contextmanager``: one is entered for every request and poll,
+    and a generator-based manager costs several times as much to create and enter.
+    """
+
+    __slots__ = ("_method", "_timeout_s", "_url")
+
+    def __init__(self, method: str, url: str, *, timeout_s: float | None = None) -> None:
+        self._method, self._url, self._timeout_s = method, url, timeout_s
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if isinstance(exc, NetError):
+            exc.for_request(self._method, self._url)
+        elif isinstance(exc, TRANSLATED):
+            raise translate(exc, timeout_s=self._timeout_s).for_request(self._method, self._url) from exc
