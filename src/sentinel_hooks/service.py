@@ -329,8 +329,10 @@ class Service:
     async def refresh_gauges(self) -> None:
         """Gauges computed at scrape time: watchers by state, open inbox items by kind."""
         counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        for runner in self.manager.runners():
+        for done, runner in enumerate(self.manager.runners(), start=1):
             counts[self.manager.status(runner)["state"]] += 1
+            if done % 1000 == 0:
+                await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
         for state, count in counts.items():
             self.metrics.watchers.labels(state).set(count)
         open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
