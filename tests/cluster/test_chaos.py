@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,7 @@ import redis
 from tests.cli.conftest import sentinel_command
 from tests.cluster.chaos import LocalHttp, Poll, Received, instant, judge, overlapping_polls
 from tests.cluster.conftest import REDIS_URL
-from tests.service.test_process import free_port
+from tests.service.test_process import Running, free_port
 from tests.support import require_redis, wait_until
 
 WATCHERS = 200
@@ -81,23 +80,22 @@ def write_project(folder: Path, store: str, http: LocalHttp) -> list[str]:
     return ids
 
 
-class Replica:
+class Replica(Running):
     """One `sentinel run` process of the shared project, with its own API port and state dir.
 
     Each start is a new generation, named ``r1``, ``r1.2``, … in the poll records (the
     ``CHAOS_REPLICA`` variable its watchers send as ``X-Replica``).
     """
 
+    request_timeout_s = 10.0  # three replicas and the load share 2 cores
+
     def __init__(self, name: str, config: Path) -> None:
+        super().__init__(config, free_port())
         self.name = name
-        self.config = config
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.home = config.parent / name
         self.home.mkdir()
         self.log = self.home / "service.log"
         self.generation = 0
-        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def label(self) -> str:
@@ -111,25 +109,6 @@ class Replica:
             self.proc = subprocess.Popen(
                 [*sentinel_command(), "run", "-c", str(self.config)], stdout=log, stderr=log, env=env
             )
-
-    def ready(self) -> bool:
-        try:
-            return 200 == self.call("GET", "/readyz")[0]
-        except OSError:
-            assert self.proc is not None
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            return False
-
-    def call(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                raw = response.read()
-                return response.status, json.loads(raw) if raw else None
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
 
     def signal(self, sig: int) -> int:
         assert self.proc is not None

@@ -29,8 +29,11 @@ def free_port() -> int:
 class Running:
     """A `sentinel run` subprocess and a tiny client for its API."""
 
+    request_timeout_s = 5.0
+
     def __init__(self, config: Path, port: int) -> None:
         self.config = config
+        self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log = config.parent / "service.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -56,7 +59,7 @@ class Running:
         request = urllib.request.Request(self.url + path, data=data, method=method)
         request.add_header("Content-Type", "application/json")
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=self.request_timeout_s) as response:
                 raw = response.read()
                 return response.status, json.loads(raw) if raw else None
         except urllib.error.HTTPError as exc:

@@ -15,7 +15,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -301,6 +301,43 @@ def _command_history(messages: list[dict[str, Any]]) -> list[str]:
     return found[:-1] if found else found
 
 
+class Runs(Protocol):
+    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
+
+    async def run(self, contract: Contract) -> str: ...
+
+
+async def run_counted(
+    runner: Runs,
+    contract: Contract,
+    events: Events | None,
+    *,
+    passes: tuple[type[Exception], ...] = (),
+) -> str:
+    """Run one session for a queue: counted in the running-sessions gauge and reported as an event.
+
+    A session that raises is logged and reported as ``crashed`` (one broken session must not
+    stop the others; the contract's fallback covers it), except for the exception types in
+    ``passes``, which propagate to a queue that retries them.
+    """
+    running = events.metrics.sessions_running if events is not None else None
+    if running is not None:
+        running.inc()
+    try:
+        status = await runner.run(contract)
+    except passes:
+        raise
+    except Exception:
+        log.exception("session for %s crashed", contract.callback_id)
+        status = "crashed"
+    finally:
+        if running is not None:
+            running.dec()
+    if events is not None:
+        events.session(contract.callback_id, status)
+    return status
+
+
 class SessionQueue:
     """The hook-session queue: ordered per session key, parallel across keys (CallbackSink)."""
 
@@ -335,20 +372,8 @@ class SessionQueue:
             while queue:
                 contract = queue.popleft()
                 async with self._limit:
-                    running = self._events.metrics.sessions_running if self._events else None
-                    if running is not None:
-                        running.inc()
-                    try:
-                        status = await self._runner.run(contract)
-                    except Exception:  # one broken session must not stop the others; the relay covers it
-                        log.exception("session for %s crashed", contract.callback_id)
-                        status = "crashed"
-                    finally:
-                        if running is not None:
-                            running.dec()
+                    status = await run_counted(self._runner, contract, self._events)
                     self.finished[contract.callback_id] = status
-                    if self._events is not None:
-                        self._events.session(contract.callback_id, status)
         finally:
             self._workers.pop(key, None)
             if not queue:

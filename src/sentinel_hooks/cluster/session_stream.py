@@ -29,12 +29,12 @@ import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from sentinel_hooks.callbacks.session import FINAL, progress_key
+from sentinel_hooks.callbacks.session import FINAL, Runs, progress_key, run_counted
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
 from sentinel_hooks.cluster.session_scripts import SOURCES
@@ -49,12 +49,6 @@ log = logging.getLogger(__name__)
 GROUP = "sessions"
 BLOCK_MS = 1000  # how long one read waits for new entries (stop is not delayed by it: reads are cancelled)
 FORGET_CONSUMERS_AFTER_LEASES = 10  # consumers with nothing pending, idle this long, are removed
-
-
-class Runs(Protocol):
-    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
-
-    async def run(self, contract: Contract) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -340,22 +334,8 @@ class StreamSessionQueue:
                 raise LockLost("the session lock was taken or expired")
 
     async def _run(self, contract: Contract) -> str:
-        running = self._events.metrics.sessions_running if self._events else None
-        if running is not None:
-            running.inc()
-        try:
-            status = await self._runner.run(contract)
-        except StoreError:  # not final: the entry stays pending and the session is tried again later
-            raise
-        except Exception:  # one broken session must not stop the others; the relay covers it
-            log.exception("session for %s crashed", contract.callback_id)
-            status = "crashed"
-        finally:
-            if running is not None:
-                running.dec()
-        if self._events is not None:
-            self._events.session(contract.callback_id, status)
-        return status
+        # a StoreError is not final: the entry stays pending and the session is tried again later
+        return await run_counted(self._runner, contract, self._events, passes=(StoreError,))
 
     async def _keep(self, lock: str, entry_id: str, value: str, on_lost: Any) -> None:
         """Renew the lock (and the entry's idle time) every tick; ``on_lost`` when that fails."""
