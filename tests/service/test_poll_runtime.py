@@ -6,13 +6,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.service import Service
 from sentinel_hooks.watchers.runner import STATE_FLUSH_S
 from sentinel_hooks.watchers.schedule import phase
-from tests.service.conftest import Starter
+from tests.service.conftest import SERVICE_CONFIG, Starter
 from tests.service.test_http_poll_service import poll_watcher
 from tests.support import Endpoint, wait_for
 
@@ -41,6 +44,52 @@ async def test_first_polls_are_at_each_watchers_phase_none_already_due(
     assert all(phase(wid, interval) == (at - EPOCH) % interval for wid, at in jobs.items())
     assert all(before <= at < started + interval for at in jobs.values())
     assert max(jobs.values()) - min(jobs.values()) > interval / 2
+
+
+class CrawlingClock:
+    """Wall-clock time that also moves ``step_s`` on every reading: a start that takes long."""
+
+    def __init__(self, step_s: float) -> None:
+        self._now = datetime.now(UTC)
+        self._step = timedelta(seconds=step_s)
+
+    def now(self) -> datetime:
+        self._now += self._step
+        return self._now
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+async def test_first_runs_that_passed_while_starting_move_to_their_next_phase(
+    tmp_path: Path, endpoint: Endpoint
+) -> None:
+    """Starting many watchers takes time; a first run that fell due meanwhile is not run in a
+    herd when the scheduler resumes: it moves to its next phase, after the start finished."""
+    (tmp_path / "sentinel.yaml").write_text(
+        SERVICE_CONFIG.format(
+            extra="", allowed='["127.0.0.1"]', server="{host: 127.0.0.1, port: 0}", dedupe=0
+        )
+    )
+    (tmp_path / "watchers").mkdir()
+    for i in range(40):
+        text = poll_watcher(endpoint.url(), conditions=NEVER).replace("id: probe", f"id: w{i}")
+        (tmp_path / "watchers" / f"w{i}.yaml").write_text(text.replace("intervalMs: 100", "intervalMs: 5000"))
+    clock = CrawlingClock(step_s=0.5)  # 40 watchers: the start "takes" several intervals
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), clock=clock)
+    await service.start()
+    try:
+        started = clock.now()
+        jobs = {job.id: job.next_run_time for job in service.scheduler.get_jobs()}
+        interval = timedelta(seconds=5)
+        assert 40 == len(jobs)
+        assert all(phase(wid, interval) == (at - EPOCH) % interval for wid, at in jobs.items())
+        assert all(started - timedelta(seconds=1) < at <= started + interval for at in jobs.values())
+        statuses = [service.manager.status(runner) for runner in service.manager.runners()]
+        assert all(s["nextCheckAt"] is not None for s in statuses)
+        assert 0 == endpoint.requests
+    finally:
+        await service.stop()
 
 
 async def test_a_poll_due_while_the_previous_one_runs_is_skipped_and_counted(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
 
@@ -36,7 +36,7 @@ from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run
-from sentinel_hooks.watchers.state import WatcherState, status_json
+from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
 
 log = logging.getLogger(__name__)
 
@@ -104,9 +104,13 @@ class WatcherManager:
                 scheduler.pause()  # one wake-up after all adds, not one per add
             try:
                 base = self._deps.clock.now()
+                started = [runner for runner, _ in ready if runner is not None]
                 for runner, run_missed in ready:
                     if runner is not None:
                         await runner.start(run_missed=run_missed, base=base)
+                now = self._deps.clock.now()
+                for runner in started:  # starting 10,000 takes seconds: no herd at resume
+                    runner.defer_passed_first_run(now)
             finally:
                 if paused:
                     scheduler.resume()
@@ -212,6 +216,10 @@ class WatcherManager:
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
         return status_json(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
 
+    def status_state(self, runner: WatcherRunner) -> StatusState:
+        """Only the status's ``state`` (no instants formatted): what /metrics counts."""
+        return status_state(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
+
     def is_api_defined(self, watcher_id: str) -> bool:
         return watcher_id in self._api_defined
 
@@ -250,7 +258,7 @@ class WatcherManager:
             await runner.set_enabled(change["enabled"])
         if change.get("fired") is True:
             at = self._deps.clock.now()
-            await runner.adopt(lambda state: replace(state, fires=state.fires + 1, last_fire_at=at))
+            await runner.adopt(lambda state: state.evolve(fires=state.fires + 1, last_fire_at=at))
 
     async def ingest(self, watcher_id: str, value: Any) -> Outcome:
         return await self.get(watcher_id).ingest(value)

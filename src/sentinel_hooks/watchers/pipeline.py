@@ -106,8 +106,8 @@ class FiringPipeline:
             await self._store.record_observation(watcher.id, observation, keep=HISTORY_KEEP)
         if observed.ack is not None:
             await observed.ack()
-        state = replace(state, last_event_at=observed.at, quiet_fired=False)
         if observed.trigger is not None:
+            state = state.evolve(last_event_at=observed.at, quiet_fired=False)
             return await self._fire(watcher, observed.trigger, observed.value, previous, state, repeat=False)
         conditional = not (isinstance(watcher, CommandWatcher) and not watcher.conditions)
         matched = (
@@ -121,7 +121,7 @@ class FiringPipeline:
             repeat_interval_ms=watcher.fire.repeat_interval_ms,
             notify_resolved=watcher.fire.notify_resolved,
         )
-        state = replace(state, firing=firing)
+        state = state.evolve(firing=firing, last_event_at=observed.at, quiet_fired=False)
         if decision.resolved and decision.resolved_after_s is not None:
             message = resolved_message(watcher.event_name, watcher.id, decision.resolved_after_s)
             await self._on_resolved(watcher, message)
@@ -139,7 +139,7 @@ class FiringPipeline:
             "lastEventAt": state.last_event_at.isoformat() if state.last_event_at else None,
         }
         outcome = await self._fire(watcher, "no_progress", payload, MISSING, state, repeat=False)
-        return replace(outcome, state=replace(outcome.state, quiet_fired=True, last_event_at=now))
+        return replace(outcome, state=outcome.state.evolve(quiet_fired=True, last_event_at=now))
 
     async def fire_manual(self, watcher: AnyWatcher, payload: Any, state: WatcherState) -> Outcome:
         """A manual fire: no conditions, lifecycle, cooldown or fireOnce — but dedupe applies."""
@@ -171,18 +171,18 @@ class FiringPipeline:
         except TemplateError as exc:
             error = self._redactor.text(f"template error at fire time: {exc}")
             log.warning(error, extra={"watcherId": watcher.id})
-            return Outcome(replace(state, last_error=error), skipped="template")
+            return Outcome(state.evolve(last_error=error), skipped="template")
         fanout, message_error = self._fanout(watcher, firing)
         if message_error is not None:
-            state = replace(state, last_error=message_error)
+            state = state.evolve(last_error=message_error)
         group = watcher.fire.session_group or self._service.hook_session_group
         session = session_key(self._service.hook_session_prefix, watcher.id, group)
         contract = await self._intake.accept(envelope, session=session, bypass_dedupe=repeat, fanout=fanout)
         if contract.state != "pending":
             return Outcome(state, contract=contract)
-        state = replace(state, fires=state.fires + 1, last_fire_at=now)
+        state = state.evolve(fires=state.fires + 1, last_fire_at=now)
         if watcher.fire_once and not manual:
-            state = replace(state, enabled=False, disabled_reason="fireOnce")
+            state = state.evolve(enabled=False, disabled_reason="fireOnce")
         return Outcome(state, contract=contract)
 
     def _fanout(self, watcher: AnyWatcher, firing: Firing) -> tuple[Fanout, str | None]:

@@ -24,12 +24,13 @@ import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.interval import IntervalTrigger
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
 
 from sentinel_hooks.clock import Clock
@@ -58,7 +59,7 @@ log = logging.getLogger(__name__)
 
 VOLATILE_FIELDS = frozenset({"lastCheckAtMs", "nextCheckAtMs", "lastEventAtMs"})
 PERIODIC_FIELDS = VOLATILE_FIELDS | {"consecutiveFailures", "lastError"}  # "failing or not" is durable
-STATE_FLUSH_S = 5.0
+STATE_FLUSH_S = 30.0  # a 10 s watcher writes its state at most every third poll
 
 Fence = Callable[[], Awaitable[bool]]
 """Cluster mode: True while this replica still holds the watcher's lease (raises when unsure)."""
@@ -224,10 +225,30 @@ class WatcherRunner:
             misfire_grace_time=None,
         )
         self._job = job
+        self._poll_series()  # now, so a start's heap freeze (service.freeze_heap) takes them in
         self._expected_at = self._next_run()
-        self.state = replace(self.state, next_check_at=self._expected_at)
+        self.state = self.state.evolve(next_check_at=self._expected_at)
         if run_missed:
             self._spawn(self._scheduled_poll(missed=True))
+
+    def defer_passed_first_run(self, now: datetime) -> None:
+        """Move a first run that fell due while the scheduler was paused to its next phase.
+
+        The manager schedules every watcher with the scheduler paused, from one base time;
+        starting thousands takes seconds, and without this every first run that fell due
+        meanwhile would start at once when the scheduler resumes (a herd the event loop then
+        needs many seconds to work off, delaying every other poll).
+        """
+        job = self._job
+        at = self._next_run()
+        if job is None or at is None or at > now or not isinstance(job.trigger, IntervalTrigger):
+            return
+        later: datetime | None = job.trigger.get_next_fire_time(None, now)
+        if later is None:
+            return
+        job.modify(next_run_time=later)
+        self._expected_at = later
+        self.state = self.state.evolve(next_check_at=later)
 
     def _next_run(self) -> datetime | None:
         """The next scheduled run (None when not scheduled, or the scheduler has not started)."""
@@ -381,7 +402,7 @@ class WatcherRunner:
         gap_ms = int((self._deps.clock.now() - since).total_seconds() * 1000)
         self._deps.metrics.reconnects.labels(self.id).inc()
         async with self._lock:
-            self.state = replace(self.state, reconnects=self.state.reconnects + 1, last_gap_ms=gap_ms)
+            self.state = self.state.evolve(reconnects=self.state.reconnects + 1, last_gap_ms=gap_ms)
             await self._save()
 
     async def _quiet_loop(self) -> None:
@@ -467,7 +488,7 @@ class WatcherRunner:
 
     async def _apply(self, outcome: Outcome) -> None:
         """Adopt the pipeline's new state (caller holds the lock), persist it, count the fire."""
-        self.state = replace(outcome.state, next_check_at=self._next_run() if self.running else None)
+        self.state = outcome.state.evolve(next_check_at=self._next_run() if self.running else None)
         if outcome.contract is not None:
             if outcome.contract.state == "pending":
                 self._deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
@@ -484,20 +505,20 @@ class WatcherRunner:
         level = logging.DEBUG if self.state.consecutive_failures else logging.WARNING
         log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
         async with self._lock:
-            self.state = replace(self.state.failed(self._deps.clock.now(), message), next_check_at=next_at)
+            self.state = self.state.failed(self._deps.clock.now(), message).evolve(next_check_at=next_at)
             await self._save()
 
     async def set_enabled(self, enabled: bool) -> None:
         """Enable or disable durably (the override survives restarts and reloads)."""
         async with self._lock:
-            self.state = replace(self.state, enabled=enabled, disabled_reason=None if enabled else "api")
+            self.state = self.state.evolve(enabled=enabled, disabled_reason=None if enabled else "api")
             await self._save()
         if enabled:
             await self.start()
         else:
             await self.stop()
             async with self._lock:
-                self.state = replace(self.state, next_check_at=None)
+                self.state = self.state.evolve(next_check_at=None)
                 await self._save()
 
     async def adopt(self, change: Callable[[WatcherState], WatcherState]) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Observation
 
-BUSY_WINDOW_S = 0.005  # under load, a batch gathers this long before it goes out
+BUSY_WINDOW_S = 0.025  # under load, a batch gathers this long before it goes out
 
 
 class WatcherWrites:
