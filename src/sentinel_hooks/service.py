@@ -21,7 +21,6 @@ from datetime import UTC
 from pathlib import Path
 
 from aiohttp import web
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from sentinel_hooks.api.app import build_app
 from sentinel_hooks.callbacks.hooks import HookSessions
@@ -48,6 +47,7 @@ from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import HISTORY_KEEP, FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
+from sentinel_hooks.watchers.schedule import LoopScheduler
 from sentinel_hooks.watchers.strategy import StrategyContext
 from sentinel_hooks.watchers.writeback import WatcherWrites
 
@@ -88,7 +88,7 @@ class Service:
             max_response_bytes=service.limits.max_response_bytes,
             request_timeout_s=service.limits.request_timeout_ms / 1000,
         )
-        self.scheduler = AsyncIOScheduler(timezone=UTC)
+        self.scheduler = LoopScheduler(timezone=UTC)
         target_context = TargetContext(http=self.http, clock=self.clock, base_dir=config.base_dir)
         self.targets = create_targets(service.targets, target_context)
         if "console" not in self.targets:  # environment: test routes every delivery here

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.interval import IntervalTrigger
 
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, Scheduled
-from sentinel_hooks.watchers.schedule import first_run, phase, trigger_for
+from sentinel_hooks.watchers.schedule import LoopScheduler, first_run, phase, trigger_for
+from tests.support import wait_for
 
 INTERVAL = timedelta(seconds=10)
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -55,3 +58,32 @@ def test_interval_trigger_starts_at_the_first_run() -> None:
     assert isinstance(trigger, IntervalTrigger)
     assert first_run("prices", INTERVAL, BASE) == trigger.start_date
     assert INTERVAL == trigger.interval
+
+
+async def test_loop_scheduler_runs_due_jobs_from_its_timer_and_honours_pause() -> None:
+    """The scheduler's own timer runs jobs on the loop; adds while running, pause and resume
+    behave as in AsyncIOScheduler."""
+    scheduler = LoopScheduler(timezone=UTC)
+    runs: dict[str, list[datetime]] = {"a": [], "b": []}
+
+    async def job(name: str) -> None:
+        runs[name].append(datetime.now(UTC))
+
+    scheduler.start()
+    try:
+        scheduler.add_job(job, IntervalTrigger(seconds=0.05), args=["a"], id="a")
+        await wait_for(lambda: len(runs["a"]) >= 3, what="three timer-driven runs")
+        scheduler.add_job(job, IntervalTrigger(seconds=0.05), args=["b"], id="b")  # a wakeup
+        await wait_for(lambda: len(runs["b"]) >= 2, what="the job added while running")
+        scheduler.pause()
+        await asyncio.sleep(0.01)  # a run started just before the pause may still finish
+        paused_at = len(runs["a"])
+        await asyncio.sleep(0.2)
+        stayed = len(runs["a"])
+        scheduler.resume()
+        await wait_for(lambda: len(runs["a"]) >= stayed + 2, what="runs after resume")
+    finally:
+        scheduler.shutdown(wait=False)
+    assert paused_at == stayed
+    gaps = [later - earlier for earlier, later in itertools.pairwise(runs["a"][:3])]
+    assert all(timedelta(milliseconds=30) < gap < timedelta(milliseconds=500) for gap in gaps)

@@ -57,8 +57,6 @@ from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
-VOLATILE_FIELDS = frozenset({"lastCheckAtMs", "nextCheckAtMs", "lastEventAtMs"})
-PERIODIC_FIELDS = VOLATILE_FIELDS | {"consecutiveFailures", "lastError"}  # "failing or not" is durable
 STATE_FLUSH_S = 30.0  # a 10 s watcher writes its state at most every third poll
 
 Fence = Callable[[], Awaitable[bool]]
@@ -133,7 +131,7 @@ class WatcherRunner:
         self._job: Job | None = None  # the scheduler's job: its next_run_time is kept current there
         self._series: tuple[Any, Any] | None = None  # (polls, last lag): looked up once, at the first poll
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
-        self._saved: dict[str, Any] | None = None
+        self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
         self._stopper: asyncio.Task[None] | None = None
         self.running = False
@@ -534,12 +532,11 @@ class WatcherRunner:
         every failed attempt; writing them each time would add a store write per attempt for
         fields nothing depends on after a crash. Whether the watcher is failing is durable.
         """
-        data = self.state.to_json()
-        durable = {k: v for k, v in data.items() if k not in PERIODIC_FIELDS}
-        durable["failing"] = bool(data["consecutiveFailures"])
+        durable = self.state.durable_key()
         now = asyncio.get_running_loop().time()
         if not force and durable == self._saved and now - self._saved_at < STATE_FLUSH_S:
             return
+        data = self.state.to_json()
         if self._deps.writes is not None:
             await self._deps.writes.state(self.id, data)
         else:

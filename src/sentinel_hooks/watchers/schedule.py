@@ -17,6 +17,7 @@ import hashlib
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from croniter import croniter
@@ -51,6 +52,26 @@ class CronTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 ships no 
 
     def __str__(self) -> str:
         return f"cron[{self.expression} {self.timezone.key}]"
+
+
+class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 ships no type hints
+    """``AsyncIOScheduler`` whose own timer runs the due jobs directly.
+
+    APScheduler's timer calls ``wakeup``, which may be called from any thread and so hands the
+    work to the loop with ``call_soon_threadsafe``: a write to the loop's self-pipe, an extra
+    turn of the loop and a read, for every job run. The timer already fires on the loop, so
+    this scheduler processes the jobs there at once; ``wakeup`` (adds, changes, resume) is
+    unchanged.
+    """
+
+    def _start_timer(self, wait_seconds: float | None) -> None:
+        self._stop_timer()
+        if wait_seconds is not None:
+            self._timeout = self._eventloop.call_later(wait_seconds, self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timeout = None
+        self._start_timer(self._process_jobs())
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

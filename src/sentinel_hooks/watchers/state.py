@@ -60,6 +60,21 @@ class WatcherState:
             "lastGapMs": self.last_gap_ms,
         }
 
+    def durable_key(self) -> tuple[Any, ...]:
+        """What must reach the store at once when it changes: every field but the check and
+        event instants, the running failure count and the last error (only whether it fails)."""
+        return (
+            self.enabled,
+            self.disabled_reason,
+            self.fires,
+            self.last_fire_at,
+            self.firing,
+            self.quiet_fired,
+            self.reconnects,
+            self.last_gap_ms,
+            self.consecutive_failures > 0,
+        )
+
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> WatcherState:
         if not data:
