@@ -131,6 +131,18 @@ async def test_watcher_batch_keeps_only_the_newest(store: Store, make) -> None:
     assert [5, 4, 3] == [o.value for o in await store.observations("w")]
 
 
+async def test_batched_history_stays_bounded_and_reads_the_newest(store: Store, make) -> None:
+    """Many one-observation batches: reading ``keep`` gives the newest, and the history never
+    grows past ``keep + 31`` (SQLite trims every 32nd batched write, the others every write)."""
+    sizes = []
+    for i in range(100):
+        await store.write_watcher_batch([("w", Observation(at=make.at(i), value=i))], {}, keep=3)
+        sizes.append(len(await store.observations("w", limit=500)))
+    assert [99, 98, 97] == [o.value for o in await store.observations("w", limit=3)]
+    assert 3 <= min(sizes[3:])
+    assert max(sizes) <= 3 + 31
+
+
 async def test_empty_watcher_batch_changes_nothing(store: Store) -> None:
     """No observations and no states: nothing is written."""
     await store.write_watcher_batch([], {})

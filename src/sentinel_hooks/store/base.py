@@ -335,4 +335,6 @@ class Store(Protocol):
 
         The same as ``record_observation`` for each pair (each watcher keeps its newest
         ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
+        SQLite trims a watcher's history at its first batched write and then every 32nd, so it
+        may hold up to ``keep + 31`` rows between trims; reading at most ``keep`` is unaffected.
         """

@@ -44,6 +44,8 @@ from sentinel_hooks.store.sqlite_worker import SqliteWorker
 
 R = TypeVar("R", bound=BaseModel)
 
+TRIM_EVERY = 32  # batched observation writes of a watcher between two trims of its history
+
 
 class SqliteStore:
     """The Store contract in the SQLite file at ``path`` (see ``store.base.Store``)."""
@@ -51,6 +53,7 @@ class SqliteStore:
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
         self.path = path
         self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
+        self._writes_since_trim: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"SqliteStore({str(self.path)!r})"
@@ -432,9 +435,32 @@ class SqliteStore:
         *,
         keep: int = 500,
     ) -> None:
-        """See ``Store.write_watcher_batch``: one transaction, one trim per watcher."""
+        """See ``Store.write_watcher_batch``: one transaction; a watcher's history is trimmed at
+        its first batched write, then at every ``TRIM_EVERY``-th (``_due_for_trim``)."""
         keep = check_positive(keep, "keep")
         rows = [(wid, to_epoch_ms(obs.at), codec.dump_record(obs)) for wid, obs in observations]
         texts = [(wid, codec.dumps(state, what=f"state of {wid!r}")) for wid, state in states.items()]
         if rows or texts:
-            await self._db.write("write watcher batch", lambda c: q.write_watcher_batch(c, rows, texts, keep))
+            trim = self._due_for_trim([wid for wid, _ in observations])
+
+            def write(c: q.Conn) -> None:
+                q.write_watcher_batch(c, rows, texts, keep=keep, trim=trim)
+
+            await self._db.write("write watcher batch", write)
+
+    def _due_for_trim(self, watcher_ids: Sequence[str]) -> list[str]:
+        """The watchers whose history this batch trims back to ``keep``.
+
+        The trim walks ``keep`` index entries per watcher (~45 µs with 500 kept): done on every
+        poll of 10,000 watchers it cost more than the insert. Trimming a watcher every
+        ``TRIM_EVERY`` writes lets its history hold up to ``keep + TRIM_EVERY - 1`` rows between
+        trims; reads ask for at most ``keep`` and see the same newest rows.
+        """
+        due: list[str] = []
+        for watcher_id in dict.fromkeys(watcher_ids):
+            since = self._writes_since_trim.get(watcher_id, TRIM_EVERY - 1) + 1
+            if since >= TRIM_EVERY:
+                due.append(watcher_id)
+                since = 0
+            self._writes_since_trim[watcher_id] = since
+        return due

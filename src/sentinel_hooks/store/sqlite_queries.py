@@ -280,11 +280,17 @@ def hold_contract(c: Conn, callback_id: str, deadline_ms: int, now_ms: int, hold
 
 
 def write_watcher_batch(
-    c: Conn, rows: Sequence[tuple[str, int, str]], states: Sequence[tuple[str, str]], keep: int
+    c: Conn,
+    rows: Sequence[tuple[str, int, str]],
+    states: Sequence[tuple[str, str]],
+    *,
+    keep: int,
+    trim: Sequence[str],
 ) -> None:
-    """Append observation rows ``(watcher_id, at_ms, doc)``, trim each watcher once, put states."""
+    """Append observation rows ``(watcher_id, at_ms, doc)``, trim the ``trim`` watchers' history to
+    its newest ``keep``, put the states."""
     c.executemany("INSERT INTO observations (watcher_id, at_ms, doc) VALUES (?, ?, ?)", rows)
-    for watcher_id in dict.fromkeys(row[0] for row in rows):
+    for watcher_id in trim:
         c.execute(
             """DELETE FROM observations WHERE watcher_id = ? AND id <= (
                 SELECT id FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
