@@ -197,9 +197,10 @@ class Dispatcher:
         last_error: str | None,
         at: datetime,
     ) -> None:
-        """Store an attempt's outcome (batched with others that arrive meanwhile)."""
+        """Store an attempt's outcome (batched with others that arrive meanwhile); ``delivery`` is
+        the claimed copy, so the store need not read the record again."""
         await self._outcomes.record(
-            DeliveryOutcome(delivery.key, state, attempts, next_attempt_at, last_error, at)
+            DeliveryOutcome(delivery.key, state, attempts, next_attempt_at, last_error, at, claimed=delivery)
         )
 
     async def _mark_delivered(self, delivery: Delivery, attempts: int) -> None:

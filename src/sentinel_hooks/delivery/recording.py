@@ -3,7 +3,7 @@
 At hundreds of deliveries a second, one ``update_delivery`` per send costs a store round trip
 each (on SQLite a transaction on the single store thread). ``OutcomeWriter`` is a group commit:
 outcomes that arrive while a write is in flight wait and go together in the next
-``update_deliveries``. Each caller still awaits its own outcome's write and sees its error, so
+``record_outcomes``. Each caller still awaits its own outcome's write and sees its error, so
 a send is only reported recorded once it is.
 """
 
@@ -44,7 +44,7 @@ class OutcomeWriter:
             batch = self._queue[: self._max_batch]
             del self._queue[: self._max_batch]
             try:
-                await self._store.update_deliveries([outcome for outcome, _ in batch])
+                await self._store.record_outcomes([outcome for outcome, _ in batch])
             except Exception as exc:  # each waiter gets it (and decides whether to retry)
                 for _, written in batch:
                     if not written.done():

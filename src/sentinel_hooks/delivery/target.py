@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+import copy
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
@@ -50,7 +51,18 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The message as a JSON object (nested dicts are copied, as ``dataclasses.asdict`` would,
+        field by field because this runs once per delivery enqueued)."""
+        return {
+            "callback_id": self.callback_id,
+            "watcher_id": self.watcher_id,
+            "event_name": self.event_name,
+            "priority": self.priority,
+            "kind": self.kind,
+            "text": self.text,
+            "envelope": None if self.envelope is None else copy.deepcopy(self.envelope),
+            "extra": copy.deepcopy(self.extra) if self.extra else {},
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:

@@ -279,13 +279,28 @@ class Store(Protocol):
         """``settle_contract`` for each settlement, all settled at ``at``; the callback ids that won.
 
         Each contract is its own compare-and-set (a contract that is not pending is left alone,
-        its deliveries are not enqueued), and the whole batch is one atomic step. Raises
-        ``ValueError``, writing nothing, when any ``state`` is not a settled state.
+        its deliveries are not enqueued), and the whole batch is one atomic step. A settlement's
+        ``claimed`` copy spares the store a read. Raises ``ValueError``, writing nothing, for a
+        settlement ``check_settlement`` refuses.
         """
 
     async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
         """``update_delivery`` for each outcome, in one atomic step; the updated deliveries
         (unknown keys are skipped). Raises ``ValueError``, writing nothing, for a bad state."""
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+        """``update_deliveries`` without reading the records back: the keys that were updated.
+
+        The outbox's write after each attempt. Stores change the attempt's fields in place (or
+        build the record from an outcome's ``claimed`` copy) instead of loading and re-writing
+        every record. Raises ``ValueError``, writing nothing, for an outcome ``check_outcome``
+        refuses.
+        """
+
+    async def claim_due_with_envelopes(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, dict[str, Any]]]:
+        """``claim_due`` that also returns each claimed contract's envelope, in the same step."""
 
     async def accept_contract(
         self,

@@ -36,7 +36,8 @@ from sentinel_hooks.store.records import (
     apply_outcome,
     as_deduped,
     check_acceptable,
-    check_settled_state,
+    check_outcome,
+    check_settlement,
     first_history_entry,
     settle,
     to_epoch_ms,
@@ -192,6 +193,15 @@ class MemoryStore:
         self._check_open()
         docs = self._contracts.claim(to_epoch_ms(now), limit, lease_ms)
         return [codec.load_record(Contract, doc) for doc in docs]
+
+    async def claim_due_with_envelopes(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, dict[str, Any]]]:
+        """See ``Store.claim_due_with_envelopes``."""
+        claimed = await self.claim_due(now, limit=limit, lease_ms=lease_ms)
+        return [
+            (c, codec.loads_dict(self._envelopes.get(c.callback_id, "{}"), what="envelope")) for c in claimed
+        ]
 
     async def settle_contract(
         self,
@@ -391,7 +401,7 @@ class MemoryStore:
         """See ``Store.settle_contracts``."""
         self._check_open()
         for s in settlements:
-            check_settled_state(s.state)
+            check_settlement(s)
         won: set[str] = set()
         for s in settlements:
             row = self._contracts.get(s.callback_id)
@@ -417,6 +427,12 @@ class MemoryStore:
             _, fresh = _delivery_row(updated)
             row.doc, row.due_ms = fresh.doc, fresh.due_ms
         return [updated for _, updated in changes]
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+        """See ``Store.record_outcomes``."""
+        for outcome in outcomes:
+            check_outcome(outcome)
+        return {delivery.key for delivery in await self.update_deliveries(outcomes)}
 
     async def accept_contract(
         self,

@@ -269,16 +269,28 @@ def check_delivery_state(state: str) -> None:
 @dataclass(frozen=True)
 class Settlement:
     """One contract's compare-and-set in ``Store.settle_contracts``: the final ``state`` and the
-    deliveries enqueued with it (see ``Store.settle_contract``)."""
+    deliveries enqueued with it (see ``Store.settle_contract``).
+
+    ``claimed`` is the contract as the caller claimed it (pending), when it has it: a pending
+    contract's record never changes, so a store may build the settled record from it instead
+    of reading it again. The compare-and-set on the stored state is done either way.
+    """
 
     callback_id: str
     state: SettledState
     deliveries: tuple[Delivery, ...] = ()
+    claimed: Contract | None = None
 
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
-    """One attempt's outcome for ``Store.update_deliveries`` (the arguments of ``update_delivery``)."""
+    """One attempt's outcome for ``Store.update_deliveries`` / ``Store.record_outcomes`` (the
+    arguments of ``update_delivery``).
+
+    ``claimed`` is the delivery as the attempt's sender claimed it, when it has it: while the
+    claim holds nobody else changes the record, and an outcome overwrites every field an attempt
+    changes, so a store may build the new record from it instead of reading it again.
+    """
 
     key: str
     state: DeliveryState
@@ -286,6 +298,7 @@ class DeliveryOutcome:
     next_attempt_at: datetime
     last_error: str | None
     at: datetime
+    claimed: Delivery | None = None
 
 
 def apply_outcome(delivery: Delivery, outcome: DeliveryOutcome) -> Delivery:
@@ -301,10 +314,25 @@ def apply_outcome(delivery: Delivery, outcome: DeliveryOutcome) -> Delivery:
 
 
 def check_outcome(outcome: DeliveryOutcome) -> None:
-    """Raise ValueError for an outcome no caller should pass (bad state, naive instants)."""
+    """Raise ValueError for an outcome no caller should pass (bad state, naive instants, a
+    claimed copy of another delivery)."""
     check_delivery_state(outcome.state)
     to_epoch_ms(outcome.next_attempt_at)
     to_epoch_ms(outcome.at)
+    if outcome.claimed is not None and outcome.claimed.key != outcome.key:
+        raise ValueError(f"outcome of {outcome.key!r} carries the claimed delivery {outcome.claimed.key!r}")
+
+
+def check_settlement(settlement: Settlement) -> None:
+    """Raise ValueError for a settlement no caller should pass (a state that is not final, a
+    claimed copy of another contract or of one that was not pending)."""
+    check_settled_state(settlement.state)
+    claimed = settlement.claimed
+    if claimed is not None and (claimed.callback_id != settlement.callback_id or claimed.state != "pending"):
+        raise ValueError(
+            f"settlement of {settlement.callback_id!r} carries the {claimed.state} contract "
+            f"{claimed.callback_id!r}; pass the pending contract as claimed"
+        )
 
 
 def as_deduped(contract: Contract) -> Contract:

@@ -45,7 +45,7 @@ from sentinel_hooks.store.records import (
     as_deduped,
     check_acceptable,
     check_outcome,
-    check_settled_state,
+    check_settlement,
     settle,
     to_epoch_ms,
     transition,
@@ -190,12 +190,26 @@ class RedisStore:
         docs = await self._claim(k.contract_due, k.contract_doc_prefix, now, limit, lease_ms)
         return [codec.load_record(Contract, doc) for doc in docs]
 
-    async def _claim(self, due: str, doc_prefix: str, now: datetime, limit: int, lease_ms: int) -> list[str]:
+    async def claim_due_with_envelopes(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, dict[str, Any]]]:
+        """See ``Store.claim_due_with_envelopes`` (one script)."""
+        k = self.keys
+        flat = await self._claim(k.contract_due, k.contract_doc_prefix, now, limit, lease_ms, "envelope")
+        return [
+            (codec.load_record(Contract, doc), codec.loads_dict(envelope or "{}", what="envelope"))
+            for doc, envelope in zip(flat[::2], flat[1::2], strict=True)
+        ]
+
+    async def _claim(
+        self, due: str, doc_prefix: str, now: datetime, limit: int, lease_ms: int, *fields: str
+    ) -> list[str]:
+        """The ``doc`` and then each of ``fields`` of every record claimed, flat."""
         now_ms = to_epoch_ms(now)
         lease_end = now_ms + check_positive(lease_ms, "lease_ms")
-        args = [now_ms, check_positive(limit), lease_end, doc_prefix]
-        docs = await self._db.run("claim due", self._db.scripts.claim, [due], args)
-        return [as_text(doc) for doc in docs]
+        args = [now_ms, check_positive(limit), lease_end, doc_prefix, "doc", *fields]
+        found = await self._db.run("claim due", self._db.scripts.claim, [due], args)
+        return [as_text(value) if value is not None else "" for value in found]
 
     async def settle_contract(
         self,
@@ -417,23 +431,30 @@ class RedisStore:
     async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
         """See ``Store.settle_contracts``.
 
-        One pipelined read of the contracts, then one script. A pending contract's doc never
-        changes, so building the settled docs from that read is safe; the script re-checks each
-        ``state`` and leaves a contract alone if another settler won in between.
+        One script, after one pipelined read of the contracts the caller did not pass as
+        ``claimed``. A pending contract's doc never changes, so building the settled docs from
+        that read (or from the claimed copy) is safe; the script re-checks each ``state`` and
+        leaves a contract alone if another settler won in between.
         """
         for s in settlements:
-            check_settled_state(s.state)
+            check_settlement(s)
         to_epoch_ms(at)
         k = self.keys
-        ids = [s.callback_id for s in settlements]
-        docs = await self._hget_many("settle contracts", [k.contract(cid) for cid in ids], "doc")
+        unknown = list(dict.fromkeys(s.callback_id for s in settlements if s.claimed is None))
+        docs = await self._hget_many("settle contracts", [k.contract(cid) for cid in unknown], "doc")
+        read = {cid: as_text(doc) for cid, doc in zip(unknown, docs, strict=True) if doc is not None}
         batch: list[tuple[Contract, Contract, Sequence[Delivery]]] = []
         seen: set[str] = set()
-        for s, doc in zip(settlements, docs, strict=True):
-            if doc is None or s.callback_id in seen:
+        for s in settlements:
+            if s.callback_id in seen:
+                continue
+            contract = s.claimed
+            if contract is None:
+                doc = read.get(s.callback_id)
+                contract = None if doc is None else codec.load_record(Contract, doc)
+            if contract is None:
                 continue
             seen.add(s.callback_id)
-            contract = codec.load_record(Contract, as_text(doc))
             if contract.state == "pending":
                 batch.append((contract, settle(contract, s.state, at=at), s.deliveries))
         if not batch:
@@ -469,6 +490,29 @@ class RedisStore:
         done = await self._db.run("update deliveries", self._db.scripts.update_deliveries, *keys_args)
         written = {as_text(key) for key in done}
         return [d for d in updated if d.key in written]
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+        """See ``Store.record_outcomes``: one script, after one pipelined read of the deliveries
+        whose outcome carries no ``claimed`` copy (each new doc is built from that copy)."""
+        for o in outcomes:
+            check_outcome(o)
+        unknown = list(dict.fromkeys(o.key for o in outcomes if o.claimed is None))
+        docs = await self._hget_many("record outcomes", [self.keys.delivery(key) for key in unknown], "doc")
+        current = {
+            key: codec.load_record(Delivery, as_text(doc))
+            for key, doc in zip(unknown, docs, strict=True)
+            if doc is not None
+        }
+        latest: dict[str, Delivery] = {}
+        for outcome in outcomes:
+            delivery = latest.get(outcome.key) or outcome.claimed or current.get(outcome.key)
+            if delivery is not None:
+                latest[outcome.key] = apply_outcome(delivery, outcome)
+        if not latest:
+            return set()
+        keys_args = lua.update_deliveries_call(self.keys, list(latest.values()))
+        done = await self._db.run("record outcomes", self._db.scripts.update_deliveries, *keys_args)
+        return {as_text(key) for key in done}
 
     async def accept_contract(
         self,

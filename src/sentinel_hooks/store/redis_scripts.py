@@ -93,19 +93,22 @@ return won
 )
 
 CLAIM = """
--- KEYS: due set | ARGV: now_ms, limit, lease end ms, document key prefix
+-- KEYS: due set | ARGV: now_ms, limit, lease end ms, document key prefix, then the hash fields
+-- to return per claimed record (at least 'doc'). Returns those fields, record after record.
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-local docs = {}
+local fields = {}
+for i = 5, #ARGV do fields[#fields + 1] = ARGV[i] end
+local out = {}
 for _, id in ipairs(ids) do
-  local doc = redis.call('HGET', ARGV[4] .. id, 'doc')
-  if doc then
+  local found = redis.call('HMGET', ARGV[4] .. id, unpack(fields))
+  if found[1] then
     redis.call('ZADD', KEYS[1], ARGV[3], id)
-    docs[#docs + 1] = doc
+    for _, value in ipairs(found) do out[#out + 1] = value end
   else
     redis.call('ZREM', KEYS[1], id)  -- an index entry without its record: drop it
   end
 end
-return docs
+return out
 """
 
 RANGE = """

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
 from sentinel_hooks.store import sqlite_queries as q
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
@@ -37,8 +38,9 @@ from sentinel_hooks.store.records import (
     as_deduped,
     check_acceptable,
     check_outcome,
-    check_settled_state,
+    check_settlement,
     to_epoch_ms,
+    utc_ms,
 )
 from sentinel_hooks.store.sqlite_worker import SqliteWorker
 
@@ -192,8 +194,24 @@ class SqliteStore:
             "limit": check_positive(limit),
             "lease_ms": check_positive(lease_ms, "lease_ms"),
         }
-        docs = await self._db.write("claim due contracts", partial(claim, **args))
-        return [codec.load_record(Contract, doc) for doc in docs]
+        rows = await self._db.write("claim due contracts", partial(claim, **args))
+        return [codec.load_record(Contract, doc) for (doc,) in rows]
+
+    async def claim_due_with_envelopes(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, dict[str, Any]]]:
+        """See ``Store.claim_due_with_envelopes``."""
+        claim = partial(q.claim, table="contracts", id_col="callback_id", columns="doc, envelope")
+        args = {
+            "now_ms": to_epoch_ms(now),
+            "limit": check_positive(limit),
+            "lease_ms": check_positive(lease_ms, "lease_ms"),
+        }
+        rows = await self._db.write("claim due contracts", partial(claim, **args))
+        return [
+            (codec.load_record(Contract, doc), codec.loads_dict(envelope, what="envelope"))
+            for doc, envelope in rows
+        ]
 
     async def settle_contract(
         self,
@@ -323,8 +341,8 @@ class SqliteStore:
             "limit": check_positive(limit),
             "lease_ms": check_positive(lease_ms, "lease_ms"),
         }
-        docs = await self._db.write("claim due deliveries", partial(claim, **args))
-        return [codec.load_record(Delivery, doc) for doc in docs]
+        rows = await self._db.write("claim due deliveries", partial(claim, **args))
+        return [codec.load_record(Delivery, doc) for (doc,) in rows]
 
     async def update_delivery(
         self,
@@ -368,12 +386,13 @@ class SqliteStore:
     async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
         """See ``Store.settle_contracts``."""
         for s in settlements:
-            check_settled_state(s.state)
-        to_epoch_ms(at)  # a naive ``at`` is refused here, not on the worker thread
+            check_settlement(s)
+        at_text = iso(utc_ms(at))  # a naive ``at`` is refused here, not on the worker thread
         rows = [(s.callback_id, s.state, [q.delivery_row(d) for d in s.deliveries]) for s in settlements]
         if not rows:
             return set()
-        return await self._db.write("settle contracts", partial(q.settle_contracts, settlements=rows, at=at))
+        tx = partial(q.settle_contracts, settlements=rows, at_text=at_text)
+        return await self._db.write("settle contracts", tx)
 
     async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
         """See ``Store.update_deliveries``."""
@@ -382,6 +401,14 @@ class SqliteStore:
         if not outcomes:
             return []
         return await self._db.write("update deliveries", partial(q.update_deliveries, outcomes=outcomes))
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+        """See ``Store.record_outcomes``: one transaction, each record changed in place."""
+        for o in outcomes:
+            check_outcome(o)
+        if not outcomes:
+            return set()
+        return await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
 
     async def accept_contract(
         self,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.records import (
     Contract,
@@ -23,9 +24,9 @@ from sentinel_hooks.store.records import (
     TranscriptEntry,
     apply_outcome,
     first_history_entry,
-    settle,
     to_epoch_ms,
     transition,
+    utc_ms,
 )
 
 Conn = sqlite3.Connection
@@ -74,11 +75,13 @@ def page(
     return [(int(ms), str(i), str(doc)) for ms, i, doc in c.execute(sql, (*args, fetch))]
 
 
-def claim(c: Conn, table: str, id_col: str, now_ms: int, limit: int, lease_ms: int) -> list[str]:
-    """Docs of up to ``limit`` rows due at ``now_ms`` (by due time), now leased until
+def claim(
+    c: Conn, table: str, id_col: str, now_ms: int, limit: int, lease_ms: int, columns: str = "doc"
+) -> list[tuple[Any, ...]]:
+    """``columns`` of up to ``limit`` rows due at ``now_ms`` (by due time), now leased until
     ``now_ms + lease_ms``: hidden from other claimers until then."""
     rows = c.execute(
-        f"""SELECT {id_col}, doc FROM {table} WHERE due_ms IS NOT NULL AND due_ms <= ?
+        f"""SELECT {id_col}, {columns} FROM {table} WHERE due_ms IS NOT NULL AND due_ms <= ?
             ORDER BY due_ms, {id_col} LIMIT ?""",
         (now_ms, limit),
     ).fetchall()
@@ -86,31 +89,24 @@ def claim(c: Conn, table: str, id_col: str, now_ms: int, limit: int, lease_ms: i
         f"UPDATE {table} SET due_ms = ? WHERE {id_col} = ?",
         [(now_ms + lease_ms, row[0]) for row in rows],
     )
-    return [row[1] for row in rows]
+    return [row[1:] for row in rows]
+
+
+_SETTLE = """UPDATE contracts SET state = ?, due_ms = NULL,
+    doc = json_set(doc, '$.state', ?, '$.settledAt', ?) WHERE callback_id = ? AND state = 'pending'"""
 
 
 def settle_contracts(
-    c: Conn, settlements: Sequence[tuple[str, str, Sequence[DeliveryRow]]], at: datetime
+    c: Conn, settlements: Sequence[tuple[str, str, Sequence[DeliveryRow]]], at_text: str
 ) -> set[str]:
-    """For each ``(callback_id, state, outbox rows)``: pending → ``state`` plus its outbox rows,
-    or nothing for a contract that is not pending. The callback ids that were settled."""
-    docs = dict(
-        select_in(
-            c,
-            "SELECT callback_id, doc FROM contracts WHERE state = 'pending' AND callback_id IN",
-            [cid for cid, _, _ in settlements],
-        )
-    )
+    """For each ``(callback_id, state, outbox rows)``: pending → ``state`` (settled at
+    ``at_text``, an ISO instant) plus its outbox rows, or nothing for a contract that is not
+    pending. The record is changed in place (``json_set``), not loaded and dumped again.
+    The callback ids that were settled."""
     won: set[str] = set()
     for callback_id, state, outbox in settlements:
-        doc = docs.pop(callback_id, None)
-        if doc is None:
+        if c.execute(_SETTLE, (state, state, at_text, callback_id)).rowcount != 1:
             continue
-        settled = settle(codec.load_record(Contract, doc), state, at=at)
-        c.execute(
-            "UPDATE contracts SET state = ?, doc = ?, due_ms = NULL WHERE callback_id = ?",
-            (state, codec.dump_record(settled), callback_id),
-        )
         c.executemany(_INSERT_DELIVERY, outbox)
         won.add(callback_id)
     return won
@@ -267,6 +263,23 @@ def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[Deli
         [(d.state, delivery_row(d)[4], codec.dump_record(d), d.key) for d in updated],
     )
     return updated
+
+
+_RECORD_OUTCOME = """UPDATE deliveries SET state = ?, due_ms = ?,
+    doc = json_set(doc, '$.state', ?, '$.attempts', ?, '$.nextAttemptAt', ?, '$.updatedAt', ?,
+        '$.lastError', ?) WHERE key = ?"""
+
+
+def record_outcomes(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+    """``update_deliveries`` in place (``json_set`` on the stored record); the keys updated."""
+    done: set[str] = set()
+    for o in outcomes:
+        due_ms = to_epoch_ms(o.next_attempt_at) if o.state == "pending" else None
+        next_at, at = iso(utc_ms(o.next_attempt_at)), iso(utc_ms(o.at))
+        args = (o.state, due_ms, o.state, o.attempts, next_at, at, o.last_error, o.key)
+        if c.execute(_RECORD_OUTCOME, args).rowcount == 1:
+            done.add(o.key)
+    return done
 
 
 def hold_contract(c: Conn, callback_id: str, deadline_ms: int, now_ms: int, hold_ms: int) -> bool:
