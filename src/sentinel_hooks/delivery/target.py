@@ -8,9 +8,9 @@ letters. Every target that speaks HTTP goes through the service's one ``SafeHttp
 
 from __future__ import annotations
 
+import copy
 import importlib
 from collections.abc import Mapping
-import copy
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO

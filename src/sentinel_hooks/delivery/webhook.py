@@ -44,7 +44,12 @@ def webhook_body(message: Message) -> dict[str, Any]:
 
 def signature(secret: str, body: bytes) -> str:
     """The ``X-Sentinel-Signature`` value: ``sha256=`` and the hex HMAC-SHA256 of ``body``."""
-    return "sha256=" + hmac.new(secret.encode("utf-8"), body, hashlib.sha256).hexdigest()
+    return signature_of(secret.encode("utf-8"), body)
+
+
+def signature_of(key: bytes, body: bytes) -> str:
+    """``signature`` with the secret already encoded (once per target, not per request)."""
+    return "sha256=" + hmac.digest(key, body, hashlib.sha256).hex()
 
 
 def status_retryable(status: int) -> bool:
@@ -68,6 +73,10 @@ class WebhookTarget:
         self._spec = spec
         self._context = context
         self._where = f"webhook target {name!r} ({shown_url(spec.url)})"
+        self._fixed_headers = CIMultiDict(spec.headers)  # the same on every request: built once
+        self._fixed_headers["Content-Type"] = "application/json"
+        self._fixed_headers["User-Agent"] = f"sentinel-hooks/{__version__}"
+        self._secret = None if spec.secret is None else spec.secret.get_secret_value().encode("utf-8")
 
     def _body(self, message: Message) -> bytes:
         try:
@@ -77,12 +86,10 @@ class WebhookTarget:
         return text.encode("utf-8")
 
     def _headers(self, body: bytes, idempotency_key: str) -> CIMultiDict[str]:
-        headers = CIMultiDict(self._spec.headers)
-        headers["Content-Type"] = "application/json"
+        headers = self._fixed_headers.copy()
         headers["Idempotency-Key"] = idempotency_key
-        headers["User-Agent"] = f"sentinel-hooks/{__version__}"
-        if self._spec.secret is not None:
-            headers[SIGNATURE_HEADER] = signature(self._spec.secret.get_secret_value(), body)
+        if self._secret is not None:
+            headers[SIGNATURE_HEADER] = signature_of(self._secret, body)
         return headers
 
     async def send(self, message: Message, *, idempotency_key: str) -> None:

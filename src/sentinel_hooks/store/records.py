@@ -26,7 +26,7 @@ def to_epoch_ms(at: datetime) -> int:
 
     Raises ValueError for a naive datetime: Sentinel's instants are always UTC.
     """
-    if at.tzinfo is None or at.utcoffset() is None:
+    if at.tzinfo is not UTC and (at.tzinfo is None or at.utcoffset() is None):
         raise ValueError(f"datetime {at.isoformat()} must be timezone-aware (UTC)")
     return (at - _EPOCH) // _ONE_MS
 
@@ -37,8 +37,17 @@ def from_epoch_ms(ms: int) -> datetime:
 
 
 def utc_ms(at: datetime) -> datetime:
-    """``at`` in UTC truncated to whole milliseconds; ValueError for a naive datetime."""
-    return from_epoch_ms(to_epoch_ms(at))
+    """``at`` in UTC truncated to whole milliseconds; ValueError for a naive datetime.
+
+    Every record's instants pass through here on validation, so an instant that already is
+    one (UTC, whole milliseconds) is returned as it is without arithmetic.
+    """
+    if at.tzinfo is not UTC:
+        if at.tzinfo is None or at.utcoffset() is None:
+            raise ValueError(f"datetime {at.isoformat()} must be timezone-aware (UTC)")
+        at = at.astimezone(UTC)
+    extra_us = at.microsecond % 1000
+    return at.replace(microsecond=at.microsecond - extra_us) if extra_us else at
 
 
 UtcMs = Annotated[datetime, AfterValidator(utc_ms), PlainSerializer(iso, when_used="json")]
@@ -166,13 +175,18 @@ class Delivery(Record):
         *,
         at: datetime,
     ) -> Delivery:
-        """A pending delivery with no attempts yet, due at ``at``."""
-        return cls(
+        """A pending delivery with no attempts yet, due at ``at``.
+
+        Built without re-validation (the relay makes thousands a second): the arguments are
+        typed, the key is derived here and ``at`` is normalised as validation would.
+        """
+        at = utc_ms(at)
+        return cls.model_construct(
             key=delivery_key(callback_id, target, kind),
             callback_id=callback_id,
             target=target,
             kind=kind,
-            message=message,
+            message=dict(message),
             state="pending",
             attempts=0,
             next_attempt_at=at,

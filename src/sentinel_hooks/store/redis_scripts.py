@@ -10,11 +10,14 @@ Documents are JSON text built in Python; scripts only compare plain fields (``st
   so lexical order is ``(created_at, id)`` order and cursors are range bounds.
 
 ``CLAIM`` and ``RANGE`` read documents by ids found in an index, building those keys from a
-prefix argument: fine on a single Redis server (what Sentinel supports), not on Redis Cluster.
+prefix argument, and the batch scripts (``SETTLE_CONTRACTS``, ``UPDATE_DELIVERIES``) take the
+keys of their records inside one JSON argument: fine on a single Redis server (what Sentinel
+supports), not on Redis Cluster.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,32 +64,27 @@ return 1
 SETTLE_CONTRACTS = (
     _ENQUEUE_FN
     + """
--- KEYS: contract-due, delivery-due,
---       then per contract: its hash, by state pending, by new state, by state+watcher pending,
---       by new state+watcher, then per delivery of it: its hash, its callback index
--- ARGV: per contract: callback id, new state, new doc, index member, number of deliveries,
---       then per delivery of it: key, doc, state, due_ms|'', index member
+-- KEYS: contract-due, delivery-due
+-- ARGV[1]: a JSON array, per contract: [callback id, new state, new doc, index member, its hash,
+--   by state pending, by new state, by state+watcher pending, by new state+watcher, deliveries],
+--   each delivery [its hash, its callback index, key, doc, state, due_ms|'', index member]
+-- (one argument instead of ~20 per contract: redis-py packs every argument in Python).
 -- Each contract is its own compare-and-set; returns the callback ids that were still pending.
 local won = {}
-local k, a = 3, 1
-while ARGV[a] do
-  local n = tonumber(ARGV[a + 4])
-  if redis.call('HGET', KEYS[k], 'state') == 'pending' then
-    local member = ARGV[a + 3]
-    redis.call('HSET', KEYS[k], 'state', ARGV[a + 1], 'doc', ARGV[a + 2])
-    redis.call('ZREM', KEYS[1], ARGV[a])
-    redis.call('ZREM', KEYS[k + 1], member)
-    redis.call('ZADD', KEYS[k + 2], 0, member)
-    redis.call('ZREM', KEYS[k + 3], member)
-    redis.call('ZADD', KEYS[k + 4], 0, member)
-    for i = 0, n - 1 do
-      local dk, da = k + 5 + 2 * i, a + 5 + 5 * i
-      enqueue(KEYS[dk], KEYS[dk + 1], KEYS[2], ARGV[da], ARGV[da + 1], ARGV[da + 2],
-              ARGV[da + 3], ARGV[da + 4])
+for _, c in ipairs(cjson.decode(ARGV[1])) do
+  if redis.call('HGET', c[5], 'state') == 'pending' then
+    local member = c[4]
+    redis.call('HSET', c[5], 'state', c[2], 'doc', c[3])
+    redis.call('ZREM', KEYS[1], c[1])
+    redis.call('ZREM', c[6], member)
+    redis.call('ZADD', c[7], 0, member)
+    redis.call('ZREM', c[8], member)
+    redis.call('ZADD', c[9], 0, member)
+    for _, d in ipairs(c[10]) do
+      enqueue(d[1], d[2], KEYS[2], d[3], d[4], d[5], d[6], d[7])
     end
-    won[#won + 1] = ARGV[a]
+    won[#won + 1] = c[1]
   end
-  k, a = k + 5 + 2 * n, a + 5 + 5 * n
 end
 return won
 """
@@ -207,21 +205,19 @@ return 1
 """
 
 UPDATE_DELIVERIES = """
--- KEYS: delivery-due, then per delivery: its hash | ARGV: per delivery: key, doc, state, due_ms|''
+-- KEYS: delivery-due | ARGV[1]: a JSON array, per delivery: [its hash, key, doc, state, due_ms|'']
 -- Returns the keys that exist (and were updated).
 local done = {}
-local k, a = 2, 1
-while ARGV[a] do
-  if redis.call('EXISTS', KEYS[k]) == 1 then
-    redis.call('HSET', KEYS[k], 'doc', ARGV[a + 1], 'state', ARGV[a + 2])
-    if ARGV[a + 3] ~= '' then
-      redis.call('ZADD', KEYS[1], ARGV[a + 3], ARGV[a])
+for _, d in ipairs(cjson.decode(ARGV[1])) do
+  if redis.call('EXISTS', d[1]) == 1 then
+    redis.call('HSET', d[1], 'doc', d[3], 'state', d[4])
+    if d[5] ~= '' then
+      redis.call('ZADD', KEYS[1], d[5], d[2])
     else
-      redis.call('ZREM', KEYS[1], ARGV[a])
+      redis.call('ZREM', KEYS[1], d[2])
     end
-    done[#done + 1] = ARGV[a]
+    done[#done + 1] = d[2]
   end
-  k, a = k + 1, a + 4
 end
 return done
 """
@@ -244,13 +240,18 @@ def enqueue_delivery_call(k: RedisKeys, d: Delivery) -> Call:
     return [k.delivery(d.key), k.delivery_index(d.callback_id), k.delivery_due], delivery_args(d)
 
 
+def _json_arg(rows: list[list[Any]]) -> str:
+    """Rows of strings as the one JSON argument of a batch script (decoded by ``cjson`` there)."""
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
 def update_deliveries_call(k: RedisKeys, updated: Sequence[Delivery]) -> Call:
     """UPDATE_DELIVERIES writing each of ``updated``."""
-    keys, args = [k.delivery_due], []
+    rows = []
     for d in updated:
-        keys.append(k.delivery(d.key))
-        args += delivery_args(d)[:4]
-    return keys, args
+        key, doc, state, due, _ = delivery_args(d)
+        rows.append([k.delivery(key), key, doc, state, str(due)])
+    return [k.delivery_due], [_json_arg(rows)]
 
 
 def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
@@ -279,23 +280,30 @@ def settle_contracts_call(
     k: RedisKeys, settlements: Sequence[tuple[Contract, Contract, Sequence[Delivery]]]
 ) -> Call:
     """SETTLE_CONTRACTS moving each ``pending`` to ``settled`` and enqueueing its deliveries."""
-    keys: list[str] = [k.contract_due, k.delivery_due]
-    args: list[Any] = []
+    rows: list[list[Any]] = []
     for pending, settled, deliveries in settlements:
         cid, wid, state = pending.callback_id, pending.watcher_id, settled.state
-        keys += [
-            k.contract(cid),
-            k.contract_index(None, "pending"),
-            k.contract_index(None, state),
-            k.contract_index(wid, "pending"),
-            k.contract_index(wid, state),
-        ]
-        member = sort_member(to_epoch_ms(pending.created_at), cid)
-        args += [cid, state, codec.dump_record(settled), member, len(deliveries)]
+        outbox = []
         for d in deliveries:
-            keys += [k.delivery(d.key), k.delivery_index(d.callback_id)]
-            args += delivery_args(d)
-    return keys, args
+            key, doc, d_state, due, d_member = delivery_args(d)
+            outbox.append(
+                [k.delivery(key), k.delivery_index(d.callback_id), key, doc, d_state, str(due), d_member]
+            )
+        rows.append(
+            [
+                cid,
+                state,
+                codec.dump_record(settled),
+                sort_member(to_epoch_ms(pending.created_at), cid),
+                k.contract(cid),
+                k.contract_index(None, "pending"),
+                k.contract_index(None, state),
+                k.contract_index(wid, "pending"),
+                k.contract_index(wid, state),
+                outbox,
+            ]
+        )
+    return [k.contract_due, k.delivery_due], [_json_arg(rows)]
 
 
 def create_inbox_item_call(k: RedisKeys, item: InboxItem) -> Call:
