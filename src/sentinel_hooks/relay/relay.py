@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sentinel_hooks.clock import Clock
@@ -65,6 +65,7 @@ class Relay:
         self._clock = clock
         self._dispatcher = dispatcher
         self._deadlines: list[datetime] = []
+        self._claimed_until = datetime.min.replace(tzinfo=UTC)  # the last claim took what was due by then
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.settled = 0
@@ -95,8 +96,14 @@ class Relay:
             await self._sleep()
 
     async def _sleep(self) -> None:
+        """Wait for the next known deadline (at least ``BATCH_WINDOW_S``, at most ``MAX_SLEEP_S``).
+
+        Only deadlines the last claim covered are forgotten: one that fell due while that pass
+        was settling is still ahead of the relay, so it wakes for it after the batch window
+        instead of sleeping ``MAX_SLEEP_S``.
+        """
         now = self._clock.now()
-        while self._deadlines and self._deadlines[0] <= now:
+        while self._deadlines and self._deadlines[0] <= self._claimed_until:
             heapq.heappop(self._deadlines)
         timeout = MAX_SLEEP_S
         if self._deadlines:
@@ -114,7 +121,7 @@ class Relay:
         compare-and-set per contract that enqueues its fallbacks in the same step; it is given
         the claimed contracts, so it need not read them again).
         """
-        now = self._clock.now()
+        now = self._claimed_until = self._clock.now()
         claimed = await self._store.claim_due_with_envelopes(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
         if not claimed:
             return 0

@@ -432,45 +432,61 @@ class RedisStore:
         """See ``Store.settle_contracts``.
 
         One script, after one pipelined read of the contracts the caller did not pass as
-        ``claimed``. A pending contract's doc never changes, so building the settled docs from
-        that read (or from the claimed copy) is safe; the script re-checks each ``state`` and
-        leaves a contract alone if another settler won in between.
+        ``claimed`` (their watcher and creation time name the indexes to move them between).
+        The script re-checks each ``state``, leaving a contract alone if another settler won
+        in between, and changes the stored record in place. A record not in the shape that
+        needs is settled by a second script with a whole new doc.
         """
         for s in settlements:
             check_settlement(s)
         to_epoch_ms(at)
-        k = self.keys
         unknown = list(dict.fromkeys(s.callback_id for s in settlements if s.claimed is None))
-        docs = await self._hget_many("settle contracts", [k.contract(cid) for cid in unknown], "doc")
-        read = {cid: as_text(doc) for cid, doc in zip(unknown, docs, strict=True) if doc is not None}
-        batch: list[tuple[Contract, Contract, Sequence[Delivery]]] = []
+        read = await self._contracts("settle contracts", unknown)
+        batch: list[tuple[Contract, SettledState, Sequence[Delivery]]] = []
         seen: set[str] = set()
         for s in settlements:
-            if s.callback_id in seen:
-                continue
-            contract = s.claimed
-            if contract is None:
-                doc = read.get(s.callback_id)
-                contract = None if doc is None else codec.load_record(Contract, doc)
-            if contract is None:
+            contract = s.claimed or read.get(s.callback_id)
+            if contract is None or s.callback_id in seen:
                 continue
             seen.add(s.callback_id)
             if contract.state == "pending":
-                batch.append((contract, settle(contract, s.state, at=at), s.deliveries))
+                batch.append((contract, s.state, s.deliveries))
         if not batch:
             return set()
-        keys, args = lua.settle_contracts_call(k, batch)
-        won = await self._db.run("settle contracts", self._db.scripts.settle_contracts, keys, args)
-        return {as_text(cid) for cid in won}
+        won, odd = await self._settle(lua.settle_contracts_call(self.keys, batch, at))
+        if odd:
+            current = await self._contracts("settle contracts", sorted(odd))
+            retry = [(current[c.callback_id], st, ds) for c, st, ds in batch if c.callback_id in current]
+            docs = {c.callback_id: codec.dump_record(settle(c, st, at=at)) for c, st, _ in retry}
+            won |= (await self._settle(lua.settle_contracts_call(self.keys, retry, at, docs=docs)))[0]
+        return won
+
+    async def _contracts(self, what: str, callback_ids: Sequence[str]) -> dict[str, Contract]:
+        """The contracts that exist among ``callback_ids`` (one pipelined read)."""
+        docs = await self._hget_many(what, [self.keys.contract(cid) for cid in callback_ids], "doc")
+        return {
+            cid: codec.load_record(Contract, as_text(doc))
+            for cid, doc in zip(callback_ids, docs, strict=True)
+            if doc is not None
+        }
+
+    async def _settle(self, call: lua.Call) -> tuple[set[str], set[str]]:
+        """Run SETTLE_CONTRACTS: (ids settled, ids whose record could not be changed in place)."""
+        won, odd = await self._db.run("settle contracts", self._db.scripts.settle_contracts, *call)
+        return {as_text(cid) for cid in won}, {as_text(cid) for cid in odd}
 
     async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
-        """See ``Store.update_deliveries``.
+        """See ``Store.update_deliveries``."""
+        for o in outcomes:
+            check_outcome(o)
+        return await self._rewrite_deliveries(outcomes)
+
+    async def _rewrite_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+        """Read the deliveries, apply the outcomes in order, write the new docs whole.
 
         Only state, attempts, schedule, error and ``updated_at`` change, and they are all
         overwritten, so building the new docs from a plain read is safe (last writer wins).
         """
-        for o in outcomes:
-            check_outcome(o)
         keys = list(dict.fromkeys(o.key for o in outcomes))
         docs = await self._hget_many("update deliveries", [self.keys.delivery(key) for key in keys], "doc")
         current = {
@@ -492,27 +508,27 @@ class RedisStore:
         return [d for d in updated if d.key in written]
 
     async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
-        """See ``Store.record_outcomes``: one script, after one pipelined read of the deliveries
-        whose outcome carries no ``claimed`` copy (each new doc is built from that copy)."""
+        """See ``Store.record_outcomes``.
+
+        Outcomes that carry their ``claimed`` delivery are written by one script that changes
+        only the attempt's fields of each stored record (RECORD_OUTCOMES); a key with an outcome
+        lacking that copy, or whose record is not in the shape the script needs, is read and
+        rewritten whole (``update_deliveries``), with its outcomes in their order.
+        """
         for o in outcomes:
             check_outcome(o)
-        unknown = list(dict.fromkeys(o.key for o in outcomes if o.claimed is None))
-        docs = await self._hget_many("record outcomes", [self.keys.delivery(key) for key in unknown], "doc")
-        current = {
-            key: codec.load_record(Delivery, as_text(doc))
-            for key, doc in zip(unknown, docs, strict=True)
-            if doc is not None
-        }
-        latest: dict[str, Delivery] = {}
-        for outcome in outcomes:
-            delivery = latest.get(outcome.key) or outcome.claimed or current.get(outcome.key)
-            if delivery is not None:
-                latest[outcome.key] = apply_outcome(delivery, outcome)
-        if not latest:
-            return set()
-        keys_args = lua.update_deliveries_call(self.keys, list(latest.values()))
-        done = await self._db.run("record outcomes", self._db.scripts.update_deliveries, *keys_args)
-        return {as_text(key) for key in done}
+        rewrite = {o.key for o in outcomes if o.claimed is None}
+        patch = [(o.claimed, o) for o in outcomes if o.claimed is not None and o.key not in rewrite]
+        done: set[str] = set()
+        if patch:
+            call = lua.record_outcomes_call(self.keys, patch)
+            written, odd = await self._db.run("record outcomes", self._db.scripts.record_outcomes, *call)
+            done = {as_text(key) for key in written}
+            rewrite |= {as_text(key) for key in odd}
+        rest = [o for o in outcomes if o.key in rewrite]
+        if rest:
+            done |= {d.key for d in await self._rewrite_deliveries(rest)}
+        return done
 
     async def accept_contract(
         self,

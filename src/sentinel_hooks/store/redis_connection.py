@@ -55,6 +55,7 @@ class Scripts:
         self.transition_inbox_item = client.register_script(lua.TRANSITION_INBOX_ITEM)
         self.enqueue_delivery = client.register_script(lua.ENQUEUE_DELIVERY)
         self.update_deliveries = client.register_script(lua.UPDATE_DELIVERIES)
+        self.record_outcomes = client.register_script(lua.RECORD_OUTCOMES)
         self.hold_contract = client.register_script(lua.HOLD_CONTRACT)
 
 

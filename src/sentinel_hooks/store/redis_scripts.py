@@ -18,18 +18,23 @@ supports), not on Redis Cluster.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
+from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.paging import sort_member
 from sentinel_hooks.store.records import (
     Contract,
     Delivery,
+    DeliveryOutcome,
     InboxHistoryEntry,
     InboxItem,
+    SettledState,
     first_history_entry,
     to_epoch_ms,
+    utc_ms,
 )
 from sentinel_hooks.store.redis_keys import RedisKeys
 
@@ -65,28 +70,48 @@ SETTLE_CONTRACTS = (
     _ENQUEUE_FN
     + """
 -- KEYS: contract-due, delivery-due
--- ARGV[1]: a JSON array, per contract: [callback id, new state, new doc, index member, its hash,
---   by state pending, by new state, by state+watcher pending, by new state+watcher, deliveries],
---   each delivery [its hash, its callback index, key, doc, state, due_ms|'', index member]
+-- ARGV[1]: a JSON array, per contract: [callback id, new state, new doc or '', index member,
+--   its hash, by state pending, by new state, by state+watcher pending, by new state+watcher,
+--   deliveries, settled-at instant], each delivery [its hash, its callback index, key, doc,
+--   state, due_ms|'', index member]
 -- (one argument instead of ~20 per contract: redis-py packs every argument in Python).
--- Each contract is its own compare-and-set; returns the callback ids that were still pending.
-local won = {}
+-- With no new doc, the stored one is changed in place: '"state":"pending"' and '"settledAt":null'
+-- each occur once in a pending contract's record (a quote inside a JSON string is escaped, and
+-- the record has no other such keys); a record without them is left alone and reported.
+-- Each contract is its own compare-and-set. Returns {ids that were still pending and are now
+-- settled, ids left alone because their record did not have that shape}.
+local function replaced(text, old, new)
+  local at = string.find(text, old, 1, true)
+  if not at then return nil end
+  return string.sub(text, 1, at - 1) .. new .. string.sub(text, at + #old)
+end
+local won, odd = {}, {}
 for _, c in ipairs(cjson.decode(ARGV[1])) do
-  if redis.call('HGET', c[5], 'state') == 'pending' then
-    local member = c[4]
-    redis.call('HSET', c[5], 'state', c[2], 'doc', c[3])
-    redis.call('ZREM', KEYS[1], c[1])
-    redis.call('ZREM', c[6], member)
-    redis.call('ZADD', c[7], 0, member)
-    redis.call('ZREM', c[8], member)
-    redis.call('ZADD', c[9], 0, member)
-    for _, d in ipairs(c[10]) do
-      enqueue(d[1], d[2], KEYS[2], d[3], d[4], d[5], d[6], d[7])
+  local found = redis.call('HMGET', c[5], 'state', 'doc')
+  if found[1] == 'pending' then
+    local doc = c[3]
+    if doc == '' then
+      doc = replaced(found[2], '"state":"pending"', '"state":"' .. c[2] .. '"')
+      doc = doc and replaced(doc, '"settledAt":null', '"settledAt":"' .. c[11] .. '"')
     end
-    won[#won + 1] = c[1]
+    if doc then
+      local member = c[4]
+      redis.call('HSET', c[5], 'state', c[2], 'doc', doc)
+      redis.call('ZREM', KEYS[1], c[1])
+      redis.call('ZREM', c[6], member)
+      redis.call('ZADD', c[7], 0, member)
+      redis.call('ZREM', c[8], member)
+      redis.call('ZADD', c[9], 0, member)
+      for _, d in ipairs(c[10]) do
+        enqueue(d[1], d[2], KEYS[2], d[3], d[4], d[5], d[6], d[7])
+      end
+      won[#won + 1] = c[1]
+    else
+      odd[#odd + 1] = c[1]
+    end
   end
 end
-return won
+return {won, odd}
 """
 )
 
@@ -222,6 +247,39 @@ end
 return done
 """
 
+RECORD_OUTCOMES = """
+-- KEYS: delivery-due | ARGV[1]: a JSON array, per outcome: [its hash, key, state, due_ms|'', tail]
+-- ``tail`` is the record's new JSON from its "state" field to the end; the stored record keeps
+-- what comes before (key, callbackId, target, kind, message: what an attempt never changes).
+-- Every field after ``message`` is a plain value, so the last ',"state":"' in the text is that
+-- field's (a quote inside a JSON string is escaped). Returns {keys updated, keys left alone
+-- because their record did not have that shape}; unknown keys are in neither.
+local done, odd = {}, {}
+for _, d in ipairs(cjson.decode(ARGV[1])) do
+  local doc = redis.call('HGET', d[1], 'doc')
+  if doc then
+    local cut, from = nil, 1
+    while true do
+      local at = string.find(doc, ',"state":"', from, true)
+      if not at then break end
+      cut, from = at, at + 1
+    end
+    if cut then
+      redis.call('HSET', d[1], 'doc', string.sub(doc, 1, cut) .. d[5], 'state', d[3])
+      if d[4] ~= '' then
+        redis.call('ZADD', KEYS[1], d[4], d[2])
+      else
+        redis.call('ZREM', KEYS[1], d[2])
+      end
+      done[#done + 1] = d[2]
+    else
+      odd[#odd + 1] = d[2]
+    end
+  end
+end
+return {done, odd}
+"""
+
 
 # -- KEYS / ARGV builders: the positional contract of each script, next to the script ---------
 
@@ -254,6 +312,29 @@ def update_deliveries_call(k: RedisKeys, updated: Sequence[Delivery]) -> Call:
     return [k.delivery_due], [_json_arg(rows)]
 
 
+def outcome_tail(claimed: Delivery, outcome: DeliveryOutcome) -> str:
+    """The JSON of ``claimed`` after ``outcome`` from its ``"state"`` field to the end: exactly
+    the fields an attempt changes, plus ``createdAt`` that sits among them (RECORD_OUTCOMES)."""
+    fields = {
+        "state": outcome.state,
+        "attempts": outcome.attempts,
+        "nextAttemptAt": iso(utc_ms(outcome.next_attempt_at)),
+        "createdAt": iso(claimed.created_at),
+        "updatedAt": iso(utc_ms(outcome.at)),
+        "lastError": outcome.last_error,
+    }
+    return codec.dumps(fields, what=f"outcome of delivery {outcome.key!r}")[1:]
+
+
+def record_outcomes_call(k: RedisKeys, claimed: Sequence[tuple[Delivery, DeliveryOutcome]]) -> Call:
+    """RECORD_OUTCOMES for outcomes whose claimed delivery is at hand."""
+    rows = []
+    for delivery, o in claimed:
+        due = str(to_epoch_ms(o.next_attempt_at)) if o.state == "pending" else ""
+        rows.append([k.delivery(o.key), o.key, o.state, due, outcome_tail(delivery, o)])
+    return [k.delivery_due], [_json_arg(rows)]
+
+
 def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
     """CREATE_CONTRACT for ``contract`` and its envelope."""
     cid, wid, state = contract.callback_id, contract.watcher_id, contract.state
@@ -277,23 +358,29 @@ def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, A
 
 
 def settle_contracts_call(
-    k: RedisKeys, settlements: Sequence[tuple[Contract, Contract, Sequence[Delivery]]]
+    k: RedisKeys,
+    settlements: Sequence[tuple[Contract, SettledState, Sequence[Delivery]]],
+    at: datetime,
+    *,
+    docs: Mapping[str, str] | None = None,
 ) -> Call:
-    """SETTLE_CONTRACTS moving each ``pending`` to ``settled`` and enqueueing its deliveries."""
+    """SETTLE_CONTRACTS moving each pending contract to its state, settled at ``at``, and
+    enqueueing its deliveries; the records are changed in place unless ``docs`` (by callback
+    id) gives the new ones."""
     rows: list[list[Any]] = []
-    for pending, settled, deliveries in settlements:
-        cid, wid, state = pending.callback_id, pending.watcher_id, settled.state
+    settled_at = iso(utc_ms(at))
+    for pending, state, deliveries in settlements:
+        cid, wid = pending.callback_id, pending.watcher_id
         outbox = []
         for d in deliveries:
             key, doc, d_state, due, d_member = delivery_args(d)
-            outbox.append(
-                [k.delivery(key), k.delivery_index(d.callback_id), key, doc, d_state, str(due), d_member]
-            )
+            index = k.delivery_index(d.callback_id)
+            outbox.append([k.delivery(key), index, key, doc, d_state, str(due), d_member])
         rows.append(
             [
                 cid,
                 state,
-                codec.dump_record(settled),
+                "" if docs is None else docs[cid],
                 sort_member(to_epoch_ms(pending.created_at), cid),
                 k.contract(cid),
                 k.contract_index(None, "pending"),
@@ -301,6 +388,7 @@ def settle_contracts_call(
                 k.contract_index(wid, "pending"),
                 k.contract_index(wid, state),
                 outbox,
+                settled_at,
             ]
         )
     return [k.contract_due, k.delivery_due], [_json_arg(rows)]
