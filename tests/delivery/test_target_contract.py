@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Callable
@@ -89,3 +90,13 @@ async def test_target_has_its_name_and_closes(wired: Wired) -> None:
     await wired.target.close()
     await wired.target.close()
     assert "t" == wired.target.name
+
+
+def test_message_to_json_is_its_fields_as_a_detached_dict() -> None:
+    """``Message.to_json`` gives every field, with nested dicts copied (as ``dataclasses.asdict``)."""
+    sent = dataclasses.replace(message(), envelope={"payload": {"n": [1]}}, extra={"thread": {"ts": "1"}})
+    data = sent.to_json()
+    assert dataclasses.asdict(sent) == data
+    data["envelope"]["payload"]["n"].append(2)
+    data["extra"]["thread"]["ts"] = "2"
+    assert ({"payload": {"n": [1]}}, {"thread": {"ts": "1"}}) == (sent.envelope, sent.extra)

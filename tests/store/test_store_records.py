@@ -104,3 +104,20 @@ def test_records_refuse_unknown_keys(make) -> None:
     fields = make.contract("a").model_dump(by_alias=True)
     with pytest.raises(ValidationError, match="extra"):
         type(make.contract("a")).model_validate({**fields, "colour": "red"})
+
+
+def test_new_delivery_equals_a_validated_one() -> None:
+    """``Delivery.new`` (built without re-validation) holds what validation would make of it."""
+    plus_two = datetime(2026, 1, 1, 2, 0, 0, 123_456, tzinfo=timezone(timedelta(hours=2)))
+    message = {"text": "x", "extra": {}}
+    made = Delivery.new("cb-1", "oncall", "fallback", message, at=plus_two)
+    message["text"] = "changed later"
+    validated = Delivery.model_validate_json(made.model_dump_json(by_alias=True))
+    expected_at = datetime(2026, 1, 1, 0, 0, 0, 123_000, tzinfo=UTC)
+    assert (validated, "cb-1:oncall:fallback", expected_at, UTC) == (
+        made,
+        made.key,
+        made.created_at,
+        made.created_at.tzinfo,
+    )
+    assert {"text": "x", "extra": {}} == made.message

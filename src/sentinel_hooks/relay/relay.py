@@ -96,22 +96,25 @@ class Relay:
             await self._sleep()
 
     async def _sleep(self) -> None:
-        """Wait for the next known deadline (at least ``BATCH_WINDOW_S``, at most ``MAX_SLEEP_S``).
+        timeout = self.next_wait_s()
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+
+    def next_wait_s(self) -> float:
+        """How long to sleep after a pass: until the next known deadline, at least
+        ``BATCH_WINDOW_S`` and at most ``MAX_SLEEP_S``.
 
         Only deadlines the last claim covered are forgotten: one that fell due while that pass
         was settling is still ahead of the relay, so it wakes for it after the batch window
         instead of sleeping ``MAX_SLEEP_S``.
         """
-        now = self._clock.now()
         while self._deadlines and self._deadlines[0] <= self._claimed_until:
             heapq.heappop(self._deadlines)
-        timeout = MAX_SLEEP_S
-        if self._deadlines:
-            until_next = (self._deadlines[0] - now).total_seconds()
-            timeout = min(timeout, max(BATCH_WINDOW_S, until_next))
-        self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=timeout)
+        if not self._deadlines:
+            return MAX_SLEEP_S
+        until_next = (self._deadlines[0] - self._clock.now()).total_seconds()
+        return min(MAX_SLEEP_S, max(BATCH_WINDOW_S, until_next))
 
     async def settle_due(self) -> int:
         """Claim and settle every contract due now; the number claimed.
