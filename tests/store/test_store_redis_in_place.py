@@ -13,8 +13,8 @@ import redis.asyncio
 
 from sentinel_hooks.store import DeliveryOutcome, RedisStore, Settlement
 from sentinel_hooks.store.codec import dump_record
-from sentinel_hooks.store.records import Delivery, apply_outcome, settle
-from sentinel_hooks.store.redis_scripts import outcome_tail
+from sentinel_hooks.store.records import Delivery, apply_outcome, as_deduped, settle
+from sentinel_hooks.store.redis_scripts import deduped_doc, outcome_tail
 from tests.store.conftest import _delete_prefix, at, contract, delivery
 
 pytestmark = pytest.mark.redis
@@ -48,6 +48,13 @@ def test_outcome_tail_is_the_end_of_the_dumped_record() -> None:
     tail = outcome_tail(claimed, outcome)
     assert dumped.endswith(tail)
     assert dumped[: -len(tail)].endswith(',"message":{"text":"a \\"state\\":\\"x\\", — ok"},')
+
+
+def test_deduped_doc_is_the_dumped_deduped_record() -> None:
+    """The deduped record ACCEPT_CONTRACT may store is what dumping ``as_deduped`` gives, even when
+    a string of the contract spells the swapped tokens."""
+    pending = contract('"state":"pending"', watcher_id='w "settledAt":null', created=1.5)
+    assert dump_record(as_deduped(pending)) == deduped_doc(dump_record(pending), pending)
 
 
 async def test_record_outcomes_rewrites_a_record_in_another_shape_whole(

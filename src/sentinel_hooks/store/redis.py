@@ -544,13 +544,12 @@ class RedisStore:
         cid = contract.callback_id
         envelope_text = codec.dumps(envelope, what=f"envelope of {cid!r}")
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
-        deduped = as_deduped(contract)
         dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
-        keys, args = lua.accept_contract_call(self.keys, contract, deduped, envelope_text, dedupe, texts)
+        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts)
         state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
         if not state:
             return None
-        return contract if as_text(state) == "pending" else deduped
+        return contract if as_text(state) == "pending" else as_deduped(contract)
 
     # -- notify hold ---------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from sentinel_hooks.store.records import (
     InboxHistoryEntry,
     InboxItem,
     SettledState,
+    as_deduped,
     first_history_entry,
     to_epoch_ms,
     utc_ms,
@@ -183,7 +184,7 @@ ACCEPT_CONTRACT = (
 -- KEYS: contract hash, contract-due, index all, by watcher, by state pending,
 --       by state+watcher pending, by state deduped, by state+watcher deduped, dedupe key,
 --       then one per checkpoint
--- ARGV: callback id, pending doc, deduped doc, envelope, index member, due_ms,
+-- ARGV: callback id, pending doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
 --       then one value per checkpoint
 -- Returns the state stored, or '' when the callback id exists (nothing written).
@@ -431,15 +432,25 @@ def transition_inbox_item_call(
     return keys, [version, codec.dump_record(moved), new, codec.dump_record(entry), member]
 
 
+def deduped_doc(pending_doc: str, pending: Contract) -> str:
+    """The record of ``as_deduped(pending)`` made from ``pending``'s dumped record by swapping two
+    values in the text (each of these keys occurs once in a contract's JSON, and a quote inside
+    a JSON string is escaped), instead of a copy and a second dump on every accepted callback."""
+    tokens = ('"state":"pending"', '"settledAt":null')
+    if all(pending_doc.count(token) == 1 for token in tokens):
+        settled = f'"settledAt":"{iso(pending.created_at)}"'
+        return pending_doc.replace(tokens[0], '"state":"deduped"').replace(tokens[1], settled)
+    return codec.dump_record(as_deduped(pending))  # pragma: no cover  (every dump has both tokens)
+
+
 def accept_contract_call(
     k: RedisKeys,
     pending: Contract,
-    deduped: Contract,
     envelope_text: str,
     dedupe: tuple[str, int] | None,
     checkpoints: Sequence[tuple[str, str]],
 ) -> Call:
-    """ACCEPT_CONTRACT for ``pending`` (or ``deduped``); ``dedupe`` is ``(key, ttl_ms)``."""
+    """ACCEPT_CONTRACT for ``pending`` (or its deduped record); ``dedupe`` is ``(key, ttl_ms)``."""
     cid, wid = pending.callback_id, pending.watcher_id
     keys = [
         k.contract(cid),
@@ -454,10 +465,11 @@ def accept_contract_call(
     ]
     now_ms = to_epoch_ms(pending.created_at)
     ttl_ms = dedupe[1] if dedupe else 0
+    pending_doc = codec.dump_record(pending)
     args: list[Any] = [
         cid,
-        codec.dump_record(pending),
-        codec.dump_record(deduped),
+        pending_doc,
+        deduped_doc(pending_doc, pending) if dedupe else "",
         envelope_text,
         sort_member(now_ms, cid),
         to_epoch_ms(pending.deadline),
