@@ -14,6 +14,7 @@ PURE = [
     "watchers/conditions.py",
     "watchers/operators.py",
     "watchers/lifecycle.py",
+    "watchers/episodes.py",
     "callbacks/envelope.py",
     "callbacks/builder.py",
     "config/hosts.py",

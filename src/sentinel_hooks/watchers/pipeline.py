@@ -5,6 +5,11 @@ evaluate the conditions against the previous one, advance the firing lifecycle, 
 fire build the envelope (operatorGoalFile read now), apply cooldown, and hand it to the
 intake (dedupe + durable contract + session queue). ``fireOnce`` then disables the watcher
 durably. A template error is recorded on the watcher, which keeps running.
+
+A `command` probe's observation also advances its episodes (``episodes``): its trigger fires
+once per episode whatever the conditions, and wins over a match of the same observation (one
+fire per observation; the match's edge counts as fired). A probe error is not evaluated
+against the conditions: it says nothing about the job.
 """
 
 from __future__ import annotations
@@ -30,9 +35,11 @@ from sentinel_hooks.relay.fallback import fanout_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Observation
 from sentinel_hooks.watchers.conditions import evaluate
-from sentinel_hooks.watchers.lifecycle import resolved_message, step
+from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
+from sentinel_hooks.watchers.lifecycle import Decision, resolved_message, step
 from sentinel_hooks.watchers.paths import MISSING
 from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure
 from sentinel_hooks.watchers.strategy import Observed
 from sentinel_hooks.watchers.writeback import WatcherWrites
 
@@ -42,6 +49,8 @@ HISTORY_KEEP = 500
 UNKNOWN: Any = object()  # "the caller does not know the previous observation": read it from the store
 
 ResolvedHook = Callable[[AnyWatcher, str], Awaitable[None]]
+_NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
+_NO_EPISODE = EpisodeDecision()  # not a probe's observation
 
 
 @dataclass(frozen=True)
@@ -106,9 +115,38 @@ class FiringPipeline:
             await self._store.record_observation(watcher.id, observation, keep=HISTORY_KEEP)
         if observed.ack is not None:
             await observed.ack()
-        if observed.trigger is not None:
-            state = state.evolve(last_event_at=observed.at, quiet_fired=False)
-            return await self._fire(watcher, observed.trigger, observed.value, previous, state, repeat=False)
+        state = state.evolve(last_event_at=observed.at, quiet_fired=False)
+        episode = _NO_EPISODE
+        if observed.probe is not None:
+            episode, episodes = advance(
+                state.probe_episodes,
+                observed.probe,
+                observed.trigger,
+                now=observed.at,
+                repeat_interval_ms=watcher.fire.repeat_interval_ms,
+            )
+            state = state.evolve(probe_episodes=episodes)
+        matched, decision = False, _NO_DECISION
+        if not isinstance(observed.probe, ProbeFailure):  # a probe error tells the conditions nothing
+            matched, decision, state = self._conditions(watcher, observed, previous, state)
+        if decision.resolved or episode.resolved_after_s is not None:
+            await self._resolved(watcher, decision, episode)
+        if self._events is not None:
+            fired = decision.fire or episode.fire is not None
+            self._events.evaluation(watcher.id, matched=matched, fired=fired, trigger=observed.trigger)
+        if episode.fire is not None:
+            return await self._fire(
+                watcher, episode.fire, observed.value, previous, state, repeat=episode.repeat
+            )
+        if not decision.fire:
+            return Outcome(state)
+        return await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)
+
+    @staticmethod
+    def _conditions(
+        watcher: AnyWatcher, observed: Observed, previous: Any, state: WatcherState
+    ) -> tuple[bool, Decision, WatcherState]:
+        """Whether the conditions match, and the firing lifecycle's decision and state after it."""
         conditional = not (isinstance(watcher, CommandWatcher) and not watcher.conditions)
         matched = (
             conditional and evaluate(watcher.conditions, watcher.match, observed.value, previous).matched
@@ -121,15 +159,17 @@ class FiringPipeline:
             repeat_interval_ms=watcher.fire.repeat_interval_ms,
             notify_resolved=watcher.fire.notify_resolved,
         )
-        state = state.evolve(firing=firing, last_event_at=observed.at, quiet_fired=False)
-        if decision.resolved and decision.resolved_after_s is not None:
-            message = resolved_message(watcher.event_name, watcher.id, decision.resolved_after_s)
+        return matched, decision, state.evolve(firing=firing)
+
+    async def _resolved(self, watcher: AnyWatcher, decision: Decision, episode: EpisodeDecision) -> None:
+        """notifyResolved: one line when a fired condition or a probe episode ended (the longer)."""
+        ended = [decision.resolved_after_s] if decision.resolved else []
+        if watcher.fire.notify_resolved:
+            ended.append(episode.resolved_after_s)
+        durations = [seconds for seconds in ended if seconds is not None]
+        if durations:
+            message = resolved_message(watcher.event_name, watcher.id, max(durations))
             await self._on_resolved(watcher, message)
-        if self._events is not None:
-            self._events.evaluation(watcher.id, matched=matched, fired=decision.fire, trigger=None)
-        if not decision.fire:
-            return Outcome(state)
-        return await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)
 
     async def quiet(self, watcher: AnyWatcher, state: WatcherState) -> Outcome:
         """``expectEventWithinMs`` passed with no event: fire a ``no_progress`` trigger once."""

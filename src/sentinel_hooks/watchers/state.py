@@ -1,8 +1,8 @@
 """A watcher's runtime state: status, firing lifecycle, enable/disable, counters.
 
 Kept as JSON in the store (``Store.put_watcher_state``), written by the one runner that
-owns the watcher, so it survives restarts: enabled/disabled, fireOnce, the firing state and
-the fire count are as they were after a crash.
+owns the watcher, so it survives restarts: enabled/disabled, fireOnce, the firing state, the
+open probe episodes and the fire count are as they were after a crash.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sentinel_hooks.clock import from_ms, iso, to_ms
+from sentinel_hooks.watchers.episodes import ProbeEpisodes
 from sentinel_hooks.watchers.lifecycle import FiringState
 
 StatusState = Literal["ok", "failing", "disabled", "stopped"]
@@ -38,6 +39,7 @@ class WatcherState:
     fires: int = 0
     last_fire_at: datetime | None = None
     firing: FiringState = field(default_factory=FiringState)
+    probe_episodes: ProbeEpisodes = field(default_factory=ProbeEpisodes)  # command watchers
     last_event_at: datetime | None = None
     quiet_fired: bool = False
     reconnects: int = 0
@@ -54,6 +56,7 @@ class WatcherState:
             "fires": self.fires,
             "lastFireAtMs": _ms(self.last_fire_at),
             "firing": self.firing.to_json(),
+            "probeEpisodes": self.probe_episodes.to_json(),
             "lastEventAtMs": _ms(self.last_event_at),
             "quietFired": self.quiet_fired,
             "reconnects": self.reconnects,
@@ -69,6 +72,7 @@ class WatcherState:
             self.fires,
             self.last_fire_at,
             self.firing,
+            self.probe_episodes,
             self.quiet_fired,
             self.reconnects,
             self.last_gap_ms,
@@ -90,6 +94,7 @@ class WatcherState:
             fires=int(data.get("fires") or 0),
             last_fire_at=_at(data.get("lastFireAtMs")),
             firing=FiringState.from_json(data.get("firing")),
+            probe_episodes=ProbeEpisodes.from_json(data.get("probeEpisodes")),
             last_event_at=_at(data.get("lastEventAtMs")),
             quiet_fired=bool(data.get("quietFired")),
             reconnects=int(data.get("reconnects") or 0),
@@ -104,7 +109,7 @@ class WatcherState:
         """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``.
 
         Every poll of every watcher makes a few of these copies; ``replace`` costs several
-        times more (it rebuilds the keyword arguments of all 13 fields and calls ``__init__``).
+        times more (it rebuilds the keyword arguments of all 14 fields and calls ``__init__``).
         """
         unknown = changes.keys() - _FIELD_NAMES
         if unknown:

@@ -25,7 +25,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from sentinel_hooks.callbacks.envelope import TriggerKind
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import LimitsSpec
@@ -34,6 +33,7 @@ from sentinel_hooks.errors import SentinelError
 if TYPE_CHECKING:
     from sentinel_hooks.config.watcher import AnyWatcher
     from sentinel_hooks.net.client import SafeHttp
+    from sentinel_hooks.watchers.strategies.probe_state import ProbeOutcome, ProbeTrigger
 
 
 class ObserveError(SentinelError):
@@ -68,14 +68,17 @@ class PollSkipped(ObserveError):
 class Observed:
     """One observation: JSON ``value`` seen at ``at``.
 
-    ``trigger`` forces a fire of that kind whatever the conditions (probe ``terminal`` and
-    ``no_progress``). ``ack`` is awaited once the observation is stored (redis-stream acks
-    then, so a crash before storing redelivers it).
+    ``probe`` is what a `command` probe run amounted to (its report, or its error) and
+    ``trigger`` the kind it asks for (``terminal``, ``no_progress``) on every run while it
+    lasts; the pipeline fires that whatever the conditions, once per episode (``episodes``).
+    ``ack`` is awaited once the observation is stored (redis-stream acks then, so a crash
+    before storing redelivers it).
     """
 
     value: Any
     at: datetime
-    trigger: TriggerKind | None = None
+    trigger: ProbeTrigger | None = None
+    probe: ProbeOutcome | None = None
     ack: Callable[[], Awaitable[None]] | None = field(default=None, compare=False)
 
 

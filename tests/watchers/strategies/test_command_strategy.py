@@ -134,6 +134,21 @@ async def test_a_given_digest_wins_over_the_output_hash(tmp_path: Path) -> None:
     assert [None, "no_progress"] == [await poll_report(probe, tmp_path, text) for text in texts]
 
 
+async def test_the_observation_carries_the_probe_report(tmp_path: Path) -> None:
+    """The pipeline decides episodes from the report itself: its class and digest come along."""
+    probe = python_probe(tmp_path, ECHO_REPORT)
+    (tmp_path / "report.txt").write_text('{"class": "stalled", "digest": "job-9"}', encoding="utf-8")
+    assert ProbeReport("stalled", "job-9") == (await probe.poll()).probe
+
+
+async def test_the_observation_carries_the_probe_error(tmp_path: Path) -> None:
+    """A probe error observed at the threshold carries the error, so a success can end its episode."""
+    probe = python_probe(
+        tmp_path, "print('not json')", probe={"onProbeError": "stall", "probeErrorThreshold": 1}
+    )
+    assert ProbeFailure("probe stdout is not JSON: 'not json'") == (await probe.poll()).probe
+
+
 async def test_non_json_below_the_threshold_is_a_retryable_observe_error(tmp_path: Path) -> None:
     """Until probeErrorThreshold is reached a probe error raises ObserveError, retryable."""
     probe = python_probe(tmp_path, "print('hello there')", probe={"onProbeError": "terminal"})

@@ -14,6 +14,10 @@ machine in ``probe_state``. What ``poll()`` returns or raises:
   ``probeErrorThreshold``; from the threshold on, ``onProbeError: stall|terminal`` gives
   ``Observed(value={"probeError": reason, "errors": n}, trigger=no_progress|terminal)`` and
   ``ignore`` keeps raising ``ObserveError`` (the watcher's status shows it).
+
+Either way the ``Observed`` carries the report or error as ``probe``. The trigger is asked for
+on every run while the state lasts; the firing pipeline fires it once per episode
+(``watchers/episodes.py``), from state it keeps in the store, so a restart does not fire it again.
 """
 
 from __future__ import annotations
@@ -63,14 +67,15 @@ class CommandProbe:
         trigger, self._state = step(self._state, outcome, self._watcher.probe)
         now = self._context.clock.now()
         if isinstance(outcome, ProbeReport):
-            return Observed(value=value, at=now, trigger=trigger)
+            return Observed(value=value, at=now, trigger=trigger, probe=outcome)
         errors = self._state.errors
         if trigger is None:
             threshold = self._watcher.probe.probe_error_threshold
             if errors < threshold:
                 raise ObserveError(f"probe error {errors}/{threshold}: {outcome.reason}")
             raise ObserveError(f"probe error ({errors} in a row, onProbeError: ignore): {outcome.reason}")
-        return Observed(value={"probeError": outcome.reason, "errors": errors}, at=now, trigger=trigger)
+        value = {"probeError": outcome.reason, "errors": errors}
+        return Observed(value=value, at=now, trigger=trigger, probe=outcome)
 
     async def close(self) -> None:
         """Nothing stays open between probes."""

@@ -1,24 +1,27 @@
 """The `command` probe's state machine (SPEC.md §3), kept pure so every rule is table-tested.
 
 ``step(state, outcome, spec)`` takes what one probe run produced and returns the trigger it
-forces (``terminal``, ``no_progress`` or none) with the next state. The subprocess plumbing in
+asks for (``terminal``, ``no_progress`` or none) with the next state. The subprocess plumbing in
 ``command.py`` only turns a run into a ``ProbeReport`` or ``ProbeFailure`` and applies the result.
 
 Rules, in order:
 
-- A report with ``class: terminal`` forces ``terminal`` at once and clears the stall count.
+- A report with ``class: terminal`` asks for ``terminal`` and clears the stall count.
 - ``class: progressing`` clears the stall count (and forgets the last digest).
 - Otherwise (``stalled`` or no class) the digest is compared with the previous one: the same
   digest extends the run, a different one starts a new run of 1. A run of ``stallThreshold``
-  forces ``no_progress``. The stall is *sticky*: every further report with the same digest
-  forces ``no_progress`` again, until the digest changes or a report says ``progressing``.
-  So the trigger describes a state ("stalled right now"), and the firing lifecycle decides how
-  often that fires: once with ``edge`` (plus ``repeatIntervalMs`` reminders, and
-  ``notifyResolved`` when progress resumes), on every probe with ``level``.
+  asks for ``no_progress``, and so does every further report with the same digest, until the
+  digest changes or a report says ``progressing``.
 - Every report clears the error count. A failure adds one; once the count reaches
   ``probeErrorThreshold`` each further failure applies ``onProbeError`` (``stall`` →
-  ``no_progress``, ``terminal`` → ``terminal``, ``ignore`` → no trigger), again sticky until a
-  probe succeeds. Failures leave the stall run untouched.
+  ``no_progress``, ``terminal`` → ``terminal``, ``ignore`` → no trigger), until a probe
+  succeeds. Failures leave the stall run untouched.
+
+So the trigger describes a state ("stalled right now"), asked for on every run while it lasts.
+It does not fire that often: ``watchers/episodes.py`` makes each one fire once per episode (plus
+``repeatIntervalMs`` reminders, and ``notifyResolved`` when it ends), from state kept in the
+store. These counts live in memory only; after a restart they start again from zero, and the
+stored episodes keep a lasting stall, terminal job or failing probe from firing again.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ class ProbeState:
 
 
 def step(state: ProbeState, outcome: ProbeOutcome, spec: ProbeSpec) -> tuple[ProbeTrigger | None, ProbeState]:
-    """The trigger ``outcome`` forces under ``spec`` (or ``None``) and the state after it."""
+    """The trigger ``outcome`` asks for under ``spec`` (or ``None``) and the state after it."""
     if isinstance(outcome, ProbeFailure):
         errors = state.errors + 1
         after = replace(state, errors=errors)
