@@ -99,7 +99,7 @@ async def test_record_outcomes_writes_each_outcome_and_returns_the_keys(store: S
         DeliveryOutcome("ghost:oncall:fallback", "delivered", 1, make.at(2), None, make.at(2)),
         DeliveryOutcome(retried.key, "pending", 1, make.at(10.0004), error, make.at(2.5), claimed=retried),
     ]
-    assert {sent.key, retried.key} == await store.record_outcomes(outcomes)
+    assert {sent.key, retried.key} == (await store.record_outcomes(outcomes)).keys
     assert [apply_outcome(sent, outcomes[0]), apply_outcome(retried, outcomes[2])] == [
         await store.get_delivery(sent.key),
         await store.get_delivery(retried.key),
@@ -112,7 +112,7 @@ async def test_record_outcomes_without_claimed_copies_reads_the_records(store: S
     """Outcomes without a claimed copy are applied to the stored records."""
     (sent,) = await _claimed(store, make, "a")
     outcome = DeliveryOutcome(sent.key, "failed", 5, make.at(3), "gone", make.at(3))
-    assert {sent.key} == await store.record_outcomes([outcome])
+    assert {sent.key} == (await store.record_outcomes([outcome])).keys
     assert apply_outcome(sent, outcome) == await store.get_delivery(sent.key)
 
 
@@ -121,14 +121,14 @@ async def test_record_outcomes_applies_one_key_s_outcomes_in_order(store: Store,
     (d,) = await _claimed(store, make, "a")
     first = DeliveryOutcome(d.key, "pending", 1, make.at(5), "503", make.at(2), claimed=d)
     second = DeliveryOutcome(d.key, "delivered", 2, make.at(6), None, make.at(6))
-    assert {d.key} == await store.record_outcomes([first, second])
+    assert {d.key} == (await store.record_outcomes([first, second])).keys
     assert apply_outcome(apply_outcome(d, first), second) == await store.get_delivery(d.key)
     assert [] == await store.claim_deliveries(make.at(100))
 
 
 async def test_record_outcomes_of_nothing_is_nothing(store: Store) -> None:
     """An empty batch records nothing."""
-    assert set() == await store.record_outcomes([])
+    assert set() == (await store.record_outcomes([])).keys
 
 
 @pytest.mark.parametrize(

@@ -66,7 +66,7 @@ async def test_record_outcomes_rewrites_a_record_in_another_shape_whole(
     key = redis_store.keys.delivery(claimed.key)
     await _rewrite_doc(redis_url, key, claimed.model_dump(mode="json", by_alias=True))
     outcome = DeliveryOutcome(claimed.key, "delivered", 1, at(2), None, at(2), claimed=claimed)
-    assert {claimed.key} == await redis_store.record_outcomes([outcome])
+    assert {claimed.key} == (await redis_store.record_outcomes([outcome])).keys
     assert apply_outcome(claimed, outcome) == await redis_store.get_delivery(claimed.key)
 
 
@@ -92,7 +92,7 @@ async def test_record_outcomes_keeps_what_an_attempt_does_not_change(redis_store
     await redis_store.enqueue_delivery(Delivery.new("cb-1", "oncall", "fallback", message, at=at(0)))
     (claimed,) = await redis_store.claim_deliveries(at(1), lease_ms=60_000)
     outcome = DeliveryOutcome(claimed.key, "pending", 1, at(5), "timeout", at(2), claimed=claimed)
-    assert {claimed.key} == await redis_store.record_outcomes([outcome])
+    assert {claimed.key} == (await redis_store.record_outcomes([outcome])).keys
     stored = await redis_store.get_delivery(claimed.key)
     assert stored is not None
     assert (message, apply_outcome(claimed, outcome)) == (stored.message, stored)

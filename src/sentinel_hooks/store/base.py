@@ -36,8 +36,11 @@ from sentinel_hooks.store.records import (
     InboxItem,
     InboxKind,
     InboxStatus,
+    Moved,
+    NotifyStart,
     Observation,
     Page,
+    Recorded,
     SettledState,
     Settlement,
     TranscriptEntry,
@@ -286,10 +289,17 @@ class Store(Protocol):
 
     async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
         """``update_delivery`` for each outcome, in one atomic step; the updated deliveries
-        (unknown keys are skipped). Raises ``ValueError``, writing nothing, for a bad state."""
+        (unknown keys are skipped). Raises ``ValueError``, writing nothing, for a bad state.
 
-    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
-        """``update_deliveries`` without reading the records back: the keys that were updated.
+        A notify delivery (kind ``notify``, ``notify.N``) that goes from pending to delivered or
+        failed moves its contract in the same step (``contract_states.after_notify_delivered``,
+        ``after_notify_failed``; a contract back to ``pending`` is due at its deadline), so a
+        notify's outcome and its contract can never disagree, even across a crash.
+        """
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
+        """``update_deliveries`` without reading the records back: the keys that were updated and
+        the contracts a notify's outcome moved (as ``update_deliveries`` does).
 
         The outbox's write after each attempt. Stores change the attempt's fields in place (or
         build the record from an outcome's ``claimed`` copy) instead of loading and re-writing
@@ -321,21 +331,28 @@ class Store(Protocol):
         ``ValueError`` for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
         """
 
-    # -- notify hold ---------------------------------------------------------------------------
+    # -- contract steps (the relay's; the rules are ``contract_states``) -----------------------
 
-    async def hold_contract(
-        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
-    ) -> bool:
-        """Keep the relay off a pending contract while a notify for it is being sent.
-
-        ``deadline`` is the contract's own. True when the contract is pending and no relay
-        holds a claim on it (its deadline is still ahead of ``now``, or a claim on it has
-        lapsed): its due time becomes the later of ``deadline`` and ``now + hold_ms``, so
-        ``claim_due`` cannot hand it out while the notify is under way, and it is due as
-        usual if the notify fails. False, writing nothing, when the contract does not exist,
-        is settled, or is claimed past its deadline (its fallback is on its way): a notify
-        sent then would reach people as a second outcome of one fire.
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """Hand a notify to delivery: in one atomic step, the contract takes it
+        (``contract_states.after_notify``: ``pending`` → ``notifying``, leaving the deadline
+        index) and ``deliveries`` are enqueued (a key already there is left as is, so a notify
+        tried again after a crash is not sent twice). A contract that refuses it (fallback sent,
+        expired, deduped) is left alone and nothing is enqueued. None for an unknown id.
         """
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """The session waits for an approval: ``pending``/``notifying`` → ``awaiting_approval``,
+        out of the deadline index (``contract_states.after_approval_requested``). None for an
+        unknown id."""
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """The approval was decided: ``awaiting_approval`` → ``pending`` due at ``deadline`` (the
+        contract's new deadline), or ``notifying`` with that deadline while a notify delivery of
+        the callback is still pending (``contract_states.after_approval_decided``). Other
+        states are left alone. None for an unknown id."""
 
     # -- batched watcher writes (one round trip for many polls: ``watchers.writeback``) ------
 

@@ -16,6 +16,15 @@ from typing import Any
 
 from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store import codec
+from sentinel_hooks.store.contract_states import (
+    after_approval_decided,
+    after_approval_requested,
+    after_notify,
+    after_notify_delivered,
+    after_notify_failed,
+    is_notify_kind,
+    kind_of_key,
+)
 from sentinel_hooks.store.memory_tables import MemoryTable, Row
 from sentinel_hooks.store.paging import check_positive, to_page
 from sentinel_hooks.store.records import (
@@ -28,8 +37,11 @@ from sentinel_hooks.store.records import (
     InboxItem,
     InboxKind,
     InboxStatus,
+    Moved,
+    NotifyStart,
     Observation,
     Page,
+    Recorded,
     SettledState,
     Settlement,
     TranscriptEntry,
@@ -40,6 +52,7 @@ from sentinel_hooks.store.records import (
     check_settlement,
     first_history_entry,
     settle,
+    stored_state,
     to_epoch_ms,
     transition,
     utc_ms,
@@ -417,22 +430,32 @@ class MemoryStore:
 
     async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
         """See ``Store.update_deliveries``."""
+        return (await self._update(outcomes))[0]
+
+    async def _update(
+        self, outcomes: Sequence[DeliveryOutcome]
+    ) -> tuple[list[Delivery], dict[str, ContractState]]:
         self._check_open()
         changes: list[tuple[Row, Delivery]] = []
+        finals: list[tuple[str, bool, datetime]] = []
         for outcome in outcomes:  # every new doc first: a bad outcome writes nothing
             row = self._deliveries.get(outcome.key)
             if row is not None:
-                changes.append((row, apply_outcome(codec.load_record(Delivery, row.doc), outcome)))
+                current = codec.load_record(Delivery, row.doc)
+                if current.state == "pending" and outcome.state != "pending" and is_notify_kind(current.kind):
+                    finals.append((current.callback_id, outcome.state == "delivered", outcome.at))
+                changes.append((row, apply_outcome(current, outcome)))
         for row, updated in changes:
             _, fresh = _delivery_row(updated)
             row.doc, row.due_ms = fresh.doc, fresh.due_ms
-        return [updated for _, updated in changes]
+        return [updated for _, updated in changes], self._notify_outcomes(finals)
 
-    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
         """See ``Store.record_outcomes``."""
         for outcome in outcomes:
             check_outcome(outcome)
-        return {delivery.key for delivery in await self.update_deliveries(outcomes)}
+        updated, moved = await self._update(outcomes)
+        return Recorded(frozenset(delivery.key for delivery in updated), moved)
 
     async def accept_contract(
         self,
@@ -460,21 +483,90 @@ class MemoryStore:
             self._checkpoints.update(texts)
         return stored
 
-    # -- notify hold ---------------------------------------------------------------------------
+    # -- contract steps -------------------------------------------------------------------------
 
-    async def hold_contract(
-        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
-    ) -> bool:
-        """See ``Store.hold_contract``."""
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """See ``Store.begin_notify``."""
+        self._check_open()
+        to_epoch_ms(at)
+        outbox = [_delivery_row(d) for d in deliveries]
+        row = self._contracts.get(callback_id)
+        if row is None:
+            return None
+        before = stored_state(row.tags["state"])
+        after = after_notify(before)
+        if after is None:
+            return NotifyStart(before, before)
+        inserted = frozenset(key for key, fresh in outbox if self._deliveries.insert(key, fresh))
+        self._move(row, after)
+        return NotifyStart(before, after, inserted)
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """See ``Store.pause_contract``."""
         self._check_open()
         row = self._contracts.get(callback_id)
-        if row is None or row.tags["state"] != "pending" or row.due_ms is None:
-            return False
-        deadline_ms, now_ms = to_epoch_ms(deadline), to_epoch_ms(now)
-        if deadline_ms <= now_ms < row.due_ms:
-            return False
-        row.due_ms = max(deadline_ms, now_ms + hold_ms)
-        return True
+        if row is None:
+            return None
+        before = stored_state(row.tags["state"])
+        after = after_approval_requested(before) or before
+        self._move(row, after)
+        return Moved(before, after)
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """See ``Store.resume_contract``."""
+        self._check_open()
+        row = self._contracts.get(callback_id)
+        if row is None:
+            return None
+        before = stored_state(row.tags["state"])
+        after = after_approval_decided(before, notifies_pending=self._notifies_pending(callback_id))
+        if after is None:
+            return Moved(before, before)
+        self._move(row, after, deadline=deadline)
+        return Moved(before, after)
+
+    def _notifies_pending(self, callback_id: str) -> bool:
+        return any(
+            row.tags["callback_id"] == callback_id
+            and row.due_ms is not None
+            and is_notify_kind(kind_of_key(key))
+            for key, row in self._deliveries.rows.items()
+        )
+
+    def _move(
+        self, row: Row, state: ContractState, *, deadline: datetime | None = None, at: datetime | None = None
+    ) -> None:
+        """Set a contract's state (and deadline); pending ones are due at their deadline."""
+        if row.tags["state"] == state and deadline is None:
+            return
+        contract = codec.load_record(Contract, row.doc)
+        changes: dict[str, Any] = {"state": state}
+        if deadline is not None:
+            changes["deadline"] = utc_ms(deadline)
+        if state == "fulfilled" and at is not None:
+            changes["settled_at"] = utc_ms(at)
+        moved = contract.model_copy(update=changes)
+        row.doc, row.tags["state"] = codec.dump_record(moved), state
+        row.due_ms = to_epoch_ms(moved.deadline) if state == "pending" else None
+
+    def _notify_outcomes(self, finals: Sequence[tuple[str, bool, datetime]]) -> dict[str, ContractState]:
+        """Move each final notify outcome's contract (``contract_states``)."""
+        moved: dict[str, ContractState] = {}
+        for callback_id, delivered, at in finals:
+            row = self._contracts.get(callback_id)
+            if row is None:
+                continue
+            state = stored_state(row.tags["state"])
+            if delivered:
+                after = after_notify_delivered(state)
+            else:
+                after = after_notify_failed(state, notifies_pending=self._notifies_pending(callback_id))
+            if after is not None:
+                self._move(row, after, at=at)
+                moved[callback_id] = after
+        return moved
 
     # -- batched watcher writes ----------------------------------------------------------------
 

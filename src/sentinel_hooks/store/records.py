@@ -8,14 +8,18 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Generic, Literal, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.contract_states import TAKES_NOTIFY
+from sentinel_hooks.store.contract_states import ContractState as ContractState
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
@@ -53,15 +57,49 @@ def utc_ms(at: datetime) -> datetime:
 UtcMs = Annotated[datetime, AfterValidator(utc_ms), PlainSerializer(iso, when_used="json")]
 """An aware UTC instant at millisecond precision, dumped to JSON as ISO 8601 with ``Z``."""
 
-ContractState = Literal["pending", "fulfilled", "fallback_sent", "expired", "deduped"]
 SettledState = Literal["fulfilled", "fallback_sent", "expired"]
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
 Priority = Literal["low", "normal", "high", "critical"]
 Severity = Literal["info", "warning", "critical"]
 InboxKind = Literal["escalation", "approval", "delivery_failure"]
 InboxStatus = Literal["open", "acked", "resolved", "approved", "denied", "expired"]
-DeliveryKind = Literal["notify", "fallback", "fanout", "resolved", "escalation"]
+BaseDeliveryKind = Literal["notify", "fallback", "fanout", "resolved", "escalation"]
+_NUMBERED_KIND = re.compile(r"(notify\.[1-9][0-9]{0,5}|escalation\.[0-9]{1,6})")
+
+
+def check_delivery_kind(kind: str) -> str:
+    """``kind`` when it is a delivery kind of SPEC §6.2: a base kind, ``notify.N`` (the N-th notify
+    of one callback) or ``escalation.N`` (step N of an escalation policy); ValueError otherwise."""
+    if kind in _BASE_KINDS or _NUMBERED_KIND.fullmatch(kind):
+        return kind
+    raise ValueError(f"unknown delivery kind {kind!r}; use one of {', '.join(sorted(_BASE_KINDS))}")
+
+
+_BASE_KINDS: frozenset[str] = frozenset({"notify", "fallback", "fanout", "resolved", "escalation"})
+DeliveryKind = Annotated[str, AfterValidator(check_delivery_kind)]
+"""A delivery kind (``check_delivery_kind``): the last part of a delivery's key."""
+
+
+def notify_kind(ordinal: int) -> str:
+    """The kind of a callback's ``ordinal``-th notify: ``notify``, then ``notify.2``, ``notify.3``…"""
+    if ordinal < 1:
+        raise ValueError(f"a notify's ordinal counts from 1, got {ordinal}")
+    return "notify" if ordinal == 1 else f"notify.{ordinal}"
+
+
 DeliveryState = Literal["pending", "delivered", "failed"]
+
+_CONTRACT_STATES: dict[str, ContractState] = {state: state for state in get_args(ContractState)}
+
+
+def stored_state(text: str) -> ContractState:
+    """A contract state read back from a store, typed; StoreError for one Sentinel does not know
+    (a store written by a newer version, or damaged)."""
+    try:
+        return _CONTRACT_STATES[text]
+    except KeyError:
+        raise StoreError(f"stored contract state {text!r} is not one this Sentinel knows") from None
+
 
 SETTLED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired"})
 
@@ -360,3 +398,43 @@ def check_acceptable(contract: Contract, dedupe_key: str | None, dedupe_ttl_ms: 
         raise ValueError(f"accept_contract takes a pending contract, not {contract.state!r}")
     if dedupe_key is not None and dedupe_ttl_ms < 1:
         raise ValueError(f"dedupe_ttl_ms must be at least 1, got {dedupe_ttl_ms}")
+
+
+# -- contract steps (the relay's, see ``contract_states``) --------------------------------------
+
+
+@dataclass(frozen=True)
+class Moved:
+    """What one contract step did: the state it found and the state after (the same when the
+    step left the contract as it was)."""
+
+    before: ContractState
+    after: ContractState
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+@dataclass(frozen=True)
+class NotifyStart:
+    """``Store.begin_notify``'s answer: the contract's step, and the keys of the deliveries it
+    enqueued (those already there, from an earlier try of the same notify, are left out)."""
+
+    before: ContractState
+    after: ContractState
+    inserted: frozenset[str] = frozenset()
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the contract took the notify (its deliveries are in the outbox)."""
+        return self.before in TAKES_NOTIFY
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """``Store.record_outcomes``' answer: the delivery keys updated, and the contracts that a
+    notify's final outcome moved (callback id → state after)."""
+
+    keys: frozenset[str]
+    moved: dict[str, ContractState] = field(default_factory=dict)

@@ -36,8 +36,11 @@ from sentinel_hooks.store.records import (
     InboxItem,
     InboxKind,
     InboxStatus,
+    Moved,
+    NotifyStart,
     Observation,
     Page,
+    Recorded,
     SettledState,
     Settlement,
     TranscriptEntry,
@@ -47,6 +50,7 @@ from sentinel_hooks.store.records import (
     check_outcome,
     check_settlement,
     settle,
+    stored_state,
     to_epoch_ms,
     transition,
     utc_ms,
@@ -479,9 +483,11 @@ class RedisStore:
         """See ``Store.update_deliveries``."""
         for o in outcomes:
             check_outcome(o)
-        return await self._rewrite_deliveries(outcomes)
+        return (await self._rewrite_deliveries(outcomes))[0]
 
-    async def _rewrite_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
+    async def _rewrite_deliveries(
+        self, outcomes: Sequence[DeliveryOutcome]
+    ) -> tuple[list[Delivery], dict[str, ContractState]]:
         """Read the deliveries, apply the outcomes in order, write the new docs whole.
 
         Only state, attempts, schedule, error and ``updated_at`` change, and they are all
@@ -501,13 +507,13 @@ class RedisStore:
                 current[outcome.key] = delivery = apply_outcome(delivery, outcome)
                 updated.append(delivery)
         if not updated:
-            return []
+            return [], {}
         keys_args = lua.update_deliveries_call(self.keys, updated)
-        done = await self._db.run("update deliveries", self._db.scripts.update_deliveries, *keys_args)
+        done, moved = await self._db.run("update deliveries", self._db.scripts.update_deliveries, *keys_args)
         written = {as_text(key) for key in done}
-        return [d for d in updated if d.key in written]
+        return [d for d in updated if d.key in written], _moved(moved)
 
-    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
         """See ``Store.record_outcomes``.
 
         Outcomes that carry their ``claimed`` delivery are written by one script that changes
@@ -520,15 +526,21 @@ class RedisStore:
         rewrite = {o.key for o in outcomes if o.claimed is None}
         patch = [(o.claimed, o) for o in outcomes if o.claimed is not None and o.key not in rewrite]
         done: set[str] = set()
+        moved: dict[str, ContractState] = {}
         if patch:
             call = lua.record_outcomes_call(self.keys, patch)
-            written, odd = await self._db.run("record outcomes", self._db.scripts.record_outcomes, *call)
+            written, odd, flat = await self._db.run(
+                "record outcomes", self._db.scripts.record_outcomes, *call
+            )
             done = {as_text(key) for key in written}
             rewrite |= {as_text(key) for key in odd}
+            moved = _moved(flat)
         rest = [o for o in outcomes if o.key in rewrite]
         if rest:
-            done |= {d.key for d in await self._rewrite_deliveries(rest)}
-        return done
+            rewritten, more = await self._rewrite_deliveries(rest)
+            done |= {d.key for d in rewritten}
+            moved.update(more)
+        return Recorded(frozenset(done), moved)
 
     async def accept_contract(
         self,
@@ -551,17 +563,35 @@ class RedisStore:
             return None
         return contract if as_text(state) == "pending" else as_deduped(contract)
 
-    # -- notify hold ---------------------------------------------------------------------------
+    # -- contract steps -------------------------------------------------------------------------
 
-    async def hold_contract(
-        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
-    ) -> bool:
-        """See ``Store.hold_contract``."""
-        now_ms = to_epoch_ms(now)
-        keys = [self.keys.contract(callback_id), self.keys.contract_due]
-        args = [callback_id, to_epoch_ms(deadline), now_ms, now_ms + hold_ms]
-        held = await self._db.run("hold contract", self._db.scripts.hold_contract, keys, args)
-        return bool(held)
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """See ``Store.begin_notify`` (one script)."""
+        to_epoch_ms(at)
+        keys, args = lua.begin_notify_call(self.keys, callback_id, deliveries)
+        found = await self._db.run("begin notify", self._db.scripts.begin_notify, keys, args)
+        if not found:
+            return None
+        before, after, *inserted = (as_text(value) for value in found)
+        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """See ``Store.pause_contract`` (one script)."""
+        return await self._step("pause contract", [self.keys.prefix, callback_id, "pause"])
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """See ``Store.resume_contract`` (one script)."""
+        args = [self.keys.prefix, callback_id, "resume", iso(utc_ms(deadline))]
+        return await self._step("resume contract", args)
+
+    async def _step(self, what: str, args: list[str]) -> Moved | None:
+        found = await self._db.run(what, self._db.scripts.contract_step, [], args)
+        if not found:
+            return None
+        before, after = (as_text(value) for value in found)
+        return Moved(stored_state(before), stored_state(after))
 
     # -- batched watcher writes ----------------------------------------------------------------
 
@@ -589,6 +619,12 @@ class RedisStore:
             for wid, text in texts.items():
                 pipe.hset(self.keys.watcher_states, wid, text)
             await pipe.execute()
+
+
+def _moved(flat: Sequence[Any]) -> dict[str, ContractState]:
+    """``{callback id: state}`` from a script's flat ``[id, state, id, state, …]`` answer."""
+    texts = [as_text(value) for value in flat]
+    return {cid: stored_state(state) for cid, state in zip(texts[::2], texts[1::2], strict=True)}
 
 
 def _transcript_texts(entries: Sequence[dict[str, Any]], at: datetime) -> list[str]:

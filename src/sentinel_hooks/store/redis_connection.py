@@ -56,7 +56,8 @@ class Scripts:
         self.enqueue_delivery = client.register_script(lua.ENQUEUE_DELIVERY)
         self.update_deliveries = client.register_script(lua.UPDATE_DELIVERIES)
         self.record_outcomes = client.register_script(lua.RECORD_OUTCOMES)
-        self.hold_contract = client.register_script(lua.HOLD_CONTRACT)
+        self.begin_notify = client.register_script(lua.BEGIN_NOTIFY)
+        self.contract_step = client.register_script(lua.CONTRACT_STEP)
 
 
 class RedisConnection:

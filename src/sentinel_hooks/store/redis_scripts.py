@@ -49,6 +49,88 @@ local function enqueue(dkey, idxkey, duekey, key, doc, state, due, member)
 end
 """
 
+_CONTRACT_FNS = """
+-- The contract state machine of ``contract_states`` (SPEC 6.1), for the scripts that move a
+-- contract. A record is read with cjson only for its watcher, creation time and deadline (the
+-- index member and due score); its text is changed in place like SETTLE_CONTRACTS does.
+local function replaced(text, old, new)
+  local at = string.find(text, old, 1, true)
+  if not at then return nil end
+  return string.sub(text, 1, at - 1) .. new .. string.sub(text, at + #old)
+end
+local function iso_ms(s)  -- 'YYYY-MM-DDTHH:MM:SS.mmmZ' to epoch ms (days from the civil date)
+  local y, mo, d, h, mi, se, ms = string.match(s, '^(%d+)-(%d+)-(%d+)T(%d+):(%d+):(%d+)%.(%d+)Z$')
+  y, mo = tonumber(y), tonumber(mo)
+  if mo <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local doy = math.floor((153 * ((mo + 9) % 12) + 2) / 5) + tonumber(d) - 1
+  local days = era * 146097 + yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy - 719468
+  return ((days * 24 + tonumber(h)) * 60 + tonumber(mi)) * 60000 + tonumber(se) * 1000 + tonumber(ms)
+end
+local function member_of(created_ms, id)
+  local digits = string.format('%.0f', created_ms)
+  return string.rep('0', 15 - #digits) .. digits .. ':' .. id
+end
+local function is_notify(key)
+  local kind = string.match(key, ':([^:]*)$') or ''
+  return kind == 'notify' or string.sub(kind, 1, 7) == 'notify.'
+end
+local function notifies_pending(prefix, cid)
+  for _, m in ipairs(redis.call('ZRANGE', prefix .. 'delivery-index:callback:' .. cid, 0, -1)) do
+    local key = string.sub(m, 17)
+    if is_notify(key) and redis.call('HGET', prefix .. 'delivery:' .. key, 'state') == 'pending' then
+      return true
+    end
+  end
+  return false
+end
+-- Move contract ``cid`` from state ``from`` to ``to``: settled at ``settled_at`` when fulfilled,
+-- with a new ``deadline`` (ISO) when given; a pending contract is due at its deadline.
+local function move(prefix, cid, from, to, settled_at, deadline)
+  local ckey = prefix .. 'contract:' .. cid
+  local doc = redis.call('HGET', ckey, 'doc')
+  local record = cjson.decode(doc)
+  local new = replaced(doc, '"state":"' .. from .. '"', '"state":"' .. to .. '"')
+  if new and to == 'fulfilled' then
+    new = replaced(new, '"settledAt":null', '"settledAt":"' .. settled_at .. '"')
+  end
+  if new and deadline ~= '' then
+    new = replaced(new, '"deadline":"' .. record.deadline .. '"', '"deadline":"' .. deadline .. '"')
+  else
+    deadline = record.deadline
+  end
+  if not new then return redis.error_reply('contract ' .. cid .. ' has a record Sentinel did not write') end
+  local member = member_of(iso_ms(record.createdAt), cid)
+  local idx = prefix .. 'contract-index:'
+  redis.call('HSET', ckey, 'doc', new, 'state', to)
+  redis.call('ZREM', idx .. 'state:' .. from, member)
+  redis.call('ZADD', idx .. 'state:' .. to, 0, member)
+  redis.call('ZREM', idx .. 'state-watcher:' .. from .. ':' .. record.watcherId, member)
+  redis.call('ZADD', idx .. 'state-watcher:' .. to .. ':' .. record.watcherId, 0, member)
+  if to == 'pending' then
+    redis.call('ZADD', prefix .. 'contract-due', iso_ms(deadline), cid)
+  else
+    redis.call('ZREM', prefix .. 'contract-due', cid)
+  end
+  return true
+end
+local OPEN = {pending = true, notifying = true, awaiting_approval = true}
+-- A notify delivery of ``cid`` ended (delivered or failed for good) at ``at``: its contract moves.
+local function notify_ended(prefix, cid, delivered, at)
+  local state = redis.call('HGET', prefix .. 'contract:' .. cid, 'state')
+  if not state then return nil end
+  local after = nil
+  if delivered then
+    if OPEN[state] then after = 'fulfilled' end
+  elseif state == 'notifying' and not notifies_pending(prefix, cid) then
+    after = 'pending'
+  end
+  if after then move(prefix, cid, state, after, at, '') end
+  return after
+end
+"""
+
 ENQUEUE_DELIVERY = (
     _ENQUEUE_FN
     + """
@@ -230,12 +312,19 @@ redis.call('ZADD', KEYS[6], 0, ARGV[5])
 return 1
 """
 
-UPDATE_DELIVERIES = """
--- KEYS: delivery-due | ARGV[1]: a JSON array, per delivery: [its hash, key, doc, state, due_ms|'']
--- Returns the keys that exist (and were updated).
-local done = {}
+UPDATE_DELIVERIES = (
+    _CONTRACT_FNS
+    + """
+-- KEYS: delivery-due | ARGV[1]: a JSON array, per delivery: [its hash, key, doc, state, due_ms|'',
+--   callback id, outcome instant]; ARGV[2]: the key prefix.
+-- Returns {keys that exist (and were updated), {callback id, state} of contracts moved}: a notify
+-- delivery that ends here moves its contract (``notify_ended``).
+local done, ended, moved = {}, {}, {}
 for _, d in ipairs(cjson.decode(ARGV[1])) do
   if redis.call('EXISTS', d[1]) == 1 then
+    if d[4] ~= 'pending' and is_notify(d[2]) and redis.call('HGET', d[1], 'state') == 'pending' then
+      ended[#ended + 1] = {d[6], d[4] == 'delivered', d[7]}
+    end
     redis.call('HSET', d[1], 'doc', d[3], 'state', d[4])
     if d[5] ~= '' then
       redis.call('ZADD', KEYS[1], d[5], d[2])
@@ -245,19 +334,29 @@ for _, d in ipairs(cjson.decode(ARGV[1])) do
     done[#done + 1] = d[2]
   end
 end
-return done
+for _, e in ipairs(ended) do
+  local after = notify_ended(ARGV[2], e[1], e[2], e[3])
+  if after then moved[#moved + 1] = e[1]; moved[#moved + 1] = after end
+end
+return {done, moved}
 """
+)
 
-RECORD_OUTCOMES = """
--- KEYS: delivery-due | ARGV[1]: a JSON array, per outcome: [its hash, key, state, due_ms|'', tail]
+RECORD_OUTCOMES = (
+    _CONTRACT_FNS
+    + """
+-- KEYS: delivery-due | ARGV[1]: a JSON array, per outcome: [its hash, key, state, due_ms|'', tail,
+--   callback id, outcome instant]; ARGV[2]: the key prefix
 -- ``tail`` is the record's new JSON from its "state" field to the end; the stored record keeps
 -- what comes before (key, callbackId, target, kind, message: what an attempt never changes).
 -- Every field after ``message`` is a plain value, so the last ',"state":"' in the text is that
 -- field's (a quote inside a JSON string is escaped). Returns {keys updated, keys left alone
--- because their record did not have that shape}; unknown keys are in neither.
-local done, odd = {}, {}
+-- because their record did not have that shape, {callback id, state} of contracts moved}; unknown
+-- keys are in neither. A notify delivery that ends here moves its contract (``notify_ended``).
+local done, odd, ended, moved = {}, {}, {}, {}
 for _, d in ipairs(cjson.decode(ARGV[1])) do
-  local doc = redis.call('HGET', d[1], 'doc')
+  local found = redis.call('HMGET', d[1], 'doc', 'state')
+  local doc = found[1]
   if doc then
     local cut, from = nil, 1
     while true do
@@ -266,6 +365,9 @@ for _, d in ipairs(cjson.decode(ARGV[1])) do
       cut, from = at, at + 1
     end
     if cut then
+      if d[3] ~= 'pending' and found[2] == 'pending' and is_notify(d[2]) then
+        ended[#ended + 1] = {d[6], d[3] == 'delivered', d[7]}
+      end
       redis.call('HSET', d[1], 'doc', string.sub(doc, 1, cut) .. d[5], 'state', d[3])
       if d[4] ~= '' then
         redis.call('ZADD', KEYS[1], d[4], d[2])
@@ -278,8 +380,13 @@ for _, d in ipairs(cjson.decode(ARGV[1])) do
     end
   end
 end
-return {done, odd}
+for _, e in ipairs(ended) do
+  local after = notify_ended(ARGV[2], e[1], e[2], e[3])
+  if after then moved[#moved + 1] = e[1]; moved[#moved + 1] = after end
+end
+return {done, odd, moved}
 """
+)
 
 
 # -- KEYS / ARGV builders: the positional contract of each script, next to the script ---------
@@ -309,8 +416,8 @@ def update_deliveries_call(k: RedisKeys, updated: Sequence[Delivery]) -> Call:
     rows = []
     for d in updated:
         key, doc, state, due, _ = delivery_args(d)
-        rows.append([k.delivery(key), key, doc, state, str(due)])
-    return [k.delivery_due], [_json_arg(rows)]
+        rows.append([k.delivery(key), key, doc, state, str(due), d.callback_id, iso(d.updated_at)])
+    return [k.delivery_due], [_json_arg(rows), k.prefix]
 
 
 def outcome_tail(claimed: Delivery, outcome: DeliveryOutcome) -> str:
@@ -332,8 +439,9 @@ def record_outcomes_call(k: RedisKeys, claimed: Sequence[tuple[Delivery, Deliver
     rows = []
     for delivery, o in claimed:
         due = str(to_epoch_ms(o.next_attempt_at)) if o.state == "pending" else ""
-        rows.append([k.delivery(o.key), o.key, o.state, due, outcome_tail(delivery, o)])
-    return [k.delivery_due], [_json_arg(rows)]
+        tail = outcome_tail(delivery, o)
+        rows.append([k.delivery(o.key), o.key, o.state, due, tail, delivery.callback_id, iso(utc_ms(o.at))])
+    return [k.delivery_due], [_json_arg(rows), k.prefix]
 
 
 def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
@@ -372,11 +480,7 @@ def settle_contracts_call(
     settled_at = iso(utc_ms(at))
     for pending, state, deliveries in settlements:
         cid, wid = pending.callback_id, pending.watcher_id
-        outbox = []
-        for d in deliveries:
-            key, doc, d_state, due, d_member = delivery_args(d)
-            index = k.delivery_index(d.callback_id)
-            outbox.append([k.delivery(key), index, key, doc, d_state, str(due), d_member])
+        outbox = delivery_rows(k, deliveries)
         rows.append(
             [
                 cid,
@@ -484,14 +588,62 @@ def accept_contract_call(
     return keys, args
 
 
-HOLD_CONTRACT = """
--- KEYS: the contract's hash, contract-due | ARGV: callback id, deadline ms, now ms, hold end ms
--- Pending and not claimed past its deadline: due at max(deadline, hold end); returns 1, else 0.
-if redis.call('HGET', KEYS[1], 'state') ~= 'pending' then return 0 end
-local due = redis.call('ZSCORE', KEYS[2], ARGV[1])
-if not due then return 0 end
-local deadline, now = tonumber(ARGV[2]), tonumber(ARGV[3])
-if deadline <= now and now < tonumber(due) then return 0 end
-redis.call('ZADD', KEYS[2], math.max(deadline, tonumber(ARGV[4])), ARGV[1])
-return 1
+BEGIN_NOTIFY = (
+    _ENQUEUE_FN
+    + _CONTRACT_FNS
+    + """
+-- KEYS: delivery-due | ARGV: key prefix, callback id, deliveries as one JSON array, each
+--   [its hash, its callback index, key, doc, state, due_ms|'', index member]
+-- A contract that takes a notify (``contract_states.after_notify``) gets its deliveries and
+-- ``pending`` becomes ``notifying``. Returns {} for an unknown id, else {state before, state
+-- after, keys enqueued...} (nothing enqueued when it refused: after == before).
+local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
+if not before then return {} end
+local takes = {pending = 'notifying', notifying = 'notifying', awaiting_approval = 'awaiting_approval',
+               fulfilled = 'fulfilled'}
+local after = takes[before]
+if not after then return {before, before} end
+local out = {before, after}
+for _, d in ipairs(cjson.decode(ARGV[3])) do
+  if enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7]) == 1 then out[#out + 1] = d[3] end
+end
+if after ~= before then move(ARGV[1], ARGV[2], before, after, '', '') end
+return out
 """
+)
+
+CONTRACT_STEP = (
+    _CONTRACT_FNS
+    + """
+-- ARGV: key prefix, callback id, 'pause' | 'resume', the new deadline (ISO, resume only)
+-- pause: pending/notifying -> awaiting_approval; resume: awaiting_approval -> pending with the
+-- new deadline (notifying while a notify delivery is pending). Returns {} for an unknown id,
+-- else {state before, state after}.
+local prefix, cid = ARGV[1], ARGV[2]
+local before = redis.call('HGET', prefix .. 'contract:' .. cid, 'state')
+if not before then return {} end
+local after = nil
+if ARGV[3] == 'pause' then
+  if before == 'pending' or before == 'notifying' then after = 'awaiting_approval' end
+elseif before == 'awaiting_approval' then
+  after = notifies_pending(prefix, cid) and 'notifying' or 'pending'
+end
+if after then move(prefix, cid, before, after, '', ARGV[4] or '') end
+return {before, after or before}
+"""
+)
+
+
+def delivery_rows(k: RedisKeys, deliveries: Sequence[Delivery]) -> list[list[Any]]:
+    """Deliveries as rows for the ``enqueue`` function: [hash, callback index, key, doc, state,
+    due_ms|'', index member]."""
+    rows = []
+    for d in deliveries:
+        key, doc, state, due, member = delivery_args(d)
+        rows.append([k.delivery(key), k.delivery_index(d.callback_id), key, doc, state, str(due), member])
+    return rows
+
+
+def begin_notify_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery]) -> Call:
+    """BEGIN_NOTIFY for ``callback_id`` and its deliveries."""
+    return [k.delivery_due], [k.prefix, callback_id, _json_arg(delivery_rows(k, deliveries))]

@@ -30,8 +30,11 @@ from sentinel_hooks.store.records import (
     InboxItem,
     InboxKind,
     InboxStatus,
+    Moved,
+    NotifyStart,
     Observation,
     Page,
+    Recorded,
     SettledState,
     Settlement,
     TranscriptEntry,
@@ -39,6 +42,7 @@ from sentinel_hooks.store.records import (
     check_acceptable,
     check_outcome,
     check_settlement,
+    stored_state,
     to_epoch_ms,
     utc_ms,
 )
@@ -400,15 +404,18 @@ class SqliteStore:
             check_outcome(o)
         if not outcomes:
             return []
-        return await self._db.write("update deliveries", partial(q.update_deliveries, outcomes=outcomes))
+        step = partial(q.update_deliveries, outcomes=outcomes)
+        updated, _ = await self._db.write("update deliveries", step)
+        return updated
 
-    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
         """See ``Store.record_outcomes``: one transaction, each record changed in place."""
         for o in outcomes:
             check_outcome(o)
         if not outcomes:
-            return set()
-        return await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
+            return Recorded(frozenset())
+        keys, moved = await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
+        return Recorded(frozenset(keys), {cid: stored_state(state) for cid, state in moved.items()})
 
     async def accept_contract(
         self,
@@ -438,20 +445,31 @@ class SqliteStore:
             return None
         return contract if state == "pending" else deduped
 
-    # -- notify hold ---------------------------------------------------------------------------
+    # -- contract steps -------------------------------------------------------------------------
 
-    async def hold_contract(
-        self, callback_id: str, *, deadline: datetime, now: datetime, hold_ms: int
-    ) -> bool:
-        """See ``Store.hold_contract``."""
-        hold = partial(
-            q.hold_contract,
-            callback_id=callback_id,
-            deadline_ms=to_epoch_ms(deadline),
-            now_ms=to_epoch_ms(now),
-            hold_ms=hold_ms,
-        )
-        return await self._db.write("hold contract", hold)
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """See ``Store.begin_notify``: one transaction."""
+        to_epoch_ms(at)
+        rows = [q.delivery_row(d) for d in deliveries]
+        step = partial(q.begin_notify, callback_id=callback_id, rows=rows)
+        found = await self._db.write("begin notify", step)
+        if found is None:
+            return None
+        before, after, inserted = found
+        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """See ``Store.pause_contract``."""
+        found = await self._db.write("pause contract", partial(q.pause_contract, callback_id=callback_id))
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """See ``Store.resume_contract``."""
+        step = partial(q.resume_contract, callback_id=callback_id, deadline=iso(utc_ms(deadline)))
+        found = await self._db.write("resume contract", step)
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
 
     # -- batched watcher writes ----------------------------------------------------------------
 

@@ -15,6 +15,16 @@ from typing import Any
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
+from sentinel_hooks.store.contract_states import (
+    ContractState,
+    after_approval_decided,
+    after_approval_requested,
+    after_notify,
+    after_notify_delivered,
+    after_notify_failed,
+    is_notify_kind,
+    kind_of_key,
+)
 from sentinel_hooks.store.records import (
     Contract,
     Delivery,
@@ -24,6 +34,7 @@ from sentinel_hooks.store.records import (
     TranscriptEntry,
     apply_outcome,
     first_history_entry,
+    stored_state,
     to_epoch_ms,
     transition,
     utc_ms,
@@ -248,10 +259,12 @@ def insert_delivery(c: Conn, row: DeliveryRow) -> bool:
     return c.execute(_INSERT_DELIVERY, row).rowcount == 1
 
 
-def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
-    """Record attempts' outcomes; pending → due at ``next_attempt_at``, else out of the queue."""
+def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> tuple[list[Delivery], dict[str, str]]:
+    """Record attempts' outcomes; pending → due at ``next_attempt_at``, else out of the queue.
+    Also the contracts a notify's final outcome moved (``notify_outcomes``)."""
     docs = dict(select_in(c, "SELECT key, doc FROM deliveries WHERE key IN", [o.key for o in outcomes]))
     current = {key: codec.load_record(Delivery, doc) for key, doc in docs.items()}
+    finals = _notify_finals(c, outcomes)
     updated: list[Delivery] = []
     for outcome in outcomes:
         delivery = current.get(outcome.key)
@@ -262,7 +275,7 @@ def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[Deli
         "UPDATE deliveries SET state = ?, due_ms = ?, doc = ? WHERE key = ?",
         [(d.state, delivery_row(d)[4], codec.dump_record(d), d.key) for d in updated],
     )
-    return updated
+    return updated, notify_outcomes(c, finals)
 
 
 _RECORD_OUTCOME = """UPDATE deliveries SET state = ?, due_ms = ?,
@@ -270,8 +283,10 @@ _RECORD_OUTCOME = """UPDATE deliveries SET state = ?, due_ms = ?,
         '$.lastError', ?) WHERE key = ?"""
 
 
-def record_outcomes(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
-    """``update_deliveries`` in place (``json_set`` on the stored record); the keys updated."""
+def record_outcomes(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> tuple[set[str], dict[str, str]]:
+    """``update_deliveries`` in place (``json_set`` on the stored record); the keys updated and
+    the contracts a notify's final outcome moved."""
+    finals = _notify_finals(c, outcomes)
     done: set[str] = set()
     for o in outcomes:
         due_ms = to_epoch_ms(o.next_attempt_at) if o.state == "pending" else None
@@ -279,17 +294,109 @@ def record_outcomes(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> set[str]:
         args = (o.state, due_ms, o.state, o.attempts, next_at, at, o.last_error, o.key)
         if c.execute(_RECORD_OUTCOME, args).rowcount == 1:
             done.add(o.key)
-    return done
+    return done, notify_outcomes(c, finals)
 
 
-def hold_contract(c: Conn, callback_id: str, deadline_ms: int, now_ms: int, hold_ms: int) -> bool:
-    """``Store.hold_contract``: push a pending, unclaimed contract's due time past the hold."""
-    cursor = c.execute(
-        """UPDATE contracts SET due_ms = MAX(?, ?) WHERE callback_id = ? AND state = 'pending'
-           AND due_ms IS NOT NULL AND NOT (? <= ? AND ? < due_ms)""",
-        (deadline_ms, now_ms + hold_ms, callback_id, deadline_ms, now_ms, now_ms),
+# -- contract steps (``contract_states``) --------------------------------------------------------
+
+_NOTIFY_PENDING = """SELECT 1 FROM deliveries WHERE callback_id = ? AND state = 'pending'
+    AND (key LIKE '%:notify' OR key LIKE '%:notify.%') LIMIT 1"""
+
+NotifyFinal = tuple[str, bool, str]  # (callback id, delivered, ISO instant of the outcome)
+
+
+def _notify_finals(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> list[NotifyFinal]:
+    """The outcomes that end a pending notify delivery (read before they are written: an outcome
+    recorded twice moves its contract once)."""
+    wanted = [o for o in outcomes if o.state != "pending" and is_notify_kind(kind_of_key(o.key))]
+    if not wanted:
+        return []
+    sql = "SELECT key, callback_id FROM deliveries WHERE state = 'pending' AND key IN"
+    pending = dict(select_in(c, sql, [o.key for o in wanted]))
+    finals: list[NotifyFinal] = []
+    for o in wanted:
+        if o.key in pending:
+            finals.append((str(pending.pop(o.key)), o.state == "delivered", iso(utc_ms(o.at))))
+    return finals
+
+
+def notify_outcomes(c: Conn, finals: Sequence[NotifyFinal]) -> dict[str, str]:
+    """Move each final notify outcome's contract (after the outcomes are written); the contracts
+    moved, by callback id."""
+    moved: dict[str, str] = {}
+    for callback_id, delivered, at_text in finals:
+        found = contract_state(c, callback_id)
+        if found is None:
+            continue
+        if delivered:
+            after = after_notify_delivered(found[0])
+        else:
+            pending = c.execute(_NOTIFY_PENDING, (callback_id,)).fetchone() is not None
+            after = after_notify_failed(found[0], notifies_pending=pending)
+        if after is not None:
+            move_contract(c, callback_id, after, deadline=found[1], settled_at=at_text)
+            moved[callback_id] = after
+    return moved
+
+
+def contract_state(c: Conn, callback_id: str) -> tuple[ContractState, str] | None:
+    """``(state, deadline ISO)`` of a contract, or None."""
+    row = c.execute(
+        "SELECT state, json_extract(doc, '$.deadline') FROM contracts WHERE callback_id = ?", (callback_id,)
+    ).fetchone()
+    return None if row is None else (stored_state(str(row[0])), str(row[1]))
+
+
+def move_contract(
+    c: Conn, callback_id: str, state: ContractState, *, deadline: str, settled_at: str | None = None
+) -> None:
+    """Set a contract's state (and ``deadline``, an ISO instant); a ``pending`` one is due at its
+    deadline, others leave the deadline index; a ``fulfilled`` one is settled at ``settled_at``."""
+    due_ms = to_epoch_ms(datetime.fromisoformat(deadline)) if state == "pending" else None
+    settled = settled_at if state == "fulfilled" else None
+    c.execute(
+        """UPDATE contracts SET state = ?, due_ms = ?,
+            doc = json_set(doc, '$.state', ?, '$.deadline', ?, '$.settledAt', ?) WHERE callback_id = ?""",
+        (state, due_ms, state, deadline, settled, callback_id),
     )
-    return cursor.rowcount == 1
+
+
+def begin_notify(c: Conn, callback_id: str, rows: Sequence[DeliveryRow]) -> tuple[str, str, list[str]] | None:
+    """``Store.begin_notify``: ``(state before, state after, keys inserted)``, or None."""
+    found = contract_state(c, callback_id)
+    if found is None:
+        return None
+    before, deadline = found
+    after = after_notify(before)
+    if after is None:
+        return before, before, []
+    inserted = [row[0] for row in rows if insert_delivery(c, row)]
+    if after != before:
+        move_contract(c, callback_id, after, deadline=deadline)
+    return before, after, inserted
+
+
+def pause_contract(c: Conn, callback_id: str) -> tuple[str, str] | None:
+    """``Store.pause_contract``: ``(state before, state after)``, or None."""
+    found = contract_state(c, callback_id)
+    if found is None:
+        return None
+    after = after_approval_requested(found[0])
+    if after is not None:
+        move_contract(c, callback_id, after, deadline=found[1])
+    return found[0], after or found[0]
+
+
+def resume_contract(c: Conn, callback_id: str, deadline: str) -> tuple[str, str] | None:
+    """``Store.resume_contract``: ``(state before, state after)``, or None."""
+    found = contract_state(c, callback_id)
+    if found is None:
+        return None
+    pending = c.execute(_NOTIFY_PENDING, (callback_id,)).fetchone() is not None
+    after = after_approval_decided(found[0], notifies_pending=pending)
+    if after is not None:
+        move_contract(c, callback_id, after, deadline=deadline)
+    return found[0], after or found[0]
 
 
 def write_watcher_batch(
