@@ -103,6 +103,7 @@ class Service:
             events=self.events,
         )
         self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
+        self.dispatcher.on_moved = self.relay.moved
         self.notices = Notices(
             dispatcher=self.dispatcher,
             relay=self.relay,
@@ -123,7 +124,7 @@ class Service:
             store=self.store,
             clock=self.clock,
             service=service,
-            dispatcher=self.dispatcher,
+            relay=self.relay,
             inbox=self.inbox,
             redactor=self.redactor,
             work_dir=self.state_dir / "commands",
@@ -132,6 +133,8 @@ class Service:
             events=self.events,
             stream=self._session_stream(),
         )
+        if sink is not None:  # decided approvals go where new callbacks go
+            self.sessions.approvals.requeue = sink.requeue
         self.intake = CallbackIntake(
             store=self.store,
             clock=self.clock,

@@ -42,7 +42,9 @@ async def sink() -> AsyncIterator[SlowSink]:
     await server.stop()
 
 
-async def test_send_now_is_not_sent_again_by_the_worker_meanwhile(tmp_path: Path, sink: SlowSink) -> None:
+async def test_an_attempt_now_is_not_sent_again_by_the_worker_meanwhile(
+    tmp_path: Path, sink: SlowSink
+) -> None:
     """While the notify's own attempt waits for a slow target, the outbox worker (which would
     claim every due delivery) leaves it alone: the receiver sees one request."""
     (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
@@ -51,9 +53,11 @@ async def test_send_now_is_not_sent_again_by_the_worker_meanwhile(tmp_path: Path
     try:
         fields = {"watcher_id": "w", "event_name": "e", "priority": "normal", "kind": "notify"}
         message = Message(callback_id="01JSENDNOW", text="hi", **fields)
-        deliveries = service.dispatcher.new_deliveries(message, ["hook"], "notify", at=service.clock.now())
+        deliveries = service.dispatcher.held_deliveries(message, ["hook"], "notify", at=service.clock.now())
+        for delivery in deliveries:
+            assert await service.store.enqueue_delivery(delivery)
         service.dispatcher.wake()  # the worker looks at the outbox while the attempt is under way
-        assert [True] == await service.dispatcher.send_now(deliveries)
+        assert [True] == await service.dispatcher.attempt_now(deliveries)
         stored = await service.store.get_delivery(deliveries[0].key)
         assert stored is not None
         assert ("delivered", 1) == (stored.state, stored.attempts)

@@ -105,8 +105,9 @@ def test_init_example_fires_offline_within_15s(tmp_path: Path, running: list[Run
     )
     notify = next(json.loads(line) for line in log.read_text().splitlines() if '"notify"' in line)
     assert notify["message"].startswith("Sentinel is up: /healthz answered ok at ")
-    callback = service.call("GET", f"/api/v1/callbacks/{notify['callbackId']}")[1]
-    assert "fulfilled" == callback["callback"]["state"]
+    path = f"/api/v1/callbacks/{notify['callbackId']}"
+    # the target writes the line before its outcome (and the contract's fulfilment) is recorded
+    wait_until(lambda: service.call("GET", path)[1]["callback"]["state"] == "fulfilled", what="fulfilled")
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

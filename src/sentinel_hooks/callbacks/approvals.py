@@ -25,6 +25,7 @@ from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, InboxItem
 
@@ -81,6 +82,9 @@ class CommandGate:
             },
             actor="agent",
         )
+        # After the item: a crash in between leaves the contract pending (its fallback still
+        # comes), never paused with no approval that could ever resume it.
+        await box.relay.approval_requested(box.contract.callback_id)
         raise Paused(item.id, call, request.argv, timeout_ms / 1000)
 
     async def run(self, argv: list[str], timeout_ms: int) -> dict[str, Any]:
@@ -95,7 +99,11 @@ def _said(decision: dict[str, Any]) -> dict[str, Any]:
 
 
 class ApprovalResumer:
-    """Turns approval decisions into tool results and puts the paused session back in its queue."""
+    """Turns approval decisions into tool results and puts the paused session back in its queue.
+
+    ``requeue`` is where a decided session goes: the hook-session queue, or the service's own
+    callback sink when one replaces it (the composition root sets it).
+    """
 
     def __init__(
         self,
@@ -104,7 +112,8 @@ class ApprovalResumer:
         clock: Clock,
         inbox: Inbox,
         gate: CommandGate,
-        enqueue: Callable[[Contract], Awaitable[None]],
+        relay: Relay,
+        requeue: Callable[[Contract], Awaitable[None]],
         append: Callable[[Contract, dict[str, Any]], Any],
         timeout_ms: int,
     ) -> None:
@@ -112,7 +121,8 @@ class ApprovalResumer:
         self._clock = clock
         self._inbox = inbox
         self._gate = gate
-        self._enqueue = enqueue
+        self._relay = relay
+        self.requeue = requeue
         self._append = append
         self._timeout_ms = timeout_ms
         self._task: asyncio.Task[None] | None = None
@@ -123,6 +133,8 @@ class ApprovalResumer:
 
         if item.kind != "approval" or item.callback_id is None:
             return
+        # the agent gets a fresh deadline to report, whatever became of the session
+        await self._relay.approval_decided(item.callback_id)
         contract = await self._store.get_contract(item.callback_id)
         progress = await self._store.get_checkpoint(progress_key(item.callback_id)) or {}
         if contract is None or progress.get("status") != "paused" or progress.get("approvalId") != item.id:
@@ -150,7 +162,7 @@ class ApprovalResumer:
         }
         await self._append(contract, {"kind": "message", "message": message})
         await self._store.put_checkpoint(progress_key(item.callback_id), {"status": "resuming"})
-        await self._enqueue(contract)
+        await self.requeue(contract)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._sweep())

@@ -22,9 +22,9 @@ from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSett
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
@@ -41,7 +41,7 @@ class HookSessions:
         store: Store,
         clock: Clock,
         service: ServiceConfig,
-        dispatcher: Dispatcher,
+        relay: Relay,
         inbox: Inbox,
         redactor: Redactor,
         work_dir: Path,
@@ -61,7 +61,7 @@ class HookSessions:
                 store=store,
                 clock=clock,
                 service=service,
-                dispatcher=dispatcher,
+                relay=relay,
                 inbox=inbox,
                 gate=self.gate,
                 backends=self.backends,
@@ -90,7 +90,8 @@ class HookSessions:
             clock=clock,
             inbox=inbox,
             gate=self.gate,
-            enqueue=self.queue.requeue,
+            relay=relay,
+            requeue=self.queue.requeue,
             append=self.runner.append,
             timeout_ms=service.action_policy.approval_timeout_ms,
         )
@@ -98,6 +99,9 @@ class HookSessions:
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
         await self.queue.submit(envelope, contract)
+
+    async def requeue(self, contract: Contract) -> None:
+        await self.queue.requeue(contract)
 
     async def start(self) -> None:
         resumed = await self.queue.resume()

@@ -26,11 +26,14 @@ log = logging.getLogger(__name__)
 class CallbackSink(Protocol):
     """Where accepted callbacks go next (the hook-session queue).
 
-    ``submit`` is called once per pending contract, after the contract is stored. It must
-    not raise for a callback it cannot process: the contract's deadline covers that case.
+    ``submit`` is called once per pending contract, after the contract is stored; ``requeue``
+    hands back a session that paused for an approval, once the approval is decided. Neither
+    may raise for a callback it cannot process: the contract's deadline covers that case.
     """
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None: ...
+
+    async def requeue(self, contract: Contract) -> None: ...
 
 
 class LoggingSink:
@@ -45,6 +48,9 @@ class LoggingSink:
             contract.callback_id,
             extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
         )
+
+    async def requeue(self, contract: Contract) -> None:
+        log.info("approval decided for callback %s", contract.callback_id)
 
 
 def _parse_instant(text: str) -> datetime | None:

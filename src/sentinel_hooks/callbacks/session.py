@@ -26,17 +26,17 @@ from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, Scripted
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox
+from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, ContractState
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class SessionDeps:
     store: Store
     clock: Clock
     service: ServiceConfig
-    dispatcher: Dispatcher
+    relay: Relay
     inbox: Inbox
     gate: CommandGate
     backends: Mapping[str, ModelBackend]
@@ -113,7 +113,7 @@ class SessionRunner:
             envelope=envelope,
             contract=contract,
             store=deps.store,
-            dispatcher=deps.dispatcher,
+            relay=deps.relay,
             inbox=deps.inbox,
             clock=deps.clock,
             service=deps.service,
@@ -122,6 +122,7 @@ class SessionRunner:
             events=deps.events,
         )
         messages = await self._messages(contract)
+        box.notified = notifies_in(messages)
         if not messages:
             name, via = choose_model(watcher, deps.service)
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
@@ -301,6 +302,24 @@ def _command_history(messages: list[dict[str, Any]]) -> list[str]:
     return found[:-1] if found else found
 
 
+RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
+
+
+async def open_contracts(store: Store) -> list[Contract]:
+    """Contracts whose session may still have work to do after a restart (pending, or notifying:
+    the agent notified and went on); paused sessions wait for their approval instead."""
+    found: list[Contract] = []
+    for state in RESUMABLE:
+        cursor: str | None = None
+        while True:
+            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
+            found.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    return found
+
+
 class Runs(Protocol):
     """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
 
@@ -381,14 +400,7 @@ class SessionQueue:
 
     async def resume(self) -> int:
         """After a restart: queue every pending callback whose session had not finished."""
-        contracts: list[Contract] = []
-        cursor: str | None = None
-        while True:
-            page = await self._store.list_contracts(state="pending", limit=500, cursor=cursor)
-            contracts.extend(page.items)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        contracts = await open_contracts(self._store)
         resumed = 0
         for contract in sorted(contracts, key=lambda c: (c.created_at, c.callback_id)):
             progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}

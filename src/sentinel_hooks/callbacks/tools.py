@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -20,13 +19,12 @@ from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
-from sentinel_hooks.relay.relay import escalation_key
+from sentinel_hooks.relay.relay import Relay, escalation_key
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, notify_kind
 
 CONTROL_TOKEN = re.compile(
     r"^\s*\[?(NO_REPLY|HEARTBEAT_OK|NOOP|NO_OP|SILENT|SKIP|DONE|ACK)\]?\s*$", re.IGNORECASE
@@ -136,20 +134,47 @@ class CommandGate(Protocol):
     ) -> dict[str, Any]: ...
 
 
+def too_late(state: str | None) -> str:
+    """The error result of a notify the contract refused (its fallback went out, or it expired)."""
+    return (
+        f"too late: the response deadline passed and people got the fallback instead "
+        f"(contract {state or 'unknown'}); nothing was sent — use sentinel_escalate to add to the inbox"
+    )
+
+
+def notifies_in(messages: list[dict[str, Any]]) -> int:
+    """How many notifies of this callback were handed to delivery (their tool results carry
+    ``notify``, the ordinal): the next one is this plus one. Counted from the transcript, so a
+    resumed session numbers a repeated tool call as the first try did (same delivery keys)."""
+    count = 0
+    for message in messages:
+        if message.get("role") != "tool" or message.get("name") != "sentinel_act":
+            continue
+        try:
+            result = json.loads(message.get("content") or "{}")
+        except (TypeError, ValueError):
+            continue
+        if isinstance(result, dict) and isinstance(result.get("notify"), int):
+            count = max(count, result["notify"])
+    return count
+
+
 @dataclass
 class ToolBox:
-    """The tools of one callback."""
+    """The tools of one callback. ``notified`` counts the notifies handed to delivery so far
+    (each is its own message with its own key: ``notify``, ``notify.2``…)."""
 
     envelope: Envelope
     contract: Contract
     store: Store
-    dispatcher: Dispatcher
+    relay: Relay
     inbox: Inbox
     clock: Clock
     service: ServiceConfig
     commands: CommandGate
     skill_id: str | None = None
     events: Events | None = None
+    notified: int = 0
 
     @property
     def offered(self) -> list[str]:
@@ -208,63 +233,38 @@ class ToolBox:
         if not targets:
             return {"ok": False, "error": "no targets: this watcher has no deliveryTargets"}
         routed = ["console"] if self.envelope.mode.environment == "test" else targets
+        ordinal = self.notified + 1
         message = Message(
             callback_id=self.contract.callback_id,
             watcher_id=self.contract.watcher_id,
             event_name=self.envelope.watcher.event_name,
             priority=self.contract.trigger.priority,
-            kind="notify",
+            kind=notify_kind(ordinal),
             text=text,
         )
-        now = self.clock.now()
-        late = await self._too_late(now)
-        if late is not None:
-            return {"ok": False, "delivered": [], "error": late}
-        deliveries = self.dispatcher.new_deliveries(message, routed, "notify", at=now)
-        accepted = await self.dispatcher.send_now(deliveries)
-        delivered = [d.target for d, ok in zip(deliveries, accepted, strict=True) if ok]
-        pending = [d.target for d, ok in zip(deliveries, accepted, strict=True) if not ok]
-        if not delivered:
-            return {
-                "ok": False,
-                "delivered": [],
-                "retrying": pending,
-                "error": "no target accepted the message yet; it is being retried",
-            }
-        fulfilled = await self.store.settle_contract(self.contract.callback_id, "fulfilled", at=now)
-        if fulfilled and self.events is not None:
-            self.events.settled(self.contract.callback_id, "fulfilled")
-        current = await self.store.get_contract(self.contract.callback_id)
-        return {
-            "ok": True,
-            "delivered": delivered,
-            "retrying": pending,
-            "contract": current.state if current else ("fulfilled" if fulfilled else "unknown"),
+        outcome = await self.relay.notify(self.contract, message, routed)
+        if not outcome.accepted:
+            return {"ok": False, "delivered": [], "error": too_late(outcome.state)}
+        self.notified = ordinal
+        result: dict[str, Any] = {
+            "ok": bool(outcome.delivered or outcome.retrying),
+            "notify": ordinal,
+            "delivered": outcome.delivered,
+            "retrying": outcome.retrying,
+            "failed": outcome.failed,
+            "contract": outcome.state,
         }
-
-    async def _too_late(self, now: datetime) -> str | None:
-        """Why this notify must not be sent, or None (the contract is now held for it).
-
-        A pending contract is held from the relay while the notify is sent, so a notify and a
-        fallback can never both reach people for one fire. A fulfilled contract takes further
-        notifies (follow-ups of the agent's own answer); after a fallback or expiry it is too late.
-        """
-        cid = self.contract.callback_id
-        held = await self.store.hold_contract(
-            cid, deadline=self.contract.deadline, now=now, hold_ms=self.dispatcher.lease_ms
-        )
-        if held:
-            return None
-        current = await self.store.get_contract(cid)
-        state: str = current.state if current is not None else "unknown"
-        if state == "fulfilled":
-            return None
-        if state == "pending":
-            state = "past its deadline, fallback being sent"
-        return (
-            f"too late: the response deadline passed and people got the fallback instead "
-            f"(contract {state}); nothing was sent — use sentinel_escalate to add to the inbox"
-        )
+        if not outcome.delivered and outcome.retrying:
+            result["note"] = (
+                "no target accepted it yet; it is being retried, so do not send it again "
+                "(people get the fallback instead only if every retry fails)"
+            )
+        elif not result["ok"]:
+            result["error"] = (
+                "every target refused the message for good; it is kept in the inbox "
+                "and people get the fallback instead"
+            )
+        return result
 
     async def _escalate(self, args: EscalateArgs) -> dict[str, Any]:
         item = await self.inbox.create(

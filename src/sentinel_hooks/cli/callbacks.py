@@ -12,7 +12,17 @@ from rich.table import Table
 from sentinel_hooks.cli.output import compact, print_json, stdout_console
 from sentinel_hooks.cli.watchers import client, remote_options
 
-STATES = ("pending", "fulfilled", "fallback_sent", "expired", "deduped")
+# store.records.ContractState, spelled out: importing the store would load every backend
+# (tests/cli check that the two agree)
+STATES = (
+    "pending",
+    "notifying",
+    "awaiting_approval",
+    "fulfilled",
+    "fallback_sent",
+    "expired",
+    "deduped",
+)
 
 
 @click.group()

@@ -34,7 +34,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
-from sentinel_hooks.callbacks.session import FINAL, Runs, progress_key, run_counted
+from sentinel_hooks.callbacks.session import FINAL, Runs, open_contracts, progress_key, run_counted
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
 from sentinel_hooks.cluster.session_scripts import SOURCES
@@ -132,16 +132,13 @@ class StreamSessionQueue:
         loop = asyncio.get_running_loop()
         self._loops = [loop.create_task(self._read_forever()), loop.create_task(self._reclaim_forever())]
         queued = 0
-        cursor: str | None = None
-        while True:
-            page = await self._store.list_contracts(state="pending", limit=500, cursor=cursor)
-            for contract in sorted(page.items, key=lambda c: (c.created_at, c.callback_id)):
-                progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}
-                if progress.get("status") not in FINAL and await self._enqueue(contract, only_if_absent=True):
-                    queued += 1
-            cursor = page.next_cursor
-            if not cursor:
-                return queued
+        for contract in sorted(
+            await open_contracts(self._store), key=lambda c: (c.created_at, c.callback_id)
+        ):
+            progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}
+            if progress.get("status") not in FINAL and await self._enqueue(contract, only_if_absent=True):
+                queued += 1
+        return queued
 
     async def stop(self) -> None:
         """Stop reading; cancel running sessions and hand their keys back to the other replicas."""

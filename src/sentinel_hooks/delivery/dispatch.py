@@ -23,7 +23,7 @@ from sentinel_hooks.delivery.target import DeliveryError, Message, Target
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Delivery, DeliveryKind, DeliveryOutcome, DeliveryState
+from sentinel_hooks.store.records import Delivery, DeliveryKind, DeliveryOutcome, DeliveryState, Recorded
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,8 @@ class Dispatcher:
         self._task: asyncio.Task[None] | None = None
         self._inflight: set[asyncio.Task[bool]] = set()
         self._room = asyncio.Event()  # set when enough slots are free to claim again
-        self._outcomes = OutcomeWriter(store)
+        self._outcomes = OutcomeWriter(store, on_moved=self._moved)
+        self.on_moved: Callable[[Recorded], None] | None = None
 
     # -- enqueueing --------------------------------------------------------------------------
 
@@ -87,6 +88,19 @@ class Dispatcher:
             Delivery.new(message.callback_id, target, kind, body, at=at) for target in dict.fromkeys(targets)
         ]
 
+    def held_deliveries(
+        self, message: Message, targets: Sequence[str], kind: DeliveryKind, *, at: datetime
+    ) -> list[Delivery]:
+        """``new_deliveries`` that the worker leaves alone for ``lease_ms``: the caller stores them
+        and tries them at once (``attempt_now``). Otherwise a worker (here or on another
+        replica) could claim one while that attempt is under way and send it twice; if the
+        process dies mid-attempt, the worker sends it after the lease, with the same key."""
+        held_until = at + timedelta(milliseconds=self._lease_ms)
+        return [
+            d.model_copy(update={"next_attempt_at": held_until})
+            for d in self.new_deliveries(message, targets, kind, at=at)
+        ]
+
     async def enqueue(self, deliveries: Sequence[Delivery]) -> None:
         """Store deliveries (a key already there is left alone) and wake the worker."""
         for delivery in deliveries:
@@ -96,28 +110,32 @@ class Dispatcher:
     def wake(self) -> None:
         self._wake.set()
 
+    def _moved(self, recorded: Recorded) -> None:
+        """Outcomes just recorded moved contracts (a notify delivered or failed for good): tell
+        their owner, the relay (``on_moved``, set by the composition root)."""
+        if self.on_moved is not None:
+            self.on_moved(recorded)
+
     @property
     def lease_ms(self) -> int:
         """How long one attempt may take at most (a claim lasts this long)."""
         return self._lease_ms
 
-    async def send_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
-        """Enqueue and attempt at once (for the notify tool); True per delivery that was accepted.
+    async def attempt_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
+        """Attempt stored ``held_deliveries`` at once, in parallel; True per delivery accepted.
 
-        A failed attempt stays in the outbox and is retried like any other. Each is stored due
-        only after ``lease_ms``, as if claimed by this sender: otherwise a worker (here or on
-        another replica) could claim it while this attempt is under way and send it twice.
+        Each outcome is recorded like any other (a failed one is retried by the worker).
         """
-        results: list[bool] = []
-        held_until = self._clock.now() + timedelta(milliseconds=self._lease_ms)
-        for delivery in deliveries:
-            delivery = delivery.model_copy(update={"next_attempt_at": held_until})
-            if not await self._store.enqueue_delivery(delivery):
-                existing = await self._store.get_delivery(delivery.key)
-                results.append(existing is not None and existing.state == "delivered")
-                continue
-            results.append(await self._attempt(delivery))
-        return results
+        return list(await asyncio.gather(*(self._attempt(d) for d in deliveries)))
+
+    async def drain_due(self) -> int:
+        """One pass of the worker, awaited: claim what is due now and attempt it all; the number
+        attempted. For callers that drive the outbox themselves (tests, a model of the relay)."""
+        claimed = await self._store.claim_deliveries(
+            self._clock.now(), limit=CONCURRENCY, lease_ms=self._lease_ms
+        )
+        await self.attempt_now(claimed)
+        return len(claimed)
 
     # -- the worker --------------------------------------------------------------------------
 

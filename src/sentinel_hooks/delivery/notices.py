@@ -83,14 +83,26 @@ class Notices:
         )
 
     async def inbox_item(self, item: InboxItem) -> None:
-        """A new inbox item: tell the escalationTargets (never about their own failed deliveries)."""
-        if not self._escalation_targets:
-            return
+        """A new inbox item: tell the escalationTargets (never about their own failed deliveries).
+
+        An approval request reaches people at once even without escalationTargets: it goes to
+        its callback's targets (SPEC §6.1), since the contract waits for it and no fallback
+        will tell anyone in the meantime.
+        """
         if item.kind == "delivery_failure" and item.detail.get("delivery", {}).get("kind") == "escalation":
+            return
+        targets = list(self._escalation_targets)
+        if not targets and item.kind == "approval":
+            targets = await self._callback_targets(item)
+        if not targets:
             return
         text = f"Sentinel inbox: new {item.kind} ({item.severity}) — {item.reason}"
         if item.watcher_id:
             text += f" [watcher {item.watcher_id}]"
+        if item.kind == "approval":
+            text += (
+                f"\nApprove: sentinel approvals approve {item.id} · deny: sentinel approvals deny {item.id}"
+            )
         message = Message(
             callback_id=item.id,  # one delivery key per item, even for several items of one callback
             watcher_id=item.watcher_id or "",
@@ -100,7 +112,15 @@ class Notices:
             text=text,
             extra={"inboxItemId": item.id, "callbackId": item.callback_id},
         )
-        deliveries = self._dispatcher.new_deliveries(
-            message, self._escalation_targets, "escalation", at=self._clock.now()
-        )
+        deliveries = self._dispatcher.new_deliveries(message, targets, "escalation", at=self._clock.now())
         await self._dispatcher.enqueue(deliveries)
+
+    async def _callback_targets(self, item: InboxItem) -> list[str]:
+        """The targets of the item's callback (the console only for ``environment: test``)."""
+        if item.callback_id is None:
+            return []
+        contract = await self._store.get_contract(item.callback_id)
+        envelope = await self._store.get_envelope(item.callback_id)
+        if contract is None or envelope is None:
+            return []
+        return delivery_targets(envelope, contract)

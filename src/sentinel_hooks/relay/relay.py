@@ -1,4 +1,13 @@
-"""The relay: every pending contract whose deadline passes gets its fallback, exactly once.
+"""The relay owns every response contract (SPEC.md §6.1): its state machine and its deadline.
+
+Every transition goes through here, each one atomic store step (the rules are
+``store.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
+``notify`` (``pending`` → ``notifying``, deliveries enqueued in the same step); the outbox
+records each delivery's outcome, and a notify's final outcome moves its contract in that same
+write (``fulfilled``, or back to ``pending`` when every delivery of it failed for good), which
+the outbox reports back here (``moved``); an approval pauses the contract
+(``approval_requested``) and its decision gives the agent a fresh deadline
+(``approval_decided``); a deadline passing settles it with the fallback.
 
 Deadlines live in the store. The relay claims due contracts (``claim_due``, atomic, with a
 lease so a crashed claimer's contracts come back), and settles each one with a
@@ -18,7 +27,9 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sentinel_hooks.clock import Clock
@@ -27,7 +38,14 @@ from sentinel_hooks.delivery.target import Message
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import fallback_text
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Contract, Settlement
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    Moved,
+    Recorded,
+    Settlement,
+)
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +72,21 @@ def delivery_targets(envelope: dict[str, Any], contract: Contract) -> list[str]:
     return list(contract.targets)
 
 
+@dataclass(frozen=True)
+class NotifyOutcome:
+    """What became of one notify: whether the contract took it, the contract's state after it,
+    and its deliveries by target (accepted, being retried, failed for good)."""
+
+    accepted: bool
+    state: ContractState | None
+    delivered: list[str] = field(default_factory=list)
+    retrying: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+
 class Relay:
-    """Settles overdue contracts: the fallback (mode concise) or ``expired`` (mode none)."""
+    """Owns the contracts' transitions; settles overdue ones with the fallback (mode concise) or
+    ``expired`` (mode none)."""
 
     def __init__(
         self, *, store: Store, clock: Clock, dispatcher: Dispatcher, events: Events | None = None
@@ -75,6 +106,68 @@ class Relay:
         heapq.heappush(self._deadlines, deadline)
         if self._deadlines[0] == deadline:
             self._wake.set()
+
+    # -- the agent's side -------------------------------------------------------------------
+
+    async def notify(self, contract: Contract, message: Message, targets: Sequence[str]) -> NotifyOutcome:
+        """Hand the agent's message to delivery and try each target at once.
+
+        ``begin_notify`` makes the contract ``notifying`` and enqueues the deliveries in one
+        step, so from then on no fallback is due while the message may still get through; the
+        outbox retries what fails and moves the contract on each delivery's final outcome. A
+        notify tried again (the same kind, after a crash) adds nothing and reports what became
+        of the first try. Refused (``accepted`` False, nothing sent) once the fallback was sent.
+        """
+        now = self._clock.now()
+        deliveries = self._dispatcher.held_deliveries(message, targets, message.kind, at=now)
+        start = await self._store.begin_notify(contract.callback_id, deliveries, at=now)
+        if start is None or not start.accepted:
+            return NotifyOutcome(False, None if start is None else start.after)
+        await self._dispatcher.attempt_now([d for d in deliveries if d.key in start.inserted])
+        return await self._notify_outcome(contract.callback_id, deliveries)
+
+    async def _notify_outcome(self, callback_id: str, deliveries: Sequence[Delivery]) -> NotifyOutcome:
+        states = {d.key: d.state for d in await self._store.list_deliveries(callback_id)}
+        by_state: dict[str, list[str]] = {"delivered": [], "pending": [], "failed": []}
+        for delivery in deliveries:
+            by_state[states.get(delivery.key, "pending")].append(delivery.target)
+        current = await self._store.get_contract(callback_id)
+        return NotifyOutcome(
+            True,
+            None if current is None else current.state,
+            by_state["delivered"],
+            by_state["pending"],
+            by_state["failed"],
+        )
+
+    async def approval_requested(self, callback_id: str) -> Moved | None:
+        """The session waits for an approval: no fallback is due while it is open (the request
+        itself reaches people at once, see ``Notices.inbox_item``)."""
+        return await self._store.pause_contract(callback_id)
+
+    async def approval_decided(self, callback_id: str) -> Moved | None:
+        """The approval was decided (or timed out): the agent gets a fresh deadline to report,
+        ``hookResponseTimeoutMs`` (the envelope's ``delivery.timeoutMs``) from now."""
+        envelope = await self._store.get_envelope(callback_id)
+        if envelope is None:
+            return None
+        timeout_ms = int(envelope.get("delivery", {}).get("timeoutMs", 30_000))
+        deadline = self._clock.now() + timedelta(milliseconds=timeout_ms)
+        moved = await self._store.resume_contract(callback_id, deadline=deadline)
+        if moved is not None and moved.after == "pending":
+            self.expect(deadline)
+        return moved
+
+    def moved(self, recorded: Recorded) -> None:
+        """The outbox recorded outcomes that moved contracts: report fulfilments, and wake for a
+        contract back to ``pending`` (its notify failed for good): its fallback may be due now."""
+        for callback_id, state in recorded.moved.items():
+            if state == "pending":
+                self._wake.set()
+            elif state == "fulfilled" and self._events is not None:
+                self._events.settled(callback_id, "fulfilled")
+
+    # -- the deadlines -----------------------------------------------------------------------
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
