@@ -1,0 +1,69 @@
+"""The response contract under random interleavings of fires, notifies, approvals, deadlines,
+delivery faults and restarts, on SQLite and on Redis (``contract_model.ContractMachine``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from tests.redis_server import running_redis
+from tests.relay.contract_model import COUNTS, ContractMachine, World
+
+# About a minute in all on a 2-core machine; CONTRACT_MODEL_EXAMPLES raises it for a longer hunt.
+EXAMPLES = int(os.environ.get("CONTRACT_MODEL_EXAMPLES", "100"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    stateful_step_count=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    print_blob=True,
+)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with running_redis() as url:
+        yield url
+
+
+def run(kind: str, redis_url: str | None, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run the machine on one store; print how much it checked, pass or fail."""
+    world = World(kind, redis_url)
+
+    class Machine(ContractMachine):
+        pass
+
+    Machine.world = world
+    try:
+        run_state_machine_as_test(Machine, settings=SETTINGS)
+    finally:
+        world.close()
+        report(kind, capsys)
+
+
+def report(store: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with capsys.disabled():
+        print(
+            f"\ncontract model ({store}): {COUNTS.examples.get(store, 0)} examples, "
+            f"{COUNTS.steps.get(store, 0)} steps, final states {COUNTS.outcomes.get(store, {})}"
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_one_message_per_fire_on_sqlite(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every fire reaches people exactly once, whatever the interleaving (SQLite store)."""
+
+    run("sqlite", None, capsys)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_one_message_per_fire_on_redis(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every fire reaches people exactly once, whatever the interleaving (Redis store)."""
+
+    run("redis", redis_url, capsys)
