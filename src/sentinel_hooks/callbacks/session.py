@@ -154,26 +154,48 @@ class SessionRunner:
 
     async def _entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
         """This callback's messages as ``(seq, message)``, compactions applied."""
+        return compaction.apply(await self._own_entries(contract))
+
+    async def _own_entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
+        """This callback's transcript entries as ``(seq, entry)``."""
         entries = await self._deps.store.get_transcript(contract.session_key)
-        mine = [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
-        return compaction.apply(mine)
+        return [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
 
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
 
     async def _compact(
-        self, contract: Contract, backend: ModelBackend, messages: list[dict[str, Any]]
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        messages: list[dict[str, Any]],
+        tools: list[ToolSpec],
     ) -> list[dict[str, Any]]:
-        """Summarise older turns when the conversation outgrows the context budget."""
-        if compaction.size(messages) <= compaction.CONTEXT_CHARS or isinstance(backend, ScriptedBackend):
+        """Keep the next request inside the model's budget (compaction.py).
+
+        Over budget, older turns are summarised by the model when a summary is due, and what
+        is still too large is cut; both are recorded as compaction entries in the transcript.
+        """
+        if isinstance(backend, ScriptedBackend):
             return messages
-        found = compaction.split_for_compaction(await self._entries(contract))
-        if found is None:
+        budget = compaction.budget(self._deps.service.limits.max_payload_chars)
+        room = compaction.room(budget, tools)
+        if compaction.size(messages) <= room:
             return messages
-        seqs, middle = found
-        reply = await self._complete(backend, compaction.summary_request(middle), [])
-        summary = compaction.summary_message(reply.text or "(no summary)")
-        await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+        own = await self._own_entries(contract)
+        entries = compaction.apply(own)
+        found = compaction.split_for_compaction(entries)
+        if found is not None:
+            seqs, _ = found
+            middle = compaction.originals(own, seqs)
+            reply = await self._complete(backend, compaction.summary_request(middle, room), [])
+            summary = compaction.summary_message(reply.text or "(no summary)")
+            await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+            entries = await self._entries(contract)
+        for seq, message in compaction.cuts(entries, room):
+            await self.append(
+                contract, {"kind": "compaction", "replaces": [seq], "message": message, "cut": True}
+            )
         return await self._messages(contract)
 
     async def _loop(
@@ -193,7 +215,7 @@ class SessionRunner:
             if turns >= backend.max_turns:
                 await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
                 break
-            messages[:] = await self._compact(contract, backend, messages)
+            messages[:] = await self._compact(contract, backend, messages, tools)
             reply = await self._complete(backend, messages, tools)
             turns += 1
             message = reply.to_message()
