@@ -1,4 +1,4 @@
-"""Bounded model requests through a running service, against a fake OpenAI-compatible server."""
+"""Session memory and bounded requests through a running service, against a fake OpenAI-compatible server."""
 
 from __future__ import annotations
 
@@ -89,6 +89,64 @@ async def finished(service: Service, contract: Contract) -> str:
     return await wait_for(
         lambda: service.sessions.queue.finished.get(contract.callback_id), what="the session"
     )
+
+
+def first_request_of(model: FakeOpenAIServer, n: int) -> dict[str, Any]:
+    """The ``n``-th request that opened a callback's conversation (system + first user message)."""
+    return [r for r in model.requests if len(r["messages"]) == 2 and not is_summary_request(r)][n]
+
+
+async def test_the_second_callback_sees_what_the_first_did(
+    start: Start, model: FakeOpenAIServer, sink: Sink
+) -> None:
+    """The model answering a watcher's second callback reads the first one's notify, as plain text."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})
+    model.reply_text("Notified.")
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk still at 97%"})
+    service = await start()
+    first = await fire(service, "a", {"disk": 97})
+    assert "done" == await finished(service, first)
+    second = await fire(service, "a", {"disk": 97})
+    assert "done" == await finished(service, second)
+    messages = first_request_of(model, 1)["messages"]
+    assert ["system", "user"] == [m["role"] for m in messages]
+    prompt = messages[1]["content"]
+    told = prompt[prompt.index("## Earlier callbacks in this session") : prompt.index("## Callback envelope")]
+    assert "disk_high on a (match, normal)" in told
+    assert 'notified hook: "disk at 97% on db-1"' in told
+    assert "contract fulfilled" in told
+    assert second.callback_id in prompt[prompt.index("## Callback envelope") :]
+    assert ["disk at 97% on db-1", "disk still at 97%"] == [b["message"] for b in sink.bodies("notify")]
+
+
+async def test_another_watchers_callbacks_are_not_told(start: Start, model: FakeOpenAIServer) -> None:
+    """Memory is per session: a different watcher's session starts with none."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})
+    service = await start()
+    assert "done" == await finished(service, await fire(service, "a", {"disk": 97}))
+    assert "done" == await finished(service, await fire(service, "b", {"stuck": 3}))
+    prompt = first_request_of(model, 1)["messages"][1]["content"]
+    assert "## Earlier callbacks" not in prompt
+    assert "disk at 97%" not in prompt
+
+
+async def test_a_restarted_session_sends_the_same_memory(
+    start: Start, model: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """A session cut off by a stop resumes with the very conversation it had, memory included."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})
+    model.reply_text("Notified.")
+    model.hang()
+    service = await start()
+    assert "done" == await finished(service, await fire(service, "a", {"disk": 97}))
+    second = await fire(service, "a", {"disk": 98})
+    await wait_for(lambda: len(model.requests) == 3, what="the second callback's request")
+    await service.stop()
+    restarted = await start()
+    assert "done" == await finished(restarted, second)
+    cut_off, resumed = model.requests[2]["messages"], model.requests[3]["messages"]
+    assert 'notified hook: "disk at 97% on db-1"' in cut_off[1]["content"]
+    assert cut_off == resumed
 
 
 async def test_big_tool_results_never_push_a_request_past_the_budget(

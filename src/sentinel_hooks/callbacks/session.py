@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from sentinel_hooks.callbacks import compaction
+from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
@@ -123,12 +123,18 @@ class SessionRunner:
         )
         messages = await self._messages(contract)
         if not messages:
+            recalled = await self._recall(contract, backend)
             name, via = choose_model(watcher, deps.service)
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
             skill = deps.skills.get(envelope.watcher.skill_id or "")
             for message in (
                 system_message(),
-                user_message(envelope.to_json(), skill=skill.body if skill else None, tools=box.offered),
+                user_message(
+                    envelope.to_json(),
+                    skill=skill.body if skill else None,
+                    tools=box.offered,
+                    memory=recalled,
+                ),
             ):
                 await self.append(contract, {"kind": "message", "message": message})
                 messages.append(message)
@@ -163,6 +169,32 @@ class SessionRunner:
 
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
+
+    async def _recall(self, contract: Contract, backend: ModelBackend) -> str | None:
+        """What the session did about its earlier callbacks (memory.py), for the first user message.
+
+        Reads only the transcript entries written since the previous callback's recall, and
+        keeps the updated state for the next one. None for a session's first callback, and for
+        the scripted backend, which reads no messages.
+        """
+        if isinstance(backend, ScriptedBackend):
+            return None
+        store = self._deps.store
+        key = memory.memory_key(contract.session_key)
+        state = memory.MemoryState.from_json(await store.get_checkpoint(key))
+        entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
+        state = memory.fold(state, entries, exclude=contract.callback_id)
+        wanted = memory.wanted_envelopes(state)
+        envelopes = await store.get_envelopes(wanted) if wanted else {}
+        contracts: dict[str, str] = {}
+        for callback_id in memory.unsettled(state):
+            found = await store.get_contract(callback_id)
+            if found is not None:
+                contracts[callback_id] = found.state
+        now = self._deps.clock.now()
+        state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
+        await store.put_checkpoint(key, state.to_json())
+        return memory.render(state, now)
 
     async def _compact(
         self,
