@@ -27,6 +27,7 @@ PURE = [
     "callbacks/prompt.py",
     "callbacks/policy.py",
     "callbacks/compaction.py",
+    "callbacks/memory.py",
     "callbacks/backends/recovery.py",
 ]
 IO_LIBRARIES = {"aiohttp", "redis", "sqlite3", "apscheduler", "socket", "subprocess", "jinja2"}

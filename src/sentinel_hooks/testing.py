@@ -15,6 +15,8 @@ messages (tool results included)::
 
 When the script is exhausted every request gets the plain text ``done``. ``fail(500)`` answers
 one request with an error status; ``hang()`` never answers one (until ``stop()``), to test timeouts.
+``reply_text_when(match, text)`` answers every request that ``match`` picks, ahead of the script,
+for requests whose place in the order a test cannot know (a compaction's summary request).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -58,6 +61,7 @@ class CannedReply:
 class _Recorded:
     bodies: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    sizes: list[int] = field(default_factory=list)
 
 
 class FakeModelServer(ABC):
@@ -69,6 +73,7 @@ class FakeModelServer(ABC):
 
     def __init__(self) -> None:
         self.script: deque[CannedReply] = deque()
+        self.standing: list[tuple[Callable[[dict[str, Any]], bool], CannedReply]] = []
         self._recorded = _Recorded()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -88,6 +93,11 @@ class FakeModelServer(ABC):
         return self._recorded.bodies
 
     @property
+    def request_sizes(self) -> list[int]:
+        """The size in bytes of every request body received, in order."""
+        return self._recorded.sizes
+
+    @property
     def request_headers(self) -> list[dict[str, str]]:
         """The headers of every request received (names in lower case), in order."""
         return self._recorded.headers
@@ -95,6 +105,11 @@ class FakeModelServer(ABC):
     def reply_text(self, text: str) -> Self:
         """Answer the next request with plain text."""
         self.script.append(CannedReply(text=text))
+        return self
+
+    def reply_text_when(self, match: Callable[[dict[str, Any]], bool], text: str) -> Self:
+        """Answer every request whose body ``match`` accepts with plain text, ahead of the script."""
+        self.standing.append((match, CannedReply(text=text)))
         return self
 
     def reply_tool_call(
@@ -160,10 +175,13 @@ class FakeModelServer(ABC):
         await self.stop()
 
     async def _handle(self, request: web.Request) -> web.Response:
-        body: dict[str, Any] = await request.json()
+        raw = await request.read()
+        body: dict[str, Any] = json.loads(raw)
         self._recorded.bodies.append(body)
+        self._recorded.sizes.append(len(raw))
         self._recorded.headers.append({k.lower(): v for k, v in request.headers.items()})
-        canned = self.script.popleft() if self.script else CannedReply(text=DONE_TEXT)
+        standing = next((reply for match, reply in self.standing if match(body)), None)
+        canned = standing or (self.script.popleft() if self.script else CannedReply(text=DONE_TEXT))
         if canned.hang:
             await self._release.wait()
             return web.json_response(self.error_body(503, "the fake server stopped"), status=503)

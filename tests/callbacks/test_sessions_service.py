@@ -297,7 +297,7 @@ async def test_long_conversations_are_compacted_by_the_model(
     """Past the context budget the model summarises older turns; system, envelope and latest turns stay."""
     from sentinel_hooks.callbacks import compaction
 
-    monkeypatch.setattr(compaction, "CONTEXT_CHARS", 2000)
+    monkeypatch.setattr(compaction, "budget", lambda max_payload_chars: 2000)
     for _ in range(4):
         model.reply_tool_call("sentinel_history", {"limit": 5})
     model.reply_text("SUMMARY: four history checks, all quiet")

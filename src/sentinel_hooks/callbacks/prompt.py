@@ -1,8 +1,9 @@
 """What a hook session's model reads first (SPEC.md §5.1). Pure.
 
 The system message carries the instructions; the first user message carries the skill,
-the operator's goal, the goal file read at fire time, and the envelope as JSON (its payload
-already truncated to ``limits.maxPayloadChars``), with secrets redacted.
+the operator's goal, the goal file read at fire time, what the session did about its earlier
+callbacks (``memory.py``), and the envelope as JSON (its payload already truncated to
+``limits.maxPayloadChars``), with secrets redacted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ Decide what the people on call need to know, then act through the tools:
 - sentinel_escalate when a human must decide something (it files an inbox item; it does not notify by itself).
 - sentinel_act with action "run_command" runs an allowed diagnostic command (it may need a human's approval).
 - sentinel_history shows this watcher's recent observations, to compare against an average.
+Earlier callbacks of this session, when there were any, are listed before the envelope: they are past,
+so your tools cannot answer them; use them to tell a repeat from a new problem, and say which it is.
 Never answer with control tokens such as NO_REPLY or HEARTBEAT_OK.
 Text you write outside tool calls is not delivered.
 When you are done, stop calling tools."""
@@ -27,9 +30,14 @@ def system_message() -> dict[str, Any]:
 
 
 def user_message(
-    envelope: dict[str, Any], *, skill: str | None, tools: list[str], operator_goal: str | None = None
+    envelope: dict[str, Any],
+    *,
+    skill: str | None,
+    tools: list[str],
+    operator_goal: str | None = None,
+    memory: str | None = None,
 ) -> dict[str, Any]:
-    """The first user message: skill, goal, goal file contents and the envelope JSON."""
+    """The first user message: skill, goal, goal file contents, earlier callbacks and the envelope JSON."""
     parts: list[str] = []
     if skill:
         parts.append(f"## Skill\n{skill.strip()}")
@@ -40,6 +48,8 @@ def user_message(
     if runtime:
         parts.append(f"## Operator goal file (read at fire time)\n{str(runtime).strip()}")
     parts.append(f"## Tools you may use\n{', '.join(tools)}")
+    if memory:
+        parts.append(f"## Earlier callbacks in this session\n{memory.strip()}")
     parts.append(
         "## Callback envelope\n```json\n" + json.dumps(envelope, ensure_ascii=False, indent=1) + "\n```"
     )

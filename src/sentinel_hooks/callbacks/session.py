@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from sentinel_hooks.callbacks import compaction
+from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
@@ -124,12 +124,18 @@ class SessionRunner:
         messages = await self._messages(contract)
         box.notified = notifies_in(messages)
         if not messages:
+            recalled = await self._recall(contract, backend)
             name, via = choose_model(watcher, deps.service)
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
             skill = deps.skills.get(envelope.watcher.skill_id or "")
             for message in (
                 system_message(),
-                user_message(envelope.to_json(), skill=skill.body if skill else None, tools=box.offered),
+                user_message(
+                    envelope.to_json(),
+                    skill=skill.body if skill else None,
+                    tools=box.offered,
+                    memory=recalled,
+                ),
             ):
                 await self.append(contract, {"kind": "message", "message": message})
                 messages.append(message)
@@ -155,26 +161,74 @@ class SessionRunner:
 
     async def _entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
         """This callback's messages as ``(seq, message)``, compactions applied."""
+        return compaction.apply(await self._own_entries(contract))
+
+    async def _own_entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
+        """This callback's transcript entries as ``(seq, entry)``."""
         entries = await self._deps.store.get_transcript(contract.session_key)
-        mine = [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
-        return compaction.apply(mine)
+        return [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
 
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
 
+    async def _recall(self, contract: Contract, backend: ModelBackend) -> str | None:
+        """What the session did about its earlier callbacks (memory.py), for the first user message.
+
+        Reads only the transcript entries written since the previous callback's recall, and
+        keeps the updated state for the next one. None for a session's first callback, and for
+        the scripted backend, which reads no messages.
+        """
+        if isinstance(backend, ScriptedBackend):
+            return None
+        store = self._deps.store
+        key = memory.memory_key(contract.session_key)
+        state = memory.MemoryState.from_json(await store.get_checkpoint(key))
+        entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
+        state = memory.fold(state, entries, exclude=contract.callback_id)
+        wanted = memory.wanted_envelopes(state)
+        envelopes = await store.get_envelopes(wanted) if wanted else {}
+        contracts: dict[str, str] = {}
+        for callback_id in memory.unsettled(state):
+            found = await store.get_contract(callback_id)
+            if found is not None:
+                contracts[callback_id] = found.state
+        now = self._deps.clock.now()
+        state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
+        await store.put_checkpoint(key, state.to_json())
+        return memory.render(state, now)
+
     async def _compact(
-        self, contract: Contract, backend: ModelBackend, messages: list[dict[str, Any]]
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        messages: list[dict[str, Any]],
+        tools: list[ToolSpec],
     ) -> list[dict[str, Any]]:
-        """Summarise older turns when the conversation outgrows the context budget."""
-        if compaction.size(messages) <= compaction.CONTEXT_CHARS or isinstance(backend, ScriptedBackend):
+        """Keep the next request inside the model's budget (compaction.py).
+
+        Over budget, older turns are summarised by the model when a summary is due, and what
+        is still too large is cut; both are recorded as compaction entries in the transcript.
+        """
+        if isinstance(backend, ScriptedBackend):
             return messages
-        found = compaction.split_for_compaction(await self._entries(contract))
-        if found is None:
+        budget = compaction.budget(self._deps.service.limits.max_payload_chars)
+        room = compaction.room(budget, tools)
+        if compaction.size(messages) <= room:
             return messages
-        seqs, middle = found
-        reply = await self._complete(backend, compaction.summary_request(middle), [])
-        summary = compaction.summary_message(reply.text or "(no summary)")
-        await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+        own = await self._own_entries(contract)
+        entries = compaction.apply(own)
+        found = compaction.split_for_compaction(entries)
+        if found is not None:
+            seqs, _ = found
+            middle = compaction.originals(own, seqs)
+            reply = await self._complete(backend, compaction.summary_request(middle, room), [])
+            summary = compaction.summary_message(reply.text or "(no summary)")
+            await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+            entries = await self._entries(contract)
+        for seq, message in compaction.cuts(entries, room):
+            await self.append(
+                contract, {"kind": "compaction", "replaces": [seq], "message": message, "cut": True}
+            )
         return await self._messages(contract)
 
     async def _loop(
@@ -194,7 +248,7 @@ class SessionRunner:
             if turns >= backend.max_turns:
                 await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
                 break
-            messages[:] = await self._compact(contract, backend, messages)
+            messages[:] = await self._compact(contract, backend, messages, tools)
             reply = await self._complete(backend, messages, tools)
             turns += 1
             message = reply.to_message()

@@ -202,3 +202,24 @@ async def test_several_tool_calls_keep_their_order(
     openai_server.reply_tool_calls([("sentinel_history", {"limit": 5}), ("sentinel_act", NOTIFY)])
     reply = await make_openai().complete(HELLO, TOOLS)
     assert ["sentinel_history", "sentinel_act"] == [call.name for call in reply.tool_calls]
+
+
+async def test_the_fake_answers_matching_requests_ahead_of_its_script(
+    openai_server: FakeOpenAIServer, make_openai: MakeOpenAI
+) -> None:
+    """reply_text_when answers every request it matches, leaving the script for the others."""
+    openai_server.reply_text_when(lambda body: "summarise" in str(body["messages"]), "a summary")
+    openai_server.reply_text("scripted")
+    backend = make_openai()
+    asked = [{"role": "user", "content": "please summarise"}]
+    texts = [(await backend.complete(m, TOOLS)).text for m in (asked, HELLO, asked)]
+    assert ["a summary", "scripted", "a summary"] == texts
+
+
+async def test_the_fake_records_each_request_bodys_size(
+    openai_server: FakeOpenAIServer, make_openai: MakeOpenAI
+) -> None:
+    """request_sizes holds the bytes of each body, so a test can check what went over the wire."""
+    await make_openai().complete(HELLO, TOOLS)
+    [size] = openai_server.request_sizes
+    assert len(str(openai_server.requests[0]["messages"])) < size
