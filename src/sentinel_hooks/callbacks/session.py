@@ -121,8 +121,10 @@ class SessionRunner:
             skill_id=envelope.watcher.skill_id,
             events=deps.events,
         )
-        messages = await self._messages(contract)
-        box.notified = notifies_in(messages)
+        own = await self._own_entries(contract)
+        messages = [message for _, message in compaction.apply(own)]
+        # counted on the uncompacted results: a summary or a cut may hide an earlier notify
+        box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
             recalled = await self._recall(contract, backend)
             name, via = choose_model(watcher, deps.service)
