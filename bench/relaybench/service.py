@@ -54,6 +54,9 @@ class SilentSessions:
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
         """Take the callback and do nothing with it."""
 
+    async def requeue(self, contract: Contract) -> None:
+        """No session ever pauses for an approval here."""
+
 
 def _say(tag: str, data: dict[str, Any]) -> None:
     sys.stdout.write(f"{tag} {json.dumps(data)}\n")
