@@ -24,6 +24,7 @@ PURE = [
     "net/body.py",
     "inbox/transitions.py",
     "relay/fallback.py",
+    "store/contract_states.py",
     "callbacks/prompt.py",
     "callbacks/policy.py",
     "callbacks/compaction.py",
