@@ -49,6 +49,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.errors import Conflict
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
+from tests.relay.rig import toolbox_for
 from tests.support import Endpoint
 
 T = TypeVar("T")
@@ -270,7 +271,7 @@ class ContractMachine(RuleBasedStateMachine):
         return service
 
     def toolbox(self, contract: Contract, envelope: Envelope, notified: int = 0) -> ToolBox:
-        return make_toolbox(self.service, contract, envelope, notified)
+        return toolbox_for(self.service, contract, envelope, notified)
 
     async def outbox_pass(self) -> None:
         await outbox_pass(self.service)
@@ -618,20 +619,6 @@ class AgentSink:
 
     async def requeue(self, contract: Contract) -> None:
         return None
-
-
-def make_toolbox(service: Service, contract: Contract, envelope: Envelope, notified: int) -> ToolBox:
-    return ToolBox(
-        envelope=envelope,
-        contract=contract,
-        store=service.store,
-        relay=service.relay,
-        inbox=service.inbox,
-        clock=service.clock,
-        service=service.config.service,
-        commands=service.sessions.gate,
-        notified=notified,
-    )
 
 
 async def pause(service: Service, contract: Contract, paused: Paused) -> None:

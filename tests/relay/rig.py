@@ -53,8 +53,13 @@ async def toolbox(service: Service) -> tuple[ToolBox, Contract]:
     assert outcome.contract is not None
     contract = outcome.contract
     raw = await service.store.get_envelope(contract.callback_id)
-    box = ToolBox(
-        envelope=Envelope.model_validate(raw),
+    return toolbox_for(service, contract, Envelope.model_validate(raw)), contract
+
+
+def toolbox_for(service: Service, contract: Contract, envelope: Envelope, notified: int = 0) -> ToolBox:
+    """The tools of one callback, wired as a session would (``notified`` notifies so far)."""
+    return ToolBox(
+        envelope=envelope,
         contract=contract,
         store=service.store,
         relay=service.relay,
@@ -62,5 +67,5 @@ async def toolbox(service: Service) -> tuple[ToolBox, Contract]:
         clock=service.clock,
         service=service.config.service,
         commands=service.sessions.gate,
+        notified=notified,
     )
-    return box, contract

@@ -34,14 +34,6 @@ WATCHER = "id: w\nstrategy: webhook\nfire: {eventName: disk_full, priority: high
 
 
 @pytest.fixture
-async def sink() -> AsyncIterator[Sink]:
-    server = Sink()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def make_service(tmp_path: Path, sink: Sink) -> AsyncIterator[object]:
     services: list[Service] = []
 
