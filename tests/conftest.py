@@ -1,12 +1,14 @@
-"""Shared fixtures: a project directory builder."""
+"""Shared fixtures: a project directory builder, a webhook sink."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+
+from tests.support import Sink
 
 BASE_CONFIG = """\
 allowedHosts: [api.example.com, "*.example.org"]
@@ -38,3 +40,12 @@ def project(tmp_path: Path) -> Writer:
         return tmp_path / "sentinel.yaml"
 
     return write
+
+
+@pytest.fixture
+async def sink() -> AsyncIterator[Sink]:
+    """A webhook receiver on 127.0.0.1 that records every request (``statuses`` scripts its answers)."""
+    server = Sink()
+    await server.start()
+    yield server
+    await server.stop()

@@ -57,14 +57,6 @@ Start = Callable[..., Awaitable[Service]]
 
 
 @pytest.fixture
-async def sink() -> AsyncIterator[Sink]:
-    server = Sink()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def model() -> AsyncIterator[FakeOpenAIServer]:
     async with FakeOpenAIServer() as server:
         yield server
