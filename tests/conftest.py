@@ -1,13 +1,14 @@
-"""Shared fixtures: a project directory builder, a webhook sink."""
+"""Shared fixtures: a project directory builder, a webhook sink, the tests' own redis-server."""
 
 from __future__ import annotations
 
 import textwrap
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.redis_server import running_redis
 from tests.support import Sink
 
 BASE_CONFIG = """\
@@ -49,3 +50,11 @@ async def sink() -> AsyncIterator[Sink]:
     await server.start()
     yield server
     await server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """``redis://127.0.0.1:PORT`` of a redis-server the tests start on a free port for the whole
+    session (never a server they did not start; each suite picks its own database)."""
+    with running_redis() as url:
+        yield url.rsplit("/", 1)[0]

@@ -1,6 +1,6 @@
 """A ``redis-server`` the tests start themselves, on a free port of 127.0.0.1.
 
-Tests never touch a Redis they did not start (a user's data may live on 6379): this one runs in a
+Tests never touch a Redis they did not start (a user's data may live on the default port): this one runs in a
 temporary directory with persistence off and is killed when the test session ends. Locally,
 without the ``redis-server`` binary, the tests that need it are skipped; in CI (``CI`` set) they
 fail, since ``.ci/run`` installs it.

@@ -118,21 +118,3 @@ class Sink(Endpoint):
             if request["status"] < 300:
                 found.append(json.loads(request["raw"]))
         return found
-
-
-def require_redis(url: str, *, variable: str = "SENTINEL_TEST_REDIS_URL") -> str:
-    """``url`` once a Redis server answers there: skip the test locally, fail it in CI (env ``CI``)."""
-    import os
-
-    import pytest
-    import redis
-
-    try:
-        with redis.Redis.from_url(url, socket_connect_timeout=1) as client:
-            client.ping()
-    except (redis.RedisError, OSError) as exc:
-        message = f"no Redis answering at {url} ({exc})"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; CI must provide one (set {variable})")
-        pytest.skip(message)
-    return url

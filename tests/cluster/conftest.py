@@ -1,13 +1,12 @@
 """Cluster fixtures: a real Redis (db 11, flushed around every test) and replicas on it; and a
 cluster-mode WatcherManager over a memory store with a fake ownership (no Redis needed).
 
-Redis is a real server (``SENTINEL_TEST_CLUSTER_REDIS_URL``, default db 11 on 127.0.0.1): tests
-that need it are skipped when none answers locally and fail when ``CI`` is set.
+Redis is a real server the tests start themselves (``redis_server`` in tests/conftest.py): tests
+that need it are skipped locally without the redis-server binary and fail when ``CI`` is set.
 """
 
 from __future__ import annotations
 
-import os
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,27 +25,26 @@ from sentinel_hooks.store import Store
 from sentinel_hooks.watchers.manager import WatcherManager
 from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
-from tests.support import Endpoint, require_redis
+from tests.support import Endpoint
 
-REDIS_URL = os.environ.get("SENTINEL_TEST_CLUSTER_REDIS_URL", "redis://127.0.0.1:6379/11")
 PREFIX = "sentinel:"
 LEASE_MS = 1000
 
 
-@pytest.fixture(scope="session")
-def redis_server() -> str:
-    """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    return require_redis(REDIS_URL, variable="SENTINEL_TEST_CLUSTER_REDIS_URL")
+def cluster_db(redis_server: str) -> str:
+    """Database 11 of the tests' own redis-server (``redis_server`` in tests/conftest.py)."""
+    return f"{redis_server}/11"
 
 
 @pytest.fixture
 async def redis_url(redis_server: str) -> AsyncIterator[str]:
     """The test database, empty at the start of the test and flushed after it."""
-    with redis.Redis.from_url(redis_server) as client:
-        client.flushdb()
-    yield redis_server
-    with redis.Redis.from_url(redis_server) as client:
-        client.flushdb()
+    url = cluster_db(redis_server)
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()  # ok-shared: the tests' own server
+    yield url
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()  # ok-shared: the tests' own server
 
 
 @pytest.fixture

@@ -25,9 +25,9 @@ import redis
 
 from tests.cli.conftest import sentinel_command
 from tests.cluster.chaos import LocalHttp, Poll, Received, instant, judge, overlapping_polls
-from tests.cluster.conftest import REDIS_URL
+from tests.cluster.conftest import cluster_db
 from tests.service.test_process import Running, free_port
-from tests.support import require_redis, wait_until
+from tests.support import wait_until
 
 WATCHERS = 200
 INTERVAL_MS = 2000
@@ -137,13 +137,13 @@ def http() -> Iterator[LocalHttp]:
 
 
 @pytest.fixture
-def store() -> Iterator[str]:
-    url = require_redis(REDIS_URL, variable="SENTINEL_TEST_CLUSTER_REDIS_URL")
+def store(redis_server: str) -> Iterator[str]:
+    url = cluster_db(redis_server)
     with redis.Redis.from_url(url) as client:
-        client.flushdb()
+        client.flushdb()  # ok-shared: the tests' own server
     yield url
     with redis.Redis.from_url(url) as client:
-        client.flushdb()
+        client.flushdb()  # ok-shared: the tests' own server
 
 
 @pytest.fixture

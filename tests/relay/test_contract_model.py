@@ -4,13 +4,11 @@ delivery faults and restarts, on SQLite and on Redis (``contract_model.ContractM
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from tests.redis_server import running_redis
 from tests.relay.contract_model import COUNTS, ContractMachine, World
 
 # About a minute in all on a 2-core machine; CONTRACT_MODEL_EXAMPLES raises it for a longer hunt.
@@ -24,10 +22,10 @@ SETTINGS = settings(
 )
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
-    with running_redis() as url:
-        yield url
+@pytest.fixture
+def redis_url(redis_server: str) -> str:
+    """Database 0 of the tests' own redis-server (emptied before every example)."""
+    return f"{redis_server}/0"
 
 
 def run(kind: str, redis_url: str | None, capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,7 +20,6 @@ from tests.support import Sink, wait_for
 
 pytestmark = pytest.mark.slow
 
-REDIS_URL = os.environ.get("SENTINEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15").rsplit("/", 1)[0] + "/14"
 FIRES = 40
 
 CONFIG = """\
@@ -57,19 +56,10 @@ async def sink() -> AsyncIterator[SlowSink]:
     await server.stop()
 
 
-async def redis_or_skip() -> None:
-    import redis.asyncio as aioredis
-
-    client = aioredis.from_url(REDIS_URL)
-    try:
-        await client.ping()
-        await client.flushdb()
-    except Exception:
-        if os.environ.get("CI"):
-            raise
-        pytest.skip("no redis-server on 127.0.0.1:6379")
-    finally:
-        await client.aclose()
+def redis_db(request: pytest.FixtureRequest) -> str:
+    """Database 14 of the tests' own redis-server (started on first use)."""
+    server: str = request.getfixturevalue("redis_server")
+    return f"{server}/14"
 
 
 def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -96,13 +86,11 @@ async def ready(base: str) -> bool:
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 async def test_kill_9_then_restart_delivers_every_fallback_once(
-    tmp_path: Path, sink: SlowSink, store: str
+    tmp_path: Path, sink: SlowSink, store: str, request: pytest.FixtureRequest
 ) -> None:
     """40 fires, SIGKILL while their deadlines pass, restart: one fallback per callback, none left pending."""
-    if store == "redis":
-        await redis_or_skip()
     port = free_port()
-    store_url = "sqlite:///state.db" if store == "sqlite" else REDIS_URL
+    store_url = "sqlite:///state.db" if store == "sqlite" else redis_db(request)
     config = tmp_path / "sentinel.yaml"
     config.write_text(CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port()))
     (tmp_path / "watchers").mkdir()

@@ -1,12 +1,11 @@
 """One contract suite for every Store: the ``store`` fixture runs each test on memory, SQLite and
-Redis. Redis is a real server (``SENTINEL_TEST_REDIS_URL``, default db 15 on 127.0.0.1): the
-Redis variant is skipped when none answers locally and fails when ``CI`` is set. Each Redis test
+Redis. Redis is a real server the tests start themselves (``redis_server``, db 15): the Redis
+variant is skipped locally without the redis-server binary and fails when ``CI`` is set. Each Redis test
 uses a random key prefix and deletes its keys afterwards.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -29,9 +28,7 @@ from sentinel_hooks.store import (
     Store,
     Trigger,
 )
-from tests.support import require_redis
 
-REDIS_URL = os.environ.get("SENTINEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
@@ -41,9 +38,9 @@ def at(seconds: float) -> datetime:
 
 
 @pytest.fixture(scope="session")
-def redis_url() -> str:
-    """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    return require_redis(REDIS_URL, variable="SENTINEL_TEST_REDIS_URL")
+def redis_url(redis_server: str) -> str:
+    """Database 15 of the tests' own redis-server."""
+    return f"{redis_server}/15"
 
 
 @dataclass

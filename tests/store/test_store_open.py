@@ -33,7 +33,7 @@ def test_memory_url_gives_a_memory_store(tmp_path: Path) -> None:
     assert isinstance(open_store("memory://", base_dir=tmp_path), MemoryStore)
 
 
-@pytest.mark.parametrize("url", ["redis://127.0.0.1:6379/0", "rediss://cache.example:6380/1"])
+@pytest.mark.parametrize("url", ["redis://127.0.0.1/0", "rediss://cache.example:6380/1"])
 def test_redis_urls_give_a_redis_store(tmp_path: Path, url: str) -> None:
     """redis:// and rediss:// are the shared store."""
     assert isinstance(open_store(url, base_dir=tmp_path), RedisStore)

@@ -24,18 +24,16 @@ from sentinel_hooks.watchers.strategies import redis_pubsub, redis_source, redis
 from sentinel_hooks.watchers.strategies.redis_pubsub import RedisPubSub
 from sentinel_hooks.watchers.strategies.redis_stream import RedisStreamReader
 from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, SubscribeStrategy
-from tests.support import require_redis
 
 pytestmark = pytest.mark.redis
 
-REDIS_URL = os.environ.get("SENTINEL_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 WAIT_S = 5.0
 
 
 @pytest.fixture(scope="module")
-def redis_url() -> str:
-    """The test Redis URL, once a server answers there (skip locally, fail in CI otherwise)."""
-    return require_redis(REDIS_URL)
+def redis_url(redis_server: str) -> str:
+    """Database 15 of the tests' own redis-server."""
+    return f"{redis_server}/15"
 
 
 @pytest.fixture
@@ -498,7 +496,7 @@ def test_single_payload_field_with_json_is_the_value() -> None:
 
 async def test_clients_leave_deadlines_to_asyncio_timeout() -> None:
     """No socket_timeout: redis-py would then send through wait_for, which loses cancels on 3.11."""
-    client = redis_source.open_client("redis://127.0.0.1:6379/15", watcher_id="w")
+    client = redis_source.open_client("redis://127.0.0.1/15", watcher_id="w")
     timeout = client.connection_pool.connection_kwargs.get("socket_timeout")
     await client.aclose()
     assert timeout is None
