@@ -57,7 +57,7 @@ class SessionDeps:
     gate: CommandGate
     backends: Mapping[str, ModelBackend]
     watcher: Callable[[str], AnyWatcher | None]
-    skills: Mapping[str, Skill]
+    skill: Callable[[str], Skill | None]  # the skill loaded now: a reload (SIGHUP) may change it
     redactor: Redactor
     events: Events | None = None
 
@@ -129,7 +129,7 @@ class SessionRunner:
             recalled = await self._recall(contract, backend)
             name, via = choose_model(watcher, deps.service)
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
-            skill = deps.skills.get(envelope.watcher.skill_id or "")
+            skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
             for message in (
                 system_message(),
                 user_message(
