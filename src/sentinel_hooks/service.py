@@ -324,13 +324,14 @@ class Service:
         return self.config.skills.get(skill_id)
 
     async def _dead_letter(self, delivery: Delivery, error: str) -> None:
-        """A delivery that failed for good becomes a delivery_failure inbox item holding the message."""
+        """A delivery that failed for good becomes a delivery_failure inbox item holding the message
+        (of the message's callback: an escalation step's delivery is keyed by its item)."""
         await self.inbox.create(
             "delivery_failure",
             severity="warning",
             reason=f"delivery to {delivery.target} failed after {delivery.attempts + 1} attempt(s): {error}",
             watcher_id=delivery.message.get("watcher_id") or None,
-            callback_id=delivery.callback_id,
+            callback_id=delivery.message.get("callback_id") or delivery.callback_id,
             detail={"delivery": delivery.model_dump(mode="json", by_alias=True), "error": error},
             item_id="DF" + sha256_hex(delivery.key)[:24].upper(),
         )
