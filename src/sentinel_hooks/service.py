@@ -1,7 +1,7 @@
 """The composition root: one Sentinel process (store, safe HTTP, watchers, firing, API).
 
 ``Service`` wires the parts; ``serve`` runs it until SIGTERM/SIGINT and reloads watcher
-files on SIGHUP (an invalid file is reported and the last good version keeps running).
+files and skills on SIGHUP (an invalid file is reported and the last good version keeps running).
 With a Redis store the service is one replica of a cluster: ``ClusterOwnership`` decides which
 polled and subscribed watchers this replica runs (docs/scaling.md, "Watcher ownership"), and hook
 sessions queue in a Redis Stream any replica can take them from ("Hook sessions").
@@ -42,6 +42,7 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store import RedisStore, open_store
 from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
@@ -128,7 +129,7 @@ class Service:
             inbox=self.inbox,
             redactor=self.redactor,
             work_dir=self.state_dir / "commands",
-            skills=config.skills,
+            skill=self._skill,
             watcher=self._watcher_spec,
             events=self.events,
             stream=self._session_stream(),
@@ -250,7 +251,11 @@ class Service:
         gc.unfreeze()  # what start froze may be garbage now (several services in one process: tests)
 
     async def reload(self) -> ReloadReport | None:
-        """Re-read the watcher files; keep the last good version when they are invalid."""
+        """Re-read the watcher files and skills; keep the last good version when any is invalid.
+
+        Sessions that start after the reload get the new skill text (they look skills up in
+        ``self.config``); a session already running keeps the text it started with.
+        """
         try:  # parsing thousands of watchers takes seconds: off the loop, so polls go on meanwhile
             fresh = await asyncio.to_thread(load_config, self.config.path)
         except ConfigError as exc:
@@ -314,14 +319,19 @@ class Service:
         except NotFound:
             return None
 
+    def _skill(self, skill_id: str) -> Skill | None:
+        """The skill as last loaded (at start or by a reload), for sessions starting now."""
+        return self.config.skills.get(skill_id)
+
     async def _dead_letter(self, delivery: Delivery, error: str) -> None:
-        """A delivery that failed for good becomes a delivery_failure inbox item holding the message."""
+        """A delivery that failed for good becomes a delivery_failure inbox item holding the message
+        (of the message's callback: an escalation step's delivery is keyed by its item)."""
         await self.inbox.create(
             "delivery_failure",
             severity="warning",
             reason=f"delivery to {delivery.target} failed after {delivery.attempts + 1} attempt(s): {error}",
             watcher_id=delivery.message.get("watcher_id") or None,
-            callback_id=delivery.callback_id,
+            callback_id=delivery.message.get("callback_id") or delivery.callback_id,
             detail={"delivery": delivery.model_dump(mode="json", by_alias=True), "error": error},
             item_id="DF" + sha256_hex(delivery.key)[:24].upper(),
         )

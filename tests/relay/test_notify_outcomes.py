@@ -131,7 +131,7 @@ async def test_an_approval_pauses_the_deadline_and_the_agent_reports_after_it(
         except Paused as paused:
             item_id = paused.item_id
         assert await state_is(service, contract.callback_id, "awaiting_approval")
-        request = await wait_for(lambda: sink.bodies("escalation") or None, what="the approval request")
+        request = await wait_for(lambda: sink.bodies("escalation.0") or None, what="the approval request")
         assert f"sentinel approvals approve {item_id}" in request[0]["message"]
         past = contract.deadline + 2 * ONE_S  # two relay passes at least after the deadline
         await wait_for(lambda: service.clock.now() > past, what="time past the deadline")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
@@ -45,7 +45,7 @@ class HookSessions:
         inbox: Inbox,
         redactor: Redactor,
         work_dir: Path,
-        skills: Mapping[str, Skill],
+        skill: Callable[[str], Skill | None],
         watcher: Callable[[str], AnyWatcher | None],
         events: Events | None = None,
         stream: StreamSettings | None = None,
@@ -66,7 +66,7 @@ class HookSessions:
                 gate=self.gate,
                 backends=self.backends,
                 watcher=watcher,
-                skills=skills,
+                skill=skill,
                 redactor=redactor,
                 events=events,
             )

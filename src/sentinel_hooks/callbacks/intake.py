@@ -17,6 +17,7 @@ from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.events import Events
+from sentinel_hooks.relay.fallback import fired_on
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Trigger
 
@@ -79,11 +80,16 @@ class AcceptHook(Protocol):
 
 @dataclass(frozen=True)
 class Fanout:
-    """The fan-out message of one fire (SPEC §6.3): mode none | concise | debug, and its line."""
+    """The fan-out message of one fire (SPEC §6.3): mode none | concise | debug, and its line.
+
+    ``rendered`` is the watcher's ``fire.messageTemplate`` rendered (None without one): kept
+    for the session, whose scripted backend sends it, else its own default message (§5.2).
+    """
 
     mode: str
     text: str
     error: str | None = None  # a messageTemplate that failed at fire time (the session then fails)
+    rendered: str | None = None
 
 
 class CallbackIntake:
@@ -142,7 +148,7 @@ class CallbackIntake:
             deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
             targets=list(envelope.delivery.targets),
         )
-        line = f"{envelope.watcher.event_name} fired on {envelope.watcher.id}"
+        line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
         chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         # one store step: dedupe window, contract, and the fire's message for the session
         contract = await self._store.accept_contract(
@@ -150,7 +156,7 @@ class CallbackIntake:
             envelope.to_json(),
             dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
             dedupe_ttl_ms=window,
-            checkpoints={message_key(pending.callback_id): {"text": chosen.text, "error": chosen.error}},
+            checkpoints={message_key(pending.callback_id): {"text": chosen.rendered, "error": chosen.error}},
         )
         if contract is None:
             existing = await self._store.get_contract(envelope.callback_id)

@@ -22,7 +22,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
-from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, default_message
+from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
@@ -57,7 +57,7 @@ class SessionDeps:
     gate: CommandGate
     backends: Mapping[str, ModelBackend]
     watcher: Callable[[str], AnyWatcher | None]
-    skills: Mapping[str, Skill]
+    skill: Callable[[str], Skill | None]  # the skill loaded now: a reload (SIGHUP) may change it
     redactor: Redactor
     events: Events | None = None
 
@@ -129,7 +129,7 @@ class SessionRunner:
             recalled = await self._recall(contract, backend)
             name, via = choose_model(watcher, deps.service)
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
-            skill = deps.skills.get(envelope.watcher.skill_id or "")
+            skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
             for message in (
                 system_message(),
                 user_message(
@@ -155,7 +155,7 @@ class SessionRunner:
         backend = self._deps.backends.get(name) if name else None
         if backend is None or isinstance(backend, ScriptedBackend):
             plan = ScriptedPlan(
-                message=str(rendered.get("text") or default_message(envelope.to_json())),
+                message=str(rendered.get("text") or message_for(envelope)),
                 escalate=bool(watcher is not None and watcher.fire.escalate),
             )
             return (backend if isinstance(backend, ScriptedBackend) else self._scripted).for_callback(plan)

@@ -80,13 +80,20 @@ class Dispatcher:
     # -- enqueueing --------------------------------------------------------------------------
 
     def new_deliveries(
-        self, message: Message, targets: Sequence[str], kind: DeliveryKind, *, at: datetime
+        self,
+        message: Message,
+        targets: Sequence[str],
+        kind: DeliveryKind,
+        *,
+        at: datetime,
+        key_id: str | None = None,
     ) -> list[Delivery]:
-        """One pending delivery of ``message`` per target (not yet stored)."""
+        """One pending delivery of ``message`` per target (not yet stored), keyed
+        ``{key_id}:{target}:{kind}``; ``key_id`` is the message's callback id unless given (an
+        inbox item's id for its escalation steps)."""
         body = message.to_json()
-        return [
-            Delivery.new(message.callback_id, target, kind, body, at=at) for target in dict.fromkeys(targets)
-        ]
+        first = key_id or message.callback_id
+        return [Delivery.new(first, target, kind, body, at=at) for target in dict.fromkeys(targets)]
 
     def held_deliveries(
         self, message: Message, targets: Sequence[str], kind: DeliveryKind, *, at: datetime

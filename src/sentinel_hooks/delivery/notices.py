@@ -22,6 +22,13 @@ from sentinel_hooks.store.records import Contract, InboxItem
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+FIRST_STEP = "escalation.0"  # the delivery kind of an escalation policy's first step
+
+
+def is_escalation_kind(kind: object) -> bool:
+    """Whether a delivery kind is an escalation's (``escalation``, ``escalation.N``)."""
+    return isinstance(kind, str) and kind.split(".", 1)[0] == "escalation"
+
 
 class Notices:
     """Turns service events into outbox deliveries."""
@@ -88,8 +95,13 @@ class Notices:
         An approval request reaches people at once even without escalationTargets: it goes to
         its callback's targets (SPEC §6.1), since the contract waits for it and no fallback
         will tell anyone in the meantime.
+
+        ``escalationTargets`` is a one-step escalation policy (SPEC §15): each target gets step
+        0, keyed ``{itemId}:{target}:escalation.0`` (one key per item, even for several items
+        of one callback), and the message names the item's callback, as every other message does.
         """
-        if item.kind == "delivery_failure" and item.detail.get("delivery", {}).get("kind") == "escalation":
+        failed_kind = item.detail.get("delivery", {}).get("kind")
+        if item.kind == "delivery_failure" and is_escalation_kind(failed_kind):
             return
         targets = list(self._escalation_targets)
         if not targets and item.kind == "approval":
@@ -104,15 +116,17 @@ class Notices:
                 f"\nApprove: sentinel approvals approve {item.id} · deny: sentinel approvals deny {item.id}"
             )
         message = Message(
-            callback_id=item.id,  # one delivery key per item, even for several items of one callback
+            callback_id=item.callback_id or item.id,
             watcher_id=item.watcher_id or "",
             event_name=item.kind,
             priority="high" if item.severity == "critical" else "normal",
-            kind="escalation",
+            kind=FIRST_STEP,
             text=text,
             extra={"inboxItemId": item.id, "callbackId": item.callback_id},
         )
-        deliveries = self._dispatcher.new_deliveries(message, targets, "escalation", at=self._clock.now())
+        deliveries = self._dispatcher.new_deliveries(
+            message, targets, FIRST_STEP, at=self._clock.now(), key_id=item.id
+        )
         await self._dispatcher.enqueue(deliveries)
 
     async def _callback_targets(self, item: InboxItem) -> list[str]:

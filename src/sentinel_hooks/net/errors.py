@@ -21,6 +21,8 @@ The message reads ``GET https://x/y: <reason>``; URLs are kept as given (callers
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from sentinel_hooks.errors import SentinelError
 
 
@@ -126,11 +128,35 @@ class ConnectTimeout(ConnectionFailed):
 RETRYABLE_STATUSES = frozenset({408, 425, 429})
 
 
-class HttpStatusError(NetError):
-    """A non-2xx answer: retryable for 5xx, 408, 425 and 429."""
+def status_line(status: int) -> str:
+    """``HTTP 502 Bad Gateway`` (the standard reason phrase; just ``HTTP 599`` for an unknown code)."""
+    try:
+        return f"HTTP {status} {HTTPStatus(status).phrase}"
+    except ValueError:
+        return f"HTTP {status}"
 
-    def __init__(self, status: int, *, retry_after_s: float | None = None, detail: str = "") -> None:
+
+class HttpStatusError(NetError):
+    """A non-2xx answer: retryable for 5xx, 408, 425 and 429.
+
+    The message is the status line, then what the body said: ``detail`` (its first words), or,
+    when the body was an HTML page, only its title (``page_title``; "" for a page without one):
+    ``HTTP 502 Bad Gateway (HTML page: "502 Bad Gateway")``.
+    """
+
+    def __init__(
+        self,
+        status: int,
+        *,
+        retry_after_s: float | None = None,
+        detail: str = "",
+        page_title: str | None = None,
+    ) -> None:
         retryable = status >= 500 or status in RETRYABLE_STATUSES
-        reason = f"HTTP {status}" + (f": {detail}" if detail else "")
+        reason = status_line(status)
+        if page_title is not None:
+            reason += f' (HTML page: "{page_title}")' if page_title else " (HTML page)"
+        elif detail:
+            reason += f": {detail}"
         super().__init__(reason, retryable=retryable, retry_after_s=retry_after_s)
         self.status = status

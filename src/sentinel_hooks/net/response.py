@@ -2,7 +2,9 @@
 
 ``read_limited`` stops reading (and closes the connection) past the byte limit;
 ``refuse_redirect`` turns any 3xx into ``RedirectRefused``; ``raise_for_status`` is what a
-caller uses when a non-2xx answer is an error to it (``Retry-After`` parsed into seconds).
+caller uses when a non-2xx answer is an error to it (``Retry-After`` parsed into seconds; the
+body summed up in one short line: an HTML error page by its title, anything else by its first
+words).
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from email.utils import parsedate_to_datetime
 from aiohttp import ClientResponse
 from multidict import CIMultiDictProxy
 
-from sentinel_hooks.net.body import decode_body
+from sentinel_hooks.net.body import decode_body, html_title, looks_like_html, one_line
 from sentinel_hooks.net.errors import HttpStatusError, RedirectRefused, ResponseTooLarge
 
 CHUNK_BYTES = 64 * 1024
 EXCERPT_CHARS = 200
+HTML_SCAN_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,12 @@ def raise_for_status(response: HttpResponse) -> None:
             reference = server_now  # Retry-After dates are in the server's clock
     retry_after = parse_retry_after(response.headers.get("Retry-After"), now=reference)
     head = decode_body(response.body[: EXCERPT_CHARS * 4], response.charset)
-    excerpt = " ".join(head.split())[:EXCERPT_CHARS]
-    error = HttpStatusError(response.status, retry_after_s=retry_after, detail=excerpt)
+    if looks_like_html(head, response.content_type):  # a proxy's error page: its title says it all
+        title = html_title(decode_body(response.body[:HTML_SCAN_BYTES], response.charset))
+        error = HttpStatusError(response.status, retry_after_s=retry_after, page_title=title)
+    else:
+        excerpt = one_line(head, EXCERPT_CHARS)
+        error = HttpStatusError(response.status, retry_after_s=retry_after, detail=excerpt)
     raise error.for_request(response.method, response.url)
 
 

@@ -1,4 +1,9 @@
-"""The concise fallback text (SPEC.md §6.1): what people get when the agent stays silent. Pure."""
+"""The concise lines the service writes itself. Pure.
+
+The fallback (SPEC.md §6.1: what people get when the agent stays silent), the fan-out line
+(§6.3) and the scripted backend's default message (§5.2) share the ``{eventName} fired on
+{watcherId}`` phrase and the payload formatters here, so all of them read alike.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,8 @@ from typing import Any
 from sentinel_hooks.canonical import canonical_json
 
 PAYLOAD_LINE_CHARS = 200
+SUMMARY_CHARS = 200  # the whole payload summary
+SUMMARY_PART_CHARS = 48  # one ``key=value`` of it
 
 
 def format_timeout(timeout_ms: int) -> str:
@@ -14,10 +21,39 @@ def format_timeout(timeout_ms: int) -> str:
     return f"{timeout_ms / 1000:g}s"
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def payload_line(payload: Any) -> str:
     """The observed payload as compact JSON on one line, cut at 200 characters."""
-    text = canonical_json(payload).replace("\n", " ")
-    return text if len(text) <= PAYLOAD_LINE_CHARS else text[: PAYLOAD_LINE_CHARS - 1] + "…"
+    return _cut(canonical_json(payload).replace("\n", " "), PAYLOAD_LINE_CHARS)
+
+
+def _more(count: int) -> str:
+    return f", … (+{count} more)" if count else ""
+
+
+def payload_summary(payload: Any) -> str:
+    """A few top-level ``key=value`` pairs of an object payload, on one line, at most 200 characters.
+
+    Keys in sorted order and values as compact canonical JSON, each pair cut at 48 characters,
+    so the same payload always reads the same; the pairs that do not fit are counted
+    (``… (+N more)``). Any other payload is its ``payload_line``. Secrets are redacted before
+    this (the envelope's payload is), not by it.
+    """
+    if not isinstance(payload, dict) or not payload:
+        return payload_line(payload)
+    keys = sorted(payload, key=str)
+    parts: list[str] = []
+    for key in keys:
+        name = key if isinstance(key, str) and key.isprintable() and key else canonical_json(key)
+        part = _cut(f"{name}={canonical_json(payload[key])}", SUMMARY_PART_CHARS)
+        room = SUMMARY_CHARS - len(_more(len(keys) - len(parts) - 1))
+        if parts and len(", ".join([*parts, part])) > room:
+            break
+        parts.append(part)
+    return ", ".join(parts) + _more(len(keys) - len(parts))
 
 
 def fallback_text(
@@ -31,7 +67,7 @@ def fallback_text(
 ) -> str:
     """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated."""
     lines = [
-        f"Sentinel: {event_name} fired on {watcher_id} ({priority}) — no response from the agent "
+        f"Sentinel: {fired_on(event_name, watcher_id)} ({priority}) — no response from the agent "
         f"within {format_timeout(timeout_ms)}.",
         payload_line(payload),
     ]
@@ -41,6 +77,17 @@ def fallback_text(
     return "\n".join(lines)
 
 
+def fired_on(event_name: str, watcher_id: str) -> str:
+    """``{eventName} fired on {watcherId}``: how every line the service writes names a fire."""
+    return f"{event_name} fired on {watcher_id}"
+
+
 def fanout_text(*, event_name: str, watcher_id: str, rendered: str | None) -> str:
     """The fan-out line: the rendered messageTemplate, else ``{eventName} fired on {watcherId}``."""
-    return rendered if rendered else f"{event_name} fired on {watcher_id}"
+    return rendered if rendered else fired_on(event_name, watcher_id)
+
+
+def default_message(*, event_name: str, watcher_id: str, priority: str, payload: Any) -> str:
+    """The scripted backend's message without a messageTemplate (SPEC §5.2):
+    ``{eventName} fired on {watcherId} ({priority}): {payload summary}``."""
+    return f"{fired_on(event_name, watcher_id)} ({priority}): {payload_summary(payload)}"

@@ -238,7 +238,7 @@ class FiringPipeline:
             except TemplateError as exc:
                 error = self._redactor.text(f"messageTemplate error at fire time: {exc}")
         text = fanout_text(event_name=watcher.event_name, watcher_id=watcher.id, rendered=rendered)
-        return Fanout(mode, text, error), error
+        return Fanout(mode, text, error, rendered), error
 
     @staticmethod
     def _cooling_down(watcher: AnyWatcher, state: WatcherState, now: datetime) -> bool:

@@ -95,7 +95,7 @@ async def test_server_error_is_retryable(
         return web.Response(status=500, text="boom")
 
     strategy = await poller(fail, serve, open_http, make_context)
-    with pytest.raises(ObserveError, match="HTTP 500: boom") as caught:
+    with pytest.raises(ObserveError, match="HTTP 500 Internal Server Error: boom") as caught:
         await strategy.poll()
     assert caught.value.retryable is True
 

@@ -1,9 +1,9 @@
 """The ``scripted`` backend: no LLM, deterministic (SPEC.md §5.2).
 
 It notifies the watcher's targets with the fire's message (``fire.messageTemplate``
-rendered at fire time, else a concise line with event, watcher, priority and payload), or
-escalates instead when ``fire.escalate`` is true. It lets the whole pipeline run with no
-model, and is the default.
+rendered at fire time, else ``message_for``: a concise line with event, watcher, priority
+and a payload summary), or escalates instead when ``fire.escalate`` is true. It lets the
+whole pipeline run with no model, and is the default.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentinel_hooks.callbacks.backends.base import ModelReply, ToolCall, ToolSpec
+from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.config.service import ScriptedModel
-from sentinel_hooks.relay.fallback import payload_line
+from sentinel_hooks.relay.fallback import default_message
 
 
-def default_message(envelope: dict[str, Any]) -> str:
-    """``{eventName} on {watcherId} ({priority}): {payload as compact JSON}``."""
-    watcher = envelope.get("watcher", {})
-    trigger = envelope.get("trigger", {})
-    return (
-        f"{watcher.get('eventName', '?')} on {watcher.get('id', '?')} ({trigger.get('priority', 'normal')}): "
-        f"{payload_line(envelope.get('payload'))}"
+def message_for(envelope: Envelope) -> str:
+    """The default message for a callback whose watcher has no ``fire.messageTemplate``."""
+    return default_message(
+        event_name=envelope.watcher.event_name,
+        watcher_id=envelope.watcher.id,
+        priority=envelope.trigger.priority,
+        payload=envelope.payload,
     )
 
 
