@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from sentinel_hooks.service import Service
+from tests.api.raw_http import raw_status
 from tests.service.conftest import Starter
 from tests.service.test_api import call
 
@@ -139,20 +138,6 @@ async def test_only_the_authorization_header_carries_the_token(
     service = await start_service(watchers={}, server=WITH_TOKEN)
     status, body = await call(service, "GET", path, headers=headers)
     assert (401, "unauthorized") == (status, body["error"]["code"])
-
-
-async def raw_status(service: Service, request: bytes) -> int:
-    """Send ``request`` as raw bytes (headers that are not UTF-8 included); the answer's status."""
-    host, port = service.url.removeprefix("http://").rsplit(":", 1)
-    reader, writer = await asyncio.open_connection(host, int(port))
-    try:
-        writer.write(request)
-        await writer.drain()
-        status_line = await reader.readline()
-    finally:
-        writer.close()
-        await writer.wait_closed()
-    return int(status_line.split()[1])
 
 
 async def test_a_token_that_is_not_utf8_is_401(start_service: Starter) -> None:

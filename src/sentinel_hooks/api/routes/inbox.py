@@ -12,7 +12,7 @@ from typing import Any, cast
 from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
-from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.body import has_lone_surrogate, read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
@@ -66,8 +66,10 @@ def _limit(request: web.Request) -> int:
 
 
 def actor_of(request: web.Request) -> str:
-    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters."""
+    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters or not UTF-8."""
     actor = request.headers.get(ACTOR_HEADER, "").strip()
+    if has_lone_surrogate(actor):
+        raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is not UTF-8 text")
     if len(actor) > MAX_ACTOR_CHARS:
         raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is longer than {MAX_ACTOR_CHARS} characters")
     return actor or DEFAULT_ACTOR
