@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from sentinel_hooks.errors import ConfigError, Conflict, NotFound
+from sentinel_hooks.errors import CallbackExists, ConfigError, Conflict, NotFound
 from sentinel_hooks.store.base import InvalidCursor
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,9 @@ def _from_exception(exc: Exception) -> web.Response:
         )
     if isinstance(exc, NotFound):
         return error_response(404, "not_found", str(exc))
+    if isinstance(exc, CallbackExists):
+        taken = {"callbackId": exc.callback_id, "state": exc.state}
+        return error_response(409, "callback_exists", str(exc), taken)
     if isinstance(exc, Conflict):
         return error_response(409, "conflict", str(exc))
     if isinstance(exc, InvalidCursor):

@@ -160,6 +160,7 @@ def _callback_paths() -> dict[str, Schema]:
                 "hooks",
                 answer(202, "accepted", ref("CallbackAccepted")),
                 body=ref("Envelope"),
+                errors=(409,),
             )
         },
         "/api/v1/callbacks": {

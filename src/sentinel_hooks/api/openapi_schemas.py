@@ -44,7 +44,11 @@ ERROR_ANSWERS: dict[int, tuple[str, str]] = {
     401: ("Unauthorized", "missing or wrong bearer token (or, for /hooks/ingest, HMAC signature)"),
     403: ("Forbidden", "`command` watchers cannot be created through the API"),
     404: ("NotFound", "no such watcher, callback, session or inbox item"),
-    409: ("Conflict", "the current state does not allow this change (the message names it)"),
+    409: (
+        "Conflict",
+        "the current state does not allow this change (the message names it); for /hooks/sentinel, "
+        "`callback_exists` with `details: {callbackId, state}`: the callbackId is taken",
+    ),
     413: ("PayloadTooLarge", "the body is over the route's limit"),
     415: ("UnsupportedMediaType", "the body is not labelled `application/json` (or `+json`)"),
     421: (
