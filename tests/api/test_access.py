@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+
 import pytest
 
 from sentinel_hooks.service import Service
 from tests.api.raw_http import raw_status
+from tests.cli.conftest import sentinel_command
 from tests.service.conftest import Starter
 from tests.service.test_api import call
 
@@ -99,10 +104,30 @@ async def test_a_rebinding_page_cannot_fire(service: Service) -> None:
     assert await service.store.last_observation("hook") is None
 
 
-async def test_the_cli_and_page_host_is_answered(service: Service) -> None:
-    """What the CLI and the web page send: the Host of service.url (127.0.0.1:port)."""
+async def test_the_page_host_is_answered(service: Service) -> None:
+    """What a browser sends for the page opened at service.url: Host 127.0.0.1:port."""
     host = service.url.removeprefix("http://")
     assert 200 == (await call(service, "GET", "/", headers={"Host": host}))[0]
+
+
+@pytest.mark.parametrize("name", ["127.0.0.1", "localhost"])
+async def test_the_cli_is_answered(service: Service, name: str) -> None:
+    """`sentinel watchers list --url http://NAME:PORT` (a real subprocess) gets through the Host rule."""
+    url = service.url.replace("127.0.0.1", name)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    process = await asyncio.create_subprocess_exec(
+        *sentinel_command(),
+        "watchers",
+        "list",
+        "--url",
+        url,
+        "--json",
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), timeout=30)
+    assert (0, ["hook"]) == (process.returncode, [w["id"] for w in json.loads(stdout)["items"]]), stderr
 
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
