@@ -12,6 +12,7 @@ in one place and never show a traceback::
     │   └── StoreUnavailable the store cannot be reached or opened
     ├── NotFound             a watcher, callback, inbox item … that does not exist
     └── Conflict             the request conflicts with the current state (e.g. an id in use)
+        └── CallbackExists   a callback id that is already taken (names the callback and its state)
 """
 
 from __future__ import annotations
@@ -70,3 +71,16 @@ class NotFound(SentinelError):
 
 class Conflict(SentinelError):
     """The request conflicts with the current state (an id in use, a file-defined watcher …)."""
+
+
+class CallbackExists(Conflict):
+    """A new callback names an id that is already taken; ``state`` is that callback's state
+    (None when it was removed in the meantime)."""
+
+    def __init__(self, callback_id: str, state: str | None) -> None:
+        self.callback_id = callback_id
+        self.state = state
+        super().__init__(
+            f"callback {callback_id!r} already exists (state {state}); send a new callbackId, or "
+            f"GET /api/v1/callbacks/{callback_id} to follow the one there is"
+        )

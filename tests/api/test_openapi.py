@@ -137,14 +137,15 @@ async def test_every_documented_route_exists(service: Service, document: dict[st
     assert set() == documented_routes(document) - app_routes(build_app(service))
 
 
-async def test_document_is_served(service: Service, document: dict[str, Any]) -> None:
-    """GET /api/v1/openapi.json answers the document as JSON."""
+async def test_document_is_served(service: Service) -> None:
+    """GET /api/v1/openapi.json answers the document (without a token: the bearer-free one) as JSON."""
     async with (
         aiohttp.ClientSession() as session,
         session.get(service.url + OPENAPI_PATH) as response,
     ):
         served = (response.status, response.content_type, await response.json())
-    assert (200, "application/json", document) == served
+    expected = json.loads(json.dumps(build_openapi(bearer=False)))
+    assert (200, "application/json", expected) == served
 
 
 async def test_document_needs_the_token_when_one_is_set(start_service: Starter) -> None:
@@ -230,3 +231,32 @@ def test_a_wrong_answer_fails_validation(document: dict[str, Any]) -> None:
     """The checks can fail: a watcher page without nextCursor and with an extra key is refused."""
     problems = violations(document, "/api/v1/watchers", "get", 200, {"items": [], "extra": 1})
     assert 2 == len(problems)
+
+
+async def test_without_a_token_the_document_claims_no_bearer_auth(service: Service) -> None:
+    """With no server.apiToken the served document needs no token anywhere (and stays valid)."""
+    status, served = await call(service, "GET", OPENAPI_PATH)
+    validate(served)
+    claims = [
+        (method, path)
+        for path, item in served["paths"].items()
+        for method, operation in item.items()
+        if method in METHODS
+        and ("bearerAuth" in json.dumps(operation["security"]) or "401" in operation["responses"])
+        and path != "/hooks/ingest/{id}"
+    ]
+    assert (200, [], [], False) == (
+        status,
+        served["security"],
+        claims,
+        "bearerAuth" in served["components"]["securitySchemes"],
+    )
+    assert [{}, {"ingestSignature": []}] == served["paths"]["/hooks/ingest/{id}"]["post"]["security"]
+
+
+async def test_with_a_token_the_document_claims_bearer_auth(start_service: Starter) -> None:
+    """With server.apiToken the served document asks for the bearer token on the API routes."""
+    token = "tok-0123456789abcdef"
+    service = await start_service(watchers={}, server=f"{{host: 127.0.0.1, port: 0, apiToken: {token}}}")
+    _, served = await call(service, "GET", OPENAPI_PATH, headers={"Authorization": f"Bearer {token}"})
+    assert [{"bearerAuth": []}] == served["paths"]["/api/v1/watchers"]["get"]["security"]

@@ -45,8 +45,10 @@ async def start_service(tmp_path: Path) -> AsyncIterator[Starter]:
         allowed: str = '["127.0.0.1"]',
         server: str = "{host: 127.0.0.1, port: 0}",
         dedupe: int = 0,
+        store: str = "sqlite:///state.db",
     ) -> Service:
         text = SERVICE_CONFIG.format(extra=extra, allowed=allowed, server=server, dedupe=dedupe)
+        text = text.replace("sqlite:///state.db", store, 1)
         (tmp_path / "sentinel.yaml").write_text(text)
         folder = tmp_path / "watchers"
         folder.mkdir(exist_ok=True)

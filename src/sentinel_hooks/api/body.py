@@ -1,12 +1,16 @@
 """Reading JSON request bodies safely (SPEC.md §9 request hygiene).
 
-Bodies must be labelled JSON; duplicate keys, nesting deeper than 100 and numbers longer
-than 4,300 digits are refused with 400, oversized bodies with 413.
+Non-empty bodies must be labelled JSON (415); duplicate keys, nesting deeper than 100, numbers
+longer than 4,300 digits, ``NaN`` and ``±Infinity`` (which Python's json module reads but JSON
+does not have) and strings that are not Unicode (lone surrogates, written as ``\\ud800``) are
+refused with 400, oversized bodies with 413. What a handler gets is therefore what can be
+stored and evaluated as sent: NaN would be stored as null, a lone surrogate cannot be encoded.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aiohttp import web
@@ -15,6 +19,7 @@ from sentinel_hooks.api.errors import ApiError
 
 MAX_DEPTH = 100
 MAX_NUMBER_DIGITS = 4300
+SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def is_json_type(content_type: str) -> bool:
@@ -24,7 +29,8 @@ def is_json_type(content_type: str) -> bool:
 
 
 def require_json_type(request: web.Request) -> None:
-    if not is_json_type(request.headers.get("Content-Type", "")):
+    """415 unless a body that is there is labelled JSON (an empty body needs no label)."""
+    if request.body_exists and not is_json_type(request.headers.get("Content-Type", "")):
         raise ApiError(
             415, "unsupported_media_type", "the body must be JSON (Content-Type: application/json)"
         )
@@ -45,17 +51,40 @@ def _float(text: str) -> float:
     return float(text)
 
 
-def _depth(value: Any) -> int:
-    deepest, stack = 0, [(value, 1)]
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (numbers must be finite)")
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether ``text`` is not Unicode: a lone surrogate from a JSON escape, or header bytes
+    that were not UTF-8 (aiohttp hands those over as surrogate escapes)."""
+    return SURROGATE.search(text) is not None
+
+
+def _lone_surrogate(text: str) -> ApiError | None:
+    found = SURROGATE.search(text)
+    if found is None:
+        return None
+    escaped = f"\\u{ord(found.group()):04x}"
+    message = f"invalid JSON: a string holds a lone surrogate ({escaped}), which is not Unicode"
+    return ApiError(400, "invalid_json", message)
+
+
+def _check_value(value: Any, *, strings: bool) -> None:
+    """Depth and (with ``strings``) the strings of a parsed value; iterative, so deep input
+    cannot exhaust the stack."""
+    stack = [(value, 1)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, dict | list):
-            deepest = max(deepest, depth)
+        if strings and isinstance(node, str):
+            problem = _lone_surrogate(node)
+            if problem is not None:
+                raise problem
+        elif isinstance(node, dict | list):
             if depth > MAX_DEPTH:
-                return depth
-            children = node.values() if isinstance(node, dict) else node
+                raise ApiError(400, "invalid_json", f"JSON nested deeper than {MAX_DEPTH} levels")
+            children = [*node, *node.values()] if isinstance(node, dict) else node
             stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def parse_json(raw: bytes) -> Any:
@@ -66,14 +95,16 @@ def parse_json(raw: bytes) -> Any:
         raise ApiError(400, "invalid_json", f"the body is not UTF-8: {exc.reason}") from exc
     if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep_fast(text):
         raise ApiError(400, "invalid_json", f"JSON nested deeper than {MAX_DEPTH} levels")
+    if not text.strip():
+        raise ApiError(400, "invalid_json", "the body is empty; send a JSON value")
     try:
-        value = json.loads(text, object_pairs_hook=_pairs, parse_float=_float)
+        value = json.loads(text, object_pairs_hook=_pairs, parse_float=_float, parse_constant=_constant)
     except RecursionError as exc:
         raise ApiError(400, "invalid_json", f"JSON nested deeper than {MAX_DEPTH} levels") from exc
     except ValueError as exc:
         raise ApiError(400, "invalid_json", f"invalid JSON: {exc}") from exc
-    if _depth(value) > MAX_DEPTH:
-        raise ApiError(400, "invalid_json", f"JSON nested deeper than {MAX_DEPTH} levels")
+    # a lone surrogate can only come from a \u escape: the text itself is strict UTF-8
+    _check_value(value, strings="\\u" in text)
     return value
 
 
@@ -102,10 +133,7 @@ def _too_deep_fast(text: str) -> bool:
 async def read_json(request: web.Request, *, max_bytes: int) -> Any:
     """The request's JSON body (label, size and shape checked)."""
     require_json_type(request)
-    raw = await read_raw(request, max_bytes=max_bytes)
-    if not raw:
-        raise ApiError(400, "invalid_json", "the body is empty; send a JSON object")
-    return parse_json(raw)
+    return parse_json(await read_raw(request, max_bytes=max_bytes))
 
 
 async def read_raw(request: web.Request, *, max_bytes: int) -> bytes:

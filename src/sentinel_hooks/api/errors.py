@@ -1,7 +1,8 @@
 """The one place HTTP errors are rendered: ``{"error": {"code", "message", "details"}}``.
 
-Handlers raise ``ApiError`` (or our own exceptions, mapped here); nothing ever returns a
-Python traceback.
+Handlers raise ``ApiError`` (or our own exceptions, mapped here). A 5xx never shows internal
+text (a store's file path, a Python message): the client gets a plain message and the
+service log gets the request, the cause and its traceback, so every 5xx can be traced.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from sentinel_hooks.errors import ConfigError, Conflict, NotFound, SentinelError
+from sentinel_hooks.errors import CallbackExists, ConfigError, Conflict, NotFound
 from sentinel_hooks.store.base import InvalidCursor
 
 log = logging.getLogger(__name__)
+
+INTERNAL_MESSAGE = "internal error (see the service log)"
 
 
 class ApiError(Exception):
@@ -47,14 +50,20 @@ _HTTP_CODES = {
 }
 
 
-def _from_exception(exc: BaseException) -> web.Response:
+def _from_http_exception(exc: web.HTTPException) -> web.Response:
+    if exc.status >= 500:
+        return error_response(exc.status, "internal", INTERNAL_MESSAGE)
+    response = error_response(exc.status, _HTTP_CODES.get(exc.status, "http_error"), exc.reason)
+    if "Allow" in exc.headers:  # a 405 says which methods the route has (RFC 9110)
+        response.headers["Allow"] = exc.headers["Allow"]
+    return response
+
+
+def _from_exception(exc: Exception) -> web.Response:
     if isinstance(exc, ApiError):
         return error_response(exc.status, exc.code, exc.message, exc.details)
     if isinstance(exc, web.HTTPException):
-        if exc.status < 400:
-            raise exc
-        code = _HTTP_CODES.get(exc.status, "http_error")
-        return error_response(exc.status, code, exc.reason)
+        return _from_http_exception(exc)
     if isinstance(exc, ConfigError):
         details = [{"key": i.key, "message": i.message} for i in exc.issues]
         return error_response(
@@ -62,24 +71,31 @@ def _from_exception(exc: BaseException) -> web.Response:
         )
     if isinstance(exc, NotFound):
         return error_response(404, "not_found", str(exc))
+    if isinstance(exc, CallbackExists):
+        taken = {"callbackId": exc.callback_id, "state": exc.state}
+        return error_response(409, "callback_exists", str(exc), taken)
     if isinstance(exc, Conflict):
         return error_response(409, "conflict", str(exc))
     if isinstance(exc, InvalidCursor):
         return error_response(400, "invalid_cursor", str(exc))
-    if isinstance(exc, SentinelError):
-        return error_response(500, "internal", str(exc))
-    log.exception("unhandled error in the API")
-    return error_response(500, "internal", "internal error (see the service log)")
+    return error_response(500, "internal", INTERNAL_MESSAGE)
+
+
+def _render(request: web.Request, exc: Exception) -> web.Response:
+    response = _from_exception(exc)
+    if response.status >= 500:
+        log.error("%s %s failed (%d): %s", request.method, request.path, response.status, exc, exc_info=exc)
+    return response
 
 
 @web.middleware
 async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Render every error raised below as the JSON error shape."""
+    """Render every error raised below as the JSON error shape; log each 5xx with its cause."""
     try:
         return await handler(request)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
-        return _from_exception(exc)
+        return _render(request, exc)
     except Exception as exc:
-        return _from_exception(exc)
+        return _render(request, exc)

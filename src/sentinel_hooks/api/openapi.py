@@ -30,6 +30,7 @@ from sentinel_hooks.api.openapi_schemas import (
     query,
     ref,
 )
+from sentinel_hooks.api.query import INT64_MAX
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 from sentinel_hooks.store.records import ContractState
 
@@ -159,6 +160,7 @@ def _callback_paths() -> dict[str, Schema]:
                 "hooks",
                 answer(202, "accepted", ref("CallbackAccepted")),
                 body=ref("Envelope"),
+                errors=(409,),
             )
         },
         "/api/v1/callbacks": {
@@ -196,7 +198,9 @@ def _callback_paths() -> dict[str, Schema]:
                 parameters=(
                     limit(500, 500),
                     query(
-                        "afterSeq", {"type": "integer", "minimum": 0, "default": 0}, "entries after this seq"
+                        "afterSeq",
+                        {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 0},
+                        "entries after this seq",
                     ),
                 ),
                 errors=(400, 404),
@@ -256,8 +260,25 @@ def _inbox_paths() -> dict[str, Schema]:
     return paths
 
 
-def build_openapi() -> dict[str, Any]:
-    """The whole OpenAPI 3.1 document (a fresh dict on each call, safe to change)."""
+def _without_bearer(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` for a service without ``server.apiToken``: nothing asks for the bearer token
+    (and no answer is a 401 because of it), so clients and fuzzers do not send one."""
+    document["security"] = []
+    del document["components"]["securitySchemes"]["bearerAuth"]
+    for item in document["paths"].values():
+        for name, op in item.items():
+            if name == "parameters":
+                continue
+            kept = [need for need in op["security"] if "bearerAuth" not in need]
+            if kept != op["security"]:
+                op["responses"].pop("401", None)
+            op["security"] = [] if kept == [{}] else kept
+    return document
+
+
+def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
+    """The whole OpenAPI 3.1 document (a fresh dict on each call, safe to change); ``bearer``:
+    whether the service has ``server.apiToken`` (the API routes then need it)."""
     document = {
         "openapi": "3.1.0",
         "info": {
@@ -283,4 +304,5 @@ def build_openapi() -> dict[str, Any]:
             "securitySchemes": SECURITY_SCHEMES,
         },
     }
-    return copy.deepcopy(document)
+    result = copy.deepcopy(document)
+    return result if bearer else _without_bearer(result)

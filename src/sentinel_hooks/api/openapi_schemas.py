@@ -44,10 +44,17 @@ ERROR_ANSWERS: dict[int, tuple[str, str]] = {
     401: ("Unauthorized", "missing or wrong bearer token (or, for /hooks/ingest, HMAC signature)"),
     403: ("Forbidden", "`command` watchers cannot be created through the API"),
     404: ("NotFound", "no such watcher, callback, session or inbox item"),
-    409: ("Conflict", "the current state does not allow this change (the message names it)"),
+    409: (
+        "Conflict",
+        "the current state does not allow this change (the message names it); for /hooks/sentinel, "
+        "`callback_exists` with `details: {callbackId, state}`: the callbackId is taken",
+    ),
     413: ("PayloadTooLarge", "the body is over the route's limit"),
     415: ("UnsupportedMediaType", "the body is not labelled `application/json` (or `+json`)"),
-    421: ("MisdirectedRequest", "no `server.apiToken` and the Host is not a loopback name"),
+    421: (
+        "MisdirectedRequest",
+        "no `server.apiToken` and the Host is not `localhost`, a 127.0.0.0/8 address or `[::1]`",
+    ),
     503: ("ServiceUnavailable", "the store does not answer or the watchers are still loading"),
 }
 
@@ -212,9 +219,10 @@ SECURITY_SCHEMES: Schema = {
         "type": "http",
         "scheme": "bearer",
         "description": "`server.apiToken`, needed by /api/*, /hooks/sentinel (and /metrics with "
-        "`server.metricsAuth`) when it is set. Without it only loopback Host names are answered "
-        "(421). /healthz, /readyz, the web page (/, /static/*) need no token; /hooks/ingest uses an "
-        "HMAC instead.",
+        "`server.metricsAuth`); the scheme is case-insensitive. /healthz, /readyz and the web page "
+        "(/, /static/*) need no token; /hooks/ingest uses an HMAC instead. A service without a token "
+        "serves a document without this scheme, and answers only Host `localhost`, a 127.0.0.0/8 "
+        "address or `[::1]` (421 otherwise).",
     },
     "ingestSignature": {
         "type": "apiKey",

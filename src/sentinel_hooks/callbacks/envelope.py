@@ -5,6 +5,7 @@ Pure: building an envelope is a function of the watcher, the observation and the
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -16,6 +17,8 @@ from sentinel_hooks.canonical import canonical_json, sha256_hex
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
 TRUNCATED_KEY = "__truncated"
+CALLBACK_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+"""An external envelope's own callbackId (ours are ULIDs, which fit): no spaces, slashes or controls."""
 
 
 class EnvelopePart(BaseModel):
@@ -73,7 +76,10 @@ class Envelope(EnvelopePart):
 
     type: Literal["sentinel.callback"] = "sentinel.callback"
     version: Literal["1"] = "1"
-    callback_id: str = Field(default_factory=lambda: str(ULID()))
+    callback_id: str = Field(
+        default_factory=lambda: str(ULID()),
+        json_schema_extra={"pattern": f"^{CALLBACK_ID.pattern}$"},
+    )
     watcher: EnvelopeWatcher
     trigger: EnvelopeTrigger
     mode: EnvelopeMode = Field(default_factory=EnvelopeMode)
@@ -85,11 +91,12 @@ class Envelope(EnvelopePart):
 
     @field_validator("callback_id")
     @classmethod
-    def _callback_id_is_ulid(cls, value: str) -> str:
-        try:
-            ULID.from_str(value)
-        except ValueError as exc:
-            raise ValueError(f"callbackId {value!r} is not a ULID (26 Crockford base32 characters)") from exc
+    def _callback_id_form(cls, value: str) -> str:
+        if CALLBACK_ID.fullmatch(value) is None:
+            raise ValueError(
+                f"callbackId {value!r} must be 1 to 128 characters from A-Za-z0-9._:- "
+                "(leave it out and a ULID is made)"
+            )
         return value
 
     def to_json(self) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Protocol
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import fired_on
 from sentinel_hooks.store.base import Store
@@ -126,7 +127,9 @@ class CallbackIntake:
     ) -> Contract:
         """The contract for ``envelope``: pending (handed on) or deduped (inside the window).
 
-        Accepting the same callback id twice returns the first contract and hands nothing on.
+        A callback id that is already taken raises ``CallbackExists`` (nothing is written or
+        handed on): the store's ``accept_contract`` refuses it atomically, so two racing
+        accepts of one id cannot both succeed.
         ``fanout`` defaults to the service's notificationPayloadMode with the default line.
         """
         now = self._clock.now()
@@ -160,7 +163,7 @@ class CallbackIntake:
         )
         if contract is None:
             existing = await self._store.get_contract(envelope.callback_id)
-            return existing if existing is not None else pending
+            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
         if self._events is not None:
             self._events.fire(
                 contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind

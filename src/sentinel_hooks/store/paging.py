@@ -32,7 +32,9 @@ def decode_cursor(cursor: str) -> tuple[int, str]:
         padded = cursor + "=" * (-len(cursor) % 4)
         raw = base64.urlsafe_b64decode(padded.encode("ascii")).decode()
         ms_text, sep, item_id = raw.partition(":")
-        if not sep or not ms_text.isdigit():
+        # ASCII digits that fit the member width (so also SQLite's int64): a forged cursor's time
+        # must be refused here, not overflow a query
+        if not sep or not (ms_text.isascii() and ms_text.isdigit() and len(ms_text) <= _MS_WIDTH):
             raise ValueError(raw)
         return int(ms_text), item_id
     except (ValueError, binascii.Error, UnicodeError) as exc:

@@ -10,6 +10,7 @@ from pydantic import ValidationError
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.query import INT64_MAX, int_param, limit_param
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import session_key
 from sentinel_hooks.config.hints import did_you_mean
@@ -59,13 +60,6 @@ async def external_callback(request: web.Request) -> web.Response:
     return web.json_response({"callbackId": contract.callback_id, "state": contract.state}, status=202)
 
 
-def _limit(request: web.Request) -> int:
-    raw = request.query.get("limit", "50")
-    if not raw.isdigit() or not 1 <= int(raw) <= 500:
-        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to 500, got {raw!r}")
-    return int(raw)
-
-
 @routes.get("/api/v1/callbacks")
 async def list_callbacks(request: web.Request) -> web.Response:
     service = service_of(request)
@@ -75,7 +69,7 @@ async def list_callbacks(request: web.Request) -> web.Response:
     page = await service.store.list_contracts(
         watcher_id=request.query.get("watcherId") or None,
         state=state,  # type: ignore[arg-type]  # checked against STATES above
-        limit=_limit(request),
+        limit=limit_param(request, maximum=500, default=50),
         cursor=request.query.get("cursor") or None,
     )
     items = [c.model_dump(mode="json", by_alias=True) for c in page.items]
@@ -112,12 +106,10 @@ async def show_session(request: web.Request) -> web.Response:
     """A hook session's transcript (every callback of the session, in order)."""
     service = service_of(request)
     key = request.match_info["key"]
-    limit = _limit(request) if "limit" in request.query else 500
-    after = request.query.get("afterSeq", "0")
-    if not after.isdigit():
-        raise ApiError(400, "invalid_after", f"afterSeq must be a non-negative integer, got {after!r}")
-    entries = await service.store.get_transcript(key, after_seq=int(after), limit=limit)
-    if not entries and int(after) == 0:
+    limit = limit_param(request, maximum=500, default=500)
+    after = int_param(request, "afterSeq", default=0, minimum=0, maximum=INT64_MAX, code="invalid_after")
+    entries = await service.store.get_transcript(key, after_seq=after, limit=limit)
+    if not entries and (after == 0 or not await service.store.get_transcript(key, limit=1)):
         raise ApiError(404, "not_found", f"session {key!r} has no transcript")
     return web.json_response(
         {"sessionKey": key, "transcript": [e.model_dump(mode="json", by_alias=True) for e in entries]}

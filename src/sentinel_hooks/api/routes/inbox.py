@@ -12,8 +12,9 @@ from typing import Any, cast
 from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
-from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.body import has_lone_surrogate, read_json
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
 from sentinel_hooks.store.records import InboxHistoryEntry, InboxItem, InboxKind, InboxStatus
@@ -56,18 +57,11 @@ def _choice(request: web.Request, name: str, allowed: tuple[str, ...]) -> str | 
     return raw
 
 
-def _limit(request: web.Request) -> int:
-    raw = request.query.get("limit")
-    if raw is None or raw == "":
-        return DEFAULT_LIMIT
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}")
-    return int(raw)
-
-
 def actor_of(request: web.Request) -> str:
-    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters."""
+    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters or not UTF-8."""
     actor = request.headers.get(ACTOR_HEADER, "").strip()
+    if has_lone_surrogate(actor):
+        raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is not UTF-8 text")
     if len(actor) > MAX_ACTOR_CHARS:
         raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is longer than {MAX_ACTOR_CHARS} characters")
     return actor or DEFAULT_ACTOR
@@ -95,7 +89,10 @@ async def list_items(request: web.Request) -> web.Response:
     status = cast("InboxStatus | None", _choice(request, "status", INBOX_STATUSES))
     kind = cast("InboxKind | None", _choice(request, "kind", INBOX_KINDS))
     page = await _inbox(request).list(
-        status=status, kind=kind, limit=_limit(request), cursor=request.query.get("cursor") or None
+        status=status,
+        kind=kind,
+        limit=limit_param(request, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
+        cursor=request.query.get("cursor") or None,
     )
     return web.json_response({"items": [item_json(i) for i in page.items], "nextCursor": page.next_cursor})
 

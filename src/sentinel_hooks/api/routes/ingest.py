@@ -17,11 +17,13 @@ routes = web.RouteTableDef()
 
 
 def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
-    """Whether ``header`` is ``sha256=<hex HMAC-SHA256 of body>`` (constant-time compare)."""
+    """Whether ``header`` is ``sha256=<hex HMAC-SHA256 of body>`` (constant-time compare, as bytes:
+    a header with other characters is simply a wrong signature)."""
     if not header or not header.startswith("sha256="):
         return False
-    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(header[len("sha256=") :].strip().lower(), expected)
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest().encode()
+    given = header[len("sha256=") :].strip().lower().encode("utf-8", "surrogateescape")
+    return hmac.compare_digest(given, expected)
 
 
 @routes.post("/hooks/ingest/{id}")

@@ -1,4 +1,5 @@
-"""``GET /api/v1/openapi.json``: the API's OpenAPI 3.1 document (bearer token when one is set)."""
+"""``GET /api/v1/openapi.json``: the API's OpenAPI 3.1 document (bearer security only when
+``server.apiToken`` is set)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,21 @@ import json
 
 from aiohttp import web
 
+from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.openapi import OPENAPI_PATH, build_openapi
 
 routes = web.RouteTableDef()
 
 
 @functools.cache
-def document_bytes() -> bytes:
-    """The document as JSON, built once per process (it depends only on the code)."""
-    return json.dumps(build_openapi(), ensure_ascii=False).encode()
+def document_bytes(*, bearer: bool) -> bytes:
+    """The document as JSON, built once per process and token setting (it depends on nothing else)."""
+    return json.dumps(build_openapi(bearer=bearer), ensure_ascii=False).encode()
 
 
 @routes.get(OPENAPI_PATH)
 async def openapi_document(request: web.Request) -> web.Response:
     """The OpenAPI document describing every route of this service."""
-    return web.Response(body=document_bytes(), content_type="application/json", charset="utf-8")
+    bearer = service_of(request).config.service.server.api_token is not None
+    body = document_bytes(bearer=bearer)
+    return web.Response(body=body, content_type="application/json", charset="utf-8")

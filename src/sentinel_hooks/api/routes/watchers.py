@@ -9,6 +9,7 @@ from aiohttp import web
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.loader import LoadedWatcher, validate_watcher
 from sentinel_hooks.config.watcher import CommandWatcher
@@ -21,15 +22,6 @@ routes = web.RouteTableDef()
 
 MAX_BODY = 256 * 1024
 MAX_LIMIT = 1000
-
-
-def _limit(request: web.Request, default: int = 100) -> int:
-    raw = request.query.get("limit")
-    if raw is None:
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= MAX_LIMIT:
-        raise ApiError(400, "invalid_limit", f"limit must be an integer from 1 to {MAX_LIMIT}, got {raw!r}")
-    return int(raw)
 
 
 def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
@@ -51,7 +43,7 @@ def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
 @routes.get("/api/v1/watchers")
 async def list_watchers(request: web.Request) -> web.Response:
     service = service_of(request)
-    limit = _limit(request)
+    limit = limit_param(request, maximum=MAX_LIMIT, default=100)
     cursor = request.query.get("cursor")
     runners = sorted(service.manager.runners(), key=lambda r: r.id)
     if cursor:

@@ -1,0 +1,97 @@
+"""``POST /hooks/sentinel``: an external callbackId is kept, refused when malformed, 409 when taken.
+
+SPEC §9; run on every store backend, since each must take such ids and refuse a taken one atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, get_args
+
+import pytest
+import redis
+
+from sentinel_hooks.service import Service
+from sentinel_hooks.store.records import ContractState
+from tests.service.conftest import Starter
+from tests.service.test_api import call
+
+REDIS_DB = 9
+"""The database of the tests' own redis-server these tests use (emptied before each test)."""
+
+KEPT_IDS = ["ci:build.42_x-Y", "a", "x" * 128, "01J9Z8Q1V6K0000000000000AB", "deploy-2026-01-01T10:00:00.5Z"]
+REFUSED_IDS: list[Any] = ["", "a b", "x" * 129, "é", "a/b", "a\n", "a\nb", "a%2Fb", "tab\tid", 42, None]
+
+
+def envelope(**fields: Any) -> dict[str, Any]:
+    """An external envelope, with ``fields`` (``callbackId=…``) added."""
+    body: dict[str, Any] = {
+        "watcher": {"id": "ci", "eventName": "deploy_failed"},
+        "trigger": {"matchedAt": "2026-01-01T00:00:00Z", "priority": "high"},
+        "delivery": {"targets": ["console"], "timeoutMs": 600_000},
+    }
+    return {**body, **fields}
+
+
+@pytest.fixture
+def redis_store(redis_server: str) -> str:
+    """``redis://…/9`` of the tests' own redis-server, emptied first (not after: the service
+    still runs then)."""
+    url = f"{redis_server}/{REDIS_DB}"
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()
+    return url
+
+
+@pytest.fixture(params=["sqlite", "memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def service(request: pytest.FixtureRequest, start_service: Starter) -> Service:
+    """A service on each store backend."""
+    stores = {"sqlite": "sqlite:///state.db", "memory": "memory://"}
+    store = stores.get(request.param) or request.getfixturevalue("redis_store")
+    return await start_service(watchers={}, store=store)
+
+
+@pytest.mark.parametrize("callback_id", KEPT_IDS)
+async def test_an_external_callback_id_is_kept(service: Service, callback_id: str) -> None:
+    """Any id of 1 to 128 characters from A-Za-z0-9._:- is the callback's id, and can be shown."""
+    status, body = await call(service, "POST", "/hooks/sentinel", body=envelope(callbackId=callback_id))
+    assert (202, callback_id) == (status, body["callbackId"])
+    status, shown = await call(service, "GET", f"/api/v1/callbacks/{callback_id}")
+    assert (200, callback_id) == (status, shown["callback"]["callbackId"])
+
+
+async def test_without_a_callback_id_one_is_made(service: Service) -> None:
+    """An envelope without callbackId gets a fresh ULID."""
+    status, body = await call(service, "POST", "/hooks/sentinel", body=envelope())
+    assert (202, 26) == (status, len(body["callbackId"]))
+
+
+@pytest.mark.parametrize("callback_id", REFUSED_IDS)
+async def test_a_malformed_callback_id_is_400(start_service: Starter, callback_id: Any) -> None:
+    """An id outside that form is an invalid envelope, and nothing is stored."""
+    service = await start_service(watchers={})
+    status, body = await call(service, "POST", "/hooks/sentinel", body=envelope(callbackId=callback_id))
+    assert (400, "invalid_envelope") == (status, body["error"]["code"])
+    assert "callbackId" in body["error"]["message"]
+    assert [] == (await service.store.list_contracts(limit=10)).items
+
+
+async def test_a_used_callback_id_is_409(service: Service) -> None:
+    """The same callbackId again is 409 callback_exists naming the id and the callback's state."""
+    first, _ = await call(service, "POST", "/hooks/sentinel", body=envelope(callbackId="ci:run-7"))
+    status, body = await call(service, "POST", "/hooks/sentinel", body=envelope(callbackId="ci:run-7"))
+    error = body["error"]
+    assert (202, 409, "callback_exists") == (first, status, error["code"])
+    assert ("ci:run-7", True) == (
+        error["details"]["callbackId"],
+        error["details"]["state"] in get_args(ContractState),
+    )
+    assert 1 == len((await service.store.list_contracts(limit=10)).items)
+
+
+async def test_racing_posts_of_one_callback_id_make_one_callback(service: Service) -> None:
+    """Eight concurrent POSTs of one id: exactly one is accepted, seven are 409, one contract stored."""
+    posts = [call(service, "POST", "/hooks/sentinel", body=envelope(callbackId="race:1")) for _ in range(8)]
+    statuses = sorted(status for status, _ in await asyncio.gather(*posts))
+    assert [202] + [409] * 7 == statuses
+    assert ["race:1"] == [c.callback_id for c in (await service.store.list_contracts(limit=10)).items]
