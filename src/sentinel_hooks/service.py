@@ -81,7 +81,7 @@ class Service:
             events_file=config.base_dir / events_file if events_file else None,
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
-        self.inbox = Inbox(self.store, self.clock)
+        self.inbox = Inbox(self.store, self.clock, redactor=self.redactor)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,
             allow_private_networks=service.allow_private_networks,
@@ -101,6 +101,7 @@ class Service:
             dead_letter=self._dead_letter,
             lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
             events=self.events,
+            redactor=self.redactor,
         )
         self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
         self.dispatcher.on_moved = self.relay.moved
