@@ -164,6 +164,13 @@ async def test_secrets_and_credential_names_are_not_in_the_child_env(
     assert ["SENTINEL_T_PLAIN"] == json.loads(result["stdout"])
 
 
+async def test_a_secret_in_the_output_is_masked_before_the_cut(tmp_path: Path) -> None:
+    """A secret printed across the 4000-character cut shows as ``***``, not as its first characters."""
+    script = "print('x' * 3995 + 'hunter2-pw' + ' and hunter2-pw')"
+    result = await run_python(script, tmp_path, secrets=("hunter2-pw",))
+    assert "x" * 3995 + "*** a" == result["stdout"]
+
+
 def test_command_env_drops_credentials_and_sets_path() -> None:
     """command_env keeps plain variables, drops credentials and replaces PATH."""
     parent = {"HOME": "/h", "PATH": "/evil", "DB": "x:s3cret@h", "aws_credential_file": "f", "MY_KEY": "k"}

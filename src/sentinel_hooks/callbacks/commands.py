@@ -7,8 +7,9 @@ that could hold one of our credentials, and it runs in a working directory the c
 under the state dir. The process machinery is the command-watcher probe's
 (``watchers/strategies/probe_process.py``): own process group, stdin closed, stdout read up to
 1 MiB, the whole group SIGKILLed at the deadline or past the read bound. Only the first 4000
-characters of stdout and 2000 of stderr go into the result the model sees. Whatever the child
-does, the outcome is a ``CommandResult``, never an exception.
+characters of stdout and 2000 of stderr go into the result the model sees, secrets masked
+before the cut (so a secret straddling it cannot show in part). Whatever the child does, the
+outcome is a ``CommandResult``, never an exception.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.watchers.strategies.probe_process import (
     ProbeOutputTooLarge,
     ProbeRunError,
@@ -141,11 +143,12 @@ async def run_command(
         return CommandResult.failed(f"printed more than {limit_mib} MiB on stdout and was killed")
     except ProbeRunError as exc:  # could not start: permissions, bad executable format …
         return CommandResult.failed(str(exc))
+    redactor = Redactor(secrets)
     return CommandResult(
         ok=run.exit_code == 0,
         code=run.exit_code,
-        stdout=_text(run.stdout, STDOUT_CHARS),
-        stderr=_text(run.stderr, STDERR_CHARS),
+        stdout=_text(run.stdout, STDOUT_CHARS, redactor),
+        stderr=_text(run.stderr, STDERR_CHARS, redactor),
     )
 
 
@@ -167,6 +170,6 @@ def _not_found(command: str, path: str) -> str:
     )
 
 
-def _text(data: bytes, max_chars: int) -> str:
-    """The first ``max_chars`` characters of ``data`` as UTF-8 (undecodable bytes replaced)."""
-    return data.decode("utf-8", errors="replace")[:max_chars]
+def _text(data: bytes, max_chars: int, redactor: Redactor) -> str:
+    """The first ``max_chars`` characters of ``data`` as UTF-8 (bad bytes replaced), secrets masked."""
+    return redactor.text(data.decode("utf-8", errors="replace"))[:max_chars]
