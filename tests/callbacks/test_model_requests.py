@@ -73,6 +73,11 @@ async def session_of(service: Service, watcher_id: str, payload: Any) -> str:
     return await wait_for(lambda: service.sessions.queue.finished.get(callback_id), what="the session")
 
 
+def tools_sent(model: FakeOpenAIServer) -> dict[str, dict[str, Any]]:
+    """The tools of the first request, by name."""
+    return {t["function"]["name"]: t["function"] for t in model.requests[0]["tools"]}
+
+
 async def test_tool_results_reach_the_model_with_secrets_masked(
     start: Start, model: FakeOpenAIServer, tmp_path: Path
 ) -> None:
@@ -91,3 +96,33 @@ async def test_tool_results_reach_the_model_with_secrets_masked(
     assert (True, "token=***\n") == (ran["ok"], ran["stdout"])
     assert "key ***" == history["observations"][0]["value"]["echo"]
     assert [] == [i for i, body in enumerate(model.requests) if MODEL_KEY in json.dumps(body)]
+
+
+async def test_notify_only_offers_sentinel_act_without_run_command(
+    start: Start, model: FakeOpenAIServer
+) -> None:
+    """Under notify_only the sentinel_act schema allows "notify" only, and nothing speaks of commands."""
+    service = await start()
+    assert "done" == await session_of(service, "notify-only", {"n": 1})
+    act = tools_sent(model)["sentinel_act"]
+    properties = act["parameters"]["properties"]
+    assert ["notify"] == properties["action"]["enum"]
+    assert {"action", "message", "targets"} == set(properties)
+    assert "run_command" not in json.dumps(model.requests[0])
+
+
+async def test_escalate_only_offers_escalate_and_history_only(start: Start, model: FakeOpenAIServer) -> None:
+    """Under escalate_only only sentinel_escalate and sentinel_history are offered or named."""
+    service = await start()
+    assert "done" == await session_of(service, "escalate-only", {"n": 1})
+    assert {"sentinel_escalate", "sentinel_history"} == set(tools_sent(model))
+    sent = json.dumps(model.requests[0])
+    assert ("run_command" in sent, "sentinel_act" in sent) == (False, False)
+
+
+async def test_act_offers_every_tool(start: Start, model: FakeOpenAIServer) -> None:
+    """Under act (the default) sentinel_act offers both actions."""
+    service = await start()
+    assert "done" == await session_of(service, "act", {"n": 1})
+    properties = tools_sent(model)["sentinel_act"]["parameters"]["properties"]
+    assert ["notify", "run_command"] == properties["action"]["enum"]

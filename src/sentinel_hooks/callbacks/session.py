@@ -26,7 +26,7 @@ from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, Scripted
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.tools import CommandGate, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
@@ -137,7 +137,7 @@ class SessionRunner:
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
             skill = deps.skills.get(envelope.watcher.skill_id or "")
             for message in (
-                system_message(),
+                system_message(envelope.mode.autonomy),
                 user_message(
                     envelope.to_json(),
                     skill=skill.body if skill else None,
@@ -242,7 +242,7 @@ class SessionRunner:
     async def _loop(
         self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
     ) -> str:
-        tools = [TOOL_SPECS[name] for name in box.offered]
+        tools = box.specs
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         while True:
             last = messages[-1]
