@@ -38,6 +38,7 @@ from sentinel_hooks.delivery.notices import Notices
 from sentinel_hooks.delivery.target import TargetContext, create_targets
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
+from sentinel_hooks.hardening import protect_process
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
@@ -399,6 +400,7 @@ async def serve(config_file: Path) -> int:
     from sentinel_hooks.logs import configure_logging
 
     configure_logging(config.redactor)
+    protect_process()  # before any command runs: its environment and memory are closed to them
     state_dir = os.environ.get("SENTINEL_STATE_DIR")
     service = Service(config, state_dir=Path(state_dir) if state_dir else None)
     try:
