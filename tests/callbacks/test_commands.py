@@ -216,6 +216,12 @@ def test_locate_resolves_a_link_found_on_the_path(tmp_path: Path) -> None:
     assert (expected, None) == (locate("tool", str(tmp_path)), locate("./tool", str(tmp_path)))
 
 
+@pytest.mark.parametrize("command", ["ls\0x", "/bin/ls\0x", "no-such-program-anywhere"])
+def test_locate_finds_nothing_for_a_nul_or_an_unknown_name(command: str) -> None:
+    """A name holding a NUL, or found nowhere, locates nothing (never an exception)."""
+    assert locate(command) is None
+
+
 async def test_a_located_program_runs_under_the_name_it_was_found_by(tmp_path: Path) -> None:
     """The child starts the real file but sees the name it was called by (multi-call programs rely on it)."""
     cat = shutil.which("cat", path=SAFE_PATH)

@@ -96,7 +96,9 @@ class Located:
 
 def locate(command: str, path: str = SAFE_PATH) -> Located | None:
     """The program ``command`` names: an absolute path as given, or a bare name found on ``path``;
-    None for a relative path with a ``/`` or a name found nowhere."""
+    None for a relative path with a ``/``, a name found nowhere, or one holding a NUL character."""
+    if "\0" in command:
+        return None
     if os.path.isabs(command):
         found: str | None = command
     elif "/" in command:
