@@ -7,10 +7,12 @@ from pathlib import Path
 
 import click
 import pytest
+from ruamel.yaml import YAML
 
 from sentinel_hooks.api.openapi import build_openapi
+from sentinel_hooks.callbacks.policy import CommandRequest, decide
 from sentinel_hooks.cli.app import app
-from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.service import ActionPolicySpec, ServiceConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -92,3 +94,31 @@ def test_every_cli_command_is_in_cli_md(command: tuple[str, ...]) -> None:
         rf"{re.escape(prefix)}\b[^\n]*?\b{re.escape(name)}\b" if groups else rf"sentinel {re.escape(name)}\b"
     )
     assert re.search(pattern, doc("cli.md")), f"docs/cli.md does not mention `sentinel {' '.join(command)}`"
+
+
+def policy_examples() -> list[tuple[str, ActionPolicySpec]]:
+    """Every ``actionPolicy`` with rules in a YAML block of docs/*.md, with its page."""
+    found: list[tuple[str, ActionPolicySpec]] = []
+    for page in sorted(DOCS.glob("*.md")):
+        for block in re.findall(r"```yaml\n(.*?)```", page.read_text(encoding="utf-8"), re.DOTALL):
+            data = YAML(typ="safe", pure=True).load(block)
+            policy = data.get("actionPolicy") if isinstance(data, dict) else None
+            if isinstance(policy, dict) and policy.get("rules"):
+                found.append((page.name, ActionPolicySpec.model_validate(policy)))
+    return found
+
+
+def test_docs_show_policy_examples() -> None:
+    """docs/sessions.md and docs/configuration.md each show an actionPolicy (so the next tests check some)."""
+    assert {"configuration.md", "sessions.md"} <= {page for page, _ in policy_examples()}
+
+
+@pytest.mark.parametrize(("page", "policy"), policy_examples(), ids=[p for p, _ in policy_examples()])
+def test_documented_policy_allows_only_the_whole_command(page: str, policy: ActionPolicySpec) -> None:
+    """The documented rule runs `systemctl status nginx` unasked, never `systemctl stop nginx status`."""
+    said = [
+        decide(policy, CommandRequest("systemctl", args, "w"), history=[]).decision
+        for args in (["status", "nginx"], ["stop", "nginx", "status"])
+    ]
+    assert "auto" == said[0], f"{page}: the example no longer allows `systemctl status nginx`"
+    assert "auto" != said[1], f"{page}: the example auto-approves `systemctl stop nginx status`"

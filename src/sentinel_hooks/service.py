@@ -38,6 +38,7 @@ from sentinel_hooks.delivery.notices import Notices
 from sentinel_hooks.delivery.target import TargetContext, create_targets
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
+from sentinel_hooks.hardening import protect_process
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
@@ -82,7 +83,7 @@ class Service:
             events_file=config.base_dir / events_file if events_file else None,
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
-        self.inbox = Inbox(self.store, self.clock)
+        self.inbox = Inbox(self.store, self.clock, redactor=self.redactor)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,
             allow_private_networks=service.allow_private_networks,
@@ -102,6 +103,7 @@ class Service:
             dead_letter=self._dead_letter,
             lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
             events=self.events,
+            redactor=self.redactor,
         )
         self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
         self.dispatcher.on_moved = self.relay.moved
@@ -408,6 +410,7 @@ async def serve(config_file: Path) -> int:
     from sentinel_hooks.logs import configure_logging
 
     configure_logging(config.redactor)
+    protect_process()  # before any command runs: its environment and memory are closed to them
     state_dir = os.environ.get("SENTINEL_STATE_DIR")
     service = Service(config, state_dir=Path(state_dir) if state_dir else None)
     try:

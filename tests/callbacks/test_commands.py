@@ -4,21 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, command_env, run_command
+from sentinel_hooks.callbacks.commands import (
+    SAFE_PATH,
+    CommandResult,
+    Located,
+    command_env,
+    locate,
+    run_command,
+)
 from tests.watchers.strategies.test_command_strategy import names_in, real_path, wait_gone
 
 PYTHON = str(Path(sys.executable).absolute())
 
 
-async def run(argv: list[str], cwd: Path, *, timeout_s: float = 10, secrets: tuple[str, ...] = ()) -> Any:
+async def run(
+    argv: list[str], cwd: Path, *, timeout_s: float = 10, secrets: tuple[str, ...] = (), path: str = SAFE_PATH
+) -> Any:
     """The JSON tool result of ``argv`` run in ``cwd``."""
-    return (await run_command(argv, timeout_s=timeout_s, cwd=cwd, secrets=secrets)).to_json()
+    return (await run_command(argv, timeout_s=timeout_s, cwd=cwd, secrets=secrets, path=path)).to_json()
 
 
 async def run_python(script: str, cwd: Path, **keys: Any) -> Any:
@@ -164,6 +174,13 @@ async def test_secrets_and_credential_names_are_not_in_the_child_env(
     assert ["SENTINEL_T_PLAIN"] == json.loads(result["stdout"])
 
 
+async def test_a_secret_in_the_output_is_masked_before_the_cut(tmp_path: Path) -> None:
+    """A secret printed across the 4000-character cut shows as ``***``, not as its first characters."""
+    script = "print('x' * 3995 + 'hunter2-pw' + ' and hunter2-pw')"
+    result = await run_python(script, tmp_path, secrets=("hunter2-pw",))
+    assert "x" * 3995 + "*** a" == result["stdout"]
+
+
 def test_command_env_drops_credentials_and_sets_path() -> None:
     """command_env keeps plain variables, drops credentials and replaces PATH."""
     parent = {"HOME": "/h", "PATH": "/evil", "DB": "x:s3cret@h", "aws_credential_file": "f", "MY_KEY": "k"}
@@ -187,3 +204,28 @@ async def test_a_timeout_outside_1_to_120_s_is_a_caller_error(tmp_path: Path, ti
 def test_error_result_json_has_no_output_keys() -> None:
     """An error result is exactly {ok, code, error}."""
     assert {"ok": False, "code": None, "error": "e"} == CommandResult.failed("e").to_json()
+
+
+def test_locate_resolves_a_link_found_on_the_path(tmp_path: Path) -> None:
+    """A bare name found on the PATH keeps its place as ``found``; ``real`` is the link's target."""
+    target = tmp_path / "real-tool"
+    target.write_text("#!/bin/sh\n")
+    target.chmod(0o755)
+    (tmp_path / "tool").symlink_to(target)
+    expected = Located(found=str(tmp_path / "tool"), real=str(target))
+    assert (expected, None) == (locate("tool", str(tmp_path)), locate("./tool", str(tmp_path)))
+
+
+@pytest.mark.parametrize("command", ["ls\0x", "/bin/ls\0x", "no-such-program-anywhere"])
+def test_locate_finds_nothing_for_a_nul_or_an_unknown_name(command: str) -> None:
+    """A name holding a NUL, or found nowhere, locates nothing (never an exception)."""
+    assert locate(command) is None
+
+
+async def test_a_located_program_runs_under_the_name_it_was_found_by(tmp_path: Path) -> None:
+    """The child starts the real file but sees the name it was called by (multi-call programs rely on it)."""
+    cat = shutil.which("cat", path=SAFE_PATH)
+    assert cat is not None
+    (tmp_path / "mycat").symlink_to(cat)
+    result = await run(["mycat", "/proc/self/cmdline"], tmp_path, path=str(tmp_path))
+    assert f"{tmp_path / 'mycat'}\0/proc/self/cmdline\0" == result["stdout"]

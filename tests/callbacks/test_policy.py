@@ -48,6 +48,12 @@ def test_facts_name_every_policy_path() -> None:
     assert expected == request("/bin/rm", "-rf", "/tmp/x", skill_id="ops").facts()
 
 
+def test_argv0_names_the_real_program_and_command_what_was_given() -> None:
+    """With the located program known, argv0 is its basename; command stays the argv as given."""
+    req = CommandRequest("ls", ["-l"], "disk", executable="/usr/bin/rm")
+    assert ("rm", "ls -l") == (req.facts()["argv0"], req.facts()["command"])
+
+
 def test_argv_is_the_command_then_its_args() -> None:
     """argv is what the executor runs: the executable as given, then the arguments."""
     assert ["df", "-h"] == request("df", "-h").argv

@@ -26,8 +26,9 @@ notificationPayloadMode: none
 models:
   local: {{type: openai, baseUrl: "{model}", model: m, timeoutMs: 60000}}
 targets: {{out: {{type: file, path: out.jsonl}}}}
-actionPolicy:
-  rules: [{{id: sh-ok, priority: 1, decision: auto, conditions: [{{path: argv0, op: eq, value: sh}}]}}]
+actionPolicy:  # argv0 is the program that runs: sh links to dash or bash on most systems
+  rules:
+    - {{id: sh-ok, decision: auto, conditions: [{{path: argv0, op: in, value: [sh, dash, bash]}}]}}
 """
 
 

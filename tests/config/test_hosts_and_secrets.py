@@ -63,3 +63,16 @@ def test_redactor_masks_nested_data_and_skips_short_values() -> None:
     redactor = Redactor(["tok-123", "on"])
     masked = redactor.data({"k": ["Bearer tok-123", 1], "tok-123": "on"})
     assert {"k": ["Bearer ***", 1], "***": "on"} == masked
+
+
+def test_redactor_masks_a_secret_percent_encoded_or_escaped() -> None:
+    """A secret echoed percent-encoded (``%2F``, ``%2f``, ``+``), HTML-escaped or JSON-escaped is masked."""
+    redactor = Redactor(["a/b c&d"])
+    echoed = ["a%2Fb%20c%26d", "a%2fb+c%26d", "a/b c&amp;d", "a\\/b c&d", "a/b%20c&d"]
+    assert ["key=***;"] * 5 == [redactor.text(f"key={form};") for form in echoed]
+
+
+def test_redactor_leaves_plain_text_around_a_secret() -> None:
+    """Only the secret is replaced; letters keep their case (encodings are matched, not the text)."""
+    redactor = Redactor(["Tok3n-Value"])
+    assert "GET /x?k=*** and tok3n-value" == redactor.text("GET /x?k=Tok3n-Value and tok3n-value")

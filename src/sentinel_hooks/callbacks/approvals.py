@@ -1,10 +1,13 @@
 """run_command through the action policy, and approvals that pause and resume sessions (SPEC.md §5.4, §8).
 
-``auto`` runs the command at once; ``deny`` answers the agent with the reason;
-``needs_approval`` files an approval inbox item and pauses the session durably. Approving
-runs the exact command recorded in the item and resumes the session with its result;
-denying, or ``approvalTimeoutMs`` passing, resumes it with a denial. Every decision and
-command result is in the transcript (as the tool result) and in the inbox audit trail.
+The program a command names is located once (fixed PATH, symlinks resolved): the policy judges
+that real program and, when it allows it, that very file is started. ``auto`` runs the command
+at once; ``deny`` answers the agent with the reason; ``needs_approval`` files an approval inbox
+item (with the real program when its name differs from the command's) and pauses the session
+durably. Approving runs the exact command recorded in the item, provided its name still leads
+to the program that was approved, and resumes the session with its result; denying, or
+``approvalTimeoutMs`` passing, resumes it with a denial. Every decision and command result is
+in the transcript (as the tool result) and in the inbox audit trail.
 """
 
 from __future__ import annotations
@@ -13,14 +16,15 @@ import asyncio
 import contextlib
 import json
 import logging
+import posixpath
 from collections.abc import Awaitable, Callable, Collection
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.commands import run_command
-from sentinel_hooks.callbacks.policy import CommandRequest, decide
+from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
+from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
 from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
@@ -39,23 +43,41 @@ class CommandGate:
     """Decides ``run_command`` requests and runs the allowed ones."""
 
     def __init__(
-        self, *, policy: ActionPolicySpec, inbox: Inbox, work_dir: Path, secrets: Collection[str]
+        self,
+        *,
+        policy: ActionPolicySpec,
+        inbox: Inbox,
+        work_dir: Path,
+        secrets: Collection[str],
+        path: str = SAFE_PATH,
     ) -> None:
         self._policy = policy
         self._inbox = inbox
         self._work_dir = work_dir
         self._secrets = list(secrets)
+        self._path = path
+
+    def judge(
+        self, act: ActArgs, *, watcher_id: str, skill_id: str | None, history: list[str]
+    ) -> tuple[CommandRequest, Located | None, PolicyDecision]:
+        """The request, where its program is, and what the policy decides about it."""
+        command = act.command or ""
+        located = locate(command, self._path)
+        request = CommandRequest(
+            command=command,
+            args=list(act.args or []),
+            watcher_id=watcher_id,
+            skill_id=skill_id,
+            executable=located.real if located else None,
+        )
+        return request, located, decide(self._policy, request, history=history)
 
     async def request(
         self, box: ToolBox, call: ToolCall, act: ActArgs, *, history: list[str]
     ) -> dict[str, Any]:
-        request = CommandRequest(
-            command=act.command or "",
-            args=list(act.args or []),
-            watcher_id=box.contract.watcher_id,
-            skill_id=box.skill_id,
+        request, located, decision = self.judge(
+            act, watcher_id=box.contract.watcher_id, skill_id=box.skill_id, history=history
         )
-        decision = decide(self._policy, request, history=history)
         timeout_ms = act.timeoutMs or DEFAULT_TIMEOUT_MS
         if decision.decision == "deny":
             return {
@@ -65,17 +87,21 @@ class CommandGate:
                 **_said(decision.to_json()),
             }
         if decision.decision == "auto":
-            result = await self.run(request.argv, timeout_ms)
+            result = await self.run(request.argv, timeout_ms, located=located)
             return {**result, **_said(decision.to_json())}
+        runs = ""
+        if located is not None and posixpath.basename(located.real) != posixpath.basename(request.command):
+            runs = f" (runs {located.real})"
         item = await self._inbox.create(
             "approval",
             severity="warning",
-            reason=f"run `{' '.join(request.argv)}`? {decision.reason}",
+            reason=f"run `{' '.join(request.argv)}`{runs}? {decision.reason}",
             watcher_id=box.contract.watcher_id,
             callback_id=box.contract.callback_id,
             session_key=box.contract.session_key,
             detail={
                 "argv": request.argv,
+                "executable": request.executable,
                 "timeoutMs": timeout_ms,
                 "toolCallId": call.id,
                 "policy": decision.to_json(),
@@ -87,11 +113,29 @@ class CommandGate:
         await box.relay.approval_requested(box.contract.callback_id)
         raise Paused(item.id, call, request.argv, timeout_ms / 1000)
 
-    async def run(self, argv: list[str], timeout_ms: int) -> dict[str, Any]:
+    async def run(
+        self, argv: list[str], timeout_ms: int, *, located: Located | None = None
+    ) -> dict[str, Any]:
+        """Run ``argv``: the program ``located`` when given, else ``argv[0]`` looked up now."""
         result = await run_command(
-            argv, timeout_s=timeout_ms / 1000, cwd=self._work_dir, secrets=self._secrets
+            argv,
+            timeout_s=timeout_ms / 1000,
+            cwd=self._work_dir,
+            secrets=self._secrets,
+            path=self._path,
+            located=located,
         )
         return result.to_json()
+
+    async def run_approved(self, argv: list[str], timeout_ms: int, executable: str | None) -> dict[str, Any]:
+        """Run an approved command, only if its name still leads to the program that was approved."""
+        located = locate(argv[0], self._path) if argv else None
+        if executable is not None and (located is None or located.real != executable):
+            now = located.real if located else "nothing"
+            return CommandResult.failed(
+                f"`{argv[0]}` was approved as {executable} but now runs {now}; the command did not run"
+            ).to_json()
+        return await self.run(argv, timeout_ms, located=located)
 
 
 def _said(decision: dict[str, Any]) -> dict[str, Any]:
@@ -141,8 +185,11 @@ class ApprovalResumer:
             return
         call_id = str(item.detail.get("toolCallId"))
         if item.status == "approved":
-            result = await self._gate.run(
-                list(item.detail.get("argv", [])), int(item.detail.get("timeoutMs", 30000))
+            executable = item.detail.get("executable")
+            result = await self._gate.run_approved(
+                list(item.detail.get("argv", [])),
+                int(item.detail.get("timeoutMs", 30000)),
+                executable if isinstance(executable, str) else None,
             )
             result = {**result, "approval": {"status": "approved", "by": item.actor, "note": item.note}}
         else:

@@ -2,13 +2,16 @@
 
 The agent is a model, so its command is treated as untrusted: the argv runs without a shell, the
 executable is looked up on a fixed ``SAFE_PATH`` (never the service's ``PATH``, which a user may
-have pointed at a writable directory), the child gets the service's environment minus anything
+have pointed at a writable directory) and its symlinks resolved (``locate``: the action policy
+judges that real program, and the very file it judged is the one started), the child gets the
+service's environment minus anything
 that could hold one of our credentials, and it runs in a working directory the caller chooses
 under the state dir. The process machinery is the command-watcher probe's
 (``watchers/strategies/probe_process.py``): own process group, stdin closed, stdout read up to
 1 MiB, the whole group SIGKILLed at the deadline or past the read bound. Only the first 4000
-characters of stdout and 2000 of stderr go into the result the model sees. Whatever the child
-does, the outcome is a ``CommandResult``, never an exception.
+characters of stdout and 2000 of stderr go into the result the model sees, secrets masked
+before the cut (so a secret straddling it cannot show in part). Whatever the child does, the
+outcome is a ``CommandResult``, never an exception.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.watchers.strategies.probe_process import (
     ProbeOutputTooLarge,
     ProbeRunError,
@@ -39,7 +43,9 @@ __all__ = [
     "STDERR_CHARS",
     "STDOUT_CHARS",
     "CommandResult",
+    "Located",
     "command_env",
+    "locate",
     "run_command",
 ]
 
@@ -78,6 +84,32 @@ class CommandResult:
         return {"ok": self.ok, "code": self.code, "stdout": self.stdout, "stderr": self.stderr}
 
 
+@dataclass(frozen=True)
+class Located:
+    """Where a command's program is: ``found`` as looked up (the child's ``argv[0]``, so a
+    multi-call program such as BusyBox still sees the name it was called by), and ``real``, the
+    file that runs once every symlink is resolved (what the action policy's ``argv0`` names)."""
+
+    found: str
+    real: str
+
+
+def locate(command: str, path: str = SAFE_PATH) -> Located | None:
+    """The program ``command`` names: an absolute path as given, or a bare name found on ``path``;
+    None for a relative path with a ``/``, a name found nowhere, or one holding a NUL character."""
+    if "\0" in command:
+        return None
+    if os.path.isabs(command):
+        found: str | None = command
+    elif "/" in command:
+        found = None
+    else:
+        found = shutil.which(command, path=path)
+    if found is None:
+        return None
+    return Located(found=found, real=os.path.realpath(found))
+
+
 def command_env(
     parent: Mapping[str, str], secrets: Collection[str], *, path: str = SAFE_PATH
 ) -> dict[str, str]:
@@ -100,11 +132,14 @@ async def run_command(
     cwd: Path,
     secrets: Collection[str],
     path: str = SAFE_PATH,
+    located: Located | None = None,
 ) -> CommandResult:
     """Run ``argv`` (no shell) in ``cwd`` (created if missing) and report how it went.
 
     ``argv[0]`` is an absolute path, used as given, or a bare name looked up on ``path``; a
-    relative path with a ``/`` is refused. ``ok`` is true only for exit code 0. A child past
+    relative path with a ``/`` is refused. Pass ``located`` (``locate``'s answer for ``argv[0]``)
+    to start exactly the file that was checked, instead of looking it up again. ``ok`` is true
+    only for exit code 0. A child past
     ``timeout_s`` or printing more than ``READ_LIMIT_BYTES`` on stdout is killed with its whole
     process group. ``ValueError`` only for a ``timeout_s`` outside 1..120 s (a caller bug).
     """
@@ -116,8 +151,8 @@ async def run_command(
         return CommandResult.failed("no command given")
     if any("\0" in arg for arg in argv):
         return CommandResult.failed("the command or an argument contains a NUL character")
-    executable = _resolve(argv[0], path)
-    if executable is None:
+    program = located or locate(argv[0], path)
+    if program is None:
         return CommandResult.failed(_not_found(argv[0], path))
     try:
         await asyncio.to_thread(cwd.mkdir, parents=True, exist_ok=True)
@@ -127,7 +162,8 @@ async def run_command(
         )
     try:
         run = await run_probe(
-            [executable, *argv[1:]],
+            [program.found, *argv[1:]],
+            executable=program.real,
             cwd=cwd,
             env=command_env(os.environ, secrets, path=path),
             timeout_s=timeout_s,
@@ -141,21 +177,13 @@ async def run_command(
         return CommandResult.failed(f"printed more than {limit_mib} MiB on stdout and was killed")
     except ProbeRunError as exc:  # could not start: permissions, bad executable format …
         return CommandResult.failed(str(exc))
+    redactor = Redactor(secrets)
     return CommandResult(
         ok=run.exit_code == 0,
         code=run.exit_code,
-        stdout=_text(run.stdout, STDOUT_CHARS),
-        stderr=_text(run.stderr, STDERR_CHARS),
+        stdout=_text(run.stdout, STDOUT_CHARS, redactor),
+        stderr=_text(run.stderr, STDERR_CHARS, redactor),
     )
-
-
-def _resolve(command: str, path: str) -> str | None:
-    """The executable to start: an absolute path as given, a bare name found on ``path``, else None."""
-    if os.path.isabs(command):
-        return command
-    if "/" in command:
-        return None
-    return shutil.which(command, path=path)
 
 
 def _not_found(command: str, path: str) -> str:
@@ -167,6 +195,6 @@ def _not_found(command: str, path: str) -> str:
     )
 
 
-def _text(data: bytes, max_chars: int) -> str:
-    """The first ``max_chars`` characters of ``data`` as UTF-8 (undecodable bytes replaced)."""
-    return data.decode("utf-8", errors="replace")[:max_chars]
+def _text(data: bytes, max_chars: int, redactor: Redactor) -> str:
+    """The first ``max_chars`` characters of ``data`` as UTF-8 (bad bytes replaced), secrets masked."""
+    return redactor.text(data.decode("utf-8", errors="replace"))[:max_chars]

@@ -5,6 +5,11 @@ in the same callback. Rules are ordinary conditions (``watchers/conditions.py``)
 the request's facts — ``command``, ``argv0``, ``args``, ``watcherId``, ``skillId`` — so every operator
 of §4 works here with the same semantics. The session records each decision's ``reason`` in the
 transcript and the audit trail, so reasons are sentences a person reads.
+
+``command`` is what the agent wrote (argv joined with spaces); ``argv0`` is the basename of the
+program that would really run, found by the caller (``commands.locate``: the fixed PATH, then
+every symlink resolved), so a link named ``ls`` that points at ``rm`` is ``rm``. Conditions are
+syntactic: they match strings and lists, never what a program does with its arguments.
 """
 
 from __future__ import annotations
@@ -27,12 +32,17 @@ LOOP_GUARD_RULE = "loop-guard"
 
 @dataclass(frozen=True)
 class CommandRequest:
-    """A ``run_command`` the agent asked for, bound to the watcher (and skill) of its callback."""
+    """A ``run_command`` the agent asked for, bound to the watcher (and skill) of its callback.
+
+    ``executable`` is the real path of the program ``command`` names, symlinks resolved (None
+    when it names none: then ``argv0`` is the basename of ``command`` itself).
+    """
 
     command: str
     args: list[str]
     watcher_id: str
     skill_id: str | None = None
+    executable: str | None = None
 
     @property
     def argv(self) -> list[str]:
@@ -43,7 +53,7 @@ class CommandRequest:
         """The values policy conditions test, keyed by their paths (``POLICY_PATHS``)."""
         return {
             "command": " ".join(self.argv),
-            "argv0": posixpath.basename(self.command),
+            "argv0": posixpath.basename(self.executable or self.command),
             "args": list(self.args),
             "watcherId": self.watcher_id,
             "skillId": self.skill_id,

@@ -26,7 +26,7 @@ from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, Scripted
 from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import TOOL_SPECS, CommandGate, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.tools import CommandGate, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
@@ -80,9 +80,15 @@ class SessionRunner:
         self._deps = deps
         self._scripted = ScriptedBackend("scripted")
 
-    async def append(self, contract: Contract, entry: dict[str, Any]) -> None:
+    async def append(self, contract: Contract, entry: dict[str, Any]) -> dict[str, Any]:
+        """Store ``entry`` in the transcript with secrets masked, and return what was stored.
+
+        A message goes to the model as returned here, never as it was before masking: a tool
+        result (a command's output, an observation) may hold a secret of the service.
+        """
         entry = self._deps.redactor.data({"callbackId": contract.callback_id, **entry})
         await self._deps.store.append_transcript(contract.session_key, [entry], at=self._deps.clock.now())
+        return entry
 
     async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
         await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
@@ -131,7 +137,7 @@ class SessionRunner:
             await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
             skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
             for message in (
-                system_message(),
+                system_message(envelope.mode.autonomy),
                 user_message(
                     envelope.to_json(),
                     skill=skill.body if skill else None,
@@ -139,8 +145,8 @@ class SessionRunner:
                     memory=recalled,
                 ),
             ):
-                await self.append(contract, {"kind": "message", "message": message})
-                messages.append(message)
+                stored = await self.append(contract, {"kind": "message", "message": message})
+                messages.append(stored["message"])
         await self._progress(contract, "running")
         try:
             return await self._loop(contract, backend, box, messages)
@@ -236,7 +242,7 @@ class SessionRunner:
     async def _loop(
         self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
     ) -> str:
-        tools = [TOOL_SPECS[name] for name in box.offered]
+        tools = box.specs
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         while True:
             last = messages[-1]
@@ -253,9 +259,10 @@ class SessionRunner:
             messages[:] = await self._compact(contract, backend, messages, tools)
             reply = await self._complete(backend, messages, tools)
             turns += 1
-            message = reply.to_message()
-            await self.append(contract, {"kind": "message", "message": message, "model": reply.model})
-            messages.append(message)
+            stored = await self.append(
+                contract, {"kind": "message", "message": reply.to_message(), "model": reply.model}
+            )
+            messages.append(stored["message"])
         await self._progress(contract, "done", turns=turns)
         return "done"
 
@@ -302,8 +309,8 @@ class SessionRunner:
                 "name": call.name,
                 "content": json.dumps(result, ensure_ascii=False, default=str),
             }
-            await self.append(contract, {"kind": "message", "message": message})
-            messages.append(message)
+            stored = await self.append(contract, {"kind": "message", "message": message})
+            messages.append(stored["message"])
         return False
 
     def _tool_event(self, contract: Contract, tool: str, decision: str, *, ok: bool) -> None:

@@ -108,11 +108,36 @@ TOOL_SPECS: dict[str, ToolSpec] = {
 }
 
 
-def tools_for(autonomy: str) -> list[str]:
-    """The tools offered under ``mode.autonomy`` (act: all; notify_only: no run_command; escalate_only)."""
+def _notify_only(schema: dict[str, Any]) -> dict[str, Any]:
+    """``sentinel_act``'s schema with ``run_command`` taken out: action "notify" and its fields only."""
+    properties = {k: v for k, v in schema["properties"].items() if k in ("action", "message", "targets")}
+    properties["action"] = {**properties["action"], "enum": ["notify"]}
+    return {**schema, "description": "``sentinel_act``: notify people.", "properties": properties}
+
+
+NOTIFY_ONLY_ACT = ToolSpec(
+    "sentinel_act",
+    'Act on this callback. action "notify" delivers "message" to people '
+    "(the only way your words reach them).",
+    _notify_only(_schema(ActArgs)),
+)
+
+
+def tool_specs(autonomy: str) -> list[ToolSpec]:
+    """The tools offered under ``mode.autonomy``, as the model is told of them: ``act`` all;
+    ``notify_only`` a ``sentinel_act`` whose schema knows no ``run_command``; ``escalate_only``
+    ``sentinel_escalate`` and ``sentinel_history`` only. A model is never offered what it would
+    be refused."""
+    escalate, history = TOOL_SPECS["sentinel_escalate"], TOOL_SPECS["sentinel_history"]
     if autonomy == "escalate_only":
-        return ["sentinel_escalate", "sentinel_history"]
-    return ["sentinel_act", "sentinel_escalate", "sentinel_history"]
+        return [escalate, history]
+    act = NOTIFY_ONLY_ACT if autonomy == "notify_only" else TOOL_SPECS["sentinel_act"]
+    return [act, escalate, history]
+
+
+def tools_for(autonomy: str) -> list[str]:
+    """The names of the tools offered under ``mode.autonomy`` (``tool_specs``)."""
+    return [spec.name for spec in tool_specs(autonomy)]
 
 
 class Paused(Exception):
@@ -179,6 +204,11 @@ class ToolBox:
     @property
     def offered(self) -> list[str]:
         return tools_for(self.envelope.mode.autonomy)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """The tools sent to the model (``tool_specs`` of this callback's autonomy)."""
+        return tool_specs(self.envelope.mode.autonomy)
 
     async def execute(self, call: ToolCall, *, history: list[str]) -> dict[str, Any]:
         """The JSON result of ``call`` (errors are results too); raises Paused for approvals."""

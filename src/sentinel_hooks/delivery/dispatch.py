@@ -5,6 +5,10 @@ survive restarts and, with Redis, are shared between replicas. Each delivery kee
 key (``{callbackId}:{target}:{kind}``) as the Idempotency-Key on every attempt. A delivery
 that still fails after ``delivery.maxAttempts`` attempts (or ``maxElapsedMs``) becomes a
 ``delivery_failure`` inbox item holding the message, so nothing is lost.
+
+Secrets are masked here, before anything is stored, sent or shown: in each message as it
+becomes deliveries, and in each failure's text (a receiver's error page may echo the URL it
+was asked for, and that URL may carry a key from the environment).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.delivery.recording import OutcomeWriter
 from sentinel_hooks.delivery.target import DeliveryError, Message, Target
@@ -61,8 +66,10 @@ class Dispatcher:
         lease_ms: int = 20_000,
         rng: random.Random | None = None,
         events: Events | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._events = events
+        self._redactor = redactor or Redactor()
         self._store = store
         self._clock = clock
         self._targets = targets
@@ -88,10 +95,10 @@ class Dispatcher:
         at: datetime,
         key_id: str | None = None,
     ) -> list[Delivery]:
-        """One pending delivery of ``message`` per target (not yet stored), keyed
+        """One pending delivery of ``message`` per target (not yet stored), secrets masked, keyed
         ``{key_id}:{target}:{kind}``; ``key_id`` is the message's callback id unless given (an
         inbox item's id for its escalation steps)."""
-        body = message.to_json()
+        body = self._redactor.data(message.to_json())
         first = key_id or message.callback_id
         return [Delivery.new(first, target, kind, body, at=at) for target in dict.fromkeys(targets)]
 
@@ -258,7 +265,7 @@ class Dispatcher:
 
     async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:
         now = self._clock.now()
-        error = str(exc)
+        error = self._redactor.text(str(exc))
         elapsed = now - delivery.created_at
         delay = timedelta(seconds=backoff_s(attempts, self._spec, self._rng, exc.retry_after_s))
         within = elapsed + delay <= timedelta(milliseconds=self._spec.max_elapsed_ms)

@@ -15,6 +15,10 @@ Two hooks connect the inbox to the rest of the service, and may be set after con
 
 An exception in a hook is logged and swallowed: the status change is already stored, and the
 caller (an operator's HTTP request, a session's tool call) must not see a failure for it.
+
+A new item's reason and detail are stored with secrets masked, whoever wrote them (an agent,
+a failed delivery's error, a proposed command): what the inbox shows is what is stored, and
+an approved command runs as shown.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from sentinel_hooks.callbacks.envelope import new_callback_id
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.inbox.transitions import (
     DECISIONS,
@@ -61,8 +66,10 @@ class Inbox:
         *,
         notify: ItemHook | None = None,
         on_decision: ItemHook | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.store = store
+        self._redactor = redactor or Redactor()
         self.clock = clock
         self.notify = notify
         self.on_decision = on_decision
@@ -91,14 +98,14 @@ class Inbox:
             kind=kind,
             status=initial_status(kind),
             severity=severity,
-            reason=reason,
+            reason=self._redactor.text(reason),
             watcher_id=watcher_id,
             callback_id=callback_id,
             session_key=session_key,
             created_at=now,
             updated_at=now,
             actor=actor,
-            detail=detail or {},
+            detail=self._redactor.data(detail or {}),
         )
         if not await self.store.create_inbox_item(item):
             existing = await self.store.get_inbox_item(item.id)

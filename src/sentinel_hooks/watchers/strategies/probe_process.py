@@ -72,8 +72,12 @@ async def run_probe(
     timeout_s: float,
     max_bytes: int = STDOUT_LIMIT_BYTES,
     stderr_bytes: int = STDERR_KEPT_BYTES,
+    executable: str | None = None,
 ) -> ProbeRun:
     """Run ``argv`` to completion; ``ProbeRunError`` if it cannot start, overruns or times out.
+
+    ``executable`` is the file to start when it is not ``argv[0]`` (which the child then sees
+    as its name).
 
     The overrun is a ``ProbeOutputTooLarge`` and the timeout a ``ProbeTimeout`` (both
     ``ProbeRunError``); the first ``stderr_bytes`` of stderr are kept, the rest read and dropped.
@@ -81,6 +85,7 @@ async def run_probe(
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
+            executable=executable,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
