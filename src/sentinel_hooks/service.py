@@ -43,6 +43,7 @@ from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store import RedisStore, open_store
+from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import HISTORY_KEEP, FiringPipeline
@@ -81,6 +82,7 @@ class Service:
             events_file=config.base_dir / events_file if events_file else None,
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
+        self.write_check = WriteCheck(self.store)  # what /readyz asks
         self.inbox = Inbox(self.store, self.clock)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from sentinel_hooks.errors import ConfigError, Conflict, NotFound, SentinelError
+from sentinel_hooks.errors import ConfigError, Conflict, NotFound, SentinelError, StoreUnavailable
 from sentinel_hooks.store.base import InvalidCursor
 
 log = logging.getLogger(__name__)
@@ -66,6 +66,9 @@ def _from_exception(exc: BaseException) -> web.Response:
         return error_response(409, "conflict", str(exc))
     if isinstance(exc, InvalidCursor):
         return error_response(400, "invalid_cursor", str(exc))
+    if isinstance(exc, StoreUnavailable):  # a full disk, Redis down: the client may retry later
+        log.warning("answered 503: %s", exc)
+        return error_response(503, "store_unavailable", str(exc))
     if isinstance(exc, SentinelError):
         return error_response(500, "internal", str(exc))
     log.exception("unhandled error in the API")

@@ -64,7 +64,11 @@ class Store(Protocol):
         """Release connections and threads; idempotent. Data written before stays durable."""
 
     async def ping(self) -> None:
-        """Return when the backend answers; raise ``StoreUnavailable`` when it does not."""
+        """Return when the backend answers and takes a write; raise ``StoreUnavailable`` when not.
+
+        The write is one tiny record of its own (a counter), so a store that still reads but can
+        no longer write (a full disk, a read-only file, a Redis over its memory limit) fails it.
+        """
 
     # -- watcher runtime state (opaque JSON, one writer per watcher: its runner) ---------------
 

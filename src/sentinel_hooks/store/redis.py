@@ -83,9 +83,9 @@ class RedisStore:
         await self._db.stop()
 
     async def ping(self) -> None:
-        """PING the server."""
-        async with self._db.translated("ping"):
-            await self._db.client.ping()
+        """INCR the ``health`` counter: a write, refused like any other when Redis takes none."""
+        async with self._db.translated("ping (a write to the health key)"):
+            await self._db.client.incr(self.keys.health)
 
     # -- watcher runtime state ---------------------------------------------------------------
 

@@ -6,6 +6,7 @@ each family has its own literal segment before any user-chosen id.
 ==================================  ======  ==============================================
 key                                 type    holds
 ==================================  ======  ==============================================
+health                              string  a counter ``ping`` increments (proves a write works)
 watcher-states                      hash    watcher id → state JSON
 observations:{watcher}              list    Observation JSON, newest first (trimmed)
 contract:{callback}                 hash    doc, envelope, state
@@ -44,6 +45,7 @@ class RedisKeys:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.health = f"{prefix}health"
         self.watcher_states = f"{prefix}watcher-states"
         self.contract_due = f"{prefix}contract-due"
         self.contract_doc_prefix = f"{prefix}contract:"

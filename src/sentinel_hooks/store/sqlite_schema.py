@@ -54,7 +54,13 @@ _V1 = (
     "CREATE INDEX deliveries_by_callback ON deliveries (callback_id, created_ms, key)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    # ``ping`` writes here: a store that still reads but can no longer write is not ready.
+    """CREATE TABLE health (
+        id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)
