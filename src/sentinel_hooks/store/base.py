@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -373,4 +374,16 @@ class Store(Protocol):
         ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
         SQLite trims a watcher's history at its first batched write and then every 32nd, so it
         may hold up to ``keep + 31`` rows between trims; reading at most ``keep`` is unaffected.
+        """
+
+    # -- retention ------------------------------------------------------------------------------
+
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """Delete what ``before`` lets go (the rules are ``store.pruning``'s), in bounded steps.
+
+        One call deletes at most ``limit`` contracts (with their envelopes, deliveries,
+        checkpoints and leading transcript entries), ``limit`` inbox items (with their history)
+        and ``limit`` sessions, each kind in one atomic step, oldest first; ``more`` says a kind
+        had more to delete. Racing callers (replicas) delete each record once: a record already
+        gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
         """

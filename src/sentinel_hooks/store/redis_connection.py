@@ -24,6 +24,7 @@ from redis.exceptions import OutOfMemoryError, ReadOnlyError, RedisError, Respon
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.store import redis_retention as retention
 from sentinel_hooks.store import redis_scripts as lua
 
 
@@ -64,6 +65,11 @@ class Scripts:
         self.record_outcomes = client.register_script(lua.RECORD_OUTCOMES)
         self.begin_notify = client.register_script(lua.BEGIN_NOTIFY)
         self.contract_step = client.register_script(lua.CONTRACT_STEP)
+        self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
+        self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)
+        self.prune_contracts = client.register_script(retention.PRUNE_CONTRACTS)
+        self.prune_inbox = client.register_script(retention.PRUNE_INBOX)
+        self.prune_sessions = client.register_script(retention.PRUNE_SESSIONS)
 
 
 class RedisConnection:
