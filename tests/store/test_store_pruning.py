@@ -8,6 +8,7 @@ says otherwise, so records made in the first seconds are "old".
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -91,7 +92,7 @@ async def prune_all(store: Store, before: PruneBefore = ALL, *, limit: int = 500
         step = await store.prune(before, limit=limit)
         total += step
         if not step.more:
-            return Pruned(**{**total.counts(), "more": False})
+            return replace(total, more=False)
     raise AssertionError("prune kept saying there was more")
 
 
