@@ -27,8 +27,6 @@ from tests.cli.conftest import sentinel_command
 from tests.redis_server import free_port, running_redis
 from tests.support import Endpoint, wait_for
 
-pytestmark = pytest.mark.slow
-
 POLLED = """\
 id: probe
 strategy: http-poll
@@ -125,6 +123,7 @@ async def endpoint() -> AsyncIterator[Endpoint]:
     await server.stop()
 
 
+@pytest.mark.slow
 async def test_sqlite_that_cannot_write_is_not_ready_and_its_watcher_is_failing(
     tmp_path: Path, endpoint: Endpoint
 ) -> None:

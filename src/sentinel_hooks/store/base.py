@@ -171,7 +171,8 @@ class Store(Protocol):
         """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry).
 
         Concurrent appends to one session never share or skip a number; each call's entries
-        stay contiguous. Returns the stored entries.
+        stay contiguous. Numbers continue after entries pruned from the transcript's head
+        (``prune``); a session pruned whole starts again at 1. Returns the stored entries.
         """
 
     async def get_transcript(
