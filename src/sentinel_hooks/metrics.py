@@ -89,6 +89,9 @@ class Metrics:
         self.reconnects = Counter(
             "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
         )
+        self.pruned = Counter(
+            "sentinel_pruned", "Records deleted by retention, by kind", ["kind"], registry=r
+        )
 
     def forget(self, watcher_id: str) -> None:
         """Drop a removed watcher's series."""

@@ -43,11 +43,13 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.retention import Ages, Pruner, history_keep
 from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store import RedisStore, open_store
+from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
-from sentinel_hooks.watchers.pipeline import HISTORY_KEEP, FiringPipeline
+from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.schedule import LoopScheduler
 from sentinel_hooks.watchers.strategy import StrategyContext
@@ -83,6 +85,7 @@ class Service:
             events_file=config.base_dir / events_file if events_file else None,
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
+        self.write_check = WriteCheck(self.store)  # what /readyz asks
         self.inbox = Inbox(self.store, self.clock, redactor=self.redactor)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,
@@ -146,7 +149,7 @@ class Service:
             on_accepted=self.notices.accepted,
             events=self.events,
         )
-        self.watcher_writes = WatcherWrites(self.store, keep=HISTORY_KEEP)
+        self.watcher_writes = WatcherWrites(self.store, keep=history_keep(service.retention))
         self.pipeline = FiringPipeline(
             store=self.store,
             clock=self.clock,
@@ -179,6 +182,7 @@ class Service:
             ),
             ownership=self.cluster,
         )
+        self.pruner = Pruner(self.store, self.clock, Ages.from_spec(service.retention), metrics=self.metrics)
         self.ready = False
         self._web: web.AppRunner | None = None
         self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"
@@ -209,6 +213,7 @@ class Service:
                 self.manager.lease_acquired, self.manager.lease_lost, self.manager.changed_elsewhere
             )
         await self.sessions.start()
+        self.pruner.start()
         await self._start_api()
         freeze_heap()
         self.ready = True
@@ -237,6 +242,7 @@ class Service:
             await self._web.cleanup()
         if self.cluster is not None:  # this replica's runners stop, then their leases are released
             await self.cluster.stop()
+        await self.pruner.stop()
         await self.manager.stop()
         await self.watcher_writes.drain()
         await self.sessions.stop()

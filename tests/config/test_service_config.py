@@ -52,6 +52,12 @@ def test_defaults_match_the_spec() -> None:
             "requestTimeoutMs": 10000,
         },
         "telemetry": {"eventsFile": None},
+        "retention": {
+            "callbacksDays": 30,
+            "inboxClosedDays": 90,
+            "observationsPerWatcher": 500,
+            "transcriptsDays": 30,
+        },
     }
     assert expected == config.model_dump(mode="json")
 

@@ -89,6 +89,35 @@ async def test_sqlite_file_that_is_not_a_database_raises_store_unavailable(
         await SqliteStore(path).open()
 
 
+async def test_a_version_1_file_keeps_its_transcripts_numbering_after_migrating(tmp_path: Path) -> None:
+    """A file from before the sessions table: appends go on after each session's last seq, and
+    the session's last append is known to idle-session pruning."""
+    from datetime import UTC, datetime
+
+    from sentinel_hooks.store.pruning import PruneBefore
+    from sentinel_hooks.store.sqlite_schema import MIGRATIONS
+
+    path = tmp_path / "v1.db"
+    with sqlite3.connect(path) as conn:
+        for statement in MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("PRAGMA user_version = 1")
+        for seq in (1, 2, 3):
+            doc = f'{{"seq":{seq},"at":"2026-01-01T00:00:0{seq}.000Z","entry":{{"n":{seq}}}}}'
+            conn.execute("INSERT INTO transcripts VALUES ('old', ?, ?)", (seq, doc))
+    conn.close()
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        appended = await store.append_transcript("old", [{"n": 4}], at=datetime(2026, 2, 1, tzinfo=UTC))
+        await store.append_transcript("idle", [{"n": 1}], at=datetime(2026, 1, 1, tzinfo=UTC))
+        pruned = await store.prune(PruneBefore(sessions=datetime(2026, 1, 2, tzinfo=UTC)))
+        assert ([4], 1) == ([e.seq for e in appended], pruned.sessions)
+        assert [1, 2, 3, 4] == [e.seq for e in await store.get_transcript("old")]
+    finally:
+        await store.close()
+
+
 async def test_sqlite_schema_from_a_newer_version_is_refused(tmp_path: Path) -> None:
     """A file written by a newer schema version fails open rather than being misread."""
     path = tmp_path / "new.db"

@@ -13,12 +13,13 @@ from typing import Any
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from sentinel_hooks.errors import CallbackExists, ConfigError, Conflict, NotFound
+from sentinel_hooks.errors import CallbackExists, ConfigError, Conflict, NotFound, StoreUnavailable
 from sentinel_hooks.store.base import InvalidCursor
 
 log = logging.getLogger(__name__)
 
 INTERNAL_MESSAGE = "internal error (see the service log)"
+STORE_UNAVAILABLE_MESSAGE = "the store is unavailable, nothing was recorded: try again later"
 
 
 class ApiError(Exception):
@@ -78,6 +79,8 @@ def _from_exception(exc: Exception) -> web.Response:
         return error_response(409, "conflict", str(exc))
     if isinstance(exc, InvalidCursor):
         return error_response(400, "invalid_cursor", str(exc))
+    if isinstance(exc, StoreUnavailable):  # a full disk, Redis down: the client may retry later
+        return error_response(503, "store_unavailable", STORE_UNAVAILABLE_MESSAGE)
     return error_response(500, "internal", INTERNAL_MESSAGE)
 
 

@@ -128,6 +128,18 @@ class TelemetrySpec(Spec):
     events_file: str | None = None
 
 
+KeptFor = Annotated[int, Field(ge=0, strict=True)]  # days or records; 0: no limit
+
+
+class RetentionSpec(Spec):
+    """How long settled work is kept (SPEC.md §18); 0 disables a limit (kept for ever)."""
+
+    callbacks_days: KeptFor = 30
+    inbox_closed_days: KeptFor = 90
+    observations_per_watcher: KeptFor = 500
+    transcripts_days: KeptFor = 30
+
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -157,6 +169,7 @@ class ServiceConfig(Spec):
     action_policy: ActionPolicySpec = Field(default_factory=ActionPolicySpec)
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+    retention: RetentionSpec = Field(default_factory=RetentionSpec)
 
     @field_validator("store")
     @classmethod

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -64,7 +65,11 @@ class Store(Protocol):
         """Release connections and threads; idempotent. Data written before stays durable."""
 
     async def ping(self) -> None:
-        """Return when the backend answers; raise ``StoreUnavailable`` when it does not."""
+        """Return when the backend answers and takes a write; raise ``StoreUnavailable`` when not.
+
+        The write is one tiny record of its own (a counter), so a store that still reads but can
+        no longer write (a full disk, a read-only file, a Redis over its memory limit) fails it.
+        """
 
     # -- watcher runtime state (opaque JSON, one writer per watcher: its runner) ---------------
 
@@ -166,7 +171,8 @@ class Store(Protocol):
         """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry).
 
         Concurrent appends to one session never share or skip a number; each call's entries
-        stay contiguous. Returns the stored entries.
+        stay contiguous. Numbers continue after entries pruned from the transcript's head
+        (``prune``); a session pruned whole starts again at 1. Returns the stored entries.
         """
 
     async def get_transcript(
@@ -369,4 +375,16 @@ class Store(Protocol):
         ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
         SQLite trims a watcher's history at its first batched write and then every 32nd, so it
         may hold up to ``keep + 31`` rows between trims; reading at most ``keep`` is unaffected.
+        """
+
+    # -- retention ------------------------------------------------------------------------------
+
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """Delete what ``before`` lets go (the rules are ``store.pruning``'s), in bounded steps.
+
+        One call deletes at most ``limit`` contracts (with their envelopes, deliveries,
+        checkpoints and leading transcript entries), ``limit`` inbox items (with their history)
+        and ``limit`` sessions, each kind in one atomic step, oldest first; ``more`` says a kind
+        had more to delete. Racing callers (replicas) delete each record once: a record already
+        gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
         """

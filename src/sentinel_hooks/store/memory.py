@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from sentinel_hooks.clock import iso
 from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.contract_states import (
@@ -25,8 +26,18 @@ from sentinel_hooks.store.contract_states import (
     is_notify_kind,
     kind_of_key,
 )
-from sentinel_hooks.store.memory_tables import MemoryTable, Row
+from sentinel_hooks.store.memory_tables import MemoryTable, MemoryTranscripts, Row
 from sentinel_hooks.store.paging import check_positive, to_page
+from sentinel_hooks.store.pruning import (
+    CLOSED_INBOX_STATUSES,
+    OPEN_CONTRACT_STATES,
+    PRUNED_CONTRACT_STATES,
+    TRIM_PER_CONTRACT,
+    PruneBefore,
+    Pruned,
+    cutoff_text,
+    older,
+)
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -72,7 +83,7 @@ class MemoryStore:
         self._envelopes: dict[str, str] = {}
         self._dedupe: dict[str, int] = {}
         self._dedupe_adds = 0
-        self._transcripts: dict[str, list[str]] = {}
+        self._transcripts = MemoryTranscripts()
         self._checkpoints: dict[str, str] = {}
         self._inbox = MemoryTable()
         self._inbox_history: dict[str, list[str]] = {}
@@ -251,29 +262,22 @@ class MemoryStore:
     ) -> list[TranscriptEntry]:
         """See ``Store.append_transcript``."""
         self._check_open()
-        transcript = self._transcripts.setdefault(session_key, [])
-        stored = _numbered(entries, start=len(transcript) + 1, at=at)
-        transcript.extend(codec.dump_record(e) for e in stored)
-        return stored
+        return self._transcripts.append(session_key, entries, at)
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[TranscriptEntry]:
         """See ``Store.get_transcript``."""
         self._check_open()
-        start = max(after_seq, 0)
-        end = None if limit is None else start + check_positive(limit)
-        texts = self._transcripts.get(session_key, [])[start:end]
-        return [codec.load_record(TranscriptEntry, t) for t in texts]
+        count = None if limit is None else check_positive(limit)
+        return self._transcripts.read(session_key, after_seq, count)
 
     async def replace_transcript(
         self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
     ) -> list[TranscriptEntry]:
         """See ``Store.replace_transcript``."""
         self._check_open()
-        stored = _numbered(entries, start=1, at=at)
-        self._transcripts[session_key] = [codec.dump_record(e) for e in stored]
-        return stored
+        return self._transcripts.replace(session_key, entries, at)
 
     async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
         """See ``Store.put_checkpoint``."""
@@ -588,12 +592,93 @@ class MemoryStore:
             del history[: max(0, len(history) - keep)]
         self._watcher_states.update(texts)
 
+    # -- retention ------------------------------------------------------------------------------
 
-def _numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:
-    return [
-        TranscriptEntry(seq=start + i, at=at, entry=codec.dict_arg(e, what="transcript entry"))
-        for i, e in enumerate(entries)
-    ]
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """See ``Store.prune`` (the rules: ``store.pruning``)."""
+        self._check_open()
+        check_positive(limit)
+        done = Pruned()
+        if before.callbacks is not None:
+            done += self._prune_contracts(before, before.callbacks, limit)
+        if before.inbox is not None:
+            done += self._prune_inbox(before.inbox, limit)
+        if before.sessions is not None:
+            done += self._prune_sessions(before, before.sessions, limit)
+        return done
+
+    def _prune_contracts(self, before: PruneBefore, cutoff: datetime, limit: int) -> Pruned:
+        cutoff_ms, cutoff_at = to_epoch_ms(cutoff), cutoff_text(cutoff)
+        busy = {row.tags["callback_id"] for row in self._deliveries.rows.values() if row.due_ms is not None}
+        old = sorted(
+            (row.created_ms, cid)
+            for cid, row in self._contracts.rows.items()
+            if row.tags["state"] in PRUNED_CONTRACT_STATES and row.created_ms < cutoff_ms and cid not in busy
+        )
+        chosen: list[Contract] = []
+        for _, cid in old:
+            found = codec.load_record(Contract, self._contracts.rows[cid].doc)
+            if older(iso(found.settled_at) if found.settled_at else None, cutoff_at):
+                chosen.append(found)
+                if len(chosen) == limit:
+                    break
+        deliveries = 0
+        for found in chosen:
+            cid = found.callback_id
+            del self._contracts.rows[cid]
+            self._envelopes.pop(cid, None)
+            keys = [k for k, row in self._deliveries.rows.items() if row.tags["callback_id"] == cid]
+            for key in keys:
+                del self._deliveries.rows[key]
+            deliveries += len(keys)
+            for prefix in before.callback_checkpoints:
+                self._checkpoints.pop(prefix + cid, None)
+
+        def trimmable(entry: TranscriptEntry) -> bool:
+            cid = entry.entry.get("callbackId")
+            return iso(entry.at) < cutoff_at and not (isinstance(cid, str) and cid in self._contracts.rows)
+
+        cap = TRIM_PER_CONTRACT * len(chosen)
+        trimmed = 0
+        for session in dict.fromkeys(c.session_key for c in chosen):
+            trimmed += self._transcripts.trim_head(session, trimmable, cap - trimmed)
+        more = len(chosen) == limit or (trimmed == cap > 0)
+        return Pruned(contracts=len(chosen), deliveries=deliveries, transcript_entries=trimmed, more=more)
+
+    def _prune_inbox(self, cutoff: datetime, limit: int) -> Pruned:
+        cutoff_ms, cutoff_at = to_epoch_ms(cutoff), cutoff_text(cutoff)
+        old = sorted(
+            (row.created_ms, item_id)
+            for item_id, row in self._inbox.rows.items()
+            if row.tags["status"] in CLOSED_INBOX_STATUSES and row.created_ms < cutoff_ms
+        )
+        chosen: list[str] = []
+        for _, item_id in old:
+            item = codec.load_record(InboxItem, self._inbox.rows[item_id].doc)
+            if older(iso(item.updated_at), cutoff_at):
+                chosen.append(item_id)
+                if len(chosen) == limit:
+                    break
+        for item_id in chosen:
+            del self._inbox.rows[item_id]
+            self._inbox_history.pop(item_id, None)
+        return Pruned(inbox_items=len(chosen), more=len(chosen) == limit)
+
+    def _prune_sessions(self, before: PruneBefore, cutoff: datetime, limit: int) -> Pruned:
+        cutoff_ms = to_epoch_ms(cutoff)
+        idle = sorted((ms, key) for key, ms in self._transcripts.last_ms.items() if ms < cutoff_ms)
+        open_sessions = {
+            codec.load_record(Contract, row.doc).session_key
+            for row in self._contracts.rows.values()
+            if row.tags["state"] in OPEN_CONTRACT_STATES
+        }
+        chosen = [key for _, key in idle if key not in open_sessions][:limit]
+        entries = 0
+        for key in chosen:
+            entries += self._transcripts.drop(key)
+            for prefix in before.session_checkpoints:
+                self._checkpoints.pop(prefix + key, None)
+        return Pruned(sessions=len(chosen), transcript_entries=entries, more=len(chosen) == limit)
 
 
 def _delivery_row(d: Delivery) -> tuple[str, Row]:

@@ -1,14 +1,18 @@
-"""An in-memory table with the three access paths the Store needs: by id, newest-first
-listing with cursors, and claiming due rows. ``MemoryStore`` keeps contracts, inbox items and
-deliveries in these, mirroring the indexed SQLite tables.
+"""The memory store's tables. ``MemoryTable``: the three access paths the Store needs (by id,
+newest-first listing with cursors, claiming due rows), holding contracts, inbox items and
+deliveries like the indexed SQLite tables. ``MemoryTranscripts``: session transcripts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
 
+from sentinel_hooks.store import codec
 from sentinel_hooks.store.paging import check_positive, decode_cursor
+from sentinel_hooks.store.records import TranscriptEntry, to_epoch_ms
 
 
 @dataclass
@@ -77,3 +81,60 @@ class MemoryTable:
             row.due_ms = now_ms + lease_ms
             docs.append(row.doc)
         return docs
+
+
+class MemoryTranscripts:
+    """Session transcripts: each session's entries after its pruned head, numbered on from it, and
+    when each session was last appended to (what idle-session pruning reads)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, list[str]] = {}
+        self.head: dict[str, int] = {}  # seq of the last entry pruned from the head (0: none)
+        self.last_ms: dict[str, int] = {}
+
+    def append(self, key: str, entries: Sequence[dict[str, Any]], at: datetime) -> list[TranscriptEntry]:
+        """Number ``entries`` after the session's last seq and keep them."""
+        kept = self.entries.setdefault(key, [])
+        stored = numbered(entries, start=self.head.get(key, 0) + len(kept) + 1, at=at)
+        kept.extend(codec.dump_record(e) for e in stored)
+        if stored:
+            self.last_ms[key] = max(self.last_ms.get(key, 0), to_epoch_ms(at))
+        return stored
+
+    def read(self, key: str, after_seq: int, limit: int | None) -> list[TranscriptEntry]:
+        """Entries with ``seq > after_seq``, at most ``limit``."""
+        start = max(after_seq - self.head.get(key, 0), 0)
+        end = None if limit is None else start + limit
+        return [codec.load_record(TranscriptEntry, t) for t in self.entries.get(key, [])[start:end]]
+
+    def replace(self, key: str, entries: Sequence[dict[str, Any]], at: datetime) -> list[TranscriptEntry]:
+        """Every entry replaced, numbered from 1."""
+        stored = numbered(entries, start=1, at=at)
+        self.entries[key] = [codec.dump_record(e) for e in stored]
+        self.head[key] = 0
+        self.last_ms[key] = to_epoch_ms(at)
+        return stored
+
+    def trim_head(self, key: str, trimmable: Callable[[TranscriptEntry], bool], cap: int) -> int:
+        """Drop leading entries while ``trimmable`` holds (at most ``cap``); how many went."""
+        kept = self.entries.get(key, [])
+        count = 0
+        while count < min(cap, len(kept)) and trimmable(codec.load_record(TranscriptEntry, kept[count])):
+            count += 1
+        del kept[:count]
+        self.head[key] = self.head.get(key, 0) + count
+        return count
+
+    def drop(self, key: str) -> int:
+        """Forget the session (its next entry is seq 1 again); how many entries went."""
+        self.head.pop(key, None)
+        self.last_ms.pop(key, None)
+        return len(self.entries.pop(key, []))
+
+
+def numbered(entries: Sequence[dict[str, Any]], *, start: int, at: datetime) -> list[TranscriptEntry]:
+    """``entries`` as stored transcript entries numbered from ``start``."""
+    return [
+        TranscriptEntry(seq=start + i, at=at, entry=codec.dict_arg(e, what="transcript entry"))
+        for i, e in enumerate(entries)
+    ]

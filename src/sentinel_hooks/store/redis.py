@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sentinel_hooks.clock import iso
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
+from sentinel_hooks.store import redis_retention as retention
 from sentinel_hooks.store import redis_scripts as lua
 from sentinel_hooks.store.paging import (
     check_positive,
@@ -26,6 +27,7 @@ from sentinel_hooks.store.paging import (
     split_member,
     to_page,
 )
+from sentinel_hooks.store.pruning import TRIM_PER_CONTRACT, PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -61,6 +63,7 @@ from sentinel_hooks.store.redis_keys import RedisKeys
 R = TypeVar("R", bound=BaseModel)
 
 _CAS_ATTEMPTS = 100
+_MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
 
 class RedisStore:
@@ -83,9 +86,9 @@ class RedisStore:
         await self._db.stop()
 
     async def ping(self) -> None:
-        """PING the server."""
-        async with self._db.translated("ping"):
-            await self._db.client.ping()
+        """INCR the ``health`` counter: a write, refused like any other when Redis takes none."""
+        async with self._db.translated("ping (a write to the health key)"):
+            await self._db.client.incr(self.keys.health)
 
     # -- watcher runtime state ---------------------------------------------------------------
 
@@ -244,26 +247,28 @@ class RedisStore:
     ) -> list[TranscriptEntry]:
         """See ``Store.append_transcript``.
 
-        The list position is the seq: RPUSH adds all elements atomically and returns the new
-        length, so this call's entries are numbered ``length - n + 1 … length``.
+        One script: RPUSH adds the entries atomically; their seqs follow the list's pruned head
+        (``redis_retention``), and the session's last append moves to ``at``.
         """
         texts = _transcript_texts(entries, at)
         if not texts:
             return []
-        async with self._db.translated("append transcript"):
-            length = await self._db.client.rpush(self.keys.transcript(session_key), *texts)
-        start = int(length) - len(texts) + 1
+        k = self.keys
+        keys = [k.transcript(session_key), k.transcript_head(session_key), k.sessions]
+        args = [session_key, to_epoch_ms(at), *texts]
+        last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
+        start = int(last) - len(texts) + 1
         return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[TranscriptEntry]:
-        """See ``Store.get_transcript``."""
-        start = max(after_seq, 0)
-        end = -1 if limit is None else start + check_positive(limit) - 1
-        async with self._db.translated("get transcript"):
-            texts = await self._db.client.lrange(self.keys.transcript(session_key), start, end)
-        return [_transcript_entry(start + 1 + i, as_text(t)) for i, t in enumerate(texts)]
+        """See ``Store.get_transcript`` (one script: the head and the entries after it)."""
+        count = -1 if limit is None else check_positive(limit)
+        keys = [self.keys.transcript(session_key), self.keys.transcript_head(session_key)]
+        args = [min(max(after_seq, 0), _MAX_SEQ), count]
+        first, *texts = await self._db.run("get transcript", self._db.scripts.read_transcript, keys, args)
+        return [_transcript_entry(int(first) + i, as_text(t)) for i, t in enumerate(texts)]
 
     async def replace_transcript(
         self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
@@ -274,9 +279,10 @@ class RedisStore:
             self._db.translated("replace transcript"),
             self._db.client.pipeline(transaction=True) as pipe,
         ):
-            pipe.delete(key)
+            pipe.delete(key, self.keys.transcript_head(session_key))
             if texts:
                 pipe.rpush(key, *texts)
+            pipe.zadd(self.keys.sessions, {session_key: to_epoch_ms(at)})
             await pipe.execute()
         return [_transcript_entry(1 + i, t) for i, t in enumerate(texts)]
 
@@ -619,6 +625,36 @@ class RedisStore:
             for wid, text in texts.items():
                 pipe.hset(self.keys.watcher_states, wid, text)
             await pipe.execute()
+
+    # -- retention ------------------------------------------------------------------------------
+
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """See ``Store.prune``: one script per kind (``redis_retention``)."""
+        check_positive(limit)
+        k, scripts, done = self.keys, self._db.scripts, Pruned()
+        if before.callbacks is not None:
+            bound = sort_member(to_epoch_ms(before.callbacks), "")[:-1]
+            cap = TRIM_PER_CONTRACT * limit
+            args = [k.prefix, bound, cutoff_text(before.callbacks), limit]
+            args += [retention.json_list(before.callback_checkpoints), cap]
+            contracts, deliveries, entries = await self._db.run(
+                "prune callbacks", scripts.prune_contracts, [], args
+            )
+            more = contracts == limit or entries == cap
+            done += Pruned(contracts=contracts, deliveries=deliveries, transcript_entries=entries, more=more)
+        if before.inbox is not None:
+            bound = sort_member(to_epoch_ms(before.inbox), "")[:-1]
+            args = [k.prefix, bound, cutoff_text(before.inbox), limit]
+            items = await self._db.run("prune inbox", scripts.prune_inbox, [], args)
+            done += Pruned(inbox_items=items, more=items == limit)
+        if before.sessions is not None:
+            args = [k.prefix, to_epoch_ms(before.sessions), limit]
+            args.append(retention.json_list(before.session_checkpoints))
+            sessions, entries, looked = await self._db.run(
+                "prune sessions", scripts.prune_sessions, [k.sessions], args
+            )
+            done += Pruned(sessions=sessions, transcript_entries=entries, more=looked == limit)
+        return done
 
 
 def _moved(flat: Sequence[Any]) -> dict[str, ContractState]:

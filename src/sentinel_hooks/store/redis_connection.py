@@ -2,8 +2,9 @@
 
 Kept apart from ``redis.py`` (as ``sqlite_worker`` is from ``sqlite.py``): this is the only
 place that knows how to connect and how ``redis.RedisError`` maps onto Sentinel's tree —
-connection trouble is ``StoreUnavailable``, anything else the server refuses is ``StoreError``;
-messages name the server with any password redacted.
+connection trouble and a server that takes no writes for now (over its memory limit, a read-only
+replica, a failed snapshot, loading) are ``StoreUnavailable``, anything else the server refuses is
+``StoreError``; messages name the server with any password redacted.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.store import redis_retention as retention
 from sentinel_hooks.store import redis_scripts as lua
 
 
@@ -39,6 +41,11 @@ def redacted_url(url: str) -> str:
 def as_text(value: bytes | str) -> str:
     """A reply as ``str`` (the client decodes responses; this only satisfies the types)."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+_NO_WRITES_NOW = ("used memory > 'maxmemory'", "READONLY", "MISCONF", "NOREPLICAS", "MASTERDOWN")
+"""Errors of a server that refuses writes until an operator or time fixes it (matched in the text
+too: inside a script's or a pipeline's error the reason is all that is left of them)."""
 
 
 class Scripts:
@@ -58,6 +65,11 @@ class Scripts:
         self.record_outcomes = client.register_script(lua.RECORD_OUTCOMES)
         self.begin_notify = client.register_script(lua.BEGIN_NOTIFY)
         self.contract_step = client.register_script(lua.CONTRACT_STEP)
+        self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
+        self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)
+        self.prune_contracts = client.register_script(retention.PRUNE_CONTRACTS)
+        self.prune_inbox = client.register_script(retention.PRUNE_INBOX)
+        self.prune_sessions = client.register_script(retention.PRUNE_SESSIONS)
 
 
 class RedisConnection:
@@ -112,6 +124,12 @@ class RedisConnection:
             raise StoreUnavailable(
                 f"{self.name}: {what} failed: {exc}; check that Redis is running and reachable"
             ) from exc
+        except ResponseError as exc:
+            if isinstance(exc, OutOfMemoryError | ReadOnlyError) or any(
+                reason in str(exc) for reason in _NO_WRITES_NOW
+            ):
+                raise StoreUnavailable(f"{self.name}: {what} failed: {exc}") from exc
+            raise StoreError(f"{self.name}: {what} failed: {exc}") from exc
         except RedisError as exc:
             raise StoreError(f"{self.name}: {what} failed: {exc}") from exc
 

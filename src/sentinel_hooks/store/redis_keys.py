@@ -6,13 +6,16 @@ each family has its own literal segment before any user-chosen id.
 ==================================  ======  ==============================================
 key                                 type    holds
 ==================================  ======  ==============================================
+health                              string  a counter ``ping`` increments (proves a write works)
 watcher-states                      hash    watcher id → state JSON
 observations:{watcher}              list    Observation JSON, newest first (trimmed)
 contract:{callback}                 hash    doc, envelope, state
 contract-due                        zset    pending callback ids by due ms
 contract-index:all|watcher:|state:  zset    listing members ``{created_ms:015d}:{id}``
 dedupe:{key}                        string  expiry ms (with PX)
-transcript:{session}                list    ``{"at", "entry"}`` JSON; seq = position + 1
+transcript:{session}                list    ``{"at", "entry"}`` JSON; seq = head + position + 1
+transcript-head:{session}           string  head: entries pruned from the list's start (absent: 0)
+sessions                            zset    session key → ms of its last append (idle pruning)
 checkpoint:{session}                string  checkpoint JSON
 inbox-item:{id}                     hash    doc, status, kind, version
 inbox-history:{id}                  list    InboxHistoryEntry JSON, oldest first
@@ -44,6 +47,7 @@ class RedisKeys:
 
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
+        self.health = f"{prefix}health"
         self.watcher_states = f"{prefix}watcher-states"
         self.contract_due = f"{prefix}contract-due"
         self.contract_doc_prefix = f"{prefix}contract:"
@@ -51,6 +55,7 @@ class RedisKeys:
         self.delivery_due = f"{prefix}delivery-due"
         self.delivery_doc_prefix = f"{prefix}delivery:"
         self.session_work = f"{prefix}session-work"
+        self.sessions = f"{prefix}sessions"
 
     def observations(self, watcher_id: str) -> str:
         return f"{self.prefix}observations:{watcher_id}"
@@ -72,6 +77,9 @@ class RedisKeys:
 
     def transcript(self, session_key: str) -> str:
         return f"{self.prefix}transcript:{session_key}"
+
+    def transcript_head(self, session_key: str) -> str:
+        return f"{self.prefix}transcript-head:{session_key}"
 
     def checkpoint(self, session_key: str) -> str:
         return f"{self.prefix}checkpoint:{session_key}"

@@ -18,8 +18,10 @@ from pydantic import BaseModel
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
+from sentinel_hooks.store import sqlite_pruning as prune
 from sentinel_hooks.store import sqlite_queries as q
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
+from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -73,8 +75,10 @@ class SqliteStore:
         await self._db.stop()
 
     async def ping(self) -> None:
-        """Run a trivial query."""
-        await self._db.read("ping", lambda c: c.execute("SELECT 1").fetchone())
+        """Count one more write in the one-row ``health`` table (a real write to the file)."""
+        sql = """INSERT INTO health (id, writes) VALUES (1, 1)
+            ON CONFLICT (id) DO UPDATE SET writes = writes + 1"""
+        await self._exec("ping (a write to the health row)", sql)
 
     async def _exec(self, what: str, sql: str, *args: Any) -> int:
         return await self._db.write(what, partial(q.rowcount, sql=sql, args=args))
@@ -509,3 +513,22 @@ class SqliteStore:
                 since = 0
             self._writes_since_trim[watcher_id] = since
         return due
+
+    # -- retention -------------------------------------------------------------------------------
+
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """See ``Store.prune``: one transaction per kind (``sqlite_pruning``)."""
+        check_positive(limit)
+        done = Pruned()
+        if before.callbacks is not None:
+            args = (to_epoch_ms(before.callbacks), cutoff_text(before.callbacks), limit)
+            step = partial(prune.prune_contracts, checkpoints=before.callback_checkpoints)
+            done += await self._db.write("prune callbacks", lambda c: step(c, *args))
+        if before.inbox is not None:
+            args = (to_epoch_ms(before.inbox), cutoff_text(before.inbox), limit)
+            done += await self._db.write("prune inbox", lambda c: prune.prune_inbox(c, *args))
+        if before.sessions is not None:
+            cutoff_ms = to_epoch_ms(before.sessions)
+            step = partial(prune.prune_sessions, checkpoints=before.session_checkpoints)
+            done += await self._db.write("prune sessions", lambda c: step(c, cutoff_ms, limit))
+        return done

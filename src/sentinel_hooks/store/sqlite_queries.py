@@ -191,16 +191,30 @@ def add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
     return cur.rowcount == 1
 
 
+_BUMP_SESSION = """INSERT INTO sessions (session_key, last_seq, last_ms) VALUES (?, ?, ?)
+    ON CONFLICT (session_key) DO UPDATE SET last_seq = last_seq + excluded.last_seq,
+        last_ms = MAX(last_ms, excluded.last_ms)
+    RETURNING last_seq"""
+
+
 def write_transcript(
     c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime, *, replace: bool
 ) -> list[TranscriptEntry]:
-    """Append ``payloads`` after the session's last seq, or replace it all (seq from 1)."""
+    """Append ``payloads`` after the session's last seq (kept in ``sessions``, so pruned entries'
+    numbers never come back), or replace it all (seq from 1)."""
+    at_ms = to_epoch_ms(at)
     if replace:
         c.execute("DELETE FROM transcripts WHERE session_key = ?", (session_key,))
+        c.execute(
+            "INSERT OR REPLACE INTO sessions (session_key, last_seq, last_ms) VALUES (?, ?, ?)",
+            (session_key, len(payloads), at_ms),
+        )
         start = 1
+    elif not payloads:
+        return []
     else:
-        sql = "SELECT COALESCE(MAX(seq), 0) FROM transcripts WHERE session_key = ?"
-        start = int(c.execute(sql, (session_key,)).fetchone()[0]) + 1
+        [(last_seq,)] = c.execute(_BUMP_SESSION, (session_key, len(payloads), at_ms)).fetchall()
+        start = int(last_seq) - len(payloads) + 1
     stored = [TranscriptEntry(seq=start + i, at=at, entry=p) for i, p in enumerate(payloads)]
     c.executemany(
         "INSERT INTO transcripts (session_key, seq, doc) VALUES (?, ?, ?)",

@@ -54,7 +54,22 @@ _V1 = (
     "CREATE INDEX deliveries_by_callback ON deliveries (callback_id, created_ms, key)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+_V2 = (
+    # ``ping`` writes here: a store that still reads but can no longer write is not ready.
+    """CREATE TABLE health (
+        id INTEGER PRIMARY KEY CHECK (id = 1), writes INTEGER NOT NULL)""",
+    # One row per session: its last seq (appends continue after it when pruning has emptied the
+    # transcript's head) and the instant of its last append (idle sessions are pruned).
+    """CREATE TABLE sessions (
+        session_key TEXT PRIMARY KEY, last_seq INTEGER NOT NULL, last_ms INTEGER NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX sessions_idle ON sessions (last_ms)",
+    """INSERT INTO sessions (session_key, last_seq, last_ms)
+        SELECT session_key, MAX(seq), COALESCE(MAX(CAST(ROUND(
+            (julianday(json_extract(doc, '$.at')) - 2440587.5) * 86400000) AS INTEGER)), 0)
+        FROM transcripts GROUP BY session_key""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -21,7 +21,7 @@ from sentinel_hooks.store.sqlite_schema import SchemaTooNew, configure, migrate
 
 T = TypeVar("T")
 
-_UNAVAILABLE_HINTS = ("unable to open", "disk i/o", "locked", "readonly", "not a database")
+_UNAVAILABLE_HINTS = ("unable to open", "disk i/o", "locked", "readonly", "not a database", "is full")
 
 
 class SqliteWorker:

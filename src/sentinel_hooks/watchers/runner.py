@@ -37,7 +37,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import SentinelError, StoreError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
@@ -326,7 +326,7 @@ class WatcherRunner:
         except ObserveError as exc:
             await self._record_failure(exc, next_at=self._next_run())
             return False
-        await self._handle(observed)
+        await self._observed(observed)
         return True
 
     def _backoff(self) -> _Backoff:
@@ -360,9 +360,9 @@ class WatcherRunner:
                 first = await self._connect(strategy, opened)
                 if disconnected_at is not None:
                     await self._record_reconnect(disconnected_at)
-                await self._handle(first)
+                await self._observed(first)
                 async for observed in opened[-1]:
-                    await self._handle(observed)
+                    await self._observed(observed)
                 error = ObserveError("the stream ended")
             except _Stopping:
                 return
@@ -422,32 +422,62 @@ class WatcherRunner:
                 with contextlib.suppress(_Stopping):
                     await self._sleep(1.0)
                 continue
-            async with self._lock:
-                outcome = await self._deps.pipeline.quiet(self.spec, self.state)
-                await self._apply(outcome)
+            try:
+                async with self._lock:
+                    await self._run(self._deps.pipeline.quiet(self.spec, self.state), self.state)
+            except StoreError:  # on the status; tried again a second later
+                with contextlib.suppress(_Stopping):
+                    await self._sleep(1.0)
 
     # -- events ------------------------------------------------------------------------------
 
     async def _handle(self, observed: Observed) -> Outcome:
+        """Run an observation through the pipeline; a store that does not take it raises
+        ``StoreError`` after the watcher was marked failing (``_store_failed``)."""
         async with self._lock:
             if self.needs_lease and not await self._fenced():
                 return Outcome(state=self.state, skipped="lease not held by this replica")
-            failures = self.state.consecutive_failures
-            if failures:
+            before = self.state
+            self.state = before.succeeded(observed.at)
+            step = self._deps.pipeline.observe(self.spec, observed, self.state, previous=self._previous)
+            outcome = await self._run(step, before)
+            self._previous = observed.value  # only once stored: a change not stored is seen again
+            if before.consecutive_failures:
                 log.info(
                     "watcher %s: recovered after %d failed attempt(s)",
                     self.id,
-                    failures,
+                    before.consecutive_failures,
                     extra={"watcherId": self.id},
                 )
-            self.state = self.state.succeeded(observed.at)
-            outcome = await self._deps.pipeline.observe(
-                self.spec, observed, self.state, previous=self._previous
-            )
-            self._previous = observed.value
-            await self._apply(outcome)
         self._event_seen.set()
         return outcome
+
+    async def _observed(self, observed: Observed) -> None:
+        """``_handle`` for the watcher's own polls and streams: a store failure is on its status."""
+        with contextlib.suppress(StoreError):
+            await self._handle(observed)
+
+    async def _run(self, step: Awaitable[Outcome], before: WatcherState) -> Outcome:
+        """Await a pipeline step and adopt its outcome (caller holds the lock). A store that does
+        not take it marks the watcher failing from ``before`` and raises its ``StoreError``."""
+        try:
+            outcome = await step
+        except StoreError as exc:
+            await self._store_failed(exc, before)
+            raise
+        await self._apply(outcome)
+        return outcome
+
+    async def _store_failed(self, exc: StoreError, state: WatcherState) -> None:
+        """The store did not take an observation or a fire (caller holds the lock): the watcher
+        shows ``failing`` with the store's error until an observation is stored again."""
+        self._deps.metrics.poll_errors.labels(self.id).inc()
+        message = self._deps.redactor.text(f"not recorded: {exc}")
+        level = logging.DEBUG if state.consecutive_failures else logging.WARNING
+        log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        self.state = state.failed(self._deps.clock.now(), message)
+        with contextlib.suppress(StoreError):  # most likely refused too; kept in memory meanwhile
+            await self._save()
 
     async def _fenced(self) -> bool:
         """Cluster mode: may this replica act on what it observed? (the fencing check)
@@ -480,9 +510,8 @@ class WatcherRunner:
     async def fire_manual(self, payload: Any) -> Outcome:
         """A manual fire (API/CLI)."""
         async with self._lock:
-            outcome = await self._deps.pipeline.fire_manual(self.spec, payload, self.state)
-            await self._apply(outcome)
-        return outcome
+            step = self._deps.pipeline.fire_manual(self.spec, payload, self.state)
+            return await self._run(step, self.state)
 
     async def _apply(self, outcome: Outcome) -> None:
         """Adopt the pipeline's new state (caller holds the lock), persist it, count the fire."""
@@ -492,7 +521,11 @@ class WatcherRunner:
                 self._deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
             else:
                 self._deps.metrics.deduped.labels(self.id).inc()
-        await self._save()
+        try:
+            await self._save()
+        except StoreError as exc:
+            await self._store_failed(exc, self.state)
+            raise
         if not self.state.is_enabled(self.spec.enabled) and self.running:
             asyncio.get_running_loop().create_task(self.stop())
 

@@ -21,12 +21,12 @@ async def healthz(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    """The store answers and the watchers are loaded."""
+    """The store takes writes (``store.health``) and the watchers are loaded."""
     service = service_of(request)
     try:
-        await service.store.ping()
+        await service.write_check.check()
     except StoreError as exc:
-        return error_response(503, "not_ready", f"store unreachable: {exc}")
+        return error_response(503, "not_ready", f"store cannot write: {exc}")
     if not service.ready:
         return error_response(503, "not_ready", "watchers are still loading")
     return web.json_response({"status": "ready", "watchers": service.watcher_count()})

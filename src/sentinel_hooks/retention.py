@@ -1,0 +1,147 @@
+"""Retention (SPEC.md §18): the background pruner that keeps the store from growing for ever.
+
+Every ``interval_s`` (the first pass shortly after start) ``Pruner`` turns the ``retention``
+settings and the clock into cutoffs and calls ``Store.prune`` in steps of ``batch`` records, with
+a pause between steps, until a step finds nothing more. A step is one short SQLite transaction
+or one Redis script, so polls, the relay and the outbox go on in between. With Redis every
+replica prunes: a step re-checks each record, so racing replicas cost a few empty steps, never
+a record deleted twice. A failed pass is logged and tried again at the next interval.
+
+Observations are not pruned here: each watcher's history is trimmed to
+``observationsPerWatcher`` as it is written (``history_keep``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from sentinel_hooks.callbacks.intake import message_key
+from sentinel_hooks.callbacks.memory import memory_key
+from sentinel_hooks.callbacks.session import progress_key
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.service import RetentionSpec
+from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.relay.relay import escalation_key
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.pruning import PruneBefore, Pruned
+
+log = logging.getLogger(__name__)
+
+INTERVAL_S = 600.0  # between passes
+FIRST_PASS_S = 30.0  # after start: the service settles first
+BATCH = 500  # records of each kind per step
+PAUSE_S = 0.05  # between steps
+UNBOUNDED_HISTORY = 2**62  # ``observationsPerWatcher: 0``: a ``keep`` no history reaches
+
+CALLBACK_CHECKPOINTS = (progress_key(""), message_key(""), escalation_key(""))
+"""Checkpoints named after a callback (its session's progress, rendered message, escalation)."""
+SESSION_CHECKPOINTS = (memory_key(""),)
+"""Checkpoints named after a session (its memory of earlier callbacks)."""
+
+
+def history_keep(spec: RetentionSpec) -> int:
+    """Observations kept per watcher (the stores trim each history to this as it grows)."""
+    return spec.observations_per_watcher or UNBOUNDED_HISTORY
+
+
+@dataclass(frozen=True)
+class Ages:
+    """How old settled records may get (None: kept for ever)."""
+
+    callbacks: timedelta | None = None
+    inbox: timedelta | None = None
+    sessions: timedelta | None = None
+
+    @classmethod
+    def from_spec(cls, spec: RetentionSpec) -> Ages:
+        def days(n: int) -> timedelta | None:
+            return timedelta(days=n) if n else None
+
+        return cls(days(spec.callbacks_days), days(spec.inbox_closed_days), days(spec.transcripts_days))
+
+    def cutoffs(self, now: datetime) -> PruneBefore:
+        """What a pass at ``now`` may delete."""
+
+        def before(age: timedelta | None) -> datetime | None:
+            return None if age is None else now - age
+
+        return PruneBefore(
+            callbacks=before(self.callbacks),
+            inbox=before(self.inbox),
+            sessions=before(self.sessions),
+            callback_checkpoints=CALLBACK_CHECKPOINTS,
+            session_checkpoints=SESSION_CHECKPOINTS,
+        )
+
+
+class Pruner:
+    """Runs retention passes in the background (``start``/``stop``) or on demand (``prune``)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Clock,
+        ages: Ages,
+        *,
+        metrics: Metrics | None = None,
+        interval_s: float = INTERVAL_S,
+        first_pass_s: float = FIRST_PASS_S,
+        batch: int = BATCH,
+        pause_s: float = PAUSE_S,
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ages = ages
+        self._metrics = metrics
+        self._interval_s = interval_s
+        self._first_pass_s = first_pass_s
+        self._batch = batch
+        self._pause_s = pause_s
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return Ages() != self._ages
+
+    async def prune(self) -> Pruned:
+        """One pass: steps until nothing is left to delete; what the pass deleted."""
+        before = self._ages.cutoffs(self._clock.now())
+        total = Pruned()
+        while True:
+            step = await self._store.prune(before, limit=self._batch)
+            total += step
+            if self._metrics is not None:
+                for kind, count in step.counts().items():
+                    if count:
+                        self._metrics.pruned.labels(kind).inc(count)
+            if not step.more:
+                return replace(total, more=False)
+            await asyncio.sleep(self._pause_s)  # polls and the relay run between steps
+
+    def start(self) -> None:
+        """Prune every ``interval_s`` from ``first_pass_s`` on (nothing when every limit is 0)."""
+        if self.enabled and self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        await asyncio.sleep(self._first_pass_s)
+        while True:
+            try:
+                done = await self.prune()
+            except Exception:  # a store hiccup: the next pass tries again
+                log.exception("retention pass failed")
+            else:
+                if any(done.counts().values()):
+                    log.info("retention: pruned %s", ", ".join(f"{n} {k}" for k, n in done.counts().items()))
+            await asyncio.sleep(self._interval_s)

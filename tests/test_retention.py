@@ -1,0 +1,61 @@
+"""The retention loop (``Pruner``): passes in bounded steps, metrics, and nothing to do when disabled."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sentinel_hooks.clock import FakeClock
+from sentinel_hooks.config.service import RetentionSpec
+from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.retention import Ages, Pruner
+from sentinel_hooks.store import MemoryStore
+from tests.store.conftest import T0, contract
+from tests.support import wait_for
+
+
+async def store_with_old_contracts(n: int) -> MemoryStore:
+    """``n`` contracts expired at T0 + 30 s."""
+    store = MemoryStore()
+    await store.open()
+    for i in range(n):
+        made = contract(f"c{i}", created=i)
+        await store.create_contract(made, {})
+        await store.settle_contract(made.callback_id, "expired", at=made.deadline)
+    return store
+
+
+async def test_a_pass_works_through_the_backlog_in_batches_and_counts_it() -> None:
+    """Five old contracts, batches of two: one pass deletes all five; the metric says five."""
+    store, metrics = await store_with_old_contracts(5), Metrics()
+    clock = FakeClock(T0 + timedelta(days=31))
+    pruner = Pruner(store, clock, Ages.from_spec(RetentionSpec()), metrics=metrics, batch=2, pause_s=0)
+    done = await pruner.prune()
+    assert (5, False, []) == (done.contracts, done.more, (await store.list_contracts()).items)
+    assert 5 == metrics.pruned.labels("contracts")._value.get()
+
+
+async def test_the_background_loop_prunes_without_being_asked() -> None:
+    """Started, the pruner makes its first pass after ``first_pass_s``."""
+    store = await store_with_old_contracts(3)
+    pruner = Pruner(
+        store, FakeClock(T0 + timedelta(days=31)), Ages(callbacks=timedelta(days=1)), first_pass_s=0
+    )
+    pruner.start()
+    try:
+        await wait_for(lambda: _empty(store), what="the first pass")
+    finally:
+        await pruner.stop()
+
+
+async def _empty(store: MemoryStore) -> bool:
+    return not (await store.list_contracts()).items
+
+
+async def test_with_every_limit_zero_nothing_is_pruned() -> None:
+    """retention with all zeros: the pruner is disabled, and a pass deletes nothing."""
+    zeros = {"callbacksDays": 0, "inboxClosedDays": 0, "observationsPerWatcher": 0, "transcriptsDays": 0}
+    store = await store_with_old_contracts(1)
+    pruner = Pruner(
+        store, FakeClock(T0 + timedelta(days=365)), Ages.from_spec(RetentionSpec.model_validate(zeros))
+    )
+    assert (False, 0) == (pruner.enabled, (await pruner.prune()).contracts)
