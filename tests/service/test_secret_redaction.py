@@ -49,7 +49,7 @@ async def echoing() -> AsyncIterator[Endpoint]:
     """A receiver whose 500 page echoes the URL it was asked for."""
 
     async def fail(request: web.Request) -> web.StreamResponse:
-        page = f"<html><title>500</title><body>Error at {request.url} ({request.path_qs})</body></html>"
+        page = f"<html><title>Error at {request.url}</title><body>({request.path_qs})</body></html>"
         return web.Response(status=500, text=page, content_type="text/html")
 
     server = Endpoint()
