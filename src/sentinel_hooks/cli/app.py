@@ -11,7 +11,7 @@ import click
 from pydantic import TypeAdapter
 
 from sentinel_hooks.callbacks.envelope import envelope_json_schema
-from sentinel_hooks.cli.output import compact, print_json, stdout_console
+from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.project import write_example
 from sentinel_hooks.cli.watcher_arg import resolve_watcher
 from sentinel_hooks.clock import SystemClock
@@ -151,15 +151,13 @@ def test_watcher(
 
 
 def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     if not payload_given:
         console.print("(no --payload given: evaluating against {})")
     if result.conditions:
-        table = Table(title=f"conditions of {watcher_id}", title_justify="left")
-        for column in ("path", "op", "value", "actual", "result"):
-            table.add_column(column)
+        columns = ("path", "op", "value", "actual", "result")
+        title = f"conditions of {watcher_id}"
+        table = new_table(columns, ids=("path", "op"), title=title, title_justify="left")
         for row in result.conditions:
             table.add_row(
                 row["path"],
@@ -168,7 +166,7 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
                 compact(row["actual"]),
                 "[green]true[/green]" if row["result"] else "[red]false[/red]",
             )
-        console.print(table)
+        print_table(table, console)
     else:
         console.print(f"{watcher_id} has no conditions: every observation matches")
     console.print(f"matched: {'yes' if result.matched else 'no'}")
