@@ -150,9 +150,13 @@ async def test_document_is_served(service: Service) -> None:
 
 async def test_document_needs_the_token_when_one_is_set(start_service: Starter) -> None:
     """With server.apiToken the document is 401 without the bearer token, 200 with it."""
-    service = await start_service(watchers={}, server="{host: 127.0.0.1, port: 0, apiToken: tok-abcdef}")
+    service = await start_service(
+        watchers={}, server="{host: 127.0.0.1, port: 0, apiToken: tok-abcdef-0123456}"
+    )
     without, _ = await call(service, "GET", OPENAPI_PATH)
-    with_token, _ = await call(service, "GET", OPENAPI_PATH, headers={"Authorization": "Bearer tok-abcdef"})
+    with_token, _ = await call(
+        service, "GET", OPENAPI_PATH, headers={"Authorization": "Bearer tok-abcdef-0123456"}
+    )
     assert (401, 200) == (without, with_token)
 
 

@@ -130,7 +130,7 @@ def test_unknown_template_variable(project: Writer) -> None:
         "  eventName: price_low\n  payloadTemplate: {p: '${paylod.usd}'}\n",
     )
     issue = only_issue(project(watchers__w_yaml=text))
-    assert (9, "fire.payloadTemplate") == (issue.line, issue.key)
+    assert (9, "fire.payloadTemplate.p") == (issue.line, issue.key)
     assert "paylod" in issue.message
 
 

@@ -31,9 +31,9 @@ def test_retention_loads_with_zero_disabling_a_limit(project: Writer) -> None:
 @pytest.mark.parametrize(
     ("value", "fragment"),
     [
-        ('"30"', "valid integer"),
-        ("true", "valid integer"),
-        ("1.5", "valid integer"),
+        ('"30"', "expected a whole number, got the text '30'"),
+        ("true", "expected a whole number, got the boolean true"),
+        ("1.5", "expected a whole number, got the number 1.5"),
         ("-1", "greater than or equal to 0"),
     ],
 )

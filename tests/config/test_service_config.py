@@ -84,10 +84,10 @@ def test_yaml_12_keeps_no_and_on_as_strings(project: Writer) -> None:
 def test_env_values_are_registered_as_secrets(project: Writer) -> None:
     """Values from the environment are redacted by the loaded config's redactor."""
     config = "targets:\n  hook: {type: console}\nserver: {apiToken: '${env:API_TOKEN}'}\n"
-    loaded = load_config(project(config), environ={"API_TOKEN": "tok-123456"})
-    assert "token ***" == loaded.redactor.text("token tok-123456")
+    loaded = load_config(project(config), environ={"API_TOKEN": "tok-1234567890abcdef"})
+    assert "token ***" == loaded.redactor.text("token tok-1234567890abcdef")
     assert loaded.service.server.api_token is not None
-    assert "tok-123456" == loaded.service.server.api_token.get_secret_value()
+    assert "tok-1234567890abcdef" == loaded.service.server.api_token.get_secret_value()
 
 
 def test_watcher_list_form(project: Writer) -> None:

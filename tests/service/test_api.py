@@ -191,13 +191,15 @@ async def test_foreign_host_is_421_without_token(start_service: Starter) -> None
 
 async def test_token_is_required_when_set(start_service: Starter) -> None:
     """With apiToken, /api needs the bearer token (any Host); health stays open."""
-    service = await start_service(watchers={}, server="{host: 127.0.0.1, port: 0, apiToken: tok-abcdef}")
+    service = await start_service(
+        watchers={}, server="{host: 127.0.0.1, port: 0, apiToken: tok-abcdef-0123456}"
+    )
     assert 200 == (await call(service, "GET", "/healthz"))[0]
     status, body = await call(service, "GET", "/api/v1/watchers")
     assert (401, "unauthorized") == (status, body["error"]["code"])
     wrong = {"Authorization": "Bearer nope"}
     assert 401 == (await call(service, "GET", "/api/v1/watchers", headers=wrong))[0]
-    good = {"Authorization": "Bearer tok-abcdef", "Host": "sentinel.internal"}
+    good = {"Authorization": "Bearer tok-abcdef-0123456", "Host": "sentinel.internal"}
     assert 200 == (await call(service, "GET", "/api/v1/watchers", headers=good))[0]
 
 

@@ -232,7 +232,7 @@ def test_cli_watchers_commands(tmp_path: Path, running: list[Running]) -> None:
 def test_cli_rejected_token_exits_1(tmp_path: Path, running: list[Running]) -> None:
     """A token the service rejects is exit code 1 with the reason; the config's token is used by default."""
     port = free_port()
-    config = PROJECT.format(port=port).replace("port: ", "apiToken: tok-good-123, port: ")
+    config = PROJECT.format(port=port).replace("port: ", "apiToken: tok-good-1234567890, port: ")
     (tmp_path / "sentinel.yaml").write_text(config)
     service = Running(tmp_path / "sentinel.yaml", port)
     running.append(service)

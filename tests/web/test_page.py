@@ -14,7 +14,7 @@ from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 from sentinel_hooks.service import Service
 from tests.service.conftest import Starter
 
-TOKEN_SERVER = "{host: 127.0.0.1, port: 0, apiToken: tok-web-page-1}"
+TOKEN_SERVER = "{host: 127.0.0.1, port: 0, apiToken: tok-web-page-0123456}"
 
 
 async def get(
@@ -162,7 +162,7 @@ async def test_page_data_calls_still_need_the_token(start_service: Starter) -> N
     """With apiToken the JSON calls the page makes are 401 without the bearer token, 200 with it."""
     service = await start_service(watchers={}, server=TOKEN_SERVER)
     without = (await get(service, "/api/v1/inbox"))[0]
-    with_token = (await get(service, "/api/v1/inbox", {"Authorization": "Bearer tok-web-page-1"}))[0]
+    with_token = (await get(service, "/api/v1/inbox", {"Authorization": "Bearer tok-web-page-0123456"}))[0]
     assert (401, 200) == (without, with_token)
 
 

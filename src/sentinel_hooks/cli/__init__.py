@@ -9,13 +9,9 @@ import click
 
 from sentinel_hooks.cli.app import app
 from sentinel_hooks.cli.client import ServiceUnreachable
+from sentinel_hooks.cli.exits import EXIT_INVALID, EXIT_OK, EXIT_UNREACHABLE, EXIT_USAGE
 from sentinel_hooks.cli.output import print_error
 from sentinel_hooks.errors import ConfigError, SentinelError
-
-EXIT_OK = 0
-EXIT_INVALID = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
 
 
 def main(argv: list[str] | None = None) -> int:

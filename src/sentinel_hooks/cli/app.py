@@ -11,13 +11,14 @@ import click
 from pydantic import TypeAdapter
 
 from sentinel_hooks.callbacks.envelope import envelope_json_schema
-from sentinel_hooks.cli.output import compact, print_json, stdout_console
+from sentinel_hooks.cli.exits import EXIT_INVALID, EXIT_OK
+from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.project import write_example
 from sentinel_hooks.cli.watcher_arg import resolve_watcher
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import config_path, load_config
 from sentinel_hooks.config.watcher import WatcherSpec
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import ConfigError, ConfigIssue, SentinelError
 from sentinel_hooks.watchers.dryrun import DryRun, dry_run
 from sentinel_hooks.watchers.paths import MISSING
 
@@ -57,11 +58,19 @@ def init(directory: Path, force: bool, slack: bool) -> None:
 @app.command()
 @config_option
 @json_flag
-def validate(config: str | None, as_json: bool) -> None:
+def validate(config: str | None, as_json: bool) -> int:
     """Check config, watchers, skills, templates and regexes; print file:line: message per error."""
-    loaded = load_config(config_path(config, os.environ))
+    path = config_path(config, os.environ)
+    try:
+        loaded = load_config(path)
+    except ConfigError as exc:
+        if not as_json:
+            raise
+        print_json({"ok": False, "config": str(path.absolute()), "errors": [_issue(i) for i in exc.issues]})
+        return EXIT_INVALID
     summary = {
         "ok": True,
+        "errors": [],
         "config": str(loaded.path),
         "watchers": len(loaded.watchers),
         "skills": len(loaded.skills),
@@ -70,11 +79,17 @@ def validate(config: str | None, as_json: bool) -> None:
     }
     if as_json:
         print_json(summary)
-        return
+        return EXIT_OK
     stdout_console().print(
         f"ok: {loaded.path} — {summary['watchers']} watcher(s), {summary['skills']} skill(s), "
         f"{summary['targets']} target(s), {summary['models']} model(s)"
     )
+    return EXIT_OK
+
+
+def _issue(issue: ConfigIssue) -> dict[str, Any]:
+    """One error of ``validate --json``: ``key`` is null when the error is not about one key."""
+    return {"file": issue.file, "line": issue.line, "key": issue.key or None, "message": issue.message}
 
 
 @app.command()
@@ -151,15 +166,14 @@ def test_watcher(
 
 
 def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> None:
-    from rich.table import Table
-
     console = stdout_console()
     if not payload_given:
         console.print("(no --payload given: evaluating against {})")
     if result.conditions:
-        table = Table(title=f"conditions of {watcher_id}", title_justify="left")
-        for column in ("path", "op", "value", "actual", "result"):
-            table.add_column(column)
+        columns = ("path", "op", "value", "actual", "result")
+        table = new_table(
+            columns, ids=("path", "op"), title=f"conditions of {watcher_id}", title_justify="left"
+        )
         for row in result.conditions:
             table.add_row(
                 row["path"],
@@ -168,7 +182,7 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
                 compact(row["actual"]),
                 "[green]true[/green]" if row["result"] else "[red]false[/red]",
             )
-        console.print(table)
+        print_table(table, console)
     else:
         console.print(f"{watcher_id} has no conditions: every observation matches")
     console.print(f"matched: {'yes' if result.matched else 'no'}")

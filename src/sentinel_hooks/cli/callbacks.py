@@ -7,9 +7,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import click
-from rich.table import Table
 
-from sentinel_hooks.cli.output import compact, print_json, stdout_console
+from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.watchers import client, remote_options
 
 # store.records.ContractState, spelled out: importing the store would load every backend
@@ -51,9 +50,8 @@ def list_callbacks(
     if as_json:
         print_json(body)
         return
-    table = Table()
-    for column in ("callbackId", "watcher", "kind", "priority", "state", "created", "deadline"):
-        table.add_column(column, overflow="fold")
+    columns = ("callbackId", "watcher", "kind", "priority", "state", "created", "deadline")
+    table = new_table(columns, ids=("callbackId", "watcher", "created", "deadline"))
     for item in body["items"]:
         trigger = item["trigger"]
         table.add_row(
@@ -65,7 +63,10 @@ def list_callbacks(
             item["createdAt"],
             item["deadline"],
         )
-    stdout_console().print(table if body["items"] else "no callbacks")
+    if body["items"]:
+        print_table(table)
+    else:
+        stdout_console().print("no callbacks")
 
 
 @callbacks.command("show")

@@ -8,24 +8,20 @@ An unknown id (404) and a refused move (409) exit with code 1 and the service's 
 from __future__ import annotations
 
 import json
-import os
 from datetime import datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
 import click
 from rich import box
-from rich.console import Console
-from rich.table import Table
 
 from sentinel_hooks.cli.client import Client
-from sentinel_hooks.cli.output import print_json, stdout_console
+from sentinel_hooks.cli.output import new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.watchers import remote_options
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 
 CLI_ACTOR = "cli"
-PIPE_WIDTH = 200
 ITEM_FIELDS = (
     "id",
     "kind",
@@ -60,34 +56,19 @@ def age(created_at: str, now: datetime) -> str:
     return f"{seconds}s"
 
 
-def _wide_console() -> Console:
-    """The stdout console; when output is not a terminal (a pipe, a file) and $COLUMNS is not
-    set, wide enough for whole rows instead of rich's 80-column default."""
-    console = stdout_console()
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console.width = PIPE_WIDTH
-    return console
-
-
 def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None:
     as_json = options.pop("as_json")
     body = _client(options).call("GET", "/api/v1/inbox?" + urlencode(query))
     if as_json:
         print_json(body)
         return
-    console = _wide_console()
     if not body["items"]:
-        console.print(empty)
+        stdout_console().print(empty)
         return
     now = SystemClock().now()
-    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
-    for column in ("id", "kind", "status", "severity", "watcher", "age", "reason"):
-        # ids are copied into other commands: never wrap them (nor the short enum cells);
-        # on a narrow terminal only the free text (watcher, reason) wraps
-        free = column in ("watcher", "reason")
-        table.add_column(
-            column, overflow="fold", no_wrap=not free, min_width={"watcher": 6, "reason": 12}.get(column)
-        )
+    columns = ("id", "kind", "status", "severity", "watcher", "age", "reason")
+    # ids are copied into other commands: never wrap them (nor the short enum cells)
+    table = new_table(columns, ids=columns[:-1], box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for item in body["items"]:
         table.add_row(
             item["id"],
@@ -98,9 +79,9 @@ def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None
             age(item["createdAt"], now),
             item["reason"],
         )
-    console.print(table)
+    print_table(table)
     if body["nextCursor"]:
-        console.print(f"more: --cursor {body['nextCursor']}")
+        stdout_console().print(f"more: --cursor {body['nextCursor']}")
 
 
 def _move(item_id: str, path: str, note: str | None, options: dict[str, Any]) -> None:
@@ -158,12 +139,12 @@ def show(item_id: str, **options: Any) -> None:
             console.print(f"{field}: {item[field]}")
     console.print("detail:")
     console.print_json(json.dumps(item["detail"], ensure_ascii=False))
-    table = Table(title="history", title_justify="left")
-    for column in ("at", "actor", "from", "to", "note"):
-        table.add_column(column, overflow="fold")
+    table = new_table(
+        ("at", "actor", "from", "to", "note"), ids=("at",), title="history", title_justify="left"
+    )
     for entry in body["history"]:
         table.add_row(entry["at"], entry["actor"], entry["from"] or "", entry["to"], entry["note"] or "")
-    console.print(table)
+    print_table(table, console)
 
 
 @inbox.command("ack")

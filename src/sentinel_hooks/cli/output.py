@@ -1,16 +1,54 @@
-"""Printing for the CLI: JSON for machines, rich tables for people, one-line errors."""
+"""Printing for the CLI: JSON for machines, rich tables for people, one-line errors.
+
+Every table goes through :func:`new_table` and :func:`print_table`, so ids are never wrapped
+or cut: piped into ``grep`` or a file, a table is printed at its full width (one row per line,
+whatever ``$COLUMNS`` says); on a terminal, id columns keep their full width and only the
+other columns fold (the table grows past the terminal's width rather than cut an id).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
+
+UNBOUNDED_WIDTH = 1_000_000
+FOLDED_COLUMN_CHARS = 8
+"""On a narrow terminal, the width a folding column may be squeezed to before the table grows."""
 
 
 def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=True)
+
+
+def new_table(columns: Sequence[str], *, ids: Collection[str] = (), **options: Any) -> Table:
+    """A table whose ``ids`` columns never wrap; the other columns fold when space is short."""
+    table = Table(**options)
+    for column in columns:
+        table.add_column(column, no_wrap=column in ids, overflow="fold")
+    return table
+
+
+def print_table(table: Table, console: Console | None = None) -> None:
+    """Print ``table`` without wrapping or cutting its no-wrap (id) columns."""
+    console = console or stdout_console()
+    unbounded = console.options.update_width(UNBOUNDED_WIDTH)
+    if not console.is_terminal:
+        console.width = Measurement.get(console, unbounded, table).maximum
+    else:
+        folding = [column for column in table.columns if not column.no_wrap and column.max_width is None]
+        for column in folding:
+            column.max_width = FOLDED_COLUMN_CHARS
+        narrowest = Measurement.get(console, unbounded, table).maximum
+        for column in folding:
+            column.max_width = None
+        console.width = max(console.width, narrowest)
+    console.print(table)
 
 
 def print_json(data: Any) -> None:

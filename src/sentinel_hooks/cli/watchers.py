@@ -8,10 +8,9 @@ import os
 from typing import Any
 
 import click
-from rich.table import Table
 
 from sentinel_hooks.cli.client import Client
-from sentinel_hooks.cli.output import compact, print_json, stdout_console
+from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.config.loader import config_path
 from sentinel_hooks.errors import SentinelError
 
@@ -67,9 +66,8 @@ def list_watchers(
     if as_json:
         print_json({"items": items, "nextCursor": None})
         return
-    table = Table()
-    for column in ("id", "strategy", "state", "firing", "fires", "last check", "next check", "last error"):
-        table.add_column(column, overflow="fold")
+    columns = ("id", "strategy", "state", "firing", "fires", "last check", "next check", "last error")
+    table = new_table(columns, ids=("id", "last check", "next check"))
     for item in items:
         status = item["status"]
         table.add_row(
@@ -82,7 +80,10 @@ def list_watchers(
             status["nextCheckAt"] or "",
             status["lastError"] or "",
         )
-    stdout_console().print(table if items else "no watchers")
+    if items:
+        print_table(table)
+    else:
+        stdout_console().print("no watchers")
 
 
 @watchers.command("show")

@@ -2,6 +2,10 @@
 
 Only the loader reads the environment. Every value that came from it is collected so the
 service can redact it (it may be a token); defaults written in the file are not secret.
+
+A value that is exactly one reference (``intervalMs: ${env:EVERY}``) becomes an
+:class:`EnvText`: still text, but the models may read it as the number or boolean its key
+expects (``config.base``). Text around a reference (``"${env:A}0"``) makes a plain string.
 """
 
 from __future__ import annotations
@@ -11,10 +15,32 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
+
 from sentinel_hooks.config.yamlfile import Loc
 
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _MALFORMED = re.compile(r"\$\{env:(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
+
+
+class EnvText(str):
+    """A whole value taken from one ``${env:…}`` reference (or its default)."""
+
+    __slots__ = ()
+
+
+def yaml_scalar(text: str) -> bool | int | float | None:
+    """The boolean or number ``text`` reads as in YAML 1.2 (``20000``, ``1.5``, ``false``), else None.
+
+    A value from the environment is read as if written in the file in place of its reference,
+    so ``yes`` stays text.
+    """
+    try:
+        value = YAML(typ="safe", pure=True).load(text)
+    except YAMLError:
+        return None
+    return value if isinstance(value, bool | int | float) else None
 
 
 @dataclass
@@ -69,4 +95,5 @@ def _substitute(text: str, loc: Loc, environ: Mapping[str, str], result: Interpo
         )
         return ""
 
-    return ENV_REFERENCE.sub(replace, text)
+    substituted = ENV_REFERENCE.sub(replace, text)
+    return EnvText(substituted) if ENV_REFERENCE.fullmatch(text) else substituted

@@ -12,17 +12,39 @@ from sentinel_hooks.callbacks.templating import (
     compile_text,
     compile_value,
 )
-from sentinel_hooks.config.base import PositiveMs, Spec
+from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
+from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.errors import TemplateError
 
 Priority = Literal["low", "normal", "high", "critical"]
 
 
+def _reason(exc: TemplateError, where: str) -> str:
+    """The error without the key path it starts with (the issue names the key)."""
+    return str(exc).removeprefix(f"{where}: ")
+
+
 def _checked_value(template: Any, name: str) -> Any:
-    try:
-        compile_value(template, name=name)
-    except TemplateError as exc:
-        raise ValueError(str(exc)) from exc
+    """``template`` when every string inside compiles; else every failing one, at its key."""
+    problems: list[tuple[Loc, str]] = []
+
+    def walk(node: Any, loc: Loc) -> None:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                walk(item, (*loc, key))
+        elif isinstance(node, list):
+            for index, item in enumerate(node):
+                walk(item, (*loc, index))
+        else:
+            where = name + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+            try:
+                compile_value(node, name=where)
+            except TemplateError as exc:
+                problems.append((loc, _reason(exc, where)))
+
+    walk(template, ())
+    if problems:
+        raise key_problems(name, problems)
     return template
 
 
@@ -32,7 +54,7 @@ def _checked_text(template: str | None, name: str) -> str | None:
     try:
         compile_text(template, name=name)
     except TemplateError as exc:
-        raise ValueError(str(exc)) from exc
+        raise ValueError(_reason(exc, name)) from exc
     return template
 
 

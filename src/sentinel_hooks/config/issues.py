@@ -12,9 +12,11 @@ import types
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, Tag, ValidationError
+from pydantic import BaseModel, SecretStr, Tag, ValidationError
 from pydantic_core import ErrorDetails
 
+from sentinel_hooks.config.base import KEY_PROBLEM
+from sentinel_hooks.config.envvars import yaml_scalar
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.yamlfile import LineMap, Loc
 from sentinel_hooks.errors import ConfigIssue
@@ -111,8 +113,8 @@ def _step(tp: Any, part: str | int) -> tuple[Any, bool]:
     return None, True
 
 
-def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
-    """The keys the model at ``loc`` accepts (empty when it cannot be determined)."""
+def type_at(root: Any, loc: Sequence[str | int]) -> Any | None:
+    """The type the models expect at ``loc`` (None when it cannot be determined)."""
     tp: Any = root
     parts = list(loc)
     guard = 0
@@ -121,12 +123,22 @@ def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
         tp, consumed = _step(tp, parts[0])
         if consumed:
             parts.pop(0)
-    if tp is None:
-        return []
-    tp, _ = _strip_annotated(tp)
+    return None if tp is None else _strip_annotated(tp)[0]
+
+
+def allowed_keys(root: Any, loc: Sequence[str | int]) -> list[str]:
+    """The keys the model at ``loc`` accepts (empty when it cannot be determined)."""
+    tp = type_at(root, loc)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return [field.alias or name for name, field in tp.model_fields.items()]
     return []
+
+
+def _is_secret(root: Any, loc: Sequence[str | int]) -> bool:
+    """Whether the key at ``loc`` holds a secret (its value must not be shown)."""
+    tp = type_at(root, loc)
+    members = _union_members(tp) or [tp]
+    return any(_strip_annotated(member)[0] is SecretStr for member in members)
 
 
 def _shown(value: Any) -> str:
@@ -138,6 +150,8 @@ def _message(error: ErrorDetails, root: Any) -> str:
     kind = error["type"]
     ctx = error.get("ctx") or {}
     value = error.get("input")
+    if kind == KEY_PROBLEM:
+        return error["msg"]
     if kind == "extra_forbidden":
         key = str(error["loc"][-1])
         choices = allowed_keys(root, error["loc"][:-1])
@@ -163,24 +177,97 @@ def _message(error: ErrorDetails, root: Any) -> str:
             message = message.removeprefix(prefix)
         return message
     message = error["msg"]
+    if _is_secret(root, error["loc"]):
+        return message
     if isinstance(value, str | int | float | bool) or value is None:
         message += f" (got {_shown(value)})"
     return message
 
 
+EXPECTED_TYPES = {
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "text",
+    "list_type": "a list",
+    "dict_type": "a mapping of keys",
+    "model_type": "a mapping of keys",
+}
+"""What a key of each type takes, by pydantic's error type (values are never converted)."""
+
+
 def validation_issues(
     exc: ValidationError, *, display: str, data: Any, lines: LineMap, root: Any, prefix: Loc = ()
 ) -> list[ConfigIssue]:
-    """Every error of ``exc`` as a ConfigIssue (line looked up in ``lines`` under ``prefix``)."""
+    """Every error of ``exc`` as a ConfigIssue (line looked up in ``lines`` under ``prefix``).
+
+    Wrong-type errors at one key (one per member of a union) become one issue listing
+    every type the key accepts.
+    """
     issues: list[ConfigIssue] = []
+    typed: dict[Loc, tuple[int, list[str], Any]] = {}
     for error in exc.errors():
         loc = error["loc"]
         kind = error["type"]
-        shown = user_loc(data, loc, keep_last=kind == "missing")
+        shown = user_loc(data, loc, keep_last=kind in ("missing", KEY_PROBLEM))
         if kind in ("union_tag_invalid", "union_tag_not_found"):
             field = str((error.get("ctx") or {}).get("discriminator", "")).strip("'")
             shown = (*shown, field)
         line_loc = shown[:-1] if kind in ("missing", "union_tag_not_found") else shown
         line = lines.line_of((*prefix, *line_loc))
-        issues.append(ConfigIssue(display, line, format_loc((*prefix, *shown)), _message(error, root)))
+        key = format_loc((*prefix, *shown))
+        if kind in EXPECTED_TYPES:
+            index, wanted, value = typed.setdefault(shown, (len(issues), [], error.get("input")))
+            wanted.append(EXPECTED_TYPES[kind])
+            message = type_message(wanted, value, secret=_is_secret(root, loc))
+            if index < len(issues):
+                issues[index] = ConfigIssue(display, line, key, message)
+                continue
+        else:
+            message = _message(error, root)
+        issues.append(ConfigIssue(display, line, key, message))
     return issues
+
+
+def type_message(expected: Sequence[str], value: Any, *, secret: bool = False) -> str:
+    """``expected a whole number, got the text '2000' (write it without quotes: 2000)``.
+
+    The value of a secret key is not shown.
+    """
+    wanted = list(dict.fromkeys(expected))
+    listed = wanted[0] if len(wanted) == 1 else ", ".join(wanted[:-1]) + " or " + wanted[-1]
+    if secret:
+        return f"expected {listed}"
+    message = f"expected {listed}, got {_given(value)}"
+    if isinstance(value, str) and "text" not in wanted and _unquoted_fits(value, wanted):
+        return message + f" (write it without quotes: {value})"
+    if "text" in wanted and isinstance(value, bool | int | float):
+        written = str(value).lower() if isinstance(value, bool) else repr(value)
+        return message + f" (quote it if you mean the text: '{written}')"
+    return message
+
+
+def _given(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if value is None:
+        return "null"
+    if isinstance(value, int | float):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the text {_shown(value)}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
+
+
+def _unquoted_fits(text: str, wanted: Sequence[str]) -> bool:
+    """Whether ``text``, written without quotes, would be a value of a wanted type."""
+    value = yaml_scalar(text)
+    if isinstance(value, bool):
+        return "true or false" in wanted
+    if isinstance(value, int):
+        return "a whole number" in wanted or "a number" in wanted
+    return isinstance(value, float) and "a number" in wanted

@@ -5,19 +5,49 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.watchers.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 
+MIN_API_TOKEN_CHARS = 16
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
+
 
 class ServerSpec(Spec):
+    """Where the API listens and how it is protected.
+
+    ``api_token`` is declared before ``host`` so that the host's check sees the validated token.
+    """
+
+    api_token: SecretStr | None = None
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
-    api_token: SecretStr | None = None
     metrics_auth: bool = False
     allow_command_watchers: bool = False
+
+    @field_validator("api_token")
+    @classmethod
+    def _token_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
+        length = 0 if token is None else len(token.get_secret_value())
+        if token is not None and length < MIN_API_TOKEN_CHARS:
+            raise ValueError(
+                f"the token has {length} character(s); use at least {MIN_API_TOKEN_CHARS} characters "
+                "(e.g. `openssl rand -hex 24`, given as apiToken: ${env:SENTINEL_API_TOKEN})"
+            )
+        return token
+
+    @field_validator("host")
+    @classmethod
+    def _token_required_off_loopback(cls, host: str, info: ValidationInfo) -> str:
+        # api_token is absent from info.data when it was refused: its own error says why
+        if host not in LOOPBACK_HOSTS and "api_token" in info.data and info.data["api_token"] is None:
+            raise ValueError(
+                f"{host!r} is not loopback, so server.apiToken is required "
+                "(set it, e.g. apiToken: ${env:SENTINEL_API_TOKEN}, or listen on 127.0.0.1)"
+            )
+        return host
 
 
 class OpenAIModel(Spec):
@@ -128,7 +158,7 @@ class TelemetrySpec(Spec):
     events_file: str | None = None
 
 
-KeptFor = Annotated[int, Field(ge=0, strict=True)]  # days or records; 0: no limit
+KeptFor = Annotated[int, Field(ge=0)]  # days or records; 0: no limit
 
 
 class RetentionSpec(Spec):
@@ -138,9 +168,6 @@ class RetentionSpec(Spec):
     inbox_closed_days: KeptFor = 90
     observations_per_watcher: KeptFor = 500
     transcripts_days: KeptFor = 30
-
-
-LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 class ServiceConfig(Spec):
@@ -181,12 +208,3 @@ class ServiceConfig(Spec):
                 "sqlite:////absolute/path.db or redis://host:6379/0"
             )
         return url
-
-    @model_validator(mode="after")
-    def _token_required_off_loopback(self) -> ServiceConfig:
-        if self.server.host not in LOOPBACK_HOSTS and self.server.api_token is None:
-            raise ValueError(
-                f"server.host {self.server.host!r} is not loopback, so server.apiToken is required "
-                "(set it, e.g. apiToken: ${env:SENTINEL_API_TOKEN})"
-            )
-        return self

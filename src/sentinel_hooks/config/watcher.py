@@ -7,7 +7,6 @@ named targets and models) live in ``config.crosscheck``.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -15,9 +14,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
 
-from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec
+from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.fire import FireSpec
 from sentinel_hooks.watchers.conditions import ConditionNode
+from sentinel_hooks.watchers.strategies.evm_abi import (
+    AbiError,
+    arg_count_problem,
+    arg_problems,
+    parse_signature,
+)
 
 WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
 POLLED = frozenset({"http-poll", "http-long-poll", "command", "evm-call"})
@@ -241,11 +246,6 @@ class CommandWatcher(Scheduled):
         return argv
 
 
-_EVM_SIGNATURE = re.compile(
-    r"^\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*\((?P<inputs>[^()]*)\)\s*(?:returns\s*)?\((?P<outputs>[^()]*)\)\s*$"
-)
-
-
 class EvmCallSpec(Spec):
     to: str = Field(pattern=r"^0x[0-9a-fA-F]{40}$")
     signature: str
@@ -254,21 +254,24 @@ class EvmCallSpec(Spec):
 
     @field_validator("signature")
     @classmethod
-    def _signature_shape(cls, value: str) -> str:
-        if _EVM_SIGNATURE.match(value) is None:
+    def _signature_parses(cls, value: str) -> str:
+        try:
+            parse_signature(value)
+        except AbiError as exc:
             raise ValueError(
-                f"signature {value!r} must look like 'balanceOf(address)(uint256)' "
-                "or 'balanceOf(address) returns (uint256)'"
-            )
+                f"{exc} (e.g. 'balanceOf(address)(uint256)' or 'balanceOf(address) returns (uint256)')"
+            ) from exc
         return value
 
     @model_validator(mode="after")
-    def _arg_count(self) -> EvmCallSpec:
-        found = _EVM_SIGNATURE.match(self.signature)
-        assert found is not None  # checked by the field validator
-        inputs = [t for t in found.group("inputs").split(",") if t.strip()]
-        if len(inputs) != len(self.args):
-            raise ValueError(f"signature takes {len(inputs)} argument(s) but args has {len(self.args)}")
+    def _args_fit_the_signature(self) -> EvmCallSpec:
+        signature = parse_signature(self.signature)
+        count = arg_count_problem(signature, self.args)
+        if count is not None:
+            raise key_problems("evmCall", [(("args",), count)])
+        problems = arg_problems(signature, self.args)
+        if problems:
+            raise key_problems("evmCall", [(("args", p.index), p.message) for p in problems])
         return self
 
 

@@ -104,12 +104,45 @@ def parse_yaml(text: str, *, display: str, path: Path | None = None) -> YamlDocu
         key = ""
         if "duplicate key" in str(exc):
             key, problem = _duplicate_key_message(exc, text, line)
+        else:
+            problem += syntax_hint(exc, line)
         raise ConfigError([ConfigIssue(display, line, key, f"YAML: {problem}")]) from exc
     except YAMLError as exc:
         raise ConfigError([ConfigIssue(display, None, "", f"YAML: {exc}")]) from exc
     lines = LineMap({(): 1})
     data = _plain(raw, (), lines)
     return YamlDocument(path or Path(display), display, data, lines)
+
+
+def syntax_hint(exc: MarkedYAMLError, line: int | None) -> str:
+    """``; check the indentation of line 7 …``: what a YAML syntax error usually means, or ``""``."""
+    if line is None:
+        return ""
+    problem = exc.problem or ""
+    context = exc.context or ""
+    opened = exc.context_mark.line + 1 if exc.context_mark is not None else None
+    if "'\\t'" in problem:
+        return f"; YAML does not allow tabs for indentation: indent line {line} with spaces"
+    if problem.startswith("mapping values are not allowed"):
+        return (
+            f"; check the indentation of line {line} (a key indented under a key that already has "
+            "a value?), or quote a value that contains ': '"
+        )
+    if problem.startswith(("expected <block end>", "did not find expected")):
+        return (
+            f"; check the indentation of line {line}: it does not line up with the keys "
+            "(or '- ' items) above it"
+        )
+    if problem.startswith("could not find expected ':'") and opened is not None:
+        return (
+            f"; line {opened} is not `key: value` (a missing ':', or no space after it?), "
+            "or check its indentation"
+        )
+    if "quoted scalar" in context and opened is not None:
+        return f"; the quote opened on line {opened} is never closed"
+    if "flow sequence" in context or "flow mapping" in context:
+        return f"; a '[' or '{{' opened on line {opened} is not closed where it should be"
+    return ""
 
 
 _DUPLICATE = re.compile(r'duplicate key "(?P<key>[^"]*)"')

@@ -72,7 +72,7 @@ _VALUELESS: Final = frozenset({"exists", "absent", "changed"})
 _NUMERIC: Final = frozenset({"gt", "gte", "lt", "lte"})
 _LIST_VALUED: Final = frozenset({"in", "notIn"})
 _STRING_VALUED: Final = frozenset({"matches", "startsWith", "endsWith"})
-_MODEL_CONFIG: Final = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+_MODEL_CONFIG: Final = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
 
 
 @functools.lru_cache(maxsize=1024)

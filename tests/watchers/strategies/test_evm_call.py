@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 from aiohttp import web
 from eth_utils.crypto import keccak
+from pydantic import ValidationError
 from yarl import URL
 
 from sentinel_hooks.config.secrets import Redactor
@@ -170,17 +171,26 @@ async def test_empty_result_is_a_non_retryable_decode_error(
     assert caught.value.retryable is False
 
 
-async def test_args_that_do_not_fit_fail_every_poll_without_a_request(
-    serve: Serve, open_http: OpenHttp, make_context: MakeContext
-) -> None:
-    """An argument the signature cannot encode is a non-retryable error naming it; nothing is sent."""
-    server = balance_server()
-    strategy = await start(
-        server, serve, open_http, make_context, {"signature": "balanceOf(address)(uint256)", "args": ["nope"]}
+def test_args_that_do_not_fit_are_refused_when_the_watcher_loads() -> None:
+    """An argument the signature cannot encode is a load error at its index, not a poll failure."""
+    with pytest.raises(ValidationError) as caught:
+        WATCHER_ADAPTER.validate_python(
+            {
+                "id": "evm",
+                "strategy": "evm-call",
+                "endpoint": "https://rpc.example.com",
+                "intervalMs": 1000,
+                "evmCall": {"to": TOKEN, "signature": "balanceOf(address)(uint256)", "args": ["nope"]},
+            }
+        )
+    [error] = caught.value.errors()
+    assert (
+        ("evm-call", "evmCall", "args", 0),
+        "'nope' does not fit address: expected 0x and 40 hex digits",
+    ) == (
+        error["loc"],
+        error["msg"],
     )
-    with pytest.raises(ObserveError, match=r"args\[0\] \(address\)") as caught:
-        await strategy.poll()
-    assert (False, []) == (caught.value.retryable, server.requests)
 
 
 async def test_create_gives_a_poll_strategy(

@@ -81,45 +81,135 @@ def _types(listed: str) -> tuple[str, ...]:
     return tuple(types)
 
 
+@dataclass(frozen=True)
+class ArgProblem:
+    """One argument that does not fit its input type, and why (in words a user can act on)."""
+
+    index: int
+    abi_type: str
+    value: Any
+    reason: str
+
+    @property
+    def message(self) -> str:
+        """``'nope' does not fit address: expected 0x and 40 hex digits``."""
+        return f"{self.value!r} does not fit {self.abi_type}: {self.reason}"
+
+    def __str__(self) -> str:
+        return f"args[{self.index}] ({self.abi_type}): {self.value!r} does not fit: {self.reason}"
+
+
+def arg_count_problem(signature: Signature, args: list[Any]) -> str | None:
+    """Why ``args`` cannot be the arguments of ``signature`` by their number, or None."""
+    if len(args) == len(signature.inputs):
+        return None
+    return f"{signature.canonical} takes {len(signature.inputs)} argument(s), got {len(args)}"
+
+
+def arg_problems(signature: Signature, args: list[Any]) -> list[ArgProblem]:
+    """Every argument that does not fit its input type (checked when the watcher is loaded)."""
+    problems: list[ArgProblem] = []
+    for index, (abi_type, value) in enumerate(zip(signature.inputs, args, strict=False)):
+        try:
+            _encodable(abi_type, coerce_arg(parse(abi_type), value))
+        except AbiError as exc:
+            problems.append(ArgProblem(index, abi_type, value, str(exc)))
+    return problems
+
+
 def call_data(signature: Signature, args: list[Any]) -> bytes:
     """Selector + ABI-encoded ``args`` (``AbiError`` naming the argument that does not fit)."""
-    if len(args) != len(signature.inputs):
-        raise AbiError(f"{signature.canonical} takes {len(signature.inputs)} argument(s), got {len(args)}")
-    coerced = []
-    for index, (abi_type, value) in enumerate(zip(signature.inputs, args, strict=True)):
-        try:
-            coerced.append(coerce_arg(parse(abi_type), value))
-            encode([abi_type], [coerced[-1]])
-        except (AbiError, EncodingError, ValueError, TypeError) as exc:
-            raise AbiError(f"args[{index}] ({abi_type}): {value!r} does not fit: {exc}") from exc
+    count = arg_count_problem(signature, args)
+    if count is not None:
+        raise AbiError(count)
+    problems = arg_problems(signature, args)
+    if problems:
+        raise AbiError(str(problems[0]))
+    coerced = [coerce_arg(parse(t), v) for t, v in zip(signature.inputs, args, strict=True)]
     return signature.selector + encode(list(signature.inputs), coerced)
 
 
+_ENCODER_PREFIX = re.compile(r"^Value .* cannot be encoded by \w+:?\s*", re.DOTALL)
+
+
+def _encodable(abi_type: str, value: Any) -> None:
+    """The encoder's own check, for what ``coerce_arg`` does not word itself (e.g. fixed types)."""
+    try:
+        encode([abi_type], [value])
+    except (EncodingError, ValueError, TypeError, OverflowError) as exc:
+        reason = _ENCODER_PREFIX.sub("", str(exc)).strip()
+        raise AbiError(reason or f"cannot be encoded as {abi_type}") from exc
+
+
+_ADDRESS = re.compile(r"^0x[0-9a-fA-F]{40}$")
+
+
 def coerce_arg(abi_type: ABIType, value: Any) -> Any:
-    """``value`` from YAML in the form the encoder takes for ``abi_type``."""
+    """``value`` from YAML in the form the encoder takes for ``abi_type``; ``AbiError`` says why not."""
     if abi_type.is_array:
-        if not isinstance(value, list):
-            raise AbiError(f"expected a list, got {type(value).__name__}")
-        return [coerce_arg(abi_type.item_type, item) for item in value]
+        return _coerce_list(abi_type, value)
     if isinstance(abi_type, TupleType):
         if not isinstance(value, list) or len(value) != len(abi_type.components):
             raise AbiError(f"expected a list of {len(abi_type.components)} values")
         return tuple(coerce_arg(part, item) for part, item in zip(abi_type.components, value, strict=True))
     assert isinstance(abi_type, BasicType)  # the grammar has only basic, tuple and array types
-    if abi_type.base in ("uint", "int") and isinstance(value, str):
-        found = _INT_TEXT.match(value)
-        if found is None:
-            raise AbiError("expected an integer (a number, or a decimal or 0x string)")
-        sign, digits = found.groups()
-        return (-1 if sign else 1) * int(digits, 0)
-    if abi_type.base == "bytes" and isinstance(value, str):
-        if not value.startswith("0x"):
-            raise AbiError("expected 0x-prefixed hex")
-        try:
-            return bytes.fromhex(value[2:])
-        except ValueError as exc:
-            raise AbiError("expected 0x-prefixed hex") from exc
+    base = abi_type.base
+    if base in ("uint", "int"):
+        return _integer(abi_type, value)
+    if base == "address" and not (isinstance(value, str) and _ADDRESS.match(value)):
+        raise AbiError("expected 0x and 40 hex digits")
+    if base == "bool" and not isinstance(value, bool):
+        raise AbiError("expected true or false")
+    if base == "string" and not isinstance(value, str):
+        raise AbiError("expected a string")
+    if base == "bytes":
+        return _bytes(abi_type, value)
     return value
+
+
+def _coerce_list(abi_type: ABIType, value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise AbiError("expected a list")
+    dimension = abi_type.arrlist[-1] if abi_type.arrlist else ()
+    if dimension and len(value) != dimension[0]:
+        raise AbiError(f"expected a list of {dimension[0]} items, got {len(value)}")
+    items = []
+    for index, item in enumerate(value):
+        try:
+            items.append(coerce_arg(abi_type.item_type, item))
+        except AbiError as exc:
+            raise AbiError(f"item {index} ({item!r}): {exc}") from exc
+    return items
+
+
+def _integer(abi_type: BasicType, value: Any) -> int:
+    if isinstance(value, str) and (found := _INT_TEXT.match(value)) is not None:
+        sign, digits = found.groups()
+        value = (-1 if sign else 1) * int(digits, 0)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AbiError("expected an integer (a number, or a decimal or 0x string)")
+    bits = int(abi_type.sub or 256)
+    low, high = (0, 2**bits - 1) if abi_type.base == "uint" else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    if not low <= value <= high:
+        shown = (str(low), str(high)) if bits <= 64 else _powers(abi_type.base, bits)
+        raise AbiError(f"out of range ({shown[0]} to {shown[1]})")
+    return value
+
+
+def _powers(base: str, bits: int) -> tuple[str, str]:
+    return ("0", f"2**{bits}-1") if base == "uint" else (f"-2**{bits - 1}", f"2**{bits - 1}-1")
+
+
+def _bytes(abi_type: BasicType, value: Any) -> bytes:
+    if not isinstance(value, str) or not value.startswith("0x"):
+        raise AbiError("expected 0x-prefixed hex")
+    try:
+        data = bytes.fromhex(value[2:])
+    except ValueError as exc:
+        raise AbiError("expected 0x-prefixed hex") from exc
+    if abi_type.sub and len(data) > int(abi_type.sub):
+        raise AbiError(f"{len(data)} bytes, at most {abi_type.sub}")
+    return data
 
 
 def decode_outputs(signature: Signature, result: bytes) -> list[Any]:
