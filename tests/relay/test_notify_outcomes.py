@@ -10,7 +10,7 @@ from pathlib import Path
 from sentinel_hooks.callbacks.backends.base import ToolCall
 from sentinel_hooks.callbacks.tools import Paused
 from sentinel_hooks.service import Service
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, utc_ms
 from tests.relay.rig import NOTIFY, kinds, started, toolbox
 from tests.support import Sink, wait_for
 
@@ -136,7 +136,7 @@ async def test_an_approval_pauses_the_deadline_and_the_agent_reports_after_it(
         past = contract.deadline + 2 * ONE_S  # two relay passes at least after the deadline
         await wait_for(lambda: service.clock.now() > past, what="time past the deadline")
         assert await state_is(service, contract.callback_id, "awaiting_approval")
-        decided_at = service.clock.now()
+        decided_at = utc_ms(service.clock.now())  # deadlines are kept to the millisecond
         await service.inbox.approve(item_id, actor="alice")
         resumed = await contract_of(service, contract.callback_id)
         assert "pending" == resumed.state
