@@ -128,7 +128,7 @@ class Leases:
     async def open(self) -> None:
         """Create the client (it connects on first use) and register the scripts; idempotent."""
         if self._client is None:
-            client = open_client(self.url, name=f"sentinel-leases:{self.replica_id}")
+            client = open_client(self.url, "leases", name=f"sentinel-leases:{self.replica_id}")
             sources = {"acquire": ACQUIRE, "renew": RENEW, "release": RELEASE, "free": FREE}
             self._scripts = {name: client.register_script(source) for name, source in sources.items()}
             self._client = client
