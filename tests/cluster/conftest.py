@@ -20,6 +20,7 @@ from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster import LeaseKeeper, Leases, Membership
 from sentinel_hooks.config.loader import LoadedConfig, load_config
 from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.service import Service
 from sentinel_hooks.store import Store
 from sentinel_hooks.watchers.manager import WatcherManager
@@ -216,6 +217,7 @@ class ManagerHarness:
     store: Store
     endpoint: Endpoint
     config: LoadedConfig
+    metrics: Metrics
 
 
 @pytest.fixture
@@ -272,7 +274,7 @@ async def harness(
         manager = WatcherManager(deps, ownership=ownership if cluster else None)
         await manager.start(config.watchers)
         opened.append((service, manager))
-        return ManagerHarness(manager, ownership, service.store, endpoint, config)
+        return ManagerHarness(manager, ownership, service.store, endpoint, config, service.metrics)
 
     yield build
     for service, manager in opened:

@@ -26,6 +26,18 @@ def settled(replicas: list[Replica]) -> bool:
     return all(set(r.keeper.owned()) == r.running == owned_by(r.id, IDS, live) for r in replicas)
 
 
+async def ticked_by_hand(make_replica: MakeReplica, clock: FakeClock, watcher_ids: list[str]) -> Replica:
+    """A replica on a fake clock that joined and ran one tick; no loops (they would spin the clock)."""
+    replica = make_replica("a", clock=clock)
+    await replica.leases.open()
+    await replica.membership.open()
+    await replica.membership.heartbeat()
+    for watcher_id in watcher_ids:
+        replica.keeper.track(watcher_id)
+    await replica.keeper.tick()
+    return replica
+
+
 async def test_lone_keeper_acquires_and_runs_every_tracked_watcher(make_replica: MakeReplica) -> None:
     """Alone, a replica takes every lease in its first tick and starts every watcher."""
     a = make_replica("a")
@@ -106,14 +118,8 @@ async def test_keeper_drops_leases_it_cannot_renew_before_they_expire(
 ) -> None:
     """With Redis unreachable, leases are given up once they are within one tick of expiring:
     kept after one failed renewal, dropped after the second (before the server expires them)."""
-    clock = FakeClock()  # ticks are run by hand: no loops, so the fake clock only moves when told
-    a = make_replica("a", clock=clock)
-    await a.leases.open()
-    await a.membership.open()
-    await a.membership.heartbeat()
-    for watcher_id in IDS:
-        a.keeper.track(watcher_id)
-    await a.keeper.tick()
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, IDS)
 
     async def unreachable(*args: object) -> set[str]:
         raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
@@ -191,3 +197,49 @@ async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplic
     assert set(IDS) - theirs == a.running
     timeout_s = (ADOPT_AFTER_TICKS + 2) * LEASE_MS / 3000
     await wait_for(lambda: a.running == set(IDS), timeout_s=timeout_s, what="A adopts B's share")
+
+
+async def test_fencing_check_needs_no_redis_round_trip(make_replica: MakeReplica) -> None:
+    """``holds`` answers from the keeper's own renewals: with its Redis client closed, a fresh
+    lease is still held with its token, and not with another."""
+    a = make_replica("a")
+    await a.start(["w1"])
+    token = a.keeper.owned()["w1"]
+    await a.leases.close()  # any Redis command now raises StoreUnavailable
+    assert (True, False) == (await a.keeper.holds("w1", token), await a.keeper.holds("w1", token + 1))
+
+
+async def test_fencing_check_in_a_leases_last_tick_waits_for_the_renewal(make_replica: MakeReplica) -> None:
+    """A lease whose renewal is overdue (within one tick of expiring) is confirmed by the next
+    tick's renewal: the check waits for it instead of dropping the observation."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+    clock.advance(LEASE_MS / 1000 * 0.8)  # past lease - tick: a renewal is overdue
+    check = asyncio.ensure_future(a.keeper.holds("w1", token))
+    await asyncio.sleep(0.05)
+    waiting = not check.done()
+    await a.keeper.tick()
+    assert (True, True) == (waiting, await check)
+
+
+async def test_fencing_check_of_a_lease_not_renewed_in_time_cannot_tell(make_replica: MakeReplica) -> None:
+    """Once a lease could have expired on the server without a renewal, ``holds`` raises."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+    clock.advance(LEASE_MS / 1000)
+    with pytest.raises(StoreUnavailable, match="not renewed within"):
+        await a.keeper.holds("w1", token)
+
+
+async def test_fencing_check_is_false_once_another_replica_took_the_lease(make_replica: MakeReplica) -> None:
+    """A paused replica whose leases were taken answers False at once after its next tick."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    tokens = a.keeper.owned()
+    await a.halt()
+    await b.start(IDS)
+    await wait_for(lambda: b.running == set(IDS), timeout_s=3 * LEASE_MS / 1000, what="B takes over")
+    await a.keeper.tick()
+    assert [False] * len(IDS) == [await a.keeper.holds(w, t) for w, t in tokens.items()]

@@ -15,6 +15,14 @@ tick, even when Redis cannot be reached, so the runner stops before the key can 
 server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
 watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder), and never delay renewal.
 
+Fencing (``holds``) is answered from what the ticks learnt, without a Redis round trip per
+observation: a renewal (or acquisition) that began at ``t`` set the key's expiry on the server
+to at least ``t + lease_ms``, so until then no other replica can hold the lease. ``holds`` trusts
+a lease until one tick before that instant, which leaves the caller a tick to act on what it
+observed; within that last tick (a renewal is overdue: Redis slow or unreachable, or this event
+loop stalled) it waits for the next tick's verdict, and raises ``StoreUnavailable`` if the lease
+would expire first. A lease lost, taken or handed off and released is not held at once.
+
 Orphans: a tracked watcher whose lease stays free for ``ADOPT_AFTER_TICKS`` ticks while another
 replica should own it (that replica does not know the watcher: a rolling deploy, a watcher just
 created through another replica's API) is adopted; adopted leases are kept until the live set
@@ -34,7 +42,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
 from sentinel_hooks.cluster.rendezvous import owned_by
-from sentinel_hooks.errors import StoreError
+from sentinel_hooks.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +86,7 @@ class LeaseKeeper:
         self._version = 0
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
+        self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
 
     # -- what the manager asks -----------------------------------------------------------------
 
@@ -107,8 +116,30 @@ class LeaseKeeper:
         return dict(self._owned)
 
     async def holds(self, watcher_id: str, token: int) -> bool:
-        """The fencing check (a GET on Redis); raises ``StoreError`` when it cannot tell."""
-        return await self._leases.holds(watcher_id, token)
+        """The fencing check, from this replica's own renewals (see the module docstring).
+
+        True while ``watcher_id`` is held with ``token`` (a hand-off under way included: the
+        runner stops before the lease is released) and valid for more than one tick. False when
+        it is not held with ``token``. Raises ``StoreUnavailable`` when no renewal came before
+        the lease would expire.
+        """
+        while True:
+            if self._owned.get(watcher_id) != token:
+                return False
+            until = self._valid_until.get(watcher_id)
+            left_s = (until - self._clock.now()).total_seconds() if until is not None else 0.0
+            if left_s > self.tick_s:
+                return True
+            if left_s > 0:
+                ticked = self._ticked
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left_s):
+                        await ticked.wait()
+                        continue  # the tick renewed the lease, lost it, or could not reach Redis
+            raise StoreUnavailable(
+                f"the lease of watcher {watcher_id} was not renewed within "
+                f"{self._lease.total_seconds():g} s (Redis slow or unreachable, or this process stalled)"
+            )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -161,6 +192,8 @@ class LeaseKeeper:
             log.warning("lease keeper: %s (retrying in %.1f s)", exc, self.tick_s)
         finally:
             self._expire(self._clock.now())
+            ticked, self._ticked = self._ticked, asyncio.Event()
+            ticked.set()
 
     async def _renew(self, started: datetime) -> None:
         held = dict(self._owned)
