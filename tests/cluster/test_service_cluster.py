@@ -3,6 +3,7 @@ one stops, the other takes its watchers over."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -15,6 +16,7 @@ from aiohttp import web
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.store import open_store
 from tests.cluster.conftest import LEASE_MS, poll_watcher
 from tests.support import Endpoint, wait_for
 
@@ -136,3 +138,42 @@ async def test_stopping_a_service_moves_its_watchers_to_the_other(
         lambda: all(recorder.counts_since(mark)[w] >= 2 for w in moved), timeout_s=5, what="B polls them"
     )
     assert moved
+
+
+async def test_a_poll_in_flight_at_a_graceful_stop_is_acted_on(tmp_path: Path, redis_url: str) -> None:
+    """A graceful stop releases leases only after the runners stopped, so the answer of a poll
+    still in flight is stored, not dropped as if the lease were gone."""
+    answered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        if answered.is_set():
+            release.set()  # the second poll is the one in flight at the stop
+            await asyncio.sleep(0.3)
+            return web.json_response({"status": "late"})
+        answered.set()
+        return web.json_response({"status": "early"})
+
+    endpoint = Endpoint()
+    endpoint.handler = slow
+    await endpoint.start()
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url, lease_ms=LEASE_MS))
+    (tmp_path / "watchers").mkdir()
+    text = poll_watcher("w", endpoint.url("/w"), interval_ms=INTERVAL_MS)
+    (tmp_path / "watchers" / "w.yaml").write_text(text)
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    try:
+        await service.start()
+        await asyncio.wait_for(release.wait(), timeout=10)
+    finally:
+        await service.stop()
+        await endpoint.stop()
+    dropped = service.metrics.registry.get_sample_value(
+        "sentinel_observations_dropped_total", {"reason": "lease_lost"}
+    )
+    store = open_store(redis_url, base_dir=tmp_path)
+    await store.open()
+    try:
+        last = await store.last_observation("w")
+    finally:
+        await store.close()
+    assert ({"status": "late"}, 0.0) == (last and last.value, dropped)

@@ -158,12 +158,22 @@ class LeaseKeeper:
                 await loop
 
     async def stop(self) -> None:
-        """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all."""
+        """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all.
+
+        The leases count as held until their runners stopped (``holds`` stays True for an
+        in-flight poll), as in a hand-off, and are renewed once first so that polls in flight
+        have a whole lease to finish; ``token`` no longer offers them meanwhile.
+        """
         await self.halt()
         await self.drain()
-        held = {w: t for w in list(self._owned) if (t := self._forget(w)) is not None}
-        await asyncio.gather(*(self._call_lost(w) for w in held))
-        await self._release(held)
+        try:
+            await self._renew(self._clock.now())
+        except StoreError as exc:
+            log.warning("lease keeper: could not renew before stopping: %s", exc)
+        held = dict(self._owned)
+        self._leaving.update(held)
+        await asyncio.gather(*(self._call_lost(w) for w in held), self.drain())
+        await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def drain(self) -> None:
         """Wait until every callback queued so far (and any they queue) has run."""
