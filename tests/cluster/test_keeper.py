@@ -12,12 +12,13 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.cluster.keeper import ADOPT_AFTER_TICKS
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.errors import StoreUnavailable
-from tests.cluster.conftest import LEASE_MS, PREFIX, MakeReplica, Replica, watcher_ids
+from tests.cluster.conftest import LEASE_MS, PREFIX, MakeReplica, Replica, settle_within_s, watcher_ids
 from tests.support import wait_for
 
 pytestmark = pytest.mark.redis
 
 IDS = watcher_ids(30)
+SETTLE_S = settle_within_s(LEASE_MS)
 
 
 def settled(replicas: list[Replica]) -> bool:
@@ -51,7 +52,7 @@ async def test_joining_replica_gets_its_rendezvous_share(make_replica: MakeRepli
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after a join")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after a join")
     assert set(IDS) == a.running | b.running
 
 
@@ -75,12 +76,12 @@ async def test_two_keepers_never_hold_or_run_the_same_watcher(make_replica: Make
     sampler = asyncio.get_running_loop().create_task(sample())
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B joined")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after B joined")
     await b.keeper.stop()
     await b.membership.leave()
-    await wait_for(lambda: settled([a]), timeout_s=3, what="A takes everything back")
+    await wait_for(lambda: settled([a]), timeout_s=SETTLE_S, what="A takes everything back")
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B re-joined")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after B re-joined")
     stop.set()
     await sampler
     assert [] == overlaps
@@ -93,7 +94,7 @@ async def test_watchers_of_a_stalled_keeper_move_within_two_leases(make_replica:
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance")
     await a.halt()
     halted_at = time.monotonic()
     await wait_for(lambda: b.running == set(IDS), timeout_s=2 * LEASE_MS / 1000, what="B runs all")
@@ -107,7 +108,7 @@ async def test_paused_keeper_reports_every_lease_lost_at_its_first_tick(make_rep
     await a.start(IDS)
     await a.halt()
     await b.start(IDS)
-    await wait_for(lambda: b.running == set(IDS), timeout_s=3, what="B takes over")
+    await wait_for(lambda: b.running == set(IDS), timeout_s=SETTLE_S, what="B takes over")
     await a.keeper.tick()
     await a.keeper.drain()
     assert (set(IDS), set(), {}) == (set(a.lost), a.running, a.keeper.owned())
@@ -158,7 +159,7 @@ async def test_graceful_stop_hands_everything_to_the_other_within_a_tick(make_re
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance")
     share, before = set(a.running), len(a.lost)
     await a.keeper.stop()
     await a.membership.leave()
@@ -178,13 +179,13 @@ async def test_hand_off_stops_the_runner_before_releasing_the_lease(make_replica
     a, b = make_replica("a", before_lost=slow_stop), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: stopping, timeout_s=3, what="a hand-off to start")
+    await wait_for(lambda: stopping, timeout_s=SETTLE_S, what="a hand-off to start")
     moving = stopping[0]
     holder = await a.leases.holder(moving)
     await b.keeper.tick()
     assert (a.id, False) == (holder and holder[0], moving in b.running)
     release.set()
-    await wait_for(lambda: moving in b.running, timeout_s=3, what="B to take the watcher")
+    await wait_for(lambda: moving in b.running, timeout_s=SETTLE_S, what="B to take the watcher")
 
 
 async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplica) -> None:
@@ -240,6 +241,6 @@ async def test_fencing_check_is_false_once_another_replica_took_the_lease(make_r
     tokens = a.keeper.owned()
     await a.halt()
     await b.start(IDS)
-    await wait_for(lambda: b.running == set(IDS), timeout_s=3 * LEASE_MS / 1000, what="B takes over")
+    await wait_for(lambda: b.running == set(IDS), timeout_s=SETTLE_S, what="B takes over")
     await a.keeper.tick()
     assert [False] * len(IDS) == [await a.keeper.holds(w, t) for w, t in tokens.items()]
