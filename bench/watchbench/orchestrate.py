@@ -121,11 +121,11 @@ class Bench:
             await asyncio.sleep(plan.window_s)
             return 0
         scrapes = 0
-        while (left := t0 + plan.window_s - time.time()) > 0:
-            await asyncio.sleep(min(every, left))
-            if t0 + plan.window_s - time.time() > every / 2:
-                await self._get_text(metrics_url)
-                scrapes += 1
+        while (due := t0 + (scrapes + 1) * every) < t0 + plan.window_s - every / 2:
+            await asyncio.sleep(max(0.0, due - time.time()))  # a fixed cadence, however long scrapes take
+            await self._get_text(metrics_url)
+            scrapes += 1
+        await asyncio.sleep(max(0.0, t0 + plan.window_s - time.time()))
         return scrapes
 
     async def _clear(self) -> None:
