@@ -244,3 +244,24 @@ async def test_fencing_check_is_false_once_another_replica_took_the_lease(make_r
     await wait_for(lambda: b.running == set(IDS), timeout_s=SETTLE_S, what="B takes over")
     await a.keeper.tick()
     assert [False] * len(IDS) == [await a.keeper.holds(w, t) for w, t in tokens.items()]
+
+
+async def test_fencing_check_of_a_lease_dropped_for_want_of_renewal_cannot_tell(
+    make_replica: MakeReplica, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease the keeper gave up because Redis could not renew it is neither held nor known to be
+    another replica's: ``holds`` raises, so the observation counts as missed, not as moved."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+
+    async def unreachable(*args: object) -> set[str]:
+        raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
+
+    monkeypatch.setattr(a.leases, "renew", unreachable)
+    for _ in range(2):
+        clock.advance(LEASE_MS / 3000 + 0.001)
+        await a.keeper.tick()
+    assert {} == a.keeper.owned()
+    with pytest.raises(StoreUnavailable, match="not renewed within"):
+        await a.keeper.holds("w1", token)

@@ -20,8 +20,10 @@ observation: a renewal (or acquisition) that began at ``t`` set the key's expiry
 to at least ``t + lease_ms``, so until then no other replica can hold the lease. ``holds`` trusts
 a lease until one tick before that instant, which leaves the caller a tick to act on what it
 observed; within that last tick (a renewal is overdue: Redis slow or unreachable, or this event
-loop stalled) it waits for the next tick's verdict, and raises ``StoreUnavailable`` if the lease
-would expire first. A lease lost, taken or handed off and released is not held at once.
+loop stalled) it waits for the next tick's verdict. A lease that ran out of time unrenewed (no
+renewal before it could expire, or dropped locally for want of one) cannot be vouched for either
+way: ``holds`` raises ``StoreUnavailable``. A lease another replica holds (the renewal said so)
+or one released after a hand-off is not held: ``holds`` is False.
 
 Orphans: a tracked watcher whose lease stays free for ``ADOPT_AFTER_TICKS`` ticks while another
 replica should own it (that replica does not know the watcher: a rolling deploy, a watcher just
@@ -87,6 +89,7 @@ class LeaseKeeper:
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
         self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
+        self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
 
     # -- what the manager asks -----------------------------------------------------------------
 
@@ -103,6 +106,7 @@ class LeaseKeeper:
             self._tracked.discard(watcher_id)
             self._version += 1
         self._free_ticks.pop(watcher_id, None)
+        self._unrenewed.pop(watcher_id, None)
         token = self._forget(watcher_id)
         if token is not None:
             await self._release({watcher_id: token})
@@ -120,11 +124,13 @@ class LeaseKeeper:
 
         True while ``watcher_id`` is held with ``token`` (a hand-off under way included: the
         runner stops before the lease is released) and valid for more than one tick. False when
-        it is not held with ``token``. Raises ``StoreUnavailable`` when no renewal came before
-        the lease would expire.
+        it is not held with ``token``. Raises ``StoreUnavailable`` when it ran out of time
+        without a renewal.
         """
         while True:
             if self._owned.get(watcher_id) != token:
+                if self._unrenewed.get(watcher_id) == token:
+                    raise self._unrenewed_error(watcher_id)
                 return False
             until = self._valid_until.get(watcher_id)
             left_s = (until - self._clock.now()).total_seconds() if until is not None else 0.0
@@ -136,10 +142,13 @@ class LeaseKeeper:
                     async with asyncio.timeout(left_s):
                         await ticked.wait()
                         continue  # the tick renewed the lease, lost it, or could not reach Redis
-            raise StoreUnavailable(
-                f"the lease of watcher {watcher_id} was not renewed within "
-                f"{self._lease.total_seconds():g} s (Redis slow or unreachable, or this process stalled)"
-            )
+            raise self._unrenewed_error(watcher_id)
+
+    def _unrenewed_error(self, watcher_id: str) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"the lease of watcher {watcher_id} was not renewed within "
+            f"{self._lease.total_seconds():g} s (Redis slow or unreachable, or this process stalled)"
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -258,6 +267,7 @@ class LeaseKeeper:
             self._owned[watcher_id] = token
             self._valid_until[watcher_id] = started + self._lease
             self._free_ticks.pop(watcher_id, None)
+            self._unrenewed.pop(watcher_id, None)
             if watcher_id in orphans:
                 self._adopted.add(watcher_id)
             self._chain(watcher_id, partial(self._call_acquired, watcher_id, token))
@@ -270,6 +280,7 @@ class LeaseKeeper:
     def _expire(self, now: datetime) -> None:
         margin = timedelta(seconds=self.tick_s)
         late = [w for w, until in self._valid_until.items() if now >= until - margin]
+        self._unrenewed.update((w, self._owned[w]) for w in late if w in self._owned)
         self._lose(late, f"not renewed for {self._lease.total_seconds() - self.tick_s:g} s")
 
     # -- bookkeeping ---------------------------------------------------------------------------

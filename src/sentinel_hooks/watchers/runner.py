@@ -469,7 +469,8 @@ class WatcherRunner:
         except SentinelError as exc:
             message = self._dropped(LEASE_UNKNOWN, str(exc))
             self.state = self.state.failed(self._deps.clock.now(), message)
-            await self._save()
+            with contextlib.suppress(SentinelError):  # Redis may be what failed; the drop is logged
+                await self._save()
             return False
         if not held:
             self._dropped(LEASE_LOST, "this replica no longer holds its lease; stopping")
