@@ -11,6 +11,9 @@ polls per replica (``X-Replica`` header); ``POST /deliver`` is the webhook targe
 notifies. The load (``--watchers`` at ``--interval-ms``) is meant to be more than one replica can
 poll, so adding replicas shows how far throughput scales. Fires are the replicas'
 ``sentinel_fires_total``, summed. The database given by ``--redis`` is flushed before each run.
+With ``--scrape-every S`` each replica's /metrics is scraped every S seconds during the window
+(as Prometheus would); every row reports the observations the replicas dropped
+(``sentinel_observations_dropped_total``) and the warning and error lines of their logs.
 Last line: one JSON object. Results go to RESULTS.md between the ``scale-results`` markers.
 """
 
@@ -51,6 +54,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--period", type=float, default=5.0, help="seconds between changes of a counter")
     parser.add_argument("--window", type=float, default=30.0, help="seconds measured per replica count")
     parser.add_argument("--settle", type=float, default=10.0, help="seconds between ready and the window")
+    parser.add_argument("--scrape-every", type=float, help="scrape /metrics this often (s) in the window")
     parser.add_argument("--quick", action="store_true", help="1 and 2 replicas, 12 s windows")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)  # internal: run the endpoint
@@ -169,13 +173,14 @@ class Replica:
         return True
 
     def metrics(self) -> dict[str, float]:
-        """Summed counters this benchmark reads (fires, polls, poll lag sum and count)."""
-        sums = {"fires": 0.0, "polls": 0.0, "lag_sum": 0.0, "lag_count": 0.0}
+        """Summed counters this benchmark reads (fires, polls, poll lag sum and count, dropped)."""
+        sums = {"fires": 0.0, "polls": 0.0, "lag_sum": 0.0, "lag_count": 0.0, "dropped": 0.0}
         names = {
             "sentinel_fires_total{": "fires",
             "sentinel_polls_total{": "polls",
             "sentinel_poll_lag_seconds_sum": "lag_sum",
             "sentinel_poll_lag_seconds_count": "lag_count",
+            "sentinel_observations_dropped_total{": "dropped",
         }
         for attempt in range(10):  # a busy replica's /metrics can fail (its store calls time out)
             try:
@@ -190,6 +195,18 @@ class Replica:
                 if line.startswith(prefix):
                     sums[key] += float(line.rsplit(" ", 1)[1])
         return sums
+
+    def log_problems(self) -> list[str]:
+        """The warning and error lines of the replica's log (JSON lines, as `sentinel run` writes)."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                level = json.loads(line).get("level")
+            except (ValueError, AttributeError):
+                continue
+            if level in ("warning", "error", "critical"):
+                found.append(line)
+        return found
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -224,7 +241,7 @@ def measure(n: int, args: argparse.Namespace, endpoint: str, endpoint_pid: int) 
             busy0, t0 = machine_busy_seconds(), time.monotonic()
             before = [r.metrics() for r in replicas]
             polls0 = json.loads(get(endpoint + "/stats"))["polls"]
-            time.sleep(args.window)
+            scrapes = scrape_through(replicas, args.window, args.scrape_every)
             polls1 = json.loads(get(endpoint + "/stats"))["polls"]
             after = [r.metrics() for r in replicas]
             elapsed = time.monotonic() - t0
@@ -233,6 +250,9 @@ def measure(n: int, args: argparse.Namespace, endpoint: str, endpoint_pid: int) 
         finally:
             for replica in replicas:
                 replica.stop()
+        problems = [line for replica in replicas for line in replica.log_problems()]
+    for line in problems[:5]:
+        print(f"scale: replica log: {line}", file=sys.stderr)
     polls = sum(polls1.get(r.name, 0) - polls0.get(r.name, 0) for r in replicas)
     fires = sum(a["fires"] - b["fires"] for a, b in zip(after, before, strict=True))
     lag_n = sum(a["lag_count"] - b["lag_count"] for a, b in zip(after, before, strict=True))
@@ -248,7 +268,25 @@ def measure(n: int, args: argparse.Namespace, endpoint: str, endpoint_pid: int) 
         "endpoint_cpu_cores": round(ours[endpoint_pid] / elapsed, 2),
         "other_load_cores": round(other, 2),
         "window_s": round(elapsed, 1),
+        "dropped": sum(a["dropped"] - b["dropped"] for a, b in zip(after, before, strict=True)),
+        "scrapes": scrapes,
+        "log_problems": len(problems),
     }
+
+
+def scrape_through(replicas: list[Replica], window_s: float, every_s: float | None) -> int:
+    """Sleep ``window_s``, scraping every replica's /metrics every ``every_s``; the scrapes made."""
+    if not every_s:
+        time.sleep(window_s)
+        return 0
+    rounds, start = 0, time.monotonic()
+    while (due := start + (rounds + 1) * every_s) < start + window_s - every_s / 2:
+        time.sleep(max(0.0, due - time.monotonic()))  # on a fixed cadence, however long a scrape takes
+        for replica in replicas:
+            replica.metrics()
+        rounds += 1
+    time.sleep(max(0.0, start + window_s - time.monotonic()))
+    return rounds * len(replicas)
 
 
 def efficiency(rows: list[dict[str, Any]]) -> None:

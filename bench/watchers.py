@@ -50,6 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--noisy-retries", type=int, default=0, help="re-measure an N up to this often on a shared machine"
     )
+    parser.add_argument(
+        "--scrape-every", type=float, help="scrape the service's /metrics this often (s) during the window"
+    )
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     return parser.parse_args(argv)
 
@@ -78,7 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
     window_s = args.window or (18.0 if args.quick else 60.0)
     settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 5.0)
-    plan = Plan(window_s=window_s, settle_s=settle_s, store=args.store, noisy_retries=args.noisy_retries)
+    plan = Plan(
+        window_s=window_s,
+        settle_s=settle_s,
+        store=args.store,
+        noisy_retries=args.noisy_retries,
+        scrape_every_s=args.scrape_every,
+    )
     with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
         try:
             results = asyncio.run(stoppable(run_all(sizes, plan, Path(workdir), print_summary)))

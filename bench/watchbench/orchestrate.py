@@ -2,9 +2,11 @@
 
 Timeline for each N (every step bounded by a timeout or a fixed sleep):
 start the service process with N watchers → wait ``settle_s`` → scrape /metrics, read CPU,
-sleep ``window_s``, read CPU and RSS, scrape again → fetch the window's arrivals from the
-endpoint → stop the service; then the same window for the bare loop on the same schedule
-phases. The endpoint runs on one core, the measured process on the other.
+sleep ``window_s`` (scraping /metrics every ``scrape_every_s`` meanwhile, as Prometheus would,
+when set), read CPU and RSS, scrape again → fetch the window's arrivals from the endpoint →
+stop the service and count the WARNING and ERROR lines of its log; then the same window for the
+bare loop on the same schedule phases. The endpoint runs on one core, the measured process on
+the other.
 """
 
 from __future__ import annotations
@@ -26,7 +28,15 @@ from watchbench.procfs import cpu_plan, cpu_seconds, machine_busy_seconds
 from watchbench.project import write_project
 from watchbench.results import OTHER_LOAD_WARNING, RunResult
 from watchbench.spawn import Child
-from watchbench.stats import Scrape, histogram_quantile, parse_metrics, percentile, share_at_most, wire_lags
+from watchbench.stats import (
+    Scrape,
+    histogram_quantile,
+    log_problems,
+    parse_metrics,
+    percentile,
+    share_at_most,
+    wire_lags,
+)
 
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=60)
 
@@ -41,6 +51,7 @@ class Plan:
     store: str = "sqlite:///state.db"
     ready_timeout_s: float = 300.0
     noisy_retries: int = 0  # measure an N again when other processes loaded the machine
+    scrape_every_s: float | None = None  # scrape the service's /metrics this often in the window
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,7 @@ class Window:
     rss_end_kib: int
     lags: list[float]
     scrape: Scrape | None
+    scrapes: int = 0  # scrapes made during the window
 
 
 class Bench:
@@ -83,7 +95,7 @@ class Bench:
         cpu0, t0 = child.cpu_seconds(), time.time()
         ours0 = cpu0 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
         busy0 = machine_busy_seconds()
-        await asyncio.sleep(plan.window_s)
+        scrapes = await self._wait_window(plan, metrics_url, t0)
         cpu1, t1 = child.cpu_seconds(), time.time()
         ours1 = cpu1 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
         other_cores = max(0.0, machine_busy_seconds() - busy0 - (ours1 - ours0)) / (t1 - t0)
@@ -99,7 +111,22 @@ class Bench:
         )
         lags = wire_lags(arrivals["ids"], arrivals["at"], starts, plan.interval_ms / 1000)
         scrape = after.since(before) if after is not None and before is not None else None
-        return Window(cpu1 - cpu0, t1 - t0, other_cores, rss_end, lags, scrape)
+        return Window(cpu1 - cpu0, t1 - t0, other_cores, rss_end, lags, scrape, scrapes)
+
+    async def _wait_window(self, plan: Plan, metrics_url: str | None, t0: float) -> int:
+        """Sleep through the window, scraping ``metrics_url`` every ``plan.scrape_every_s``; how
+        many scrapes were made (each must answer 200)."""
+        every = plan.scrape_every_s
+        if metrics_url is None or not every:
+            await asyncio.sleep(plan.window_s)
+            return 0
+        scrapes = 0
+        while (due := t0 + (scrapes + 1) * every) < t0 + plan.window_s - every / 2:
+            await asyncio.sleep(max(0.0, due - time.time()))  # a fixed cadence, however long scrapes take
+            await self._get_text(metrics_url)
+            scrapes += 1
+        await asyncio.sleep(max(0.0, t0 + plan.window_s - time.time()))
+        return scrapes
 
     async def _clear(self) -> None:
         async with self.http.post(f"{self.endpoint_url}/_bench/clear") as response:
@@ -124,6 +151,9 @@ class Bench:
             svc = await self._measure(service, plan, starts, f"{ready['url']}/metrics")
         finally:
             await service.stop()
+        problems = log_problems(service.log_path.read_text(errors="replace"))
+        for line in problems[:5]:
+            sys.stderr.write(f"bench: service log: {line}\n")
         first = min(starts.values())
         offsets = {i: at - first for i, at in starts.items()}
         schedule_file = project.root / "bare-schedule.json"
@@ -140,11 +170,17 @@ class Bench:
             base = await self._measure(bare, plan, bare_starts, None)
         finally:
             await bare.stop()
-        return _result(n, plan, ready, svc, bare_ready, base)
+        return _result(n, plan, ready, svc, bare_ready, base, len(problems))
 
 
 def _result(
-    n: int, plan: Plan, ready: dict[str, Any], svc: Window, bare_ready: dict[str, Any], base: Window
+    n: int,
+    plan: Plan,
+    ready: dict[str, Any],
+    svc: Window,
+    bare_ready: dict[str, Any],
+    base: Window,
+    log_problems: int,
 ) -> RunResult:
     scrape = svc.scrape or Scrape()
     polls, bare_polls = len(svc.lags), len(base.lags)
@@ -160,6 +196,9 @@ def _result(
         sentinel_polls=scrape.polls,
         poll_errors=scrape.errors,
         fires=scrape.fires,
+        dropped=scrape.dropped,
+        scrapes=svc.scrapes,
+        log_problems=log_problems,
         cpu_s=svc.cpu_s,
         cpu_per_1k_polls_s=_per_1k(svc.cpu_s, polls),
         lag_p50_ms=1000 * percentile(svc.lags, 0.50),

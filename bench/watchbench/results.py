@@ -29,6 +29,9 @@ class RunResult:
     sentinel_polls: float
     poll_errors: float
     fires: float
+    dropped: float  # sentinel_observations_dropped_total over the window (NaN: not exported)
+    scrapes: int  # /metrics scrapes made during the window (besides the two that measure it)
+    log_problems: int  # WARNING/ERROR lines in the service's log, from its start to its stop
     cpu_s: float
     cpu_per_1k_polls_s: float
     lag_p50_ms: float  # at the wire: request arrival minus scheduled start
@@ -62,8 +65,9 @@ class RunResult:
 
     @property
     def keeps_up(self) -> bool:
-        """Whether the service made (nearly) every scheduled poll, without errors."""
-        return self.polls_per_s >= 0.95 * self.expected_polls_per_s and self.poll_errors == 0
+        """Whether the service made (nearly) every scheduled poll, without errors or drops."""
+        made = self.polls_per_s >= 0.95 * self.expected_polls_per_s
+        return made and self.poll_errors == 0 and not self.dropped > 0
 
     def targets(self) -> dict[str, bool]:
         """Each target of issue 3 item 8, met or not.

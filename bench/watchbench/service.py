@@ -4,7 +4,8 @@ For a fair "before" memory reading it first starts and stops a service on an emp
 the project (every module imported, pools and the store opened once), reads RSS, then loads
 the N watchers as ``sentinel run`` does (``load_config`` + ``Service.start``), writes each
 watcher's schedule (APScheduler interval trigger start and interval) for the lag
-computation, says READY and runs until told to stop, then stops the service gracefully.
+computation (with a Redis store, once every runner started with its lease), says READY and
+runs until told to stop, then stops the service gracefully.
 
 Run as ``python -m watchbench.service --project DIR --n N --cpu 1``.
 """
@@ -67,6 +68,8 @@ async def run(project: Project, n: int, max_s: float) -> int:
     service = Service(config)
     await service.start()
     try:
+        if service.cluster is not None:  # Redis: runners start as their leases are acquired
+            await service.cluster.keeper.drain()
         load_s = time.monotonic() - began
         if service.watcher_count() != n:
             sys.stderr.write(f"bench: expected {n} watchers to load, got {service.watcher_count()}\n")

@@ -41,6 +41,7 @@ class Scrape:
     polls: float = 0.0
     errors: float = 0.0
     fires: float = 0.0
+    dropped: float = math.nan  # sentinel_observations_dropped_total (NaN: a service without it)
     lag_buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count
 
     def since(self, earlier: Scrape) -> Scrape:
@@ -49,15 +50,20 @@ class Scrape:
             polls=self.polls - earlier.polls,
             errors=self.errors - earlier.errors,
             fires=self.fires - earlier.fires,
+            dropped=self.dropped - earlier.dropped,
             lag_buckets={le: n - earlier.lag_buckets.get(le, 0.0) for le, n in self.lag_buckets.items()},
         )
 
 
 def parse_metrics(text: str) -> Scrape:
-    """Sum the per-watcher poll/error/fire counters and read the lag histogram's buckets."""
+    """Sum the per-watcher poll/error/fire counters and the dropped observations, and read the
+    lag histogram's buckets."""
     totals = {"sentinel_polls_total": 0.0, "sentinel_poll_errors_total": 0.0, "sentinel_fires_total": 0.0}
+    dropped = math.nan
     buckets: dict[float, float] = {}
     for family in text_string_to_metric_families(text):
+        if family.name == "sentinel_observations_dropped":
+            dropped = sum(s.value for s in family.samples if s.name.endswith("_total"))
         for sample in family.samples:
             if sample.name in totals:
                 totals[sample.name] += sample.value
@@ -67,8 +73,14 @@ def parse_metrics(text: str) -> Scrape:
         polls=totals["sentinel_polls_total"],
         errors=totals["sentinel_poll_errors_total"],
         fires=totals["sentinel_fires_total"],
+        dropped=dropped,
         lag_buckets=buckets,
     )
+
+
+def log_problems(text: str) -> list[str]:
+    """The WARNING/ERROR/CRITICAL lines of a child's log (``logging.basicConfig``'s format)."""
+    return [line for line in text.splitlines() if line.startswith(("WARNING:", "ERROR:", "CRITICAL:"))]
 
 
 def histogram_quantile(buckets: Mapping[float, float], q: float) -> float:

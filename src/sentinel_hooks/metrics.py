@@ -50,6 +50,15 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.observations_dropped = Counter(
+            "sentinel_observations_dropped",
+            "Observations not acted on in cluster mode: lease_lost (another replica runs the watcher "
+            "now) or lease_unknown (this replica could not confirm its lease in time)",
+            ["reason"],
+            registry=r,
+        )
+        for reason in ("lease_lost", "lease_unknown"):
+            self.observations_dropped.labels(reason)  # exported as 0 from the start
         self.poll_lag = Histogram(
             "sentinel_poll_lag_seconds", "Actual minus scheduled poll start", buckets=LAG_BUCKETS, registry=r
         )

@@ -8,7 +8,7 @@ that need it are skipped locally without the redis-server binary and fail when `
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,8 +18,10 @@ import redis.asyncio
 
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster import LeaseKeeper, Leases, Membership
+from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.config.loader import LoadedConfig, load_config
 from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.service import Service
 from sentinel_hooks.store import Store
 from sentinel_hooks.watchers.manager import WatcherManager
@@ -29,6 +31,49 @@ from tests.support import Endpoint
 
 PREFIX = "sentinel:"
 LEASE_MS = 1000
+# Whole services in one test process share its event loop with their endpoints; on a loaded 2-core
+# machine that loop stalls for longer than a third of a 1 s lease, heartbeats and renewals time out
+# and ownership flaps. Service-level tests use this lease (the chaos test's), and derive their
+# deadlines from it.
+SERVICE_LEASE_MS = 3000
+
+
+def settle_within_s(lease_ms: int) -> float:
+    """How long ownership may take to settle after replicas start or join.
+
+    The design needs about one lease: a tick (lease / 3) for the others to see the newcomer, the
+    hand-off (the runner stops, the lease is released), a tick for the newcomer to acquire. Four
+    leases leave room for a loaded machine.
+    """
+    return 4 * lease_ms / 1000
+
+
+def running(service: Service) -> set[str]:
+    """The watchers whose runner runs in ``service``."""
+    return {r.id for r in service.manager.runners() if r.running}
+
+
+def settled(services: Sequence[Service], watcher_ids: Collection[str]) -> bool:
+    """Each service runs exactly its rendezvous share of ``watcher_ids`` among these services
+    (so together they run every watcher, each once)."""
+    live = sorted(s.cluster.replica_id for s in services if s.cluster is not None)
+    return all(
+        s.cluster is not None and running(s) == owned_by(s.cluster.replica_id, watcher_ids, live)
+        for s in services
+    )
+
+
+async def stop_all(services: Sequence[Service]) -> None:
+    """Stop every service, even when stopping one of them fails (then raise the first error), so
+    that a failed test leaves no sockets open to warn about in a later one."""
+    errors: list[BaseException] = []
+    for service in services:
+        try:
+            await service.stop()
+        except Exception as exc:  # stop the others first; the test fails on the first error
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def cluster_db(redis_server: str) -> str:
@@ -216,6 +261,7 @@ class ManagerHarness:
     store: Store
     endpoint: Endpoint
     config: LoadedConfig
+    metrics: Metrics
 
 
 @pytest.fixture
@@ -270,13 +316,15 @@ async def harness(
         ownership = FakeOwnership()
         ownership.held.update(held or {})
         manager = WatcherManager(deps, ownership=ownership if cluster else None)
+        opened.append((service, manager))  # before starting: a failed start is cleaned up too
         await manager.start(config.watchers)
-        opened.append((service, manager))
-        return ManagerHarness(manager, ownership, service.store, endpoint, config)
+        return ManagerHarness(manager, ownership, service.store, endpoint, config, service.metrics)
 
     yield build
     for service, manager in opened:
-        await manager.stop()
-        service.scheduler.shutdown(wait=False)
-        await service.http.close()
-        await service.store.close()
+        try:
+            await manager.stop()
+        finally:
+            service.scheduler.shutdown(wait=False)
+            await service.http.close()
+            await service.store.close()

@@ -12,18 +12,31 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.cluster.keeper import ADOPT_AFTER_TICKS
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.errors import StoreUnavailable
-from tests.cluster.conftest import LEASE_MS, PREFIX, MakeReplica, Replica, watcher_ids
+from tests.cluster.conftest import LEASE_MS, PREFIX, MakeReplica, Replica, settle_within_s, watcher_ids
 from tests.support import wait_for
 
 pytestmark = pytest.mark.redis
 
 IDS = watcher_ids(30)
+SETTLE_S = settle_within_s(LEASE_MS)
 
 
 def settled(replicas: list[Replica]) -> bool:
     """Every replica holds, and runs, exactly its rendezvous share among these replicas."""
     live = sorted(r.id for r in replicas)
     return all(set(r.keeper.owned()) == r.running == owned_by(r.id, IDS, live) for r in replicas)
+
+
+async def ticked_by_hand(make_replica: MakeReplica, clock: FakeClock, watcher_ids: list[str]) -> Replica:
+    """A replica on a fake clock that joined and ran one tick; no loops (they would spin the clock)."""
+    replica = make_replica("a", clock=clock)
+    await replica.leases.open()
+    await replica.membership.open()
+    await replica.membership.heartbeat()
+    for watcher_id in watcher_ids:
+        replica.keeper.track(watcher_id)
+    await replica.keeper.tick()
+    return replica
 
 
 async def test_lone_keeper_acquires_and_runs_every_tracked_watcher(make_replica: MakeReplica) -> None:
@@ -39,7 +52,7 @@ async def test_joining_replica_gets_its_rendezvous_share(make_replica: MakeRepli
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after a join")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after a join")
     assert set(IDS) == a.running | b.running
 
 
@@ -63,12 +76,12 @@ async def test_two_keepers_never_hold_or_run_the_same_watcher(make_replica: Make
     sampler = asyncio.get_running_loop().create_task(sample())
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B joined")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after B joined")
     await b.keeper.stop()
     await b.membership.leave()
-    await wait_for(lambda: settled([a]), timeout_s=3, what="A takes everything back")
+    await wait_for(lambda: settled([a]), timeout_s=SETTLE_S, what="A takes everything back")
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance after B re-joined")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance after B re-joined")
     stop.set()
     await sampler
     assert [] == overlaps
@@ -81,7 +94,7 @@ async def test_watchers_of_a_stalled_keeper_move_within_two_leases(make_replica:
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance")
     await a.halt()
     halted_at = time.monotonic()
     await wait_for(lambda: b.running == set(IDS), timeout_s=2 * LEASE_MS / 1000, what="B runs all")
@@ -95,7 +108,7 @@ async def test_paused_keeper_reports_every_lease_lost_at_its_first_tick(make_rep
     await a.start(IDS)
     await a.halt()
     await b.start(IDS)
-    await wait_for(lambda: b.running == set(IDS), timeout_s=3, what="B takes over")
+    await wait_for(lambda: b.running == set(IDS), timeout_s=SETTLE_S, what="B takes over")
     await a.keeper.tick()
     await a.keeper.drain()
     assert (set(IDS), set(), {}) == (set(a.lost), a.running, a.keeper.owned())
@@ -106,14 +119,8 @@ async def test_keeper_drops_leases_it_cannot_renew_before_they_expire(
 ) -> None:
     """With Redis unreachable, leases are given up once they are within one tick of expiring:
     kept after one failed renewal, dropped after the second (before the server expires them)."""
-    clock = FakeClock()  # ticks are run by hand: no loops, so the fake clock only moves when told
-    a = make_replica("a", clock=clock)
-    await a.leases.open()
-    await a.membership.open()
-    await a.membership.heartbeat()
-    for watcher_id in IDS:
-        a.keeper.track(watcher_id)
-    await a.keeper.tick()
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, IDS)
 
     async def unreachable(*args: object) -> set[str]:
         raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
@@ -152,7 +159,7 @@ async def test_graceful_stop_hands_everything_to_the_other_within_a_tick(make_re
     a, b = make_replica("a"), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: settled([a, b]), timeout_s=3, what="rebalance")
+    await wait_for(lambda: settled([a, b]), timeout_s=SETTLE_S, what="rebalance")
     share, before = set(a.running), len(a.lost)
     await a.keeper.stop()
     await a.membership.leave()
@@ -172,13 +179,13 @@ async def test_hand_off_stops_the_runner_before_releasing_the_lease(make_replica
     a, b = make_replica("a", before_lost=slow_stop), make_replica("b")
     await a.start(IDS)
     await b.start(IDS)
-    await wait_for(lambda: stopping, timeout_s=3, what="a hand-off to start")
+    await wait_for(lambda: stopping, timeout_s=SETTLE_S, what="a hand-off to start")
     moving = stopping[0]
     holder = await a.leases.holder(moving)
     await b.keeper.tick()
     assert (a.id, False) == (holder and holder[0], moving in b.running)
     release.set()
-    await wait_for(lambda: moving in b.running, timeout_s=3, what="B to take the watcher")
+    await wait_for(lambda: moving in b.running, timeout_s=SETTLE_S, what="B to take the watcher")
 
 
 async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplica) -> None:
@@ -191,3 +198,70 @@ async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplic
     assert set(IDS) - theirs == a.running
     timeout_s = (ADOPT_AFTER_TICKS + 2) * LEASE_MS / 3000
     await wait_for(lambda: a.running == set(IDS), timeout_s=timeout_s, what="A adopts B's share")
+
+
+async def test_fencing_check_needs_no_redis_round_trip(make_replica: MakeReplica) -> None:
+    """``holds`` answers from the keeper's own renewals: with its Redis client closed, a fresh
+    lease is still held with its token, and not with another."""
+    a = make_replica("a")
+    await a.start(["w1"])
+    token = a.keeper.owned()["w1"]
+    await a.leases.close()  # any Redis command now raises StoreUnavailable
+    assert (True, False) == (await a.keeper.holds("w1", token), await a.keeper.holds("w1", token + 1))
+
+
+async def test_fencing_check_in_a_leases_last_tick_waits_for_the_renewal(make_replica: MakeReplica) -> None:
+    """A lease whose renewal is overdue (within one tick of expiring) is confirmed by the next
+    tick's renewal: the check waits for it instead of dropping the observation."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+    clock.advance(LEASE_MS / 1000 * 0.8)  # past lease - tick: a renewal is overdue
+    check = asyncio.ensure_future(a.keeper.holds("w1", token))
+    await asyncio.sleep(0.05)
+    waiting = not check.done()
+    await a.keeper.tick()
+    assert (True, True) == (waiting, await check)
+
+
+async def test_fencing_check_of_a_lease_not_renewed_in_time_cannot_tell(make_replica: MakeReplica) -> None:
+    """Once a lease could have expired on the server without a renewal, ``holds`` raises."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+    clock.advance(LEASE_MS / 1000)
+    with pytest.raises(StoreUnavailable, match="not renewed within"):
+        await a.keeper.holds("w1", token)
+
+
+async def test_fencing_check_is_false_once_another_replica_took_the_lease(make_replica: MakeReplica) -> None:
+    """A paused replica whose leases were taken answers False at once after its next tick."""
+    a, b = make_replica("a"), make_replica("b")
+    await a.start(IDS)
+    tokens = a.keeper.owned()
+    await a.halt()
+    await b.start(IDS)
+    await wait_for(lambda: b.running == set(IDS), timeout_s=SETTLE_S, what="B takes over")
+    await a.keeper.tick()
+    assert [False] * len(IDS) == [await a.keeper.holds(w, t) for w, t in tokens.items()]
+
+
+async def test_fencing_check_of_a_lease_dropped_for_want_of_renewal_cannot_tell(
+    make_replica: MakeReplica, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease the keeper gave up because Redis could not renew it is neither held nor known to be
+    another replica's: ``holds`` raises, so the observation counts as missed, not as moved."""
+    clock = FakeClock()
+    a = await ticked_by_hand(make_replica, clock, ["w1"])
+    token = a.keeper.owned()["w1"]
+
+    async def unreachable(*args: object) -> set[str]:
+        raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
+
+    monkeypatch.setattr(a.leases, "renew", unreachable)
+    for _ in range(2):
+        clock.advance(LEASE_MS / 3000 + 0.001)
+        await a.keeper.tick()
+    assert {} == a.keeper.owned()
+    with pytest.raises(StoreUnavailable, match="not renewed within"):
+        await a.keeper.holds("w1", token)

@@ -96,14 +96,21 @@ async def test_observation_is_acted_on_while_the_lease_is_held(harness: Harness)
     await wait_for(lambda: h.store.last_observation("poll-1"), what="an observation")
 
 
+def dropped(h: ManagerHarness, reason: str) -> float:
+    """``sentinel_observations_dropped_total{reason}`` as /metrics would show it."""
+    value = h.metrics.registry.get_sample_value("sentinel_observations_dropped_total", {"reason": reason})
+    return -1.0 if value is None else value
+
+
 async def test_observation_is_dropped_and_runner_stops_when_the_lease_is_gone(harness: Harness) -> None:
-    """A poll whose fence fails (lease taken) is dropped, and the runner stops itself."""
+    """A poll whose fence fails (lease taken) is dropped and counted, and the runner stops itself."""
     h = await harness()
     await h.manager.lease_acquired("poll-1", 1)  # the fake does not hold it: holds() is False
     runner = h.manager.get("poll-1")
     await wait_for(lambda: not runner.running, what="the runner to stop itself")
     assert (None, None) == (await h.store.last_observation("poll-1"), runner.fence)
     assert h.endpoint.requests >= 1
+    assert (True, 0.0) == (dropped(h, "lease_lost") >= 1, dropped(h, "lease_unknown"))
 
 
 async def test_observation_is_dropped_but_runner_keeps_going_when_the_fence_cannot_tell(
@@ -114,3 +121,21 @@ async def test_observation_is_dropped_but_runner_keeps_going_when_the_fence_cann
     h.ownership.unsure = True
     await wait_for(lambda: h.endpoint.requests >= 3, what="three polls")
     assert (None, True) == (await h.store.last_observation("poll-1"), h.manager.get("poll-1").running)
+
+
+async def test_observation_dropped_for_want_of_a_lease_check_is_counted_and_shown(harness: Harness) -> None:
+    """A drop the replica could not rule on is a metric and a failed check in the watcher's status,
+    stored; the next observation acted on clears it."""
+    h = await harness(held={"poll-1": 1})
+    h.ownership.unsure = True
+    runner = h.manager.get("poll-1")
+    await wait_for(lambda: dropped(h, "lease_unknown") >= 2, what="two dropped observations")
+    status = h.manager.status(runner)
+    stored = await h.store.get_watcher_state("poll-1")
+    assert stored is not None
+    assert ("failing", True) == (status["state"], status["consecutiveFailures"] >= 2)
+    assert status["lastError"].startswith("observation dropped: cluster redis: check a lease")
+    assert "observation dropped" in stored["lastError"]
+    h.ownership.unsure = False
+    await wait_for(lambda: h.manager.status(runner)["state"] == "ok", what="the next observation")
+    assert (None, 0.0) == (h.manager.status(runner)["lastError"], dropped(h, "lease_lost"))

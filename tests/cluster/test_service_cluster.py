@@ -3,6 +3,7 @@ one stops, the other takes its watchers over."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
@@ -12,15 +13,23 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
-from tests.cluster.conftest import LEASE_MS, poll_watcher
+from sentinel_hooks.store import open_store
+from tests.cluster.conftest import (
+    SERVICE_LEASE_MS,
+    poll_watcher,
+    running,
+    settle_within_s,
+    settled,
+    stop_all,
+)
 from tests.support import Endpoint, wait_for
 
 pytestmark = pytest.mark.redis
 
 INTERVAL_MS = 200
+SETTLE_S = settle_within_s(SERVICE_LEASE_MS)
 IDS = [f"probe-{i:02d}" for i in range(20)]
 
 CONFIG = """\
@@ -66,20 +75,9 @@ class Replicas:
         self.started.remove(service)
         await service.stop()
 
-
-def running(service: Service) -> set[str]:
-    return {r.id for r in service.manager.runners() if r.running}
-
-
-def replica_id(service: Service) -> str:
-    assert service.cluster is not None
-    return service.cluster.replica_id
-
-
-def settled(services: list[Service]) -> bool:
-    """Each service runs exactly its rendezvous share, and together they run every watcher."""
-    live = sorted(replica_id(s) for s in services)
-    return all(running(s) == owned_by(replica_id(s), IDS, live) for s in services)
+    async def stop_all(self) -> None:
+        services, self.started = self.started, []
+        await stop_all(services)
 
 
 @pytest.fixture
@@ -93,21 +91,20 @@ async def recorder() -> AsyncIterator[Recorder]:
 @pytest.fixture
 async def replicas(tmp_path: Path, redis_url: str, recorder: Recorder) -> AsyncIterator[Replicas]:
     """A project with 20 http-poll watchers (one path each) on the test Redis."""
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url, lease_ms=LEASE_MS))
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url, lease_ms=SERVICE_LEASE_MS))
     (tmp_path / "watchers").mkdir()
     for watcher_id in IDS:
         text = poll_watcher(watcher_id, recorder.url(f"/{watcher_id}"), interval_ms=INTERVAL_MS)
         (tmp_path / "watchers" / f"{watcher_id}.yaml").write_text(text)
     made = Replicas(tmp_path / "sentinel.yaml")
     yield made
-    for service in list(made.started):
-        await made.stop(service)
+    await made.stop_all()
 
 
 async def test_each_watcher_is_polled_by_exactly_one_service(replicas: Replicas, recorder: Recorder) -> None:
     """Counted at the endpoint over a window: no path is polled more often than one poller can."""
     a, b = await replicas.start(), await replicas.start()
-    await wait_for(lambda: settled([a, b]), timeout_s=5, what="ownership to settle")
+    await wait_for(lambda: settled([a, b], IDS), timeout_s=SETTLE_S, what="ownership to settle")
     owners = {w: name for name, s in (("a", a), ("b", b)) for w in running(s)}
     mark, started_at = len(recorder.hits), time.monotonic()
     await wait_for(
@@ -127,12 +124,51 @@ async def test_stopping_a_service_moves_its_watchers_to_the_other(
 ) -> None:
     """After A stops gracefully, B runs all 20 within 2 x leaseMs and polls A's former paths."""
     a, b = await replicas.start(), await replicas.start()
-    await wait_for(lambda: settled([a, b]), timeout_s=5, what="ownership to settle")
+    await wait_for(lambda: settled([a, b], IDS), timeout_s=SETTLE_S, what="ownership to settle")
     moved = running(a)
     await replicas.stop(a)
-    await wait_for(lambda: running(b) == set(IDS), timeout_s=2 * LEASE_MS / 1000, what="B runs all")
+    await wait_for(lambda: running(b) == set(IDS), timeout_s=2 * SERVICE_LEASE_MS / 1000, what="B runs all")
     mark = len(recorder.hits)
     await wait_for(
         lambda: all(recorder.counts_since(mark)[w] >= 2 for w in moved), timeout_s=5, what="B polls them"
     )
     assert moved
+
+
+async def test_a_poll_in_flight_at_a_graceful_stop_is_acted_on(tmp_path: Path, redis_url: str) -> None:
+    """A graceful stop releases leases only after the runners stopped, so the answer of a poll
+    still in flight is stored, not dropped as if the lease were gone."""
+    answered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        if answered.is_set():
+            release.set()  # the second poll is the one in flight at the stop
+            await asyncio.sleep(0.3)
+            return web.json_response({"status": "late"})
+        answered.set()
+        return web.json_response({"status": "early"})
+
+    endpoint = Endpoint()
+    endpoint.handler = slow
+    await endpoint.start()
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url, lease_ms=SERVICE_LEASE_MS))
+    (tmp_path / "watchers").mkdir()
+    text = poll_watcher("w", endpoint.url("/w"), interval_ms=INTERVAL_MS)
+    (tmp_path / "watchers" / "w.yaml").write_text(text)
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    try:
+        await service.start()
+        await asyncio.wait_for(release.wait(), timeout=10)
+    finally:
+        await service.stop()
+        await endpoint.stop()
+    dropped = service.metrics.registry.get_sample_value(
+        "sentinel_observations_dropped_total", {"reason": "lease_lost"}
+    )
+    store = open_store(redis_url, base_dir=tmp_path)
+    await store.open()
+    try:
+        last = await store.last_observation("w")
+    finally:
+        await store.close()
+    assert ({"status": "late"}, 0.0) == (last and last.value, dropped)

@@ -17,7 +17,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeOpenAIServer
-from tests.cluster.conftest import LEASE_MS
+from tests.cluster.conftest import LEASE_MS, stop_all
 from tests.support import wait_for
 
 pytestmark = pytest.mark.redis
@@ -75,8 +75,7 @@ async def project(tmp_path: Path, redis_url: str, model: FakeOpenAIServer) -> As
     (tmp_path / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
     made = Project(tmp_path)
     yield made
-    for service in made.started:
-        await service.stop()
+    await stop_all(made.started)
 
 
 def queue(service: Service) -> StreamSessionQueue:

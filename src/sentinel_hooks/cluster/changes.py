@@ -46,7 +46,7 @@ class WatcherChanges:
 
     async def start(self, on_change: Changed) -> None:
         """Subscribe (``StoreError`` when Redis cannot be reached), then listen in the background."""
-        self._client = open_client(self._url, name=f"sentinel-changes-{self._replica_id}")
+        self._client = open_client(self._url, "changes", name=f"sentinel-changes-{self._replica_id}")
         pubsub = await self._subscribe()
         self._task = asyncio.get_running_loop().create_task(self._listen(pubsub, on_change))
 

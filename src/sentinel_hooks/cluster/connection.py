@@ -1,7 +1,11 @@
-"""The Redis client the cluster code uses, and how its failures map onto Sentinel's errors.
+"""The Redis clients the cluster code uses, and how their failures map onto Sentinel's errors.
 
-Membership and leases keep their own small client (not the store's) because their deadlines
-differ: a lease renewal that gets no answer within a fraction of the lease is as good as lost.
+Membership, leases, watcher changes and the session stream each keep their own small client
+with its own bounded pool (``POOL_SIZES``), not the store's: a lease renewal or a heartbeat that
+waits behind a burst of store writes for a connection, past a fraction of the lease, is as good
+as lost. Each pool makes a command wait for a free connection rather than fail
+(``store.redis_connection.new_client``); what they hold is small and fixed, so a process opens
+at most the store's 64 connections plus ``sum(POOL_SIZES.values())`` to its Redis.
 Deadlines come from ``asyncio.timeout`` around each operation (``bounded``), never from
 redis-py's ``socket_timeout``: with that set, redis-py sends through ``asyncio.wait_for``, which
 on Python 3.11 can swallow a cancellation arriving as a send completes, and a replica's graceful
@@ -13,35 +17,38 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Literal
 
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
-from sentinel_hooks.store.redis_connection import redacted_url
+from sentinel_hooks.store.redis_connection import new_client, redacted_url
 
 CONNECT_TIMEOUT_S = 5.0
 
+Role = Literal["leases", "membership", "changes", "sessions"]
 
-def open_client(url: str, *, name: str) -> Redis:
-    """A client for ``url``: text replies, no built-in retries, connects lazily.
+POOL_SIZES: dict[Role, int] = {
+    "leases": 4,  # one keeper tick at a time (three pipelines), plus releases of untracked watchers
+    "membership": 2,  # the heartbeat loop and the keeper's read of the live replicas
+    "changes": 4,  # the subscription holds one for good; publishes of API changes share the rest
+    "sessions": 32,  # one blocking read, reclaims, and a few commands per running hook session
+}
+
+
+def open_client(url: str, role: Role, *, name: str) -> Redis:
+    """A client for ``url`` with ``role``'s bounded pool: text replies, no built-in retries
+    (the keeper's next tick is the retry), connects lazily.
 
     ``name`` becomes the connections' CLIENT SETNAME, so CLIENT LIST shows whose they are.
     Raises ``StoreUnavailable`` for a malformed URL.
     """
     try:
-        return Redis.from_url(
-            url,
-            decode_responses=True,
-            client_name=name,
-            socket_connect_timeout=CONNECT_TIMEOUT_S,
-            socket_timeout=None,  # see the module docstring: deadlines are set by ``bounded``
-            socket_keepalive=True,
-            retry=Retry(NoBackoff(), 0),  # adapters try once; the keeper's next tick is the retry
+        return new_client(
+            url, name=name, max_connections=POOL_SIZES[role], connect_timeout_s=CONNECT_TIMEOUT_S
         )
     except ValueError as exc:
         raise StoreUnavailable(f"cluster redis {redacted_url(url)}: invalid URL ({exc})") from exc

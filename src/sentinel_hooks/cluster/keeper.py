@@ -15,6 +15,16 @@ tick, even when Redis cannot be reached, so the runner stops before the key can 
 server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
 watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder), and never delay renewal.
 
+Fencing (``holds``) is answered from what the ticks learnt, without a Redis round trip per
+observation: a renewal (or acquisition) that began at ``t`` set the key's expiry on the server
+to at least ``t + lease_ms``, so until then no other replica can hold the lease. ``holds`` trusts
+a lease until one tick before that instant, which leaves the caller a tick to act on what it
+observed; within that last tick (a renewal is overdue: Redis slow or unreachable, or this event
+loop stalled) it waits for the next tick's verdict. A lease that ran out of time unrenewed (no
+renewal before it could expire, or dropped locally for want of one) cannot be vouched for either
+way: ``holds`` raises ``StoreUnavailable``. A lease another replica holds (the renewal said so)
+or one released after a hand-off is not held: ``holds`` is False.
+
 Orphans: a tracked watcher whose lease stays free for ``ADOPT_AFTER_TICKS`` ticks while another
 replica should own it (that replica does not know the watcher: a rolling deploy, a watcher just
 created through another replica's API) is adopted; adopted leases are kept until the live set
@@ -34,7 +44,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
 from sentinel_hooks.cluster.rendezvous import owned_by
-from sentinel_hooks.errors import StoreError
+from sentinel_hooks.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +88,8 @@ class LeaseKeeper:
         self._version = 0
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._loop: asyncio.Task[None] | None = None
+        self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
+        self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
 
     # -- what the manager asks -----------------------------------------------------------------
 
@@ -94,6 +106,7 @@ class LeaseKeeper:
             self._tracked.discard(watcher_id)
             self._version += 1
         self._free_ticks.pop(watcher_id, None)
+        self._unrenewed.pop(watcher_id, None)
         token = self._forget(watcher_id)
         if token is not None:
             await self._release({watcher_id: token})
@@ -107,8 +120,35 @@ class LeaseKeeper:
         return dict(self._owned)
 
     async def holds(self, watcher_id: str, token: int) -> bool:
-        """The fencing check (a GET on Redis); raises ``StoreError`` when it cannot tell."""
-        return await self._leases.holds(watcher_id, token)
+        """The fencing check, from this replica's own renewals (see the module docstring).
+
+        True while ``watcher_id`` is held with ``token`` (a hand-off under way included: the
+        runner stops before the lease is released) and valid for more than one tick. False when
+        it is not held with ``token``. Raises ``StoreUnavailable`` when it ran out of time
+        without a renewal.
+        """
+        while True:
+            if self._owned.get(watcher_id) != token:
+                if self._unrenewed.get(watcher_id) == token:
+                    raise self._unrenewed_error(watcher_id)
+                return False
+            until = self._valid_until.get(watcher_id)
+            left_s = (until - self._clock.now()).total_seconds() if until is not None else 0.0
+            if left_s > self.tick_s:
+                return True
+            if left_s > 0:
+                ticked = self._ticked
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(left_s):
+                        await ticked.wait()
+                        continue  # the tick renewed the lease, lost it, or could not reach Redis
+            raise self._unrenewed_error(watcher_id)
+
+    def _unrenewed_error(self, watcher_id: str) -> StoreUnavailable:
+        return StoreUnavailable(
+            f"the lease of watcher {watcher_id} was not renewed within "
+            f"{self._lease.total_seconds():g} s (Redis slow or unreachable, or this process stalled)"
+        )
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -127,12 +167,22 @@ class LeaseKeeper:
                 await loop
 
     async def stop(self) -> None:
-        """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all."""
+        """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all.
+
+        The leases count as held until their runners stopped (``holds`` stays True for an
+        in-flight poll), as in a hand-off, and are renewed once first so that polls in flight
+        have a whole lease to finish; ``token`` no longer offers them meanwhile.
+        """
         await self.halt()
         await self.drain()
-        held = {w: t for w in list(self._owned) if (t := self._forget(w)) is not None}
-        await asyncio.gather(*(self._call_lost(w) for w in held))
-        await self._release(held)
+        try:
+            await self._renew(self._clock.now())
+        except StoreError as exc:
+            log.warning("lease keeper: could not renew before stopping: %s", exc)
+        held = dict(self._owned)
+        self._leaving.update(held)
+        await asyncio.gather(*(self._call_lost(w) for w in held), self.drain())
+        await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def drain(self) -> None:
         """Wait until every callback queued so far (and any they queue) has run."""
@@ -161,6 +211,8 @@ class LeaseKeeper:
             log.warning("lease keeper: %s (retrying in %.1f s)", exc, self.tick_s)
         finally:
             self._expire(self._clock.now())
+            ticked, self._ticked = self._ticked, asyncio.Event()
+            ticked.set()
 
     async def _renew(self, started: datetime) -> None:
         held = dict(self._owned)
@@ -215,6 +267,7 @@ class LeaseKeeper:
             self._owned[watcher_id] = token
             self._valid_until[watcher_id] = started + self._lease
             self._free_ticks.pop(watcher_id, None)
+            self._unrenewed.pop(watcher_id, None)
             if watcher_id in orphans:
                 self._adopted.add(watcher_id)
             self._chain(watcher_id, partial(self._call_acquired, watcher_id, token))
@@ -227,6 +280,7 @@ class LeaseKeeper:
     def _expire(self, now: datetime) -> None:
         margin = timedelta(seconds=self.tick_s)
         late = [w for w, until in self._valid_until.items() if now >= until - margin]
+        self._unrenewed.update((w, self._owned[w]) for w in late if w in self._owned)
         self._lose(late, f"not renewed for {self._lease.total_seconds() - self.tick_s:g} s")
 
     # -- bookkeeping ---------------------------------------------------------------------------

@@ -11,7 +11,8 @@ Acquiring is ``SET NX PX`` with a token from ``INCR``, so each acquisition of a 
 larger token than any before it; the token counter is never deleted for that reason. Renewal and
 release are compare-and-set in Lua: only the replica whose exact ``replica:token`` value is
 stored may extend or delete the key, so a replica that paused past its lease cannot touch the
-lease another replica now holds. ``holds`` is the fencing check a runner makes before acting.
+lease another replica now holds. ``holds`` asks the server who holds a lease; runners do not call
+it per observation: the keeper answers their fencing check from its renewals (``keeper.py``).
 
 Bulk operations run one Lua call per ``CHUNK`` watchers, all chunks in one pipeline: one round
 trip for 10,000 watchers; replies list only the exceptions (leases lost, not released, taken).
@@ -128,7 +129,7 @@ class Leases:
     async def open(self) -> None:
         """Create the client (it connects on first use) and register the scripts; idempotent."""
         if self._client is None:
-            client = open_client(self.url, name=f"sentinel-leases:{self.replica_id}")
+            client = open_client(self.url, "leases", name=f"sentinel-leases:{self.replica_id}")
             sources = {"acquire": ACQUIRE, "renew": RENEW, "release": RELEASE, "free": FREE}
             self._scripts = {name: client.register_script(source) for name, source in sources.items()}
             self._client = client
@@ -192,7 +193,7 @@ class Leases:
         return replica, int(token)
 
     async def holds(self, watcher_id: str, token: int) -> bool:
-        """The fencing check: does this replica still hold ``watcher_id`` with ``token``?"""
+        """Does this replica hold ``watcher_id`` with ``token`` on the server, right now? (one GET)"""
         async with bounded(self.url, "check a lease", timeout_s=self._timeout_s):
             value = await self.client.get(self.key(watcher_id))
         return value == self.value(token)

@@ -67,7 +67,7 @@ class Membership:
     async def open(self) -> None:
         """Create the client (it connects on first use); idempotent."""
         if self._client is None:
-            self._client = open_client(self.url, name=f"sentinel-membership:{self.replica_id}")
+            self._client = open_client(self.url, "membership", name=f"sentinel-membership:{self.replica_id}")
 
     async def start(self) -> None:
         """Open, heartbeat once (raising if Redis cannot be reached), then every ``lease_ms / 3``."""

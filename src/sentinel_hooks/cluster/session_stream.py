@@ -125,7 +125,9 @@ class StreamSessionQueue:
         and its queue (a crash in between) is added; a duplicate is at worst skipped by the run.
         """
         if self._client is None:
-            client = open_client(self.settings.redis_url, name=f"sentinel-sessions:{self.replica_id}")
+            client = open_client(
+                self.settings.redis_url, "sessions", name=f"sentinel-sessions:{self.replica_id}"
+            )
             self._scripts = {name: client.register_script(source) for name, source in SOURCES.items()}
             self._client = client
         await self._ensure_group()

@@ -5,6 +5,10 @@ place that knows how to connect and how ``redis.RedisError`` maps onto Sentinel'
 connection trouble and a server that takes no writes for now (over its memory limit, a read-only
 replica, a failed snapshot, loading) are ``StoreUnavailable``, anything else the server refuses is
 ``StoreError``; messages name the server with any password redacted.
+
+``new_client`` makes every Redis client of the process (the store's, the cluster's, the Redis
+watchers'): each has a bounded pool that makes a command wait for a free connection instead
+of failing with "Too many connections" (redis-py's default pool raises at 100).
 """
 
 from __future__ import annotations
@@ -41,6 +45,37 @@ def redacted_url(url: str) -> str:
 def as_text(value: bytes | str) -> str:
     """A reply as ``str`` (the client decodes responses; this only satisfies the types)."""
     return value.decode() if isinstance(value, bytes) else value
+
+
+def new_client(
+    url: str,
+    *,
+    name: str,
+    max_connections: int,
+    connect_timeout_s: float = 5.0,
+    decode_responses: bool = True,
+) -> Redis:
+    """A lazily connecting client for ``url`` with at most ``max_connections`` connections.
+
+    A command that finds them all in use waits for one; callers bound every command (the wait
+    included) with ``asyncio.timeout``, never with redis-py's ``socket_timeout``, which reads
+    through ``asyncio.wait_for`` and on Python 3.11 can swallow a cancellation. The client never
+    retries by itself: a command re-sent after a lost reply could apply twice, so retrying is
+    the caller's decision. ``name`` is the connections' CLIENT SETNAME (CLIENT LIST shows whose
+    they are). Raises ``ValueError`` for a malformed URL. Closing the client closes its pool.
+    """
+    pool = BlockingConnectionPool.from_url(
+        url,
+        max_connections=max_connections,
+        timeout=None,  # the wait is bounded by the caller's asyncio.timeout
+        decode_responses=decode_responses,
+        client_name=name,
+        socket_connect_timeout=connect_timeout_s,
+        socket_timeout=None,  # redis-py 8 defaults to 5 s, which brings its wait_for back
+        socket_keepalive=True,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return Redis.from_pool(pool)
 
 
 _NO_WRITES_NOW = ("used memory > 'maxmemory'", "READONLY", "MISCONF", "NOREPLICAS", "MASTERDOWN")
@@ -143,17 +178,14 @@ class RedisConnection:
         if self._client is not None:
             return
         try:
-            pool = BlockingConnectionPool.from_url(
+            client = new_client(
                 self.url,
+                name="sentinel-store",
                 max_connections=self._max_connections,
-                timeout=None,  # the wait is bounded by ``translated``'s asyncio.timeout
-                decode_responses=True,
-                socket_connect_timeout=self._timeout_s,
-                retry=Retry(NoBackoff(), 0),  # adapters try once; orchestrators own retries
+                connect_timeout_s=self._timeout_s,
             )
         except ValueError as exc:
             raise StoreUnavailable(f"{self.name}: invalid URL ({exc})") from exc
-        client = Redis.from_pool(pool)  # the client owns the pool and closes it
         try:
             async with self.translated("connect"):
                 await client.ping()

@@ -196,11 +196,16 @@ class WatcherManager:
             await runner.start(run_missed=_missed(runner.spec, runner.state, self._deps))
 
     async def lease_lost(self, watcher_id: str) -> None:
-        """The lease is gone (handed off, expired, taken): drop observations from now on, stop."""
+        """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.
+
+        The fence stays until the runner stopped, so an in-flight poll is judged by it: during a
+        hand-off or a graceful stop the lease is released only after this returns, so that poll
+        is acted on; a lease really lost fails the check and its observation is dropped.
+        """
         runner = self._runners.get(watcher_id)
         if runner is not None and runner.needs_lease:
-            runner.fence = None
             await runner.stop()
+            runner.fence = None
 
     # -- queries -----------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@ overlaps the previous poll of the same watcher.
 Cluster mode (Redis store, several replicas): the manager marks polled and subscribed runners
 ``needs_lease`` and gives them a ``fence`` while this replica holds the watcher's lease. Such a
 runner starts only with a fence, and checks it (``_fenced``) before the pipeline acts on an
-observation: a replica that lost the lease (a long pause, a hand-off) drops what it saw.
+observation: a replica that lost the lease (a long pause, a hand-off) drops what it saw. Every
+drop is counted (``sentinel_observations_dropped_total{reason}``); one this replica could not
+rule on (``lease_unknown``) is also a failed check in the watcher's status.
 
 A poll costs as little as it can on the happy path (10,000 watchers share one event loop):
 retries are a plain loop entered only after a failure; a failure is logged at WARNING and
@@ -61,6 +63,9 @@ STATE_FLUSH_S = 30.0  # a 10 s watcher writes its state at most every third poll
 
 Fence = Callable[[], Awaitable[bool]]
 """Cluster mode: True while this replica still holds the watcher's lease (raises when unsure)."""
+
+LEASE_LOST = "lease_lost"  # dropped: another replica runs the watcher now (or will at its next tick)
+LEASE_UNKNOWN = "lease_unknown"  # dropped: this replica could not confirm its lease in time
 
 
 class _Stopping(Exception):
@@ -418,14 +423,14 @@ class WatcherRunner:
             if self.state.quiet_fired:
                 await self._event_seen.wait()
                 continue
-            if self.needs_lease and not await self._fenced():
-                with contextlib.suppress(_Stopping):
-                    await self._sleep(1.0)
-                continue
             try:
                 async with self._lock:
-                    await self._run(self._deps.pipeline.quiet(self.spec, self.state), self.state)
+                    fenced = not self.needs_lease or await self._fenced()
+                    if fenced:
+                        await self._run(self._deps.pipeline.quiet(self.spec, self.state), self.state)
             except StoreError:  # on the status; tried again a second later
+                fenced = False
+            if not fenced:
                 with contextlib.suppress(_Stopping):
                     await self._sleep(1.0)
 
@@ -480,28 +485,36 @@ class WatcherRunner:
             await self._save()
 
     async def _fenced(self) -> bool:
-        """Cluster mode: may this replica act on what it observed? (the fencing check)
+        """Cluster mode: may this replica act on what it observed? (the fencing check; the caller
+        holds the lock)
 
-        Not held any more: drop it and stop (the lease keeper notices at its next renewal).
-        Cannot tell (Redis unreachable): drop it and keep running; the keeper decides ownership.
+        Not held any more: drop it and stop; the replica holding the lease now observes the
+        watcher, and its status is the watcher's (the keeper here notices at its next tick).
+        Cannot tell: drop it, record a failed check (``lastError``, ``failing``) and keep
+        running; the keeper decides ownership at its next tick.
         """
         fence = self.fence
-        if fence is None:
-            return False
         try:
-            held = await fence()
+            held = fence is not None and await fence()
         except SentinelError as exc:
-            log.warning("watcher %s: observation dropped: %s", self.id, exc, extra={"watcherId": self.id})
+            message = self._dropped(LEASE_UNKNOWN, str(exc))
+            self.state = self.state.failed(self._deps.clock.now(), message)
+            with contextlib.suppress(SentinelError):  # Redis may be what failed; the drop is logged
+                await self._save()
             return False
         if not held:
-            log.warning(
-                "watcher %s: observation dropped: this replica no longer holds its lease; stopping",
-                self.id,
-                extra={"watcherId": self.id},
-            )
-            self.fence = None
-            self._stopper = asyncio.get_running_loop().create_task(self.stop())
+            self._dropped(LEASE_LOST, "this replica no longer holds its lease; stopping")
+            if self.fence is not None:
+                self.fence = None
+                self._stopper = asyncio.get_running_loop().create_task(self.stop())
         return held
+
+    def _dropped(self, reason: str, why: str) -> str:
+        """Count and log an observation not acted on; the message, redacted."""
+        self._deps.metrics.observations_dropped.labels(reason).inc()
+        message = f"observation dropped: {self._deps.redactor.text(why)}"
+        log.warning("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        return message
 
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (webhook watchers)."""

@@ -20,12 +20,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.store.redis_connection import redacted_url
+from sentinel_hooks.store.redis_connection import new_client, redacted_url
 from sentinel_hooks.watchers.strategy import ObserveError
 
 CONNECT_TIMEOUT_S = 5.0
@@ -36,15 +34,15 @@ COMMAND_TIMEOUT_S = 10.0
 def open_client(url: str, *, watcher_id: str) -> Redis:
     """A client for ``url`` (bytes replies, keepalive, no built-in retries; connects lazily).
 
-    Its connections are named ``sentinel:<watcher id>`` so CLIENT LIST shows whose they are.
+    Its connections are named ``sentinel:<watcher id>`` so CLIENT LIST shows whose they are; a
+    strategy reads one subscription or stream at a time, so its pool holds two at most.
     """
-    return Redis.from_url(
+    return new_client(
         url,
-        client_name=f"sentinel:{watcher_id}",
-        socket_connect_timeout=CONNECT_TIMEOUT_S,
-        socket_timeout=None,  # see the module docstring: deadlines are set by ``translated``
-        socket_keepalive=True,
-        retry=Retry(NoBackoff(), 0),  # adapters try once; the runner owns reconnects
+        name=f"sentinel:{watcher_id}",
+        max_connections=2,
+        connect_timeout_s=CONNECT_TIMEOUT_S,
+        decode_responses=False,
     )
 
 
