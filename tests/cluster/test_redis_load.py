@@ -47,8 +47,8 @@ targets: {{console: {{type: console}}}}
 
 @pytest.fixture
 def store_url(redis_server: str) -> str:
-    """Database 14 of the tests' own redis-server, empty."""
-    url = f"{redis_server}/14"
+    """Database 13 of the tests' own redis-server, empty (no other suite uses it)."""
+    url = f"{redis_server}/13"
     with redis.Redis.from_url(url) as client:
         client.flushdb()  # ok-shared: the tests' own server
     return url
