@@ -33,12 +33,13 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
+from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
 from sentinel_hooks.callbacks.session import FINAL, Runs, open_contracts, progress_key, run_counted
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
 from sentinel_hooks.cluster.session_scripts import SOURCES
-from sentinel_hooks.errors import StoreError
+from sentinel_hooks.errors import StoreError, StoreUnavailable
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
@@ -47,6 +48,7 @@ from sentinel_hooks.store.redis_keys import RedisKeys
 log = logging.getLogger(__name__)
 
 GROUP = "sessions"
+JOIN_ATTEMPTS = 3  # joining the consumer group at start (see ``_join_group``)
 BLOCK_MS = 1000  # how long one read waits for new entries (stop is not delayed by it: reads are cancelled)
 FORGET_CONSUMERS_AFTER_LEASES = 10  # consumers with nothing pending, idle this long, are removed
 
@@ -130,7 +132,7 @@ class StreamSessionQueue:
             )
             self._scripts = {name: client.register_script(source) for name, source in SOURCES.items()}
             self._client = client
-        await self._ensure_group()
+        await self._join_group()
         loop = asyncio.get_running_loop()
         self._loops = [loop.create_task(self._read_forever()), loop.create_task(self._reclaim_forever())]
         queued = 0
@@ -255,6 +257,17 @@ class StreamSessionQueue:
             return
         log.warning("session queue: %s (retrying in %.1f s)", exc, self.tick_s)
         await self._clock.sleep(self.tick_s)
+
+    async def _join_group(self) -> None:
+        """``_ensure_group``, tried ``JOIN_ATTEMPTS`` times before giving up: the first command
+        also opens the connection, which a busy machine can delay past one command's bound."""
+        async for attempt in AsyncRetrying(
+            stop=stop_after_attempt(JOIN_ATTEMPTS),
+            retry=retry_if_exception_type(StoreUnavailable),
+            reraise=True,
+        ):
+            with attempt:
+                await self._ensure_group()
 
     async def _ensure_group(self) -> None:
         try:
