@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.templating import compile_text, compile_value
+from sentinel_hooks.core.templates.render import compile_text, compile_value
 from sentinel_hooks.errors import TemplateError
 
 

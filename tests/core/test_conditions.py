@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.watchers.conditions import (
+from sentinel_hooks.core.conditions import (
     AllGroup,
     AnyGroup,
     Condition,
@@ -16,7 +16,7 @@ from sentinel_hooks.watchers.conditions import (
     evaluate,
     evaluate_one,
 )
-from sentinel_hooks.watchers.paths import MISSING
+from sentinel_hooks.core.paths import MISSING
 
 BIG = 2**64
 ABSENT = object()  # marks a row whose observation has no "x" at all

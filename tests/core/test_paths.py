@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.watchers.paths import MISSING, is_index, parse_path, resolve
+from sentinel_hooks.core.paths import MISSING, is_index, parse_path, resolve
 
 
 @pytest.mark.parametrize(

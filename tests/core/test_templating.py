@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sentinel_hooks.callbacks.templating import (
+from sentinel_hooks.core.templates.render import (
     TEMPLATE_ROOTS,
     compile_text,
     compile_value,

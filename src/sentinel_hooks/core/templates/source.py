@@ -3,7 +3,7 @@
 Everything that can be known before fire time is checked here: syntax (with the line),
 forbidden tags (``include``, ``import``, ``extends``, ``block``, ``macro``, ``call``),
 filter and test names, ``${…}`` paths and variable names against the allowed roots.
-Then the tree is rewritten to call :class:`~.template_env.TemplateBridge`:
+Then the tree is rewritten to call :class:`~.environment.TemplateBridge`:
 
 * ``${payload.a.b}`` in text, and constant chains such as ``payload.a[0]`` in expressions,
   become ``resolve(payload, "payload", ("a", "b"))`` — path semantics, and an error that
@@ -27,9 +27,9 @@ import jinja2
 from jinja2 import meta, nodes
 from jinja2.visitor import NodeTransformer
 
-from sentinel_hooks.callbacks.template_env import TemplateBridge
+from sentinel_hooks.core.paths import parse_path
+from sentinel_hooks.core.templates.environment import TemplateBridge
 from sentinel_hooks.errors import TemplateError
-from sentinel_hooks.watchers.paths import parse_path
 
 Roots = Mapping[str, tuple[str, ...] | None]
 """Allowed variables: root name → allowed first keys (``None``: any path below)."""

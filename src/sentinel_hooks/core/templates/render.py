@@ -28,14 +28,16 @@ import jinja2
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Undefined
 
-from sentinel_hooks.callbacks.template_env import (
+from sentinel_hooks.clock import iso
+from sentinel_hooks.core.paths import MISSING
+from sentinel_hooks.core.templates.environment import (
     LOOP_BUDGET_KEY,
     LoopBudget,
     MissingValueError,
     SentinelSandbox,
     find_path,
 )
-from sentinel_hooks.callbacks.template_source import (
+from sentinel_hooks.core.templates.source import (
     RESULT_NAME,
     CompiledSource,
     PathRef,
@@ -44,10 +46,8 @@ from sentinel_hooks.callbacks.template_source import (
     exact_placeholder,
     has_template_syntax,
 )
-from sentinel_hooks.callbacks.template_values import MAX_VALUE_SIZE, TemplateLimitError, check_size
-from sentinel_hooks.clock import iso
+from sentinel_hooks.core.templates.values import MAX_VALUE_SIZE, TemplateLimitError, check_size
 from sentinel_hooks.errors import TemplateError
-from sentinel_hooks.watchers.paths import MISSING
 
 __all__ = [
     "TEMPLATE_ROOTS",

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-import sentinel_hooks.callbacks.template_env as template_env
-import sentinel_hooks.callbacks.template_source as template_source
-import sentinel_hooks.callbacks.templating as templating
-from sentinel_hooks.callbacks.templating import compile_text, compile_value
+import sentinel_hooks.core.templates.environment as template_env
+import sentinel_hooks.core.templates.render as templating
+import sentinel_hooks.core.templates.source as template_source
+from sentinel_hooks.core.templates.render import compile_text, compile_value
 from sentinel_hooks.errors import TemplateError
 
 CONTEXT: dict[str, Any] = {

@@ -9,16 +9,16 @@ import pytest
 from pydantic import ValidationError
 
 from sentinel_hooks.callbacks.builder import Firing, build_envelope
-from sentinel_hooks.callbacks.envelope import (
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
+from sentinel_hooks.core.envelope import (
     TRUNCATED_KEY,
     Envelope,
     default_dedupe_key,
     envelope_json_schema,
     truncate_payload,
 )
-from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
 
 AT = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 

@@ -5,7 +5,7 @@ parses, the value suits the operator, a ``matches`` pattern compiles with RE2 (a
 compiled). Evaluation is then a pure function of the observation and the previous observation
 that never raises and never compiles; it evaluates every leaf (no short-circuit) so
 ``sentinel test`` can show each condition's outcome. Operator semantics live in
-:mod:`sentinel_hooks.watchers.operators`.
+:mod:`sentinel_hooks.core.operators`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ from pydantic import (
     field_validator,
 )
 
-from sentinel_hooks.watchers.operators import (
+from sentinel_hooks.core.operators import (
     Searchable,
     apply_operator,
     as_number,
     changed,
     regex_search,
 )
-from sentinel_hooks.watchers.paths import MISSING, parse_path, resolve
+from sentinel_hooks.core.paths import MISSING, parse_path, resolve
 
 __all__ = [
     "AllGroup",

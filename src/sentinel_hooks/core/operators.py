@@ -21,7 +21,7 @@ from sentinel_hooks.canonical import (
     parse_number,
     to_number,
 )
-from sentinel_hooks.watchers.paths import MISSING
+from sentinel_hooks.core.paths import MISSING
 
 __all__ = [
     "Searchable",

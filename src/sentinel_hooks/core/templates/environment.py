@@ -22,14 +22,14 @@ from jinja2.runtime import Context, Undefined
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import missing
 
-from sentinel_hooks.callbacks.template_filters import safe_filters
-from sentinel_hooks.callbacks.template_values import (
+from sentinel_hooks.core.paths import MISSING, is_index
+from sentinel_hooks.core.templates.filters import safe_filters
+from sentinel_hooks.core.templates.values import (
     TemplateLimitError,
     check_binop,
     refuse_over,
     to_text,
 )
-from sentinel_hooks.watchers.paths import MISSING, is_index
 
 MAX_LOOP_ITERATIONS: Final = 100_000
 """Iterations of ``{% for %}`` loops allowed in one render, all loops together."""

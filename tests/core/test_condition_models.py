@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from sentinel_hooks.canonical import parse_number
-from sentinel_hooks.watchers import conditions
-from sentinel_hooks.watchers.conditions import (
+from sentinel_hooks.core import conditions
+from sentinel_hooks.core.conditions import (
     AllGroup,
     AnyGroup,
     Condition,

@@ -16,7 +16,7 @@ from jinja2 import pass_environment
 from jinja2.environment import Environment
 from jinja2.filters import FILTERS, do_batch, do_indent, do_slice, make_attrgetter
 
-from sentinel_hooks.callbacks.template_values import (
+from sentinel_hooks.core.templates.values import (
     TemplateLimitError,
     check_size,
     refuse_over,
