@@ -3,26 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
 
 from sentinel_hooks.errors import StoreUnavailable
-from sentinel_hooks.store import RedisStore
 from sentinel_hooks.store.health import WriteCheck
+from sentinel_hooks.store.redis import RedisStore
 
 pytestmark = pytest.mark.redis
 
 
 @pytest.fixture
 async def store(redis_url: str) -> AsyncIterator[RedisStore]:
-    opened = RedisStore(redis_url, key_prefix=f"sentinel-test:{uuid.uuid4().hex}:")
+    opened = RedisStore(redis_url)
     await opened.open()
     yield opened
-    async with redis.asyncio.Redis.from_url(redis_url) as client:
-        await client.delete(opened.keys.health)
     await opened.close()
 
 
@@ -56,3 +53,25 @@ async def test_a_failure_is_not_reused(store: RedisStore) -> None:
     await store.open()
     await check.check()
     assert 1 == await writes(store)
+
+
+async def test_the_cause_is_logged_once_per_outage(
+    store: RedisStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """/readyz shows no store error (it needs no auth): the check logs the cause when writes start
+    failing, not at every probe, and logs the recovery once."""
+    caplog.set_level("INFO", logger="sentinel_hooks.store.health")
+    check = WriteCheck(store, fresh_s=0)
+    await check.check()
+    await store.close()
+    for _ in range(3):
+        with pytest.raises(StoreUnavailable):
+            await check.check()
+    await store.open()
+    await check.check()
+    await check.check()
+    messages = [r.getMessage() for r in caplog.records if r.name == "sentinel_hooks.store.health"]
+    assert 2 == len(messages), messages
+    assert "does not take writes" in messages[0]
+    assert "redis store" in messages[0]
+    assert "takes writes again" in messages[1]

@@ -1,8 +1,10 @@
-"""``open_store`` URL forms, backend-specific open failures, and the SQLite worker thread."""
+"""``open_store`` URL forms and the registry behind it, what each backend says about sharing its
+state, backend-specific open failures, and the SQLite worker thread."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -10,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from sentinel_hooks.errors import StoreUnavailable
-from sentinel_hooks.store import MemoryStore, RedisStore, SqliteStore, open_store
+from sentinel_hooks.store import SharedRedis, open_store
+from sentinel_hooks.store.backends import LOADERS
+from sentinel_hooks.store.redis import RedisStore
+from sentinel_hooks.store.sqlite import SqliteStore
 
 
 def test_relative_sqlite_url_resolves_under_base_dir(tmp_path: Path) -> None:
@@ -28,9 +33,34 @@ def test_absolute_sqlite_url_ignores_base_dir(tmp_path: Path) -> None:
     assert tmp_path / "abs.db" == getattr(store, "path", None)
 
 
-def test_memory_url_gives_a_memory_store(tmp_path: Path) -> None:
-    """memory:// is the in-process store."""
-    assert isinstance(open_store("memory://", base_dir=tmp_path), MemoryStore)
+def test_memory_url_gives_sqlite_in_memory(tmp_path: Path) -> None:
+    """memory:// is the SQLite store on SQLite's in-memory database (tests only)."""
+    store = open_store("memory://", base_dir=tmp_path)
+    assert (SqliteStore, Path(":memory:")) == (type(store), getattr(store, "path", None))
+
+
+async def test_a_memory_store_writes_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An open memory:// store takes writes and leaves nothing on disk, wherever it runs."""
+    monkeypatch.chdir(tmp_path)
+    store = open_store("memory://", base_dir=tmp_path)
+    await store.open()
+    try:
+        await store.ping()
+    finally:
+        await store.close()
+    assert [] == os.listdir(tmp_path)
+
+
+def test_every_scheme_has_a_loader() -> None:
+    """The registry knows the four schemes the accepted forms name."""
+    assert {"sqlite", "memory", "redis", "rediss"} == set(LOADERS)
+
+
+def test_a_redis_store_shares_its_server_and_prefix(tmp_path: Path) -> None:
+    """Replicas coordinate where a Redis store keeps its keys; a SQLite store shares nothing."""
+    shared = open_store("redis://:pw@127.0.0.1/3", base_dir=tmp_path, key_prefix="blue:").shared
+    alone = open_store("sqlite:///state.db", base_dir=tmp_path).shared
+    assert (SharedRedis("redis://:pw@127.0.0.1/3", "blue:"), None) == (shared, alone)
 
 
 @pytest.mark.parametrize("url", ["redis://127.0.0.1/0", "rediss://cache.example:6380/1"])
@@ -95,7 +125,7 @@ async def test_a_version_1_file_keeps_its_transcripts_numbering_after_migrating(
     from datetime import UTC, datetime
 
     from sentinel_hooks.store.pruning import PruneBefore
-    from sentinel_hooks.store.sqlite_schema import MIGRATIONS
+    from sentinel_hooks.store.sqlite.schema import MIGRATIONS
 
     path = tmp_path / "v1.db"
     with sqlite3.connect(path) as conn:
@@ -152,7 +182,7 @@ async def test_sqlite_calls_do_not_block_the_event_loop(tmp_path: Path) -> None:
     task = asyncio.create_task(ticker())
     try:
         for i in range(200):
-            await store.put_watcher_state(f"w-{i}", {"i": i})
+            await store.write_watcher_batch([], {f"w-{i}": {"i": i}})
     finally:
         done.set()
         await task

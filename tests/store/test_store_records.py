@@ -8,6 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from sentinel_hooks.store import Delivery, InboxHistoryEntry, Page
+from tests.contract import stores
+
+make = stores.make
 
 
 def test_contract_dumps_to_the_api_shape(make) -> None:

@@ -5,30 +5,28 @@ they rely on is rewritten whole instead of being edited wrongly."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
 
-from sentinel_hooks.store import DeliveryOutcome, RedisStore, Settlement
+from sentinel_hooks.store import DeliveryOutcome, Settlement
 from sentinel_hooks.store.codec import dump_record
 from sentinel_hooks.store.records import Delivery, apply_outcome, as_deduped, settle
-from sentinel_hooks.store.redis_scripts import deduped_doc, outcome_tail
-from tests.store.conftest import _delete_prefix, at, contract, delivery
+from sentinel_hooks.store.redis import RedisStore
+from sentinel_hooks.store.redis.scripts import deduped_doc, outcome_tail
+from tests.contract.stores import at, contract, create, delivery, due_contracts, get_delivery
 
 pytestmark = pytest.mark.redis
 
 
 @pytest.fixture
 async def redis_store(redis_url: str) -> AsyncIterator[RedisStore]:
-    """An open RedisStore under a fresh key prefix (deleted afterwards)."""
-    prefix = f"sentinel-test:{uuid.uuid4().hex}:"
-    store = RedisStore(redis_url, key_prefix=prefix)
+    """An open RedisStore on an empty database."""
+    store = RedisStore(redis_url)
     await store.open()
     yield store
     await store.close()
-    await _delete_prefix(redis_url, prefix)
 
 
 async def _rewrite_doc(url: str, key: str, doc: dict[str, object]) -> None:
@@ -67,15 +65,15 @@ async def test_record_outcomes_rewrites_a_record_in_another_shape_whole(
     await _rewrite_doc(redis_url, key, claimed.model_dump(mode="json", by_alias=True))
     outcome = DeliveryOutcome(claimed.key, "delivered", 1, at(2), None, at(2), claimed=claimed)
     assert {claimed.key} == (await redis_store.record_outcomes([outcome])).keys
-    assert apply_outcome(claimed, outcome) == await redis_store.get_delivery(claimed.key)
+    assert apply_outcome(claimed, outcome) == await get_delivery(redis_store, claimed.key)
 
 
 async def test_settle_contracts_rewrites_a_record_in_another_shape_whole(
     redis_store: RedisStore, redis_url: str
 ) -> None:
     """A contract record without the exact pending tokens is settled with a whole new doc."""
-    await redis_store.create_contract(contract("cb-1"), {})
-    (claimed,) = await redis_store.claim_due(at(30))
+    await create(redis_store, contract("cb-1"), {})
+    (claimed,) = await due_contracts(redis_store, at(30))
     await _rewrite_doc(
         redis_url, redis_store.keys.contract("cb-1"), claimed.model_dump(mode="json", by_alias=True)
     )
@@ -83,7 +81,7 @@ async def test_settle_contracts_rewrites_a_record_in_another_shape_whole(
     assert {"cb-1"} == await redis_store.settle_contracts(batch, at=at(40))
     assert settle(claimed, "fallback_sent", at=at(40)) == await redis_store.get_contract("cb-1")
     assert [delivery("cb-1")] == await redis_store.list_deliveries("cb-1")
-    assert [] == await redis_store.claim_due(at(100))
+    assert [] == await due_contracts(redis_store, at(100))
 
 
 async def test_record_outcomes_keeps_what_an_attempt_does_not_change(redis_store: RedisStore) -> None:
@@ -93,6 +91,6 @@ async def test_record_outcomes_keeps_what_an_attempt_does_not_change(redis_store
     (claimed,) = await redis_store.claim_deliveries(at(1), lease_ms=60_000)
     outcome = DeliveryOutcome(claimed.key, "pending", 1, at(5), "timeout", at(2), claimed=claimed)
     assert {claimed.key} == (await redis_store.record_outcomes([outcome])).keys
-    stored = await redis_store.get_delivery(claimed.key)
+    stored = await get_delivery(redis_store, claimed.key)
     assert stored is not None
     assert (message, apply_outcome(claimed, outcome)) == (stored.message, stored)

@@ -1,8 +1,10 @@
 """The Store contract: everything Sentinel must remember across restarts, crashes and replicas.
 
 A Store owns durable state and nothing else: it never schedules, retries, delivers or reads the
-clock (every instant is passed in). Three implementations share one contract test suite:
-``MemoryStore`` (tests, no I/O), ``SqliteStore`` (one process) and ``RedisStore`` (replicas).
+clock (every instant is passed in). Two implementations share one contract test suite
+(tests/contract/): ``SqliteStore`` (one process; in memory for tests) and ``RedisStore``
+(replicas). The contract is one method per step a caller takes; where a caller wants a single
+record of a batch step, ``store.shortcuts`` spells it once for every backend.
 
 Guarantees every implementation gives:
 
@@ -10,7 +12,8 @@ Guarantees every implementation gives:
   other replicas on the same Redis) see it fully applied or not at all, and for the durable
   stores a crash (kill -9) after it returns loses nothing.
 * Records go in and come out equal (instants are kept at millisecond precision, see ``records``);
-  dicts are stored as JSON, so what comes back is a fresh copy a caller may mutate freely.
+  so do callback envelopes (``Envelope``: the store alone turns them into their wire JSON and
+  back); dicts are stored as JSON, so what comes back is a fresh copy a caller may mutate freely.
 * Failures are raised as ``StoreError``; ``StoreUnavailable`` when the backend cannot be
   reached or opened (bad URL, server down, unwritable file). Nothing else escapes, except
   ``InvalidCursor`` (a ``StoreError`` and ``ValueError``) for a cursor the store did not issue
@@ -22,9 +25,11 @@ Guarantees every implementation gives:
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
@@ -32,7 +37,6 @@ from sentinel_hooks.store.records import (
     ContractState,
     Delivery,
     DeliveryOutcome,
-    DeliveryState,
     InboxHistoryEntry,
     InboxItem,
     InboxKind,
@@ -42,7 +46,6 @@ from sentinel_hooks.store.records import (
     Observation,
     Page,
     Recorded,
-    SettledState,
     Settlement,
     TranscriptEntry,
 )
@@ -52,9 +55,23 @@ class InvalidCursor(StoreError, ValueError):
     """A listing cursor that this store did not issue (an API client's mistake: answer 400)."""
 
 
+@dataclass(frozen=True)
+class SharedRedis:
+    """The Redis server (``url``) and key prefix of a store whose state replicas share: where the
+    cluster keeps its leases, membership and session queues beside the store's keys."""
+
+    url: str
+    key_prefix: str
+
+
 @runtime_checkable
 class Store(Protocol):
     """Durable state of a Sentinel deployment. See the module docstring for shared guarantees."""
+
+    @property
+    def shared(self) -> SharedRedis | None:
+        """Where replicas sharing this store's state coordinate; None when no other process can
+        share it (then this process is the only replica)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -71,47 +88,64 @@ class Store(Protocol):
         no longer write (a full disk, a read-only file, a Redis over its memory limit) fails it.
         """
 
-    # -- watcher runtime state (opaque JSON, one writer per watcher: its runner) ---------------
+    # -- watchers: runtime state (opaque JSON, one writer per watcher: its runner) and history --
 
     async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
         """The last state put for ``watcher_id``, or None."""
 
-    async def put_watcher_state(self, watcher_id: str, state: dict[str, Any]) -> None:
-        """Replace the state of ``watcher_id`` (the store does not merge or interpret it)."""
-
-    async def delete_watcher_state(self, watcher_id: str) -> None:
-        """Forget the state of ``watcher_id``; no error when there is none."""
-
     async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
         """Every watcher's state, by watcher id."""
-
-    # -- observations (bounded history per watcher) --------------------------------------------
-
-    async def record_observation(self, watcher_id: str, obs: Observation, *, keep: int = 500) -> None:
-        """Append ``obs`` and drop all but the newest ``keep`` observations of the watcher."""
-
-    async def last_observation(self, watcher_id: str) -> Observation | None:
-        """The most recently recorded observation, or None."""
 
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:
         """Up to ``limit`` observations, newest (last recorded) first, only those at ≥ ``since``."""
 
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any] | None],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """Append ``(watcher_id, observation)`` pairs in order and put ``states``, in one round trip,
+        applied all or nothing.
+
+        Each watcher keeps its newest ``keep`` observations. A state replaces the watcher's
+        whole state (the store does not merge or interpret it); None forgets it (no error when
+        there is none). SQLite trims a watcher's history at its first batched write and then
+        every 32nd, so it may hold up to ``keep + 31`` rows between trims; reading at most
+        ``keep`` is unaffected.
+        """
+
     # -- response contracts --------------------------------------------------------------------
 
-    async def create_contract(self, contract: Contract, envelope: dict[str, Any]) -> bool:
-        """Store a contract and its envelope; a pending one joins the deadline index.
-
-        Returns False, writing nothing, when ``contract.callback_id`` already exists (so a
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: Envelope,
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """Store a new callback's contract, its envelope and ``checkpoints`` in one atomic step;
+        the contract as stored, or None (nothing written) when its callback id exists (so a
         retried or replayed callback cannot create a second contract).
+
+        ``contract`` must be pending. With a ``dedupe_key`` live at ``contract.created_at`` the
+        contract is stored ``deduped`` (settled at its creation, no deadline) and the
+        ``checkpoints`` are not written; otherwise the key is set until ``created_at +
+        dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the contract is
+        stored pending, in the deadline index, and each checkpoint is put. Raises ``ValueError``
+        for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
         """
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """The contract, or None."""
 
-    async def get_envelope(self, callback_id: str) -> dict[str, Any] | None:
-        """The envelope stored with the contract, or None."""
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
+        """The envelopes of the contracts that exist, by callback id (unknown ids are left out)."""
 
     async def list_contracts(
         self,
@@ -128,8 +162,11 @@ class Store(Protocol):
         Raises ``InvalidCursor`` for a cursor this store did not issue.
         """
 
-    async def claim_due(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[Contract]:
-        """Atomically claim up to ``limit`` pending contracts whose deadline is ≤ ``now``.
+    async def claim_due(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, Envelope | None]]:
+        """Atomically claim up to ``limit`` pending contracts whose deadline is ≤ ``now``; each
+        with its envelope (None for a contract stored without one).
 
         A claimed contract is hidden from other claimers until ``now + lease_ms``; if it is
         still pending then (its claimer crashed before settling it) it is due again. Two
@@ -138,30 +175,39 @@ class Store(Protocol):
         returned in that order.
         """
 
-    async def settle_contract(
-        self,
-        callback_id: str,
-        state: SettledState,
-        *,
-        at: datetime,
-        deliveries: Sequence[Delivery] = (),
-    ) -> bool:
-        """Compare-and-set a pending contract to its final ``state``, settled at ``at``.
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """Compare-and-set each settlement's pending contract to its final state, settled at
+        ``at``; the callback ids that won. The whole batch is one atomic step.
 
-        In the same atomic step it leaves the deadline index (and any claim) and
-        ``deliveries`` are enqueued in the outbox (a key already there is left as is).
-        Returns False, writing nothing, when the contract does not exist or is not pending:
-        of two racing settlers exactly one wins, so a fallback is enqueued at most once.
-        Raises ``ValueError`` for a ``state`` that is not a settled state.
+        A settled contract leaves the deadline index (and any claim) and its settlement's
+        deliveries are enqueued in the outbox (a key already there is left as is). A contract
+        that does not exist or is not pending is left alone and its deliveries are not enqueued:
+        of two racing settlers exactly one wins, so a fallback is enqueued at most once; the
+        same id twice in a batch is settled by the first. A settlement's ``claimed`` copy spares
+        the store a read. Raises ``ValueError``, writing nothing, for a settlement
+        ``check_settlement`` refuses (a state that is not a settled state, a wrong copy).
         """
 
-    # -- dedupe window -------------------------------------------------------------------------
-
-    async def add_dedupe(self, key: str, *, ttl_ms: int, now: datetime) -> bool:
-        """Set ``key`` until ``now + ttl_ms`` if it is absent or expired at ``now``.
-
-        Returns True when it was set (the caller owns the window), False when the key is live.
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """Hand a notify to delivery: in one atomic step, the contract takes it
+        (``contract_states.after_notify``: ``pending`` → ``notifying``, leaving the deadline
+        index) and ``deliveries`` are enqueued (a key already there is left as is, so a notify
+        tried again after a crash is not sent twice). A contract that refuses it (fallback sent,
+        expired, deduped) is left alone and nothing is enqueued. None for an unknown id.
         """
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """The session waits for an approval: ``pending``/``notifying`` → ``awaiting_approval``,
+        out of the deadline index (``contract_states.after_approval_requested``). None for an
+        unknown id."""
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """The approval was decided: ``awaiting_approval`` → ``pending`` due at ``deadline`` (the
+        contract's new deadline), or ``notifying`` with that deadline while a notify delivery of
+        the callback is still pending (``contract_states.after_approval_decided``). Other
+        states are left alone. None for an unknown id."""
 
     # -- hook sessions -------------------------------------------------------------------------
 
@@ -180,20 +226,11 @@ class Store(Protocol):
     ) -> list[TranscriptEntry]:
         """Entries with ``seq > after_seq`` in ``seq`` order, at most ``limit`` (None: all)."""
 
-    async def replace_transcript(
-        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
-    ) -> list[TranscriptEntry]:
-        """Atomically replace the whole transcript (compaction); entries are renumbered from 1
-        and later appends continue after them. Returns the stored entries."""
-
     async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
         """Replace the session's checkpoint (what a restarted session resumes from)."""
 
-    async def get_checkpoint(self, session_key: str) -> dict[str, Any] | None:
-        """The last checkpoint put, or None."""
-
-    async def delete_checkpoint(self, session_key: str) -> None:
-        """Forget the checkpoint; no error when there is none."""
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The checkpoints that exist, by session key (keys without one are left out)."""
 
     # -- inbox ---------------------------------------------------------------------------------
 
@@ -250,131 +287,22 @@ class Store(Protocol):
         attempted again: delivery is at least once, receivers drop repeats by its key.
         """
 
-    async def update_delivery(
-        self,
-        key: str,
-        *,
-        state: DeliveryState,
-        attempts: int,
-        next_attempt_at: datetime,
-        last_error: str | None,
-        at: datetime,
-    ) -> Delivery | None:
-        """Record an attempt's outcome (``updated_at = at``) and release the claim.
-
-        A pending delivery is due again at ``next_attempt_at``; delivered or failed ones leave
-        the queue. Returns the updated delivery, or None when the key is unknown.
-        """
-
-    async def get_delivery(self, key: str) -> Delivery | None:
-        """The delivery, or None."""
-
     async def list_deliveries(self, callback_id: str) -> list[Delivery]:
         """The callback's deliveries, oldest first (``created_at``, then key)."""
 
-    # -- batched steps (the relay's and the outbox's hot paths) ---------------------------------
-    #
-    # Each does for many records what the single-record method does for one, in one store round
-    # trip (one SQLite transaction, one Redis pipeline or script), so a burst of due contracts or
-    # sent deliveries costs a few calls instead of a few per record.
-
-    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The envelopes of the contracts that exist, by callback id (unknown ids are left out)."""
-
-    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The checkpoints that exist, by session key (keys without one are left out)."""
-
-    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
-        """``settle_contract`` for each settlement, all settled at ``at``; the callback ids that won.
-
-        Each contract is its own compare-and-set (a contract that is not pending is left alone,
-        its deliveries are not enqueued), and the whole batch is one atomic step. A settlement's
-        ``claimed`` copy spares the store a read. Raises ``ValueError``, writing nothing, for a
-        settlement ``check_settlement`` refuses.
-        """
-
-    async def update_deliveries(self, outcomes: Sequence[DeliveryOutcome]) -> list[Delivery]:
-        """``update_delivery`` for each outcome, in one atomic step; the updated deliveries
-        (unknown keys are skipped). Raises ``ValueError``, writing nothing, for a bad state.
-
-        A notify delivery (kind ``notify``, ``notify.N``) that goes from pending to delivered or
-        failed moves its contract in the same step (``contract_states.after_notify_delivered``,
-        ``after_notify_failed``; a contract back to ``pending`` is due at its deadline), so a
-        notify's outcome and its contract can never disagree, even across a crash.
-        """
-
     async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
-        """``update_deliveries`` without reading the records back: the keys that were updated and
-        the contracts a notify's outcome moved (as ``update_deliveries`` does).
+        """Record attempts' outcomes in one atomic step, in order; the keys that were updated
+        (unknown keys are skipped) and the contracts a notify's outcome moved.
 
-        The outbox's write after each attempt. Stores change the attempt's fields in place (or
-        build the record from an outcome's ``claimed`` copy) instead of loading and re-writing
-        every record. Raises ``ValueError``, writing nothing, for an outcome ``check_outcome``
-        refuses.
-        """
-
-    async def claim_due_with_envelopes(
-        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
-    ) -> list[tuple[Contract, dict[str, Any]]]:
-        """``claim_due`` that also returns each claimed contract's envelope, in the same step."""
-
-    async def accept_contract(
-        self,
-        contract: Contract,
-        envelope: dict[str, Any],
-        *,
-        dedupe_key: str | None = None,
-        dedupe_ttl_ms: int = 0,
-        checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> Contract | None:
-        """A new callback's ``add_dedupe``, ``create_contract`` and ``put_checkpoint`` in one
-        atomic step; the contract as stored, or None (nothing written) when its id exists.
-
-        ``contract`` must be pending. With a ``dedupe_key`` live at ``contract.created_at`` the
-        contract is stored ``deduped`` (settled at its creation, no deadline) and the
-        ``checkpoints`` are not written; otherwise the key is set for ``dedupe_ttl_ms`` (as
-        ``add_dedupe``), the contract is stored pending and each checkpoint is put. Raises
-        ``ValueError`` for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
-        """
-
-    # -- contract steps (the relay's; the rules are ``contract_states``) -----------------------
-
-    async def begin_notify(
-        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
-    ) -> NotifyStart | None:
-        """Hand a notify to delivery: in one atomic step, the contract takes it
-        (``contract_states.after_notify``: ``pending`` → ``notifying``, leaving the deadline
-        index) and ``deliveries`` are enqueued (a key already there is left as is, so a notify
-        tried again after a crash is not sent twice). A contract that refuses it (fallback sent,
-        expired, deduped) is left alone and nothing is enqueued. None for an unknown id.
-        """
-
-    async def pause_contract(self, callback_id: str) -> Moved | None:
-        """The session waits for an approval: ``pending``/``notifying`` → ``awaiting_approval``,
-        out of the deadline index (``contract_states.after_approval_requested``). None for an
-        unknown id."""
-
-    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
-        """The approval was decided: ``awaiting_approval`` → ``pending`` due at ``deadline`` (the
-        contract's new deadline), or ``notifying`` with that deadline while a notify delivery of
-        the callback is still pending (``contract_states.after_approval_decided``). Other
-        states are left alone. None for an unknown id."""
-
-    # -- batched watcher writes (one round trip for many polls: ``watchers.writeback``) ------
-
-    async def write_watcher_batch(
-        self,
-        observations: Sequence[tuple[str, Observation]],
-        states: Mapping[str, dict[str, Any]],
-        *,
-        keep: int = 500,
-    ) -> None:
-        """Append ``(watcher_id, observation)`` pairs in order and put ``states``, in one round trip.
-
-        The same as ``record_observation`` for each pair (each watcher keeps its newest
-        ``keep``) followed by ``put_watcher_state`` for each state, applied all or nothing.
-        SQLite trims a watcher's history at its first batched write and then every 32nd, so it
-        may hold up to ``keep + 31`` rows between trims; reading at most ``keep`` is unaffected.
+        Each delivery gets the outcome's state, attempts, next attempt, error and ``updated_at``
+        and its claim is released: a pending one is due again at ``next_attempt_at``, delivered
+        or failed ones leave the queue. A notify delivery (kind ``notify``, ``notify.N``) that
+        goes from pending to delivered or failed moves its contract in the same step
+        (``contract_states.after_notify_delivered``, ``after_notify_failed``; a contract back to
+        ``pending`` is due at its deadline), so a notify's outcome and its contract can never
+        disagree, even across a crash. Stores change the attempt's fields in place (or build
+        the record from an outcome's ``claimed`` copy) instead of loading and re-writing every
+        record. Raises ``ValueError``, writing nothing, for an outcome ``check_outcome`` refuses.
         """
 
     # -- retention ------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """How every Store turns records and opaque dicts into text and back, identically.
 
-All backends keep JSON text (SQLite TEXT columns, Redis strings, and the MemoryStore too, so
-it copies values and refuses non-JSON the way the durable stores do). Encoding problems are
+All backends keep JSON text (SQLite TEXT columns, Redis strings), so each copies values and
+refuses non-JSON the same way. Encoding problems are
 the caller's (a value that is not JSON) and decoding problems are corrupt data; both surface as
 ``StoreError`` naming what was being stored or read.
 """
@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 
 R = TypeVar("R", bound=BaseModel)
@@ -66,6 +67,17 @@ def validate_record(model: type[R], data: dict[str, Any]) -> R:
         return model.model_validate(data)
     except ValidationError as exc:
         raise StoreError(f"stored {model.__name__} is corrupt: {exc}") from exc
+
+
+def dump_envelope(envelope: Envelope) -> str:
+    """The envelope's wire JSON (camelCase keys), as ``dumps`` writes it (a payload that is not
+    JSON, such as NaN, is refused the same way)."""
+    return dumps(envelope.to_json(), what=f"envelope of {envelope.callback_id!r}")
+
+
+def load_envelope(text: str) -> Envelope:
+    """The envelope stored as ``text``; StoreError when it is corrupt or no longer validates."""
+    return validate_record(Envelope, loads_dict(text, what="envelope"))
 
 
 def dict_arg(value: dict[str, Any], *, what: str) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The response contract's state machine (SPEC.md §6.1), as pure functions of states. Pure.
 
-Every store applies these rules inside its own atomic steps (SQLite and the memory store call
-them; the Redis scripts spell the same table out in Lua, see ``redis_scripts``), and the relay
+Every store applies these rules inside its own atomic steps (the SQLite store calls them; the
+Redis scripts spell the same table out in Lua, see ``store/redis/scripts.py``), and the relay
 is the only component that asks for the steps. Each function returns the state after the event,
 or ``None`` when the event leaves the contract as it is.
 

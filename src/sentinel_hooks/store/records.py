@@ -321,7 +321,7 @@ def check_delivery_state(state: str) -> None:
 @dataclass(frozen=True)
 class Settlement:
     """One contract's compare-and-set in ``Store.settle_contracts``: the final ``state`` and the
-    deliveries enqueued with it (see ``Store.settle_contract``).
+    deliveries enqueued with it if it wins.
 
     ``claimed`` is the contract as the caller claimed it (pending), when it has it: a pending
     contract's record never changes, so a store may build the settled record from it instead
@@ -336,8 +336,8 @@ class Settlement:
 
 @dataclass(frozen=True)
 class DeliveryOutcome:
-    """One attempt's outcome for ``Store.update_deliveries`` / ``Store.record_outcomes`` (the
-    arguments of ``update_delivery``).
+    """One attempt's outcome for ``Store.record_outcomes``: the delivery's new state, attempts,
+    next attempt and error, recorded at ``at``.
 
     ``claimed`` is the delivery as the attempt's sender claimed it, when it has it: while the
     claim holds nobody else changes the record, and an outcome overwrites every field an attempt

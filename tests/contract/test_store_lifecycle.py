@@ -9,6 +9,11 @@ import pytest
 
 from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store import Observation, Store
+from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope, last_observation, put_watcher_state
+from tests.contract import stores
+from tests.contract.stores import create, due_contracts, get_delivery, opens_window, settle
+
+backend, durable_backend, store, make = stores.backend, stores.durable_backend, stores.store, stores.make
 
 
 async def test_open_store_satisfies_the_protocol(store: Store) -> None:
@@ -49,14 +54,14 @@ async def test_everything_survives_close_and_reopen(durable_backend, make) -> No
     """After closing and reopening, every kind of record is as it was."""
     first = durable_backend.make()
     await first.open()
-    await first.put_watcher_state("w", {"fires": 3})
-    await first.record_observation("w", Observation(at=make.at(1), value={"p": 1}))
-    await first.create_contract(make.contract("a"), {"callbackId": "a"})
+    await put_watcher_state(first, "w", {"fires": 3})
+    await first.write_watcher_batch([("w", Observation(at=make.at(1), value={"p": 1}))], {})
+    await create(first, make.contract("a"))
     await first.create_inbox_item(make.inbox_item("i-1"))
     await first.append_transcript("s", [{"role": "user"}], at=make.at(1))
     await first.put_checkpoint("s", {"afterSeq": 1})
     await first.enqueue_delivery(make.delivery("a"))
-    await first.add_dedupe("dk", ttl_ms=60_000, now=make.at(0))
+    await opens_window(first, "dk", ttl_ms=60_000, now=make.at(0))
     await first.close()
 
     second = durable_backend.make()
@@ -64,15 +69,15 @@ async def test_everything_survives_close_and_reopen(durable_backend, make) -> No
     try:
         found = (
             await second.get_watcher_state("w"),
-            await second.last_observation("w"),
+            await last_observation(second, "w"),
             await second.get_contract("a"),
-            await second.get_envelope("a"),
+            await get_envelope(second, "a"),
             await second.get_inbox_item("i-1"),
             len(await second.inbox_history("i-1")),
             [e.entry for e in await second.get_transcript("s")],
-            await second.get_checkpoint("s"),
-            await second.get_delivery("a:oncall:fallback"),
-            await second.add_dedupe("dk", ttl_ms=60_000, now=make.at(1)),
+            await get_checkpoint(second, "s"),
+            await get_delivery(second, "a:oncall:fallback"),
+            await opens_window(second, "dk", ttl_ms=60_000, now=make.at(1)),
         )
     finally:
         await second.close()
@@ -80,7 +85,7 @@ async def test_everything_survives_close_and_reopen(durable_backend, make) -> No
         {"fires": 3},
         Observation(at=make.at(1), value={"p": 1}),
         make.contract("a"),
-        {"callbackId": "a"},
+        make.envelope("a"),
         make.inbox_item("i-1"),
         1,
         [{"role": "user"}],
@@ -94,12 +99,12 @@ async def test_overdue_contract_is_claimable_after_reopen(durable_backend, make)
     """Deadlines live in the store: a contract that fell due while closed is claimed on start."""
     first = durable_backend.make()
     await first.open()
-    await first.create_contract(make.contract("a", deadline=30), {})
+    await create(first, make.contract("a", deadline=30))
     await first.close()
     second = durable_backend.make()
     await second.open()
     try:
-        claimed = await second.claim_due(make.at(3600))
+        claimed = await due_contracts(second, make.at(3600))
     finally:
         await second.close()
     assert ["a"] == [c.callback_id for c in claimed]
@@ -112,8 +117,8 @@ async def test_two_store_objects_never_claim_the_same_contract(durable_backend, 
     await two.open()
     try:
         for i in range(100):
-            await one.create_contract(make.contract(f"cb-{i:03d}", deadline=i % 3), {})
-        batches = await asyncio.gather(*(s.claim_due(make.at(10), limit=10) for s in [one, two] * 10))
+            await create(one, make.contract(f"cb-{i:03d}", deadline=i % 3))
+        batches = await asyncio.gather(*(due_contracts(s, make.at(10), limit=10) for s in [one, two] * 10))
     finally:
         await one.close()
         await two.close()
@@ -127,10 +132,8 @@ async def test_two_store_objects_settle_a_contract_once(durable_backend, make) -
     await one.open()
     await two.open()
     try:
-        await one.create_contract(make.contract("a"), {})
-        results = await asyncio.gather(
-            *(s.settle_contract("a", "fulfilled", at=make.at(1)) for s in [one, two] * 5)
-        )
+        await create(one, make.contract("a"))
+        results = await asyncio.gather(*(settle(s, "a", "fulfilled", at=make.at(1)) for s in [one, two] * 5))
     finally:
         await one.close()
         await two.close()

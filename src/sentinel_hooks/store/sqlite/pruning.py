@@ -20,7 +20,7 @@ from sentinel_hooks.store.pruning import (
     Pruned,
     older,
 )
-from sentinel_hooks.store.sqlite_queries import IN_CHUNK
+from sentinel_hooks.store.sqlite.queries import IN_CHUNK
 
 Conn = sqlite3.Connection
 _CHECKPOINTS = "DELETE FROM checkpoints WHERE session_key IN"

@@ -7,6 +7,9 @@ import asyncio
 import pytest
 
 from sentinel_hooks.store import InboxHistoryEntry, InvalidCursor, Store
+from tests.contract import stores
+
+backend, store, make = stores.backend, stores.store, stores.make
 
 
 async def test_created_item_reads_back_equal(store: Store, make) -> None:

@@ -17,11 +17,14 @@ from pathlib import Path
 from typing import TypeVar
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
-from sentinel_hooks.store.sqlite_schema import SchemaTooNew, configure, migrate
+from sentinel_hooks.store.sqlite.schema import SchemaTooNew, configure, migrate
 
 T = TypeVar("T")
 
 _UNAVAILABLE_HINTS = ("unable to open", "disk i/o", "locked", "readonly", "not a database", "is full")
+
+IN_MEMORY = Path(":memory:")
+"""The path of a database in memory (SQLite's own name for it): nothing on disk, gone at close."""
 
 
 class SqliteWorker:
@@ -38,7 +41,8 @@ class SqliteWorker:
         if self._executor is not None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path != IN_MEMORY:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreUnavailable(
                 f"sqlite store {self.path}: cannot create directory {self.path.parent} "

@@ -10,7 +10,7 @@ Prune steps read candidates oldest first from the listing indexes (members
 ``{created_ms:015d}:{id}``: a lexical range up to the cutoff), so a step costs about the same
 however much Redis holds; each re-checks every record inside the script, so two replicas
 racing delete each record once. Records are decoded with ``cjson`` only for the fields that
-name their other keys. Like ``redis_scripts``, these build key names from a prefix argument
+name their other keys. Like ``scripts``, these build key names from a prefix argument
 (a single server, not Redis Cluster).
 """
 

@@ -1,10 +1,14 @@
-"""Store contract: hook session transcripts (seq numbering, compaction) and checkpoints."""
+"""Store contract: hook session transcripts (seq numbering) and checkpoints."""
 
 from __future__ import annotations
 
 import asyncio
 
 from sentinel_hooks.store import Store, TranscriptEntry
+from sentinel_hooks.store.shortcuts import get_checkpoint
+from tests.contract import stores
+
+backend, store, make = stores.backend, stores.store, stores.make
 
 SESSION = "sentinel:hooks:watcher:eth-price"
 
@@ -68,46 +72,14 @@ async def test_unknown_session_has_an_empty_transcript(store: Store) -> None:
     assert [] == await store.get_transcript("nope")
 
 
-async def test_replace_transcript_renumbers_from_one(store: Store, make) -> None:
-    """Compaction replaces every entry; the new ones are seq 1…n."""
-    await store.append_transcript(SESSION, [{"n": n} for n in range(5)], at=make.at(1))
-    await store.replace_transcript(SESSION, [{"summary": "…"}, {"n": 4}], at=make.at(2))
-    transcript = await store.get_transcript(SESSION)
-    assert [(1, {"summary": "…"}), (2, {"n": 4})] == [(e.seq, e.entry) for e in transcript]
-
-
-async def test_append_after_replace_continues_after_the_replacement(store: Store, make) -> None:
-    """The first append after compaction follows the replacement's last seq."""
-    await store.append_transcript(SESSION, [{"n": n} for n in range(5)], at=make.at(1))
-    await store.replace_transcript(SESSION, [{"summary": "…"}], at=make.at(2))
-    stored = await store.append_transcript(SESSION, [{"n": 5}], at=make.at(3))
-    assert [2] == [e.seq for e in stored]
-
-
-async def test_replace_leaves_other_sessions_alone(store: Store, make) -> None:
-    """Replacing one session's transcript does not touch another's."""
-    await store.append_transcript("s1", [{"n": 1}], at=make.at(1))
-    await store.append_transcript("s2", [{"n": 1}], at=make.at(1))
-    await store.replace_transcript("s1", [], at=make.at(2))
-    assert [{"n": 1}] == [e.entry for e in await store.get_transcript("s2")]
-
-
 async def test_checkpoint_reads_back_equal(store: Store) -> None:
-    """A checkpoint put is returned by get_checkpoint."""
+    """A checkpoint put is what is read back."""
     await store.put_checkpoint(SESSION, {"callbackId": "cb-1", "afterSeq": 4})
-    assert {"callbackId": "cb-1", "afterSeq": 4} == await store.get_checkpoint(SESSION)
+    assert {"callbackId": "cb-1", "afterSeq": 4} == await get_checkpoint(store, SESSION)
 
 
 async def test_checkpoint_put_replaces_the_previous_one(store: Store) -> None:
     """A second put replaces, not merges."""
     await store.put_checkpoint(SESSION, {"a": 1})
     await store.put_checkpoint(SESSION, {"b": 2})
-    assert {"b": 2} == await store.get_checkpoint(SESSION)
-
-
-async def test_deleted_checkpoint_is_gone(store: Store) -> None:
-    """After delete_checkpoint, get_checkpoint returns None; deleting again is harmless."""
-    await store.put_checkpoint(SESSION, {"a": 1})
-    await store.delete_checkpoint(SESSION)
-    await store.delete_checkpoint(SESSION)
-    assert await store.get_checkpoint(SESSION) is None
+    assert {"b": 2} == await get_checkpoint(store, SESSION)

@@ -1,10 +1,8 @@
-"""The Redis store's client, its registered scripts, and its exception translation.
+"""The Redis store's client and its registered scripts.
 
-Kept apart from ``redis.py`` (as ``sqlite_worker`` is from ``sqlite.py``): this is the only
-place that knows how to connect and how ``redis.RedisError`` maps onto Sentinel's tree —
-connection trouble and a server that takes no writes for now (over its memory limit, a read-only
-replica, a failed snapshot, loading) are ``StoreUnavailable``, anything else the server refuses is
-``StoreError``; messages name the server with any password redacted.
+Kept apart from ``store.py`` (as ``sqlite/worker.py`` is from ``sqlite/store.py``): this is the
+only place that knows how to connect; every command runs inside ``translated`` (``errors``), so
+``redis.RedisError`` leaves as Sentinel's ``StoreError`` naming the server, password redacted.
 
 ``new_client`` makes every Redis client of the process (the store's, the cluster's, the Redis
 watchers'): each has a bounded pool that makes a command wait for a free connection instead
@@ -13,33 +11,19 @@ of failing with "Too many connections" (redis-py's default pool raises at 100).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, ReadOnlyError, RedisError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
-from sentinel_hooks.store import redis_retention as retention
-from sentinel_hooks.store import redis_scripts as lua
-
-
-def redacted_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (safe for messages and logs)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    port = f":{parts.port}" if parts.port else ""
-    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}{port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+from sentinel_hooks.store.redis import retention
+from sentinel_hooks.store.redis import scripts as lua
+from sentinel_hooks.store.redis.errors import translated
+from sentinel_hooks.store.urls import redacted_url
 
 
 def as_text(value: bytes | str) -> str:
@@ -78,20 +62,13 @@ def new_client(
     return Redis.from_pool(pool)
 
 
-_NO_WRITES_NOW = ("used memory > 'maxmemory'", "READONLY", "MISCONF", "NOREPLICAS", "MASTERDOWN")
-"""Errors of a server that refuses writes until an operator or time fixes it (matched in the text
-too: inside a script's or a pipeline's error the reason is all that is left of them)."""
-
-
 class Scripts:
     """The Lua scripts, registered once per client (EVALSHA, reloaded if the server forgot)."""
 
     def __init__(self, client: Redis) -> None:
-        self.create_contract = client.register_script(lua.CREATE_CONTRACT)
         self.settle_contracts = client.register_script(lua.SETTLE_CONTRACTS)
         self.claim = client.register_script(lua.CLAIM)
         self.range = client.register_script(lua.RANGE)
-        self.add_dedupe = client.register_script(lua.ADD_DEDUPE)
         self.accept_contract = client.register_script(lua.ACCEPT_CONTRACT)
         self.create_inbox_item = client.register_script(lua.CREATE_INBOX_ITEM)
         self.transition_inbox_item = client.register_script(lua.TRANSITION_INBOX_ITEM)
@@ -139,34 +116,10 @@ class RedisConnection:
             raise StoreUnavailable(f"{self.name} is not open; call `await store.open()` first")
         return self._scripts
 
-    @asynccontextmanager
-    async def translated(self, what: str) -> AsyncIterator[None]:
-        """Re-raise Redis failures inside the block as Sentinel's store errors, bounded in time.
-
-        The bound is ``asyncio.timeout`` rather than redis-py's ``socket_timeout``: with a
-        socket timeout redis-py wraps reads in ``wait_for``, which on Python 3.11 can swallow
-        a cancellation, so a task stopped at shutdown could hang in its next read.
-        """
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                yield
-        except TimeoutError as exc:
-            raise StoreUnavailable(
-                f"{self.name}: {what} took longer than {self._timeout_s:g}s; "
-                "check that Redis is running and reachable"
-            ) from exc
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-            raise StoreUnavailable(
-                f"{self.name}: {what} failed: {exc}; check that Redis is running and reachable"
-            ) from exc
-        except ResponseError as exc:
-            if isinstance(exc, OutOfMemoryError | ReadOnlyError) or any(
-                reason in str(exc) for reason in _NO_WRITES_NOW
-            ):
-                raise StoreUnavailable(f"{self.name}: {what} failed: {exc}") from exc
-            raise StoreError(f"{self.name}: {what} failed: {exc}") from exc
-        except RedisError as exc:
-            raise StoreError(f"{self.name}: {what} failed: {exc}") from exc
+    def translated(self, what: str) -> AbstractAsyncContextManager[None]:
+        """Re-raise Redis failures inside the block as Sentinel's store errors, bounded by
+        ``timeout_s`` (``errors.translated``)."""
+        return translated(self.name, what, timeout_s=self._timeout_s)
 
     async def run(self, what: str, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         """Run a registered script with translated errors; its raw reply."""

@@ -35,7 +35,7 @@ watcher-changes                     pubsub  API changes to a watcher, for its le
 ==================================  ======  ==============================================
 
 The cluster keys (``replicas``, ``lease*``: cluster/membership.py, cluster/leases.py; ``session*``:
-cluster/session_stream.py; ``watcher-changes``: cluster/changes.py) exist only when replicas run on Redis
+callbacks/session_stream.py; ``watcher-changes``: cluster/changes.py) exist only when replicas run on Redis
 (docs/scaling.md).
 """
 

@@ -3,7 +3,7 @@
 Each function here runs on the worker thread inside one ``BEGIN IMMEDIATE`` transaction
 (``SqliteWorker.write``), which is what makes the whole step atomic: a claim marks exactly the
 rows it read, a settle writes the contract and its outbox rows together or not at all. They do
-no I/O beyond the connection and never read the clock. Tables: ``sqlite_schema``.
+no I/O beyond the connection and never read the clock. Tables: ``schema``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from sentinel_hooks.store.records import (
     InboxItem,
     InboxStatus,
     TranscriptEntry,
-    apply_outcome,
     first_history_entry,
     stored_state,
     to_epoch_ms,
@@ -50,19 +49,6 @@ _INSERT_DELIVERY = """INSERT OR IGNORE INTO deliveries
 def rowcount(c: Conn, sql: str, args: Sequence[Any]) -> int:
     """Run one statement; the number of rows it changed."""
     return c.execute(sql, args).rowcount
-
-
-def record_observation(c: Conn, watcher_id: str, at_ms: int, doc: str, keep: int) -> None:
-    """Append an observation and drop all but the watcher's newest ``keep``."""
-    c.execute(
-        "INSERT INTO observations (watcher_id, at_ms, doc) VALUES (?, ?, ?)",
-        (watcher_id, at_ms, doc),
-    )
-    c.execute(
-        """DELETE FROM observations WHERE watcher_id = ? AND id <= (
-            SELECT id FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
-        (watcher_id, watcher_id, keep),
-    )
 
 
 def page(
@@ -153,7 +139,7 @@ def contract_row(contract: Contract, envelope_text: str) -> ContractRow:
     )
 
 
-INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
+_INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
     (callback_id, watcher_id, state, created_ms, due_ms, doc, envelope) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 
 
@@ -169,14 +155,14 @@ def accept_contract(
     ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
-    fresh = dedupe is None or add_dedupe(c, *dedupe)
-    c.execute(INSERT_CONTRACT, pending if fresh else deduped())
+    fresh = dedupe is None or _add_dedupe(c, *dedupe)
+    c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
     return "pending" if fresh else "deduped"
 
 
-def add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
+def _add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
     """Set ``key`` until ``now_ms + ttl_ms`` unless it is live; True when set."""
     c.execute(  # bounded housekeeping: forget a few expired keys per call
         "DELETE FROM dedupe WHERE key IN (SELECT key FROM dedupe WHERE expires_ms <= ? LIMIT 64)",
@@ -197,24 +183,16 @@ _BUMP_SESSION = """INSERT INTO sessions (session_key, last_seq, last_ms) VALUES 
     RETURNING last_seq"""
 
 
-def write_transcript(
-    c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime, *, replace: bool
+def append_transcript(
+    c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime
 ) -> list[TranscriptEntry]:
     """Append ``payloads`` after the session's last seq (kept in ``sessions``, so pruned entries'
-    numbers never come back), or replace it all (seq from 1)."""
+    numbers never come back)."""
     at_ms = to_epoch_ms(at)
-    if replace:
-        c.execute("DELETE FROM transcripts WHERE session_key = ?", (session_key,))
-        c.execute(
-            "INSERT OR REPLACE INTO sessions (session_key, last_seq, last_ms) VALUES (?, ?, ?)",
-            (session_key, len(payloads), at_ms),
-        )
-        start = 1
-    elif not payloads:
+    if not payloads:
         return []
-    else:
-        [(last_seq,)] = c.execute(_BUMP_SESSION, (session_key, len(payloads), at_ms)).fetchall()
-        start = int(last_seq) - len(payloads) + 1
+    [(last_seq,)] = c.execute(_BUMP_SESSION, (session_key, len(payloads), at_ms)).fetchall()
+    start = int(last_seq) - len(payloads) + 1
     stored = [TranscriptEntry(seq=start + i, at=at, entry=p) for i, p in enumerate(payloads)]
     c.executemany(
         "INSERT INTO transcripts (session_key, seq, doc) VALUES (?, ?, ?)",
@@ -273,33 +251,15 @@ def insert_delivery(c: Conn, row: DeliveryRow) -> bool:
     return c.execute(_INSERT_DELIVERY, row).rowcount == 1
 
 
-def update_deliveries(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> tuple[list[Delivery], dict[str, str]]:
-    """Record attempts' outcomes; pending → due at ``next_attempt_at``, else out of the queue.
-    Also the contracts a notify's final outcome moved (``notify_outcomes``)."""
-    docs = dict(select_in(c, "SELECT key, doc FROM deliveries WHERE key IN", [o.key for o in outcomes]))
-    current = {key: codec.load_record(Delivery, doc) for key, doc in docs.items()}
-    finals = _notify_finals(c, outcomes)
-    updated: list[Delivery] = []
-    for outcome in outcomes:
-        delivery = current.get(outcome.key)
-        if delivery is not None:
-            current[outcome.key] = delivery = apply_outcome(delivery, outcome)
-            updated.append(delivery)
-    c.executemany(
-        "UPDATE deliveries SET state = ?, due_ms = ?, doc = ? WHERE key = ?",
-        [(d.state, delivery_row(d)[4], codec.dump_record(d), d.key) for d in updated],
-    )
-    return updated, notify_outcomes(c, finals)
-
-
 _RECORD_OUTCOME = """UPDATE deliveries SET state = ?, due_ms = ?,
     doc = json_set(doc, '$.state', ?, '$.attempts', ?, '$.nextAttemptAt', ?, '$.updatedAt', ?,
         '$.lastError', ?) WHERE key = ?"""
 
 
 def record_outcomes(c: Conn, outcomes: Sequence[DeliveryOutcome]) -> tuple[set[str], dict[str, str]]:
-    """``update_deliveries`` in place (``json_set`` on the stored record); the keys updated and
-    the contracts a notify's final outcome moved."""
+    """Record attempts' outcomes in place (``json_set`` on the stored record): pending → due at
+    ``next_attempt_at``, else out of the queue. The keys updated and the contracts a notify's final
+    outcome moved (``notify_outcomes``)."""
     finals = _notify_finals(c, outcomes)
     done: set[str] = set()
     for o in outcomes:
@@ -416,13 +376,13 @@ def resume_contract(c: Conn, callback_id: str, deadline: str) -> tuple[str, str]
 def write_watcher_batch(
     c: Conn,
     rows: Sequence[tuple[str, int, str]],
-    states: Sequence[tuple[str, str]],
+    states: Sequence[tuple[str, str | None]],
     *,
     keep: int,
     trim: Sequence[str],
 ) -> None:
     """Append observation rows ``(watcher_id, at_ms, doc)``, trim the ``trim`` watchers' history to
-    its newest ``keep``, put the states."""
+    its newest ``keep``, put the states (None: delete the watcher's state)."""
     c.executemany("INSERT INTO observations (watcher_id, at_ms, doc) VALUES (?, ?, ?)", rows)
     for watcher_id in trim:
         c.execute(
@@ -430,4 +390,10 @@ def write_watcher_batch(
                 SELECT id FROM observations WHERE watcher_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)""",
             (watcher_id, watcher_id, keep),
         )
-    c.executemany("INSERT OR REPLACE INTO watcher_states (watcher_id, state) VALUES (?, ?)", states)
+    c.executemany(
+        "INSERT OR REPLACE INTO watcher_states (watcher_id, state) VALUES (?, ?)",
+        [(wid, text) for wid, text in states if text is not None],
+    )
+    c.executemany(
+        "DELETE FROM watcher_states WHERE watcher_id = ?", [(wid,) for wid, text in states if text is None]
+    )

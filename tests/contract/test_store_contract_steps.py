@@ -8,7 +8,10 @@ import asyncio
 
 from sentinel_hooks.store import Store
 from sentinel_hooks.store.records import DeliveryOutcome, Moved
-from tests.store.conftest import Make
+from tests.contract import stores
+from tests.contract.stores import Make, create, due_contracts, settle
+
+backend, store, make = stores.backend, stores.store, stores.make
 
 
 def outcome(make: Make, key: str, state: str, at: float) -> DeliveryOutcome:
@@ -25,14 +28,14 @@ async def test_a_notify_makes_a_pending_contract_notifying_and_enqueues_its_deli
     store: Store, make: Make
 ) -> None:
     """pending → notifying; the deliveries are in the outbox; the contract leaves the deadline index."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     deliveries = [make.delivery("a", "oncall", "notify"), make.delivery("a", "log", "notify")]
     start = await store.begin_notify("a", deliveries, at=make.at(5))
     assert start is not None
     assert ("pending", "notifying", True) == (start.before, start.after, start.accepted)
     assert {d.key for d in deliveries} == start.inserted
     assert "notifying" == await state_of(store)
-    assert [] == await store.claim_due(make.at(60))
+    assert [] == await due_contracts(store, make.at(60))
     assert 2 == len(await store.list_deliveries("a"))
     assert ["a"] == [c.callback_id for c in (await store.list_contracts(state="notifying")).items]
     assert [] == (await store.list_contracts(state="pending")).items
@@ -40,7 +43,7 @@ async def test_a_notify_makes_a_pending_contract_notifying_and_enqueues_its_deli
 
 async def test_a_notify_tried_again_enqueues_nothing_new(store: Store, make: Make) -> None:
     """The same deliveries again (a resumed session's retry) are left as they are."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     deliveries = [make.delivery("a", "oncall", "notify")]
     await store.begin_notify("a", deliveries, at=make.at(1))
     again = await store.begin_notify("a", deliveries, at=make.at(2))
@@ -50,8 +53,8 @@ async def test_a_notify_tried_again_enqueues_nothing_new(store: Store, make: Mak
 
 async def test_a_notify_after_the_fallback_is_refused_and_enqueues_nothing(store: Store, make: Make) -> None:
     """fallback_sent (and expired, deduped) refuse a notify: nothing reaches the outbox."""
-    await store.create_contract(make.contract("a"), {})
-    await store.settle_contract("a", "fallback_sent", at=make.at(30))
+    await create(store, make.contract("a"))
+    await settle(store, "a", "fallback_sent", at=make.at(30))
     start = await store.begin_notify("a", [make.delivery("a", "oncall", "notify")], at=make.at(31))
     assert start is not None
     assert (False, "fallback_sent") == (start.accepted, start.after)
@@ -61,7 +64,7 @@ async def test_a_notify_after_the_fallback_is_refused_and_enqueues_nothing(store
 
 async def test_a_fulfilled_contract_takes_follow_up_notifies(store: Store, make: Make) -> None:
     """After the agent's answer was delivered, more notifies are follow-ups: accepted, still fulfilled."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     first = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [first], at=make.at(1))
     await store.record_outcomes([outcome(make, first.key, "delivered", 2)])
@@ -74,7 +77,7 @@ async def test_a_delivered_notify_fulfils_the_contract_when_the_target_accepted(
     store: Store, make: Make
 ) -> None:
     """The outcome write moves the contract: fulfilled, settled when the target accepted it."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     sent = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [sent], at=make.at(1))
     recorded = await store.record_outcomes([outcome(make, sent.key, "delivered", 40)])
@@ -86,7 +89,7 @@ async def test_a_delivered_notify_fulfils_the_contract_when_the_target_accepted(
 
 async def test_a_retry_outcome_leaves_the_contract_notifying(store: Store, make: Make) -> None:
     """A failed attempt that will be retried changes nothing about the contract."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     sent = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [sent], at=make.at(1))
     recorded = await store.record_outcomes([outcome(make, sent.key, "pending", 2)])
@@ -98,20 +101,20 @@ async def test_a_notify_that_failed_for_good_returns_the_contract_to_pending_due
     store: Store, make: Make
 ) -> None:
     """Every delivery failed: pending again, due at its deadline (at once when that has passed)."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     one, two = make.delivery("a", "oncall", "notify"), make.delivery("a", "log", "notify")
     await store.begin_notify("a", [one, two], at=make.at(1))
     first = await store.record_outcomes([outcome(make, one.key, "failed", 2)])
     assert ({}, "notifying") == (first.moved, await state_of(store))
     second = await store.record_outcomes([outcome(make, two.key, "failed", 3)])
     assert {"a": "pending"} == second.moved
-    assert [] == await store.claim_due(make.at(29))
-    assert ["a"] == [c.callback_id for c in await store.claim_due(make.at(30))]
+    assert [] == await due_contracts(store, make.at(29))
+    assert ["a"] == [c.callback_id for c in await due_contracts(store, make.at(30))]
 
 
 async def test_one_target_accepting_is_enough_when_the_other_fails(store: Store, make: Make) -> None:
     """One delivered, one failed for good, in one batch: fulfilled."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     one, two = make.delivery("a", "oncall", "notify"), make.delivery("a", "log", "notify")
     await store.begin_notify("a", [one, two], at=make.at(1))
     await store.record_outcomes([outcome(make, one.key, "failed", 2), outcome(make, two.key, "delivered", 2)])
@@ -120,7 +123,7 @@ async def test_one_target_accepting_is_enough_when_the_other_fails(store: Store,
 
 async def test_a_later_notify_still_in_flight_keeps_the_contract_notifying(store: Store, make: Make) -> None:
     """notify failed for good while notify.2 may still succeed: no fallback yet."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     first, second = make.delivery("a", "oncall", "notify"), make.delivery("a", "oncall", "notify.2")
     await store.begin_notify("a", [first], at=make.at(1))
     await store.begin_notify("a", [second], at=make.at(2))
@@ -132,7 +135,7 @@ async def test_a_later_notify_still_in_flight_keeps_the_contract_notifying(store
 
 async def test_an_outcome_recorded_twice_moves_the_contract_once(store: Store, make: Make) -> None:
     """The second write of a final outcome finds the delivery final already: nothing moves."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     sent = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [sent], at=make.at(1))
     await store.record_outcomes([outcome(make, sent.key, "failed", 2)])
@@ -142,43 +145,45 @@ async def test_an_outcome_recorded_twice_moves_the_contract_once(store: Store, m
 
 async def test_fallback_outcomes_never_move_a_contract(store: Store, make: Make) -> None:
     """Only the agent's notifies move contracts."""
-    await store.create_contract(make.contract("a"), {})
+    await create(store, make.contract("a"))
     fallback = make.delivery("a", "oncall", "fallback")
-    await store.settle_contract("a", "fallback_sent", at=make.at(30), deliveries=[fallback])
+    await settle(store, "a", "fallback_sent", at=make.at(30), deliveries=[fallback])
     recorded = await store.record_outcomes([outcome(make, fallback.key, "delivered", 31)])
     assert ({fallback.key}, {}) == (set(recorded.keys), recorded.moved)
 
 
-async def test_update_deliveries_moves_contracts_too(store: Store, make: Make) -> None:
-    """The whole-record write path applies the same rule (no way around it)."""
-    await store.create_contract(make.contract("a"), {})
-    sent = make.delivery("a", "oncall", "notify")
-    await store.begin_notify("a", [sent], at=make.at(1))
-    await store.update_deliveries([outcome(make, sent.key, "delivered", 2)])
-    assert "fulfilled" == await state_of(store)
+async def test_outcomes_with_their_claimed_copies_move_contracts_too(store: Store, make: Make) -> None:
+    """The in-place write path (an outcome carrying the delivery as claimed) applies the same
+    rule as rewriting the record (no way around it)."""
+    await create(store, make.contract("a"))
+    await store.begin_notify("a", [make.delivery("a", "oncall", "notify")], at=make.at(1))
+    (claimed,) = await store.claim_deliveries(make.at(1))
+    done = DeliveryOutcome(claimed.key, "delivered", 1, make.at(2), None, make.at(2), claimed=claimed)
+    recorded = await store.record_outcomes([done])
+    assert ({"a": "fulfilled"}, "fulfilled") == (recorded.moved, await state_of(store))
 
 
 async def test_an_approval_pauses_the_deadline_and_its_decision_gives_a_new_one(
     store: Store, make: Make
 ) -> None:
     """awaiting_approval is never claimed; after the decision it is pending with the new deadline."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     assert Moved("pending", "awaiting_approval") == await store.pause_contract("a")
-    assert [] == await store.claim_due(make.at(100))
+    assert [] == await due_contracts(store, make.at(100))
     assert ["a"] == [c.callback_id for c in (await store.list_contracts(state="awaiting_approval")).items]
     assert Moved("awaiting_approval", "pending") == await store.resume_contract("a", deadline=make.at(130))
     found = await store.get_contract("a")
     assert found is not None
     assert ("pending", make.at(130)) == (found.state, found.deadline)
-    assert [] == await store.claim_due(make.at(129))
-    assert ["a"] == [c.callback_id for c in await store.claim_due(make.at(130))]
+    assert [] == await due_contracts(store, make.at(129))
+    assert ["a"] == [c.callback_id for c in await due_contracts(store, make.at(130))]
 
 
 async def test_a_decision_while_a_notify_is_in_flight_leaves_the_contract_notifying(
     store: Store, make: Make
 ) -> None:
     """notifying → awaiting_approval → notifying (with the new deadline), never pending meanwhile."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     sent = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [sent], at=make.at(1))
     assert Moved("notifying", "awaiting_approval") == await store.pause_contract("a")
@@ -186,12 +191,12 @@ async def test_a_decision_while_a_notify_is_in_flight_leaves_the_contract_notify
     assert Moved("awaiting_approval", "notifying") == await store.resume_contract("a", deadline=make.at(60))
     await store.record_outcomes([outcome(make, sent.key, "failed", 3)])
     assert "pending" == await state_of(store)
-    assert ["a"] == [c.callback_id for c in await store.claim_due(make.at(60))]
+    assert ["a"] == [c.callback_id for c in await due_contracts(store, make.at(60))]
 
 
 async def test_a_notify_failing_during_an_approval_keeps_it_paused(store: Store, make: Make) -> None:
     """The approval request reached people: no fallback while it is open."""
-    await store.create_contract(make.contract("a", deadline=30), {})
+    await create(store, make.contract("a", deadline=30))
     sent = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [sent], at=make.at(1))
     await store.pause_contract("a")
@@ -201,8 +206,8 @@ async def test_a_notify_failing_during_an_approval_keeps_it_paused(store: Store,
 
 async def test_pause_and_resume_leave_settled_contracts_alone(store: Store, make: Make) -> None:
     """A fulfilled contract stays fulfilled through an approval; unknown ids give None."""
-    await store.create_contract(make.contract("a"), {})
-    await store.settle_contract("a", "fulfilled", at=make.at(1))
+    await create(store, make.contract("a"))
+    await settle(store, "a", "fulfilled", at=make.at(1))
     assert Moved("fulfilled", "fulfilled") == await store.pause_contract("a")
     assert Moved("fulfilled", "fulfilled") == await store.resume_contract("a", deadline=make.at(60))
     assert await store.pause_contract("nope") is None
@@ -211,13 +216,13 @@ async def test_pause_and_resume_leave_settled_contracts_alone(store: Store, make
 
 async def test_a_notify_racing_the_relay_yields_one_outcome(store: Store, make: Make) -> None:
     """At the deadline, a notify and the fallback race: exactly one of them wins."""
-    await store.create_contract(make.contract("a", deadline=30), {})
-    claimed = await store.claim_due(make.at(30))
+    await create(store, make.contract("a", deadline=30))
+    claimed = await due_contracts(store, make.at(30))
     assert ["a"] == [c.callback_id for c in claimed]
     fallback = make.delivery("a", "oncall", "fallback")
     start, settled = await asyncio.gather(
         store.begin_notify("a", [make.delivery("a", "oncall", "notify")], at=make.at(30)),
-        store.settle_contract("a", "fallback_sent", at=make.at(30), deliveries=[fallback]),
+        settle(store, "a", "fallback_sent", at=make.at(30), deliveries=[fallback]),
     )
     assert start is not None
     assert start.accepted != settled

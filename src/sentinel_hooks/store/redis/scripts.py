@@ -37,7 +37,7 @@ from sentinel_hooks.store.records import (
     to_epoch_ms,
     utc_ms,
 )
-from sentinel_hooks.store.redis_keys import RedisKeys
+from sentinel_hooks.store.redis.keys import RedisKeys
 
 _ENQUEUE_FN = """
 local function enqueue(dkey, idxkey, duekey, key, doc, state, due, member)
@@ -138,16 +138,6 @@ ENQUEUE_DELIVERY = (
 return enqueue(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 """
 )
-
-CREATE_CONTRACT = """
--- KEYS: contract hash, contract-due, index all, by watcher, by state, by state+watcher
--- ARGV: callback id, doc, envelope, state, index member, due_ms|''
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'envelope', ARGV[3], 'state', ARGV[4])
-if ARGV[6] ~= '' then redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1]) end
-for i = 3, 6 do redis.call('ZADD', KEYS[i], 0, ARGV[5]) end
-return 1
-"""
 
 SETTLE_CONTRACTS = (
     _ENQUEUE_FN
@@ -251,14 +241,6 @@ local function add_dedupe(key, now_ms, expires_ms, ttl_ms)
   return 1
 end
 """
-
-ADD_DEDUPE = (
-    _DEDUPE_FN
-    + """
--- KEYS: dedupe key | ARGV: now_ms, expires_ms, ttl_ms
-return add_dedupe(KEYS[1], ARGV[1], ARGV[2], ARGV[3])
-"""
-)
 
 ACCEPT_CONTRACT = (
     _DEDUPE_FN
@@ -442,28 +424,6 @@ def record_outcomes_call(k: RedisKeys, claimed: Sequence[tuple[Delivery, Deliver
         tail = outcome_tail(delivery, o)
         rows.append([k.delivery(o.key), o.key, o.state, due, tail, delivery.callback_id, iso(utc_ms(o.at))])
     return [k.delivery_due], [_json_arg(rows), k.prefix]
-
-
-def create_contract_call(k: RedisKeys, contract: Contract, envelope: dict[str, Any]) -> Call:
-    """CREATE_CONTRACT for ``contract`` and its envelope."""
-    cid, wid, state = contract.callback_id, contract.watcher_id, contract.state
-    keys = [
-        k.contract(cid),
-        k.contract_due,
-        k.contract_index(None, None),
-        k.contract_index(wid, None),
-        k.contract_index(None, state),
-        k.contract_index(wid, state),
-    ]
-    args = [
-        cid,
-        codec.dump_record(contract),
-        codec.dumps(envelope, what=f"envelope of {cid!r}"),
-        state,
-        sort_member(to_epoch_ms(contract.created_at), cid),
-        to_epoch_ms(contract.deadline) if state == "pending" else "",
-    ]
-    return keys, args
 
 
 def settle_contracts_call(

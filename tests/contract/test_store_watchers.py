@@ -6,12 +6,21 @@ import pytest
 
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Observation, Store
+from sentinel_hooks.store.shortcuts import last_observation, put_watcher_state
+from tests.contract import stores
+
+backend, store, make = stores.backend, stores.store, stores.make
+
+
+async def record(store: Store, watcher_id: str, observation: Observation, *, keep: int = 500) -> None:
+    """One observation, in a batch of its own."""
+    await store.write_watcher_batch([(watcher_id, observation)], {}, keep=keep)
 
 
 async def test_watcher_state_reads_back_equal(store: Store) -> None:
     """A put state is returned by get_watcher_state."""
     state = {"firing": True, "consecutiveFailures": 0, "lastCheckAt": "2026-01-01T00:00:00.000Z"}
-    await store.put_watcher_state("eth-price", state)
+    await put_watcher_state(store, "eth-price", state)
     assert state == await store.get_watcher_state("eth-price")
 
 
@@ -22,86 +31,79 @@ async def test_unknown_watcher_has_no_state(store: Store) -> None:
 
 async def test_put_watcher_state_replaces_the_previous_state(store: Store) -> None:
     """A second put replaces the whole state."""
-    await store.put_watcher_state("w", {"a": 1})
-    await store.put_watcher_state("w", {"b": 2})
+    await put_watcher_state(store, "w", {"a": 1})
+    await put_watcher_state(store, "w", {"b": 2})
     assert {"b": 2} == await store.get_watcher_state("w")
 
 
 async def test_returned_state_is_a_copy(store: Store) -> None:
     """Mutating a returned state does not change what the store holds."""
-    await store.put_watcher_state("w", {"fires": 1})
+    await put_watcher_state(store, "w", {"fires": 1})
     got = await store.get_watcher_state("w")
     assert got is not None
     got["fires"] = 99
     assert {"fires": 1} == await store.get_watcher_state("w")
 
 
-async def test_deleted_watcher_state_is_gone(store: Store) -> None:
-    """After delete, the state is None; deleting again is harmless."""
-    await store.put_watcher_state("w", {"a": 1})
-    await store.delete_watcher_state("w")
-    await store.delete_watcher_state("w")
-    assert await store.get_watcher_state("w") is None
+async def test_a_none_state_forgets_the_watcher(store: Store) -> None:
+    """A batch's None state deletes the watcher's state; deleting again is harmless."""
+    await put_watcher_state(store, "w", {"a": 1})
+    await store.write_watcher_batch([], {"w": None})
+    await store.write_watcher_batch([], {"w": None})
+    assert (None, {}) == (await store.get_watcher_state("w"), await store.list_watcher_states())
 
 
 async def test_list_watcher_states_returns_every_watcher(store: Store) -> None:
     """list_watcher_states maps each watcher id to its state."""
-    await store.put_watcher_state("a", {"n": 1})
-    await store.put_watcher_state("b", {"n": 2})
+    await put_watcher_state(store, "a", {"n": 1})
+    await put_watcher_state(store, "b", {"n": 2})
     assert {"a": {"n": 1}, "b": {"n": 2}} == await store.list_watcher_states()
 
 
 async def test_a_state_that_is_not_json_raises_store_error(store: Store) -> None:
     """Values JSON cannot hold are refused with StoreError naming the watcher."""
     with pytest.raises(StoreError, match="'w'"):
-        await store.put_watcher_state("w", {"tags": {"a", "b"}})
+        await put_watcher_state(store, "w", {"tags": {"a", "b"}})
 
 
 async def test_last_observation_is_the_most_recent(store: Store, make) -> None:
     """last_observation returns the observation recorded last."""
-    await store.record_observation("w", Observation(at=make.at(1), value={"price": 1}))
-    await store.record_observation("w", Observation(at=make.at(2), value={"price": 2}))
-    assert Observation(at=make.at(2), value={"price": 2}) == await store.last_observation("w")
+    await record(store, "w", Observation(at=make.at(1), value={"price": 1}))
+    await record(store, "w", Observation(at=make.at(2), value={"price": 2}))
+    assert Observation(at=make.at(2), value={"price": 2}) == await last_observation(store, "w")
 
 
 async def test_unknown_watcher_has_no_observations(store: Store) -> None:
     """A watcher never observed has no last observation and an empty history."""
-    assert (None, []) == (await store.last_observation("nope"), await store.observations("nope"))
+    assert (None, []) == (await last_observation(store, "nope"), await store.observations("nope"))
 
 
 async def test_observations_are_newest_first(store: Store, make) -> None:
     """observations lists the most recently recorded first."""
     for i in range(3):
-        await store.record_observation("w", Observation(at=make.at(i), value=i))
+        await record(store, "w", Observation(at=make.at(i), value=i))
     assert [2, 1, 0] == [o.value for o in await store.observations("w")]
 
 
 async def test_observations_limit_caps_the_count(store: Store, make) -> None:
     """limit returns only the newest ones."""
     for i in range(5):
-        await store.record_observation("w", Observation(at=make.at(i), value=i))
+        await record(store, "w", Observation(at=make.at(i), value=i))
     assert [4, 3] == [o.value for o in await store.observations("w", limit=2)]
 
 
 async def test_observations_since_keeps_those_at_or_after_it(store: Store, make) -> None:
     """since drops observations older than it."""
     for i in range(5):
-        await store.record_observation("w", Observation(at=make.at(i), value=i))
+        await record(store, "w", Observation(at=make.at(i), value=i))
     found = await store.observations("w", since=make.at(3))
     assert [4, 3] == [o.value for o in found]
 
 
-async def test_record_observation_keeps_only_the_newest(store: Store, make) -> None:
-    """History is trimmed to the newest ``keep`` observations."""
-    for i in range(6):
-        await store.record_observation("w", Observation(at=make.at(i), value=i), keep=3)
-    assert [5, 4, 3] == [o.value for o in await store.observations("w")]
-
-
 async def test_observation_histories_are_per_watcher(store: Store, make) -> None:
     """One watcher's observations never appear in another's history."""
-    await store.record_observation("a", Observation(at=make.at(1), value="a"))
-    await store.record_observation("b", Observation(at=make.at(1), value="b"))
+    await record(store, "a", Observation(at=make.at(1), value="a"))
+    await record(store, "b", Observation(at=make.at(1), value="b"))
     assert ["a"] == [o.value for o in await store.observations("a")]
 
 
@@ -109,14 +111,14 @@ async def test_observation_histories_are_per_watcher(store: Store, make) -> None
 
 
 async def test_watcher_batch_appends_in_order_and_puts_states(store: Store, make) -> None:
-    """A batch is the same as its record_observation and put_watcher_state calls, in order."""
-    await store.record_observation("a", Observation(at=make.at(0), value=0))
+    """A batch appends each watcher's observations in order and puts its states."""
+    await record(store, "a", Observation(at=make.at(0), value=0))
     batch = [("a", Observation(at=make.at(i), value=i)) for i in (1, 2)]
     batch.append(("b", Observation(at=make.at(3), value="b")))
     await store.write_watcher_batch(batch, {"a": {"fires": 1}, "c": {"fires": 2}})
     assert [2, 1, 0] == [o.value for o in await store.observations("a")]
     assert ["b"] == [o.value for o in await store.observations("b")]
-    assert 2 == (await store.last_observation("a")).value  # type: ignore[union-attr]
+    assert 2 == (await last_observation(store, "a")).value  # type: ignore[union-attr]
     assert ({"fires": 1}, {"fires": 2}) == (
         await store.get_watcher_state("a"),
         await store.get_watcher_state("c"),
@@ -124,11 +126,13 @@ async def test_watcher_batch_appends_in_order_and_puts_states(store: Store, make
 
 
 async def test_watcher_batch_keeps_only_the_newest(store: Store, make) -> None:
-    """Each watcher's history is trimmed to ``keep``, counting what the batch added."""
-    await store.record_observation("w", Observation(at=make.at(0), value=0), keep=3)
-    batch = [("w", Observation(at=make.at(i), value=i)) for i in range(1, 6)]
+    """Each watcher's history is trimmed to ``keep``, counting what the batch added (a
+    watcher's first batched write trims on every backend)."""
+    batch = [("w", Observation(at=make.at(i), value=i)) for i in range(6)]
+    batch.append(("v", Observation(at=make.at(6), value=6)))
     await store.write_watcher_batch(batch, {}, keep=3)
     assert [5, 4, 3] == [o.value for o in await store.observations("w")]
+    assert [6] == [o.value for o in await store.observations("v")]
 
 
 async def test_batched_history_stays_bounded_and_reads_the_newest(store: Store, make) -> None:
@@ -141,6 +145,13 @@ async def test_batched_history_stays_bounded_and_reads_the_newest(store: Store, 
     assert [99, 98, 97] == [o.value for o in await store.observations("w", limit=3)]
     assert 3 <= min(sizes[3:])
     assert max(sizes) <= 3 + 31
+
+
+async def test_watcher_batch_puts_and_forgets_states_together(store: Store) -> None:
+    """States put and forgotten in one batch: each watcher ends as the batch says."""
+    await put_watcher_state(store, "old", {"n": 1})
+    await store.write_watcher_batch([], {"old": None, "new": {"n": 2}})
+    assert {"new": {"n": 2}} == await store.list_watcher_states()
 
 
 async def test_empty_watcher_batch_changes_nothing(store: Store) -> None:

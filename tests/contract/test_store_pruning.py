@@ -15,7 +15,11 @@ import pytest
 
 from sentinel_hooks.store import Contract, DeliveryOutcome, Store
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
-from tests.store.conftest import at, contract, delivery, inbox_item
+from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
+from tests.contract import stores
+from tests.contract.stores import at, contract, create, delivery, due_contracts, envelope, inbox_item, settle
+
+backend, durable_backend, store = stores.backend, stores.durable_backend, stores.store
 
 CUTOFF = at(1000)
 CALLBACK_CHECKPOINTS = ("session:", "message:")
@@ -35,7 +39,7 @@ def session_of(watcher_id: str) -> str:
 
 async def pending(store: Store, cid: str, *, watcher: str = "w1", created: float = 0) -> Contract:
     made = contract(cid, watcher_id=watcher, created=created, deadline=created + 30)
-    assert await store.create_contract(made, {"callbackId": cid, "payload": {"n": 1}})
+    assert await create(store, made, envelope(cid, payload={"n": 1}))
     await store.put_checkpoint(f"session:{cid}", {"status": "done"})
     await store.put_checkpoint(f"message:{cid}", {"text": "hello"})
     return made
@@ -45,7 +49,7 @@ async def settled(store: Store, cid: str, state: Any = "fallback_sent", **kw: An
     """A contract settled by its deadline, its fallback delivered."""
     made = await pending(store, cid, **kw)
     fallback = delivery(cid, kind="fallback", due=kw.get("created", 0) + 30)
-    assert await store.settle_contract(cid, state, at=made.deadline, deliveries=[fallback])
+    assert await settle(store, cid, state, at=made.deadline, deliveries=[fallback])
     outcome = DeliveryOutcome(fallback.key, "delivered", 1, made.deadline, None, made.deadline)
     await store.record_outcomes([outcome])
     return made
@@ -65,9 +69,9 @@ async def fulfilled(store: Store, cid: str, **kw: Any) -> Contract:
 async def deduped(store: Store, cid: str, *, created: float = 0) -> Contract:
     """A contract refused by the dedupe window (a first one holds the key)."""
     first = contract(f"{cid}-first", created=created)
-    await store.accept_contract(first, {}, dedupe_key=f"dk-{cid}", dedupe_ttl_ms=60_000)
+    await store.accept_contract(first, envelope(cid), dedupe_key=f"dk-{cid}", dedupe_ttl_ms=60_000)
     second = contract(cid, created=created + 1)
-    stored = await store.accept_contract(second, {}, dedupe_key=f"dk-{cid}", dedupe_ttl_ms=60_000)
+    stored = await store.accept_contract(second, envelope(cid), dedupe_key=f"dk-{cid}", dedupe_ttl_ms=60_000)
     assert stored is not None
     assert "deduped" == stored.state
     return stored
@@ -77,10 +81,10 @@ async def gone(store: Store, cid: str) -> bool:
     """Nothing of the callback is left: contract, envelope, deliveries, checkpoints."""
     found = (
         await store.get_contract(cid),
-        await store.get_envelope(cid),
+        await get_envelope(store, cid),
         await store.list_deliveries(cid),
-        await store.get_checkpoint(f"session:{cid}"),
-        await store.get_checkpoint(f"message:{cid}"),
+        await get_checkpoint(store, f"session:{cid}"),
+        await get_checkpoint(store, f"message:{cid}"),
     )
     return (None, None, [], None, None) == found
 
@@ -124,7 +128,7 @@ async def test_pruned_contracts_leave_no_listing_or_queue_entry(store: Store) ->
         await store.list_contracts(watcher_id="w2", state="expired"),
     ]
     assert [[]] * 4 == [page.items for page in listings]
-    assert [] == await store.claim_due(at(10**6))
+    assert [] == await due_contracts(store, at(10**6))
     assert [] == await store.claim_deliveries(at(10**6))
 
 
@@ -140,14 +144,14 @@ async def test_open_contracts_are_never_pruned_however_old(store: Store) -> None
     states = [(await store.get_contract(cid)).state for cid in ("p", "n", "a")]  # type: ignore[union-attr]
     assert (0, ["pending", "notifying", "awaiting_approval"]) == (counts.contracts, states)
     assert [note.key] == [d.key for d in await store.list_deliveries("n")]
-    assert {"status": "done"} == await store.get_checkpoint("session:a")
+    assert {"status": "done"} == await get_checkpoint(store, "session:a")
 
 
 async def test_settled_contracts_newer_than_the_cutoff_stay(store: Store) -> None:
     """A contract created after the cutoff, or settled after it, is kept."""
     await settled(store, "new", created=2000)
     await pending(store, "late", created=900)
-    await store.settle_contract("late", "expired", at=at(1100))
+    await settle(store, "late", "expired", at=at(1100))
     assert 0 == (await store.prune(ALL)).contracts
     assert ["late", "new"] == sorted(c.callback_id for c in (await store.list_contracts()).items)
 
@@ -156,7 +160,7 @@ async def test_a_settled_contract_with_a_pending_delivery_stays(store: Store) ->
     """A fallback still being retried keeps its contract (and the delivery) until it ends."""
     await pending(store, "retrying")
     fallback = delivery("retrying", kind="fallback", due=30)
-    await store.settle_contract("retrying", "fallback_sent", at=at(30), deliveries=[fallback])
+    await settle(store, "retrying", "fallback_sent", at=at(30), deliveries=[fallback])
     assert 0 == (await store.prune(ALL)).contracts
     assert [fallback.key] == [d.key for d in await store.claim_deliveries(at(10**6))]
 
@@ -257,7 +261,7 @@ async def test_an_idle_session_goes_with_its_memory_and_starts_again_at_one(stor
     counts = await prune_all(store, PruneBefore(sessions=CUTOFF, session_checkpoints=SESSION_CHECKPOINTS))
     assert (1, 3) == (counts.sessions, counts.transcript_entries)
     assert [] == await store.get_transcript(session)
-    assert await store.get_checkpoint(f"memory:{session}") is None
+    assert await get_checkpoint(store, f"memory:{session}") is None
     assert await store.get_contract("a") is not None  # callbacks have their own cutoff
     stored = await store.append_transcript(session, [{"callbackId": "b"}], at=at(2000))
     assert [1] == [e.seq for e in stored]
@@ -272,7 +276,7 @@ async def test_a_session_with_an_open_contract_is_never_pruned(store: Store) -> 
     await store.put_checkpoint(f"memory:{session}", {"throughSeq": 1})
     counts = await prune_all(store)
     assert (0, [(1, "a")]) == (counts.sessions, await entries_of(store, session))
-    assert {"throughSeq": 1} == await store.get_checkpoint(f"memory:{session}")
+    assert {"throughSeq": 1} == await get_checkpoint(store, f"memory:{session}")
 
 
 async def test_a_session_appended_to_after_the_cutoff_stays(store: Store) -> None:

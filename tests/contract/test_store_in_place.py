@@ -1,6 +1,6 @@
-"""Store contract: the relay's and the outbox's cheap steps (``claim_due_with_envelopes``,
-``settle_contracts`` given the claimed contracts, ``record_outcomes``) store exactly what the
-read-and-rewrite steps store, and keep their compare-and-set and ordering guarantees."""
+"""Store contract: the relay's and the outbox's cheap steps (``claim_due`` with the envelopes,
+``settle_contracts`` given the claimed contracts, ``record_outcomes``) store exactly what reading
+and rewriting the records would, and keep their compare-and-set and ordering guarantees."""
 
 from __future__ import annotations
 
@@ -8,37 +8,37 @@ import pytest
 
 from sentinel_hooks.store import Delivery, DeliveryOutcome, Settlement, Store
 from sentinel_hooks.store.records import apply_outcome, settle
+from tests.contract import stores
+from tests.contract.stores import create, due_contracts, get_delivery
+from tests.contract.stores import settle as settle_one
+
+backend, store, make = stores.backend, stores.store, stores.make
 
 
-async def test_claim_due_with_envelopes_returns_each_claimed_contract_with_its_envelope(
-    store: Store, make
-) -> None:
+async def test_claim_due_returns_each_claimed_contract_with_its_envelope(store: Store, make) -> None:
     """Due contracts come in deadline order, each with its envelope; later ones stay pending."""
     for cid, deadline in (("b", 20), ("a", 10), ("later", 90)):
-        await store.create_contract(make.contract(cid, deadline=deadline), {"callbackId": cid, "n": [1]})
-    claimed = await store.claim_due_with_envelopes(make.at(30), lease_ms=1_000)
+        await create(store, make.contract(cid, deadline=deadline), make.envelope(cid, payload={"n": [1]}))
+    claimed = await store.claim_due(make.at(30), lease_ms=1_000)
     assert [
-        (make.contract("a", deadline=10), {"callbackId": "a", "n": [1]}),
-        (make.contract("b", deadline=20), {"callbackId": "b", "n": [1]}),
+        (make.contract("a", deadline=10), make.envelope("a", payload={"n": [1]})),
+        (make.contract("b", deadline=20), make.envelope("b", payload={"n": [1]})),
     ] == claimed
 
 
-async def test_claim_due_with_envelopes_leases_like_claim_due(store: Store, make) -> None:
-    """A claimed contract is hidden from both claims until its lease ends."""
-    await store.create_contract(make.contract("a", deadline=10), {})
-    assert 1 == len(await store.claim_due_with_envelopes(make.at(10), lease_ms=5_000))
-    assert ([], []) == (
-        await store.claim_due_with_envelopes(make.at(14.9)),
-        await store.claim_due(make.at(14.9)),
-    )
-    assert ["a"] == [c.callback_id for c, _ in await store.claim_due_with_envelopes(make.at(15))]
+async def test_a_claim_with_envelopes_keeps_its_lease(store: Store, make) -> None:
+    """A contract claimed with its envelope is hidden from claims until its lease ends."""
+    await create(store, make.contract("a", deadline=10))
+    assert 1 == len(await store.claim_due(make.at(10), lease_ms=5_000))
+    assert [] == await store.claim_due(make.at(14.9))
+    assert ["a"] == [c.callback_id for c, _ in await store.claim_due(make.at(15))]
 
 
 async def test_settle_contracts_from_claimed_copies_stores_the_settled_records(store: Store, make) -> None:
     """Given the claimed contracts, each is settled (record, indexes, deliveries) as if read."""
     for cid in ("a", "b"):
-        await store.create_contract(make.contract(cid, watcher_id="w"), {})
-    a, b = await store.claim_due(make.at(30))
+        await create(store, make.contract(cid, watcher_id="w"))
+    a, b = await due_contracts(store, make.at(30))
     batch = [
         Settlement("a", "fallback_sent", (make.delivery("a"),), claimed=a),
         Settlement("b", "expired", claimed=b),
@@ -54,15 +54,15 @@ async def test_settle_contracts_from_claimed_copies_stores_the_settled_records(s
     assert ([make.delivery("a")], [], []) == (
         await store.list_deliveries("a"),
         await store.list_deliveries("b"),
-        await store.claim_due(make.at(100)),
+        await due_contracts(store, make.at(100)),
     )
 
 
 async def test_settle_contracts_with_a_claimed_copy_still_compares_and_sets(store: Store, make) -> None:
     """A contract fulfilled since it was claimed is left alone, its fallback not enqueued."""
-    await store.create_contract(make.contract("a"), {})
-    (claimed,) = await store.claim_due(make.at(30))
-    assert await store.settle_contract("a", "fulfilled", at=make.at(31))
+    await create(store, make.contract("a"))
+    (claimed,) = await due_contracts(store, make.at(30))
+    assert await settle_one(store, "a", "fulfilled", at=make.at(31))
     batch = [Settlement("a", "fallback_sent", (make.delivery("a"),), claimed=claimed)]
     assert set() == await store.settle_contracts(batch, at=make.at(32))
     assert (settle(claimed, "fulfilled", at=make.at(31)), []) == (
@@ -74,7 +74,7 @@ async def test_settle_contracts_with_a_claimed_copy_still_compares_and_sets(stor
 async def test_settle_contracts_refuses_a_claimed_copy_of_another_contract(store: Store, make) -> None:
     """A settlement whose claimed copy is not its pending contract refuses the batch."""
     for cid in ("a", "b"):
-        await store.create_contract(make.contract(cid), {})
+        await create(store, make.contract(cid))
     with pytest.raises(ValueError, match="claimed"):
         await store.settle_contracts(
             [Settlement("a", "expired"), Settlement("b", "expired", claimed=make.contract("a"))],
@@ -101,8 +101,8 @@ async def test_record_outcomes_writes_each_outcome_and_returns_the_keys(store: S
     ]
     assert {sent.key, retried.key} == (await store.record_outcomes(outcomes)).keys
     assert [apply_outcome(sent, outcomes[0]), apply_outcome(retried, outcomes[2])] == [
-        await store.get_delivery(sent.key),
-        await store.get_delivery(retried.key),
+        await get_delivery(store, sent.key),
+        await get_delivery(store, retried.key),
     ]
     assert [] == await store.claim_deliveries(make.at(9.999))
     assert [retried.key] == [d.key for d in await store.claim_deliveries(make.at(10))]
@@ -113,7 +113,7 @@ async def test_record_outcomes_without_claimed_copies_reads_the_records(store: S
     (sent,) = await _claimed(store, make, "a")
     outcome = DeliveryOutcome(sent.key, "failed", 5, make.at(3), "gone", make.at(3))
     assert {sent.key} == (await store.record_outcomes([outcome])).keys
-    assert apply_outcome(sent, outcome) == await store.get_delivery(sent.key)
+    assert apply_outcome(sent, outcome) == await get_delivery(store, sent.key)
 
 
 async def test_record_outcomes_applies_one_key_s_outcomes_in_order(store: Store, make) -> None:
@@ -122,7 +122,7 @@ async def test_record_outcomes_applies_one_key_s_outcomes_in_order(store: Store,
     first = DeliveryOutcome(d.key, "pending", 1, make.at(5), "503", make.at(2), claimed=d)
     second = DeliveryOutcome(d.key, "delivered", 2, make.at(6), None, make.at(6))
     assert {d.key} == (await store.record_outcomes([first, second])).keys
-    assert apply_outcome(apply_outcome(d, first), second) == await store.get_delivery(d.key)
+    assert apply_outcome(apply_outcome(d, first), second) == await get_delivery(store, d.key)
     assert [] == await store.claim_deliveries(make.at(100))
 
 
@@ -146,4 +146,4 @@ async def test_record_outcomes_refuses_a_bad_outcome_and_writes_nothing(
         bad = DeliveryOutcome(d.key, "delivered", 1, make.at(2), None, make.at(2), claimed=other)
     with pytest.raises(ValueError, match=says):
         await store.record_outcomes([good, bad])
-    assert d == await store.get_delivery(d.key)
+    assert d == await get_delivery(store, d.key)

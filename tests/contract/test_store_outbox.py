@@ -4,7 +4,26 @@ from __future__ import annotations
 
 import asyncio
 
-from sentinel_hooks.store import Store, delivery_key
+from sentinel_hooks.store import DeliveryOutcome, DeliveryState, Store, delivery_key
+from tests.contract import stores
+from tests.contract.stores import get_delivery
+
+backend, store, make = stores.backend, stores.store, stores.make
+
+
+async def record(
+    store: Store,
+    key: str,
+    state: DeliveryState,
+    *,
+    attempts: int,
+    next_at: float,
+    error: str | None,
+    at: float,
+) -> set[str]:
+    """Record one attempt's outcome (``record_outcomes`` of one, no claimed copy); the keys updated."""
+    outcome = DeliveryOutcome(key, state, attempts, stores.at(next_at), error, stores.at(at))
+    return set((await store.record_outcomes([outcome])).keys)
 
 
 def test_delivery_key_joins_callback_target_and_kind() -> None:
@@ -13,10 +32,10 @@ def test_delivery_key_joins_callback_target_and_kind() -> None:
 
 
 async def test_enqueued_delivery_reads_back_equal(store: Store, make) -> None:
-    """get_delivery returns the delivery exactly as enqueued."""
+    """An enqueued delivery is listed exactly as enqueued."""
     written = make.delivery("a", "oncall", "notify")
     await store.enqueue_delivery(written)
-    assert written == await store.get_delivery("a:oncall:notify")
+    assert written == await get_delivery(store, "a:oncall:notify")
 
 
 async def test_enqueue_refuses_an_existing_key_and_keeps_the_first(store: Store, make) -> None:
@@ -24,12 +43,12 @@ async def test_enqueue_refuses_an_existing_key_and_keeps_the_first(store: Store,
     first = make.delivery("a", due=1)
     await store.enqueue_delivery(first)
     refused = await store.enqueue_delivery(make.delivery("a", due=5))
-    assert (False, first) == (refused, await store.get_delivery(first.key))
+    assert (False, first) == (refused, await get_delivery(store, first.key))
 
 
 async def test_unknown_delivery_is_none(store: Store) -> None:
-    """get_delivery returns None for an unknown key."""
-    assert await store.get_delivery("nope:x:notify") is None
+    """An unknown key has no delivery."""
+    assert await get_delivery(store, "nope:x:notify") is None
 
 
 async def test_list_deliveries_is_oldest_first_and_only_that_callback(store: Store, make) -> None:
@@ -80,20 +99,15 @@ async def test_concurrent_delivery_claimers_get_distinct_deliveries(store: Store
     assert sorted(keys) == sorted(d.key for batch in batches for d in batch)
 
 
-async def test_update_delivery_records_the_attempt(store: Store, make) -> None:
-    """update_delivery stores state, attempts, schedule, error and updated_at."""
+async def test_recorded_outcome_is_stored_on_the_delivery(store: Store, make) -> None:
+    """record_outcomes stores state, attempts, schedule, error and updated_at."""
     await store.enqueue_delivery(make.delivery("a"))
-    updated = await store.update_delivery(
-        "a:oncall:fallback",
-        state="pending",
-        attempts=1,
-        next_attempt_at=make.at(8),
-        last_error="HTTP 503",
-        at=make.at(1),
+    updated = await record(
+        store, "a:oncall:fallback", "pending", attempts=1, next_at=8, error="HTTP 503", at=1
     )
-    found = await store.get_delivery("a:oncall:fallback")
-    assert (updated, 1, "HTTP 503", make.at(8), make.at(1)) == (
-        found,
+    found = await get_delivery(store, "a:oncall:fallback")
+    assert ({"a:oncall:fallback"}, 1, "HTTP 503", make.at(8), make.at(1)) == (
+        updated,
         found.attempts if found else None,
         found.last_error if found else None,
         found.next_attempt_at if found else None,
@@ -101,60 +115,32 @@ async def test_update_delivery_records_the_attempt(store: Store, make) -> None:
     )
 
 
-async def test_pending_update_reschedules_the_next_claim(store: Store, make) -> None:
+async def test_pending_outcome_reschedules_the_next_claim(store: Store, make) -> None:
     """A retried delivery is claimable at its new next_attempt_at and not before."""
     await store.enqueue_delivery(make.delivery("a"))
     await store.claim_deliveries(make.at(0))
-    await store.update_delivery(
-        "a:oncall:fallback",
-        state="pending",
-        attempts=1,
-        next_attempt_at=make.at(2),
-        last_error="timeout",
-        at=make.at(0.5),
-    )
+    await record(store, "a:oncall:fallback", "pending", attempts=1, next_at=2, error="timeout", at=0.5)
     early = await store.claim_deliveries(make.at(1.999))
     due = await store.claim_deliveries(make.at(2))
     assert ([], ["a:oncall:fallback"]) == ([d.key for d in early], [d.key for d in due])
 
 
-async def test_delivered_update_leaves_the_queue(store: Store, make) -> None:
+async def test_delivered_outcome_leaves_the_queue(store: Store, make) -> None:
     """A delivered delivery is never claimed again."""
     await store.enqueue_delivery(make.delivery("a"))
     await store.claim_deliveries(make.at(0))
-    await store.update_delivery(
-        "a:oncall:fallback",
-        state="delivered",
-        attempts=1,
-        next_attempt_at=make.at(0),
-        last_error=None,
-        at=make.at(0.1),
-    )
+    await record(store, "a:oncall:fallback", "delivered", attempts=1, next_at=0, error=None, at=0.1)
     assert [] == await store.claim_deliveries(make.at(1000))
 
 
-async def test_failed_update_leaves_the_queue(store: Store, make) -> None:
+async def test_failed_outcome_leaves_the_queue(store: Store, make) -> None:
     """A delivery marked failed (dead letter) is never claimed again."""
     await store.enqueue_delivery(make.delivery("a"))
-    await store.update_delivery(
-        "a:oncall:fallback",
-        state="failed",
-        attempts=5,
-        next_attempt_at=make.at(0),
-        last_error="HTTP 404",
-        at=make.at(1),
-    )
+    await record(store, "a:oncall:fallback", "failed", attempts=5, next_at=0, error="HTTP 404", at=1)
     assert [] == await store.claim_deliveries(make.at(1000))
 
 
-async def test_update_of_an_unknown_delivery_is_none(store: Store, make) -> None:
-    """update_delivery returns None and creates nothing for an unknown key."""
-    result = await store.update_delivery(
-        "nope:x:notify",
-        state="delivered",
-        attempts=1,
-        next_attempt_at=make.at(0),
-        last_error=None,
-        at=make.at(0),
-    )
-    assert (None, None) == (result, await store.get_delivery("nope:x:notify"))
+async def test_outcome_of_an_unknown_delivery_updates_nothing(store: Store, make) -> None:
+    """record_outcomes skips an unknown key and creates nothing."""
+    updated = await record(store, "nope:x:notify", "delivered", attempts=1, next_at=0, error=None, at=0)
+    assert (set(), None) == (updated, await get_delivery(store, "nope:x:notify"))

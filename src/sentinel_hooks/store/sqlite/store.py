@@ -1,0 +1,424 @@
+"""``SqliteStore``: the Store contract in one SQLite file, the embedded default (one process), or
+in memory for tests (``memory://``: the same code, nothing survives ``close``).
+
+Each method is one statement or one ``BEGIN IMMEDIATE`` transaction (``queries``) run
+on the worker thread (``worker``), so it is atomic for tasks of this process and for other
+processes using the file, and WAL keeps a committed write through a kill -9. Deadlines and
+delivery schedules live in the indexed ``due_ms`` column, never only in memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from sentinel_hooks.clock import iso
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.base import SharedRedis
+from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
+from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    DeliveryOutcome,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Moved,
+    NotifyStart,
+    Observation,
+    Page,
+    Recorded,
+    Settlement,
+    TranscriptEntry,
+    as_deduped,
+    check_acceptable,
+    check_outcome,
+    check_settlement,
+    stored_state,
+    to_epoch_ms,
+    utc_ms,
+)
+from sentinel_hooks.store.sqlite import pruning as prune
+from sentinel_hooks.store.sqlite import queries as q
+from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
+
+R = TypeVar("R", bound=BaseModel)
+
+TRIM_EVERY = 32  # batched observation writes of a watcher between two trims of its history
+
+
+class SqliteStore:
+    """The Store contract in the SQLite file at ``path`` (see ``store.base.Store``)."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
+        self._writes_since_trim: dict[str, int] = {}
+
+    @classmethod
+    def in_memory(cls) -> SqliteStore:
+        """A store in memory (``memory://``): for tests; its data ends with ``close``."""
+        return cls(IN_MEMORY)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({str(self.path)!r})"
+
+    @property
+    def shared(self) -> SharedRedis | None:
+        """None: one process owns the file (``Store.shared``)."""
+        return None
+
+    async def open(self) -> None:
+        """Create the directory, file and schema as needed and connect."""
+        await self._db.start()
+
+    async def close(self) -> None:
+        """Close the connection and its thread; idempotent."""
+        await self._db.stop()
+
+    async def ping(self) -> None:
+        """Count one more write in the one-row ``health`` table (a real write to the file)."""
+        sql = """INSERT INTO health (id, writes) VALUES (1, 1)
+            ON CONFLICT (id) DO UPDATE SET writes = writes + 1"""
+        await self._exec("ping (a write to the health row)", sql)
+
+    async def _exec(self, what: str, sql: str, *args: Any) -> int:
+        return await self._db.write(what, partial(q.rowcount, sql=sql, args=args))
+
+    async def _one(self, what: str, sql: str, *args: Any) -> str | None:
+        row = await self._db.read(what, lambda c: c.execute(sql, args).fetchone())
+        return None if row is None else str(row[0])
+
+    async def _record(self, what: str, model: type[R], sql: str, *args: Any) -> R | None:
+        text = await self._one(what, sql, *args)
+        return None if text is None else codec.load_record(model, text)
+
+    async def _records(self, what: str, model: type[R], sql: str, *args: Any) -> list[R]:
+        rows = await self._db.read(what, lambda c: c.execute(sql, args).fetchall())
+        return [codec.load_record(model, row[0]) for row in rows]
+
+    async def _dict(self, what: str, sql: str, *args: Any) -> dict[str, Any] | None:
+        text = await self._one(what, sql, *args)
+        return None if text is None else codec.loads_dict(text, what=what)
+
+    async def _page(
+        self,
+        table: str,
+        id_col: str,
+        filters: Mapping[str, str | None],
+        limit: int,
+        cursor: str | None,
+        model: type[R],
+    ) -> Page[R]:
+        after = None if cursor is None else decode_cursor(cursor)
+        fetch = check_positive(limit) + 1
+        read = partial(q.page, table=table, id_col=id_col, filters=filters, after=after)
+        rows = await self._db.read(f"list {table}", partial(read, fetch=fetch))
+        return to_page(rows, limit, lambda doc: codec.load_record(model, doc))
+
+    # -- watchers: runtime state and history -------------------------------------------------
+
+    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
+        """See ``Store.get_watcher_state``."""
+        sql = "SELECT state FROM watcher_states WHERE watcher_id = ?"
+        return await self._dict("watcher state", sql, watcher_id)
+
+    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states``."""
+        sql = "SELECT watcher_id, state FROM watcher_states"
+        rows = await self._db.read("list watcher states", lambda c: c.execute(sql).fetchall())
+        return {wid: codec.loads_dict(text, what="watcher state") for wid, text in rows}
+
+    async def observations(
+        self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
+    ) -> list[Observation]:
+        """See ``Store.observations``."""
+        since_ms = None if since is None else to_epoch_ms(since)
+        sql = """SELECT doc FROM observations WHERE watcher_id = ? AND (? IS NULL OR at_ms >= ?)
+            ORDER BY id DESC LIMIT ?"""
+        args = (watcher_id, since_ms, since_ms, check_positive(limit))
+        return await self._records("observations", Observation, sql, *args)
+
+    async def write_watcher_batch(
+        self,
+        observations: Sequence[tuple[str, Observation]],
+        states: Mapping[str, dict[str, Any] | None],
+        *,
+        keep: int = 500,
+    ) -> None:
+        """See ``Store.write_watcher_batch``: one transaction; a watcher's history is trimmed at
+        its first batched write, then at every ``TRIM_EVERY``-th (``_due_for_trim``)."""
+        keep = check_positive(keep, "keep")
+        rows = [(wid, to_epoch_ms(obs.at), codec.dump_record(obs)) for wid, obs in observations]
+        texts = [
+            (wid, None if state is None else codec.dumps(state, what=f"state of {wid!r}"))
+            for wid, state in states.items()
+        ]
+        if rows or texts:
+            trim = self._due_for_trim([wid for wid, _ in observations])
+
+            def write(c: q.Conn) -> None:
+                q.write_watcher_batch(c, rows, texts, keep=keep, trim=trim)
+
+            await self._db.write("write watcher batch", write)
+
+    def _due_for_trim(self, watcher_ids: Sequence[str]) -> list[str]:
+        """The watchers whose history this batch trims back to ``keep``.
+
+        The trim walks ``keep`` index entries per watcher (~45 µs with 500 kept): done on every
+        poll of 10,000 watchers it cost more than the insert. Trimming a watcher every
+        ``TRIM_EVERY`` writes lets its history hold up to ``keep + TRIM_EVERY - 1`` rows between
+        trims; reads ask for at most ``keep`` and see the same newest rows.
+        """
+        due: list[str] = []
+        for watcher_id in dict.fromkeys(watcher_ids):
+            since = self._writes_since_trim.get(watcher_id, TRIM_EVERY - 1) + 1
+            if since >= TRIM_EVERY:
+                due.append(watcher_id)
+                since = 0
+            self._writes_since_trim[watcher_id] = since
+        return due
+
+    # -- response contracts ------------------------------------------------------------------
+
+    async def accept_contract(
+        self,
+        contract: Contract,
+        envelope: Envelope,
+        *,
+        dedupe_key: str | None = None,
+        dedupe_ttl_ms: int = 0,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
+    ) -> Contract | None:
+        """See ``Store.accept_contract``."""
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        envelope_text = codec.dump_envelope(envelope)
+        deduped = as_deduped(contract)
+        texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
+        tx = partial(
+            q.accept_contract,
+            pending=q.contract_row(contract, envelope_text),
+            deduped=partial(q.contract_row, deduped, envelope_text),
+            dedupe=dedupe,
+            checkpoints=texts,
+        )
+        state = await self._db.write("accept contract", tx)
+        if state is None:
+            return None
+        return contract if state == "pending" else deduped
+
+    async def get_contract(self, callback_id: str) -> Contract | None:
+        """See ``Store.get_contract``."""
+        sql = "SELECT doc FROM contracts WHERE callback_id = ?"
+        return await self._record("get contract", Contract, sql, callback_id)
+
+    async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
+        """See ``Store.get_envelopes``."""
+        sql = "SELECT callback_id, envelope FROM contracts WHERE callback_id IN"
+        rows = await self._db.read("envelopes", partial(q.select_in, sql=sql, ids=callback_ids))
+        return {cid: codec.load_envelope(text) for cid, text in rows}
+
+    async def list_contracts(
+        self,
+        *,
+        watcher_id: str | None = None,
+        state: ContractState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Contract]:
+        """See ``Store.list_contracts``."""
+        filters = {"watcher_id": watcher_id, "state": state}
+        return await self._page("contracts", "callback_id", filters, limit, cursor, Contract)
+
+    async def claim_due(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[tuple[Contract, Envelope | None]]:
+        """See ``Store.claim_due``."""
+        claim = partial(q.claim, table="contracts", id_col="callback_id", columns="doc, envelope")
+        args = {
+            "now_ms": to_epoch_ms(now),
+            "limit": check_positive(limit),
+            "lease_ms": check_positive(lease_ms, "lease_ms"),
+        }
+        rows = await self._db.write("claim due contracts", partial(claim, **args))
+        return [
+            (codec.load_record(Contract, doc), codec.load_envelope(envelope) if envelope else None)
+            for doc, envelope in rows
+        ]
+
+    async def settle_contracts(self, settlements: Sequence[Settlement], *, at: datetime) -> set[str]:
+        """See ``Store.settle_contracts``."""
+        for s in settlements:
+            check_settlement(s)
+        at_text = iso(utc_ms(at))  # a naive ``at`` is refused here, not on the worker thread
+        rows = [(s.callback_id, s.state, [q.delivery_row(d) for d in s.deliveries]) for s in settlements]
+        if not rows:
+            return set()
+        tx = partial(q.settle_contracts, settlements=rows, at_text=at_text)
+        return await self._db.write("settle contracts", tx)
+
+    async def begin_notify(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> NotifyStart | None:
+        """See ``Store.begin_notify``: one transaction."""
+        to_epoch_ms(at)
+        rows = [q.delivery_row(d) for d in deliveries]
+        step = partial(q.begin_notify, callback_id=callback_id, rows=rows)
+        found = await self._db.write("begin notify", step)
+        if found is None:
+            return None
+        before, after, inserted = found
+        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
+
+    async def pause_contract(self, callback_id: str) -> Moved | None:
+        """See ``Store.pause_contract``."""
+        found = await self._db.write("pause contract", partial(q.pause_contract, callback_id=callback_id))
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
+
+    async def resume_contract(self, callback_id: str, *, deadline: datetime) -> Moved | None:
+        """See ``Store.resume_contract``."""
+        step = partial(q.resume_contract, callback_id=callback_id, deadline=iso(utc_ms(deadline)))
+        found = await self._db.write("resume contract", step)
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
+
+    # -- hook sessions -----------------------------------------------------------------------
+
+    async def append_transcript(
+        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+    ) -> list[TranscriptEntry]:
+        """See ``Store.append_transcript``."""
+        payloads = [codec.dict_arg(e, what="transcript entry") for e in entries]
+        tx = partial(q.append_transcript, session_key=session_key, payloads=payloads, at=at)
+        return await self._db.write("append transcript", tx)
+
+    async def get_transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """See ``Store.get_transcript``."""
+        sql_limit = -1 if limit is None else check_positive(limit)
+        sql = """SELECT doc FROM transcripts WHERE session_key = ? AND seq > ?
+            ORDER BY seq LIMIT ?"""
+        args = (session_key, after_seq, sql_limit)
+        return await self._records("get transcript", TranscriptEntry, sql, *args)
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """See ``Store.put_checkpoint``."""
+        text = codec.dumps(data, what=f"checkpoint of {session_key!r}")
+        sql = "INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)"
+        await self._exec("put checkpoint", sql, session_key, text)
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_checkpoints``."""
+        sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
+        rows = await self._db.read("checkpoints", partial(q.select_in, sql=sql, ids=session_keys))
+        return {key: codec.loads_dict(text, what="checkpoint") for key, text in rows}
+
+    # -- inbox -------------------------------------------------------------------------------
+
+    async def create_inbox_item(self, item: InboxItem) -> bool:
+        """See ``Store.create_inbox_item``."""
+        codec.dump_record(item)  # refuse a non-JSON item here, not on the worker thread
+        return await self._db.write("create inbox item", partial(q.create_inbox_item, item=item))
+
+    async def get_inbox_item(self, item_id: str) -> InboxItem | None:
+        """See ``Store.get_inbox_item``."""
+        sql = "SELECT doc FROM inbox_items WHERE id = ?"
+        return await self._record("get inbox item", InboxItem, sql, item_id)
+
+    async def list_inbox(
+        self,
+        *,
+        status: InboxStatus | None = None,
+        kind: InboxKind | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[InboxItem]:
+        """See ``Store.list_inbox``."""
+        filters = {"status": status, "kind": kind}
+        return await self._page("inbox_items", "id", filters, limit, cursor, InboxItem)
+
+    async def transition_inbox_item(
+        self,
+        item_id: str,
+        *,
+        from_statuses: Collection[InboxStatus],
+        to_status: InboxStatus,
+        actor: str,
+        note: str | None,
+        at: datetime,
+    ) -> InboxItem | None:
+        """See ``Store.transition_inbox_item``."""
+        allowed = frozenset(from_statuses)
+
+        def tx(c: q.Conn) -> InboxItem | None:
+            return q.transition_inbox_item(c, item_id, allowed, to_status, actor, note, at)
+
+        return await self._db.write("transition inbox item", tx)
+
+    async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
+        """See ``Store.inbox_history``."""
+        sql = "SELECT doc FROM inbox_history WHERE item_id = ? ORDER BY id"
+        return await self._records("inbox history", InboxHistoryEntry, sql, item_id)
+
+    # -- outbox ------------------------------------------------------------------------------
+
+    async def enqueue_delivery(self, delivery: Delivery) -> bool:
+        """See ``Store.enqueue_delivery``."""
+        tx = partial(q.insert_delivery, row=q.delivery_row(delivery))
+        return await self._db.write("enqueue delivery", tx)
+
+    async def claim_deliveries(
+        self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
+    ) -> list[Delivery]:
+        """See ``Store.claim_deliveries``."""
+        claim = partial(q.claim, table="deliveries", id_col="key")
+        args = {
+            "now_ms": to_epoch_ms(now),
+            "limit": check_positive(limit),
+            "lease_ms": check_positive(lease_ms, "lease_ms"),
+        }
+        rows = await self._db.write("claim due deliveries", partial(claim, **args))
+        return [codec.load_record(Delivery, doc) for (doc,) in rows]
+
+    async def list_deliveries(self, callback_id: str) -> list[Delivery]:
+        """See ``Store.list_deliveries``."""
+        sql = "SELECT doc FROM deliveries WHERE callback_id = ? ORDER BY created_ms, key"
+        return await self._records("list deliveries", Delivery, sql, callback_id)
+
+    async def record_outcomes(self, outcomes: Sequence[DeliveryOutcome]) -> Recorded:
+        """See ``Store.record_outcomes``: one transaction, each record changed in place."""
+        for o in outcomes:
+            check_outcome(o)
+        if not outcomes:
+            return Recorded(frozenset())
+        keys, moved = await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
+        return Recorded(frozenset(keys), {cid: stored_state(state) for cid, state in moved.items()})
+
+    # -- retention ---------------------------------------------------------------------------
+
+    async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
+        """See ``Store.prune``: one transaction per kind (``pruning``)."""
+        check_positive(limit)
+        done = Pruned()
+        if before.callbacks is not None:
+            args = (to_epoch_ms(before.callbacks), cutoff_text(before.callbacks), limit)
+            step = partial(prune.prune_contracts, checkpoints=before.callback_checkpoints)
+            done += await self._db.write("prune callbacks", lambda c: step(c, *args))
+        if before.inbox is not None:
+            args = (to_epoch_ms(before.inbox), cutoff_text(before.inbox), limit)
+            done += await self._db.write("prune inbox", lambda c: prune.prune_inbox(c, *args))
+        if before.sessions is not None:
+            cutoff_ms = to_epoch_ms(before.sessions)
+            step = partial(prune.prune_sessions, checkpoints=before.session_checkpoints)
+            done += await self._db.write("prune sessions", lambda c: step(c, cutoff_ms, limit))
+        return done
