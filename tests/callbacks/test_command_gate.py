@@ -20,7 +20,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.service import Service
-from sentinel_hooks.store.memory import MemoryStore
+from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.testing import FakeOpenAIServer
 from tests.support import wait_for
 
@@ -68,7 +68,7 @@ def bin_dir(tmp_path: Path) -> Path:
 def gate(tmp_path: Path, bin_dir: Path) -> CommandGate:
     return CommandGate(
         policy=ActionPolicySpec.model_validate(POLICY),
-        inbox=Inbox(MemoryStore(), FakeClock()),
+        inbox=Inbox(SqliteStore.in_memory(), FakeClock()),
         work_dir=tmp_path / "work",
         secrets=(),
         path=str(bin_dir),

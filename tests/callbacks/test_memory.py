@@ -9,6 +9,8 @@ from typing import Any
 from sentinel_hooks.callbacks import memory
 from sentinel_hooks.callbacks.memory import MemoryState
 from sentinel_hooks.callbacks.prompt import user_message
+from sentinel_hooks.clock import iso
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import TranscriptEntry
 
 T0 = datetime(2026, 1, 1, 10, 0, tzinfo=UTC)
@@ -59,12 +61,14 @@ class Transcript:
         )
 
 
-def envelope(event: str = "disk_high", payload: Any = None) -> dict[str, Any]:
-    return {
-        "watcher": {"id": "db", "eventName": event},
-        "trigger": {"kind": "match", "priority": "high"},
-        "payload": payload if payload is not None else {"disk": 97},
-    }
+def envelope(event: str = "disk_high", payload: Any = None, *, matched_at: str) -> Envelope:
+    return Envelope.model_validate(
+        {
+            "watcher": {"id": "db", "eventName": event},
+            "trigger": {"kind": "match", "priority": "high", "matchedAt": matched_at},
+            "payload": payload if payload is not None else {"disk": 97},
+        }
+    )
 
 
 def test_a_callback_is_dated_by_when_it_fired() -> None:
@@ -72,9 +76,9 @@ def test_a_callback_is_dated_by_when_it_fired() -> None:
     transcript = Transcript()
     transcript.notify("A", "first", minute=30)
     state = memory.fold(MemoryState(), transcript.entries, exclude="NEW")
-    fired = {**envelope(), "trigger": {"kind": "match", "matchedAt": "2026-01-01T10:20:00.000Z"}}
+    fired = envelope(matched_at="2026-01-01T10:20:00.000Z")
     told = memory.render(memory.learn(state, envelopes={"A": fired}, contracts={}), NOW) or ""
-    assert "- 2026-01-01 10:20:00 (40 min ago): disk_high on db (match)" in told
+    assert "- 2026-01-01 10:20:00 (40 min ago): disk_high on db (match, high)" in told
     gone = memory.render(memory.learn(state, envelopes={}, contracts={}), NOW) or ""
     assert "- 2026-01-01 10:30:00 (30 min ago): callback — notified hook" in gone
 
@@ -82,9 +86,11 @@ def test_a_callback_is_dated_by_when_it_fired() -> None:
 def recall(
     entries: list[TranscriptEntry], *, exclude: str = "NEW", state: MemoryState | None = None
 ) -> MemoryState:
-    """What the session does when a callback starts: fold, look up envelopes and contracts, bound."""
+    """What the session does when a callback starts: fold, look up envelopes and contracts, bound
+    (each callback matched when its session started)."""
     folded = memory.fold(state or MemoryState(), entries, exclude=exclude)
-    envelopes = {cid: envelope() for cid in memory.wanted_envelopes(folded)}
+    started = {digest.callback_id: digest.at for digest in folded.recent}
+    envelopes = {cid: envelope(matched_at=started[cid]) for cid in memory.wanted_envelopes(folded)}
     contracts = dict.fromkeys(memory.unsettled(folded), "fulfilled")
     return memory.bound(memory.learn(folded, envelopes=envelopes, contracts=contracts), NOW)
 
@@ -137,7 +143,7 @@ def test_no_tool_call_of_an_earlier_callback_becomes_a_message() -> None:
     transcript = Transcript()
     transcript.notify("A", "disk at 97% on db-1")
     text = memory.render(recall(transcript.entries), NOW)
-    message = user_message(envelope(), skill=None, tools=["sentinel_act"], memory=text)
+    message = user_message(envelope(matched_at=iso(NOW)), skill=None, tools=["sentinel_act"], memory=text)
     assert ["role", "content"] == list(message)
     content = message["content"]
     assert content.index("## Earlier callbacks in this session") < content.index("## Callback envelope")

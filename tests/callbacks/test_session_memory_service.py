@@ -151,7 +151,9 @@ async def test_big_tool_results_never_push_a_request_past_the_budget(
     at = datetime.now(UTC) - timedelta(hours=1)
     for n in range(40):  # about 4 times maxPayloadChars of history per sentinel_history call
         value = {"n": n, "blob": "x" * 2_500}
-        await service.store.record_observation("a", Observation(at=at + timedelta(seconds=n), value=value))
+        await service.store.write_watcher_batch(
+            [("a", Observation(at=at + timedelta(seconds=n), value=value))], {}
+        )
     turns = 7
     for _ in range(turns):
         model.reply_tool_call("sentinel_history", {"limit": 500})

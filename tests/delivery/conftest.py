@@ -14,7 +14,9 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.delivery.target import Message, Target, TargetContext, create_target
 from sentinel_hooks.net.client import SafeHttp
-from tests.delivery.sinks import Sink, slack_default
+from tests.delivery.sinks import sink, slack
+
+__all__ = ["sink", "slack"]  # fixtures of sinks.py, for the tests here
 
 SPECS: TypeAdapter[TargetSpec] = TypeAdapter(TargetSpec)
 MakeTarget = Callable[..., Target]
@@ -74,21 +76,3 @@ def make_target(context: TargetContext) -> MakeTarget:
         return create_target(name, SPECS.validate_python(spec), ctx or context)
 
     return make
-
-
-@pytest.fixture
-async def sink() -> AsyncIterator[Sink]:
-    """A webhook receiver on 127.0.0.1 that records requests and answers 200."""
-    receiver = Sink()
-    await receiver.start()
-    yield receiver
-    await receiver.close()
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[Sink]:
-    """A fake Slack on 127.0.0.1: ``/services/T/B/X`` (incoming webhook) and ``/api/chat.postMessage``."""
-    receiver = Sink(slack_default)
-    await receiver.start()
-    yield receiver
-    await receiver.close()

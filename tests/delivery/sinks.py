@@ -1,12 +1,16 @@
-"""Real local receivers for delivery tests: a recording webhook sink and a fake Slack, on 127.0.0.1."""
+"""Real local receivers for delivery tests: a recording webhook sink and a fake Slack, on 127.0.0.1.
+
+``sink`` and ``slack`` are their fixtures (conftests that use them import them).
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 from multidict import CIMultiDict
@@ -97,3 +101,21 @@ def redirect_reply(location: str) -> Reply:
         return web.Response(status=302, headers={"Location": location})
 
     return reply
+
+
+@pytest.fixture
+async def sink() -> AsyncIterator[Sink]:
+    """A webhook receiver on 127.0.0.1 that records requests and answers 200."""
+    receiver = Sink()
+    await receiver.start()
+    yield receiver
+    await receiver.close()
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[Sink]:
+    """A fake Slack on 127.0.0.1: ``/services/T/B/X`` (incoming webhook) and ``/api/chat.postMessage``."""
+    receiver = Sink(slack_default)
+    await receiver.start()
+    yield receiver
+    await receiver.close()

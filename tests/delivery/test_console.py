@@ -53,4 +53,4 @@ async def test_closed_stream_is_a_delivery_error(make_target: MakeTarget, consol
     console.close()
     with pytest.raises(DeliveryError, match="console target 'stdout'") as caught:
         await make_target(CONSOLE, name="stdout").send(message(), idempotency_key="k")
-    assert False is caught.value.retryable
+    assert caught.value.retryable is False

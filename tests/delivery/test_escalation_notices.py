@@ -11,6 +11,7 @@ from aiohttp import web
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import InboxItem, InboxKind
+from tests.contract.stores import get_delivery
 from tests.support import Endpoint, Sink, wait_for
 
 CONFIG = """\
@@ -119,5 +120,5 @@ async def inbox(service: Service, kind: InboxKind) -> list[InboxItem]:
 
 
 async def delivery_state(service: Service, key: str, state: str) -> bool:
-    delivery = await service.store.get_delivery(key)
+    delivery = await get_delivery(service.store, key)
     return delivery is not None and delivery.state == state

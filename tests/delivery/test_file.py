@@ -81,4 +81,4 @@ async def test_unwritable_path_is_retryable(make_target: MakeTarget, tmp_path: P
     (tmp_path / "taken").mkdir()
     with pytest.raises(DeliveryError, match="file target 'log'") as caught:
         await make_target({"type": "file", "path": "taken"}, name="log").send(message(), idempotency_key="k")
-    assert True is caught.value.retryable
+    assert caught.value.retryable is True

@@ -113,13 +113,13 @@ async def test_ratelimited_is_retryable_with_the_hint(make_target: MakeTarget, s
 async def test_ratelimited_code_alone_is_retryable(make_target: MakeTarget, slack: Sink) -> None:
     """ok: false ratelimited on a 200 is still retryable."""
     slack.reply = json_reply({"ok": False, "error": "ratelimited"})
-    assert True is (await failure(make_target, bot(slack))).retryable
+    assert (await failure(make_target, bot(slack))).retryable is True
 
 
 async def test_web_api_server_error_is_retryable(make_target: MakeTarget, slack: Sink) -> None:
     """A Web API 502 with an HTML body → retryable."""
     slack.reply = text_reply("<html>bad gateway</html>", status=502)
-    assert True is (await failure(make_target, bot(slack))).retryable
+    assert (await failure(make_target, bot(slack))).retryable is True
 
 
 async def test_webhook_rate_limit_is_retryable_with_the_hint(make_target: MakeTarget, slack: Sink) -> None:
@@ -218,7 +218,7 @@ async def test_no_answer_in_time_is_retryable(
     ctx = TargetContext(http=impatient_http, clock=context.clock, base_dir=context.base_dir)
     with pytest.raises(DeliveryError) as caught:
         await make_target(incoming(slack), ctx=ctx).send(message(), idempotency_key="k")
-    assert True is caught.value.retryable
+    assert caught.value.retryable is True
 
 
 async def test_unstarted_http_is_a_clear_error(

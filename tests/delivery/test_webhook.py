@@ -162,7 +162,7 @@ async def test_connection_refused_is_retryable(make_target: MakeTarget) -> None:
     target = make_target(webhook(f"http://127.0.0.1:{port}/hook"))
     with pytest.raises(DeliveryError) as caught:
         await target.send(message(), idempotency_key="k")
-    assert True is caught.value.retryable
+    assert caught.value.retryable is True
 
 
 async def test_error_message_hides_path_and_query(make_target: MakeTarget, sink: Sink) -> None:

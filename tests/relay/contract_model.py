@@ -41,11 +41,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.envelope import Envelope, new_callback_id
 from sentinel_hooks.callbacks.session import progress_key
 from sentinel_hooks.callbacks.tools import Paused, ToolBox
 from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.errors import Conflict
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
@@ -365,7 +365,7 @@ class ContractMachine(RuleBasedStateMachine):
         )
         self.sink.plan("/a", cid, ("fail",) * fallback_a)
         self.sink.plan("/b", cid, ("fail",) * fallback_b)
-        contract = self.run(self.service.intake.accept(envelope, session=f"s:{cid}"))
+        contract = self.run(self.service.intake.accept(envelope))
         assert "pending" == contract.state
         self.cbs[cid] = Callback(
             contract, envelope, self.toolbox(contract, envelope), now + timedelta(seconds=TIMEOUT_S)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import LoggingSink
 from sentinel_hooks.callbacks.tools import ToolBox
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.shortcuts import get_envelope
 from tests.support import Sink
 
 CONFIG = """\
@@ -52,8 +53,9 @@ async def toolbox(service: Service) -> tuple[ToolBox, Contract]:
     outcome = await service.manager.ingest("w", {"disk": 97})
     assert outcome.contract is not None
     contract = outcome.contract
-    raw = await service.store.get_envelope(contract.callback_id)
-    return toolbox_for(service, contract, Envelope.model_validate(raw)), contract
+    envelope = await get_envelope(service.store, contract.callback_id)
+    assert envelope is not None
+    return toolbox_for(service, contract, envelope), contract
 
 
 def toolbox_for(service: Service, contract: Contract, envelope: Envelope, notified: int = 0) -> ToolBox:

@@ -23,9 +23,10 @@ SETTINGS = settings(
 
 
 @pytest.fixture
-def redis_url(redis_server: str) -> str:
-    """Database 0 of the tests' own redis-server (emptied before every example)."""
-    return f"{redis_server}/0"
+def redis_db() -> int:
+    """The model's own database of the tests' redis-server (``redis_url``; emptied before every
+    example too)."""
+    return 0
 
 
 def run(kind: str, redis_url: str | None, capsys: pytest.CaptureFixture[str]) -> None:

@@ -56,10 +56,11 @@ async def sink() -> AsyncIterator[SlowSink]:
     await server.stop()
 
 
-def redis_db(request: pytest.FixtureRequest) -> str:
-    """Database 14 of the tests' own redis-server (started on first use)."""
-    server: str = request.getfixturevalue("redis_server")
-    return f"{server}/14"
+@pytest.fixture
+def redis_db() -> int:
+    """This test's own database of the tests' redis-server (``redis_url``, asked for only by the
+    Redis variant, so the SQLite one starts no redis-server)."""
+    return 14
 
 
 def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
@@ -90,7 +91,7 @@ async def test_kill_9_then_restart_delivers_every_fallback_once(
 ) -> None:
     """40 fires, SIGKILL while their deadlines pass, restart: one fallback per callback, none left pending."""
     port = free_port()
-    store_url = "sqlite:///state.db" if store == "sqlite" else redis_db(request)
+    store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
     config = tmp_path / "sentinel.yaml"
     config.write_text(CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port()))
     (tmp_path / "watchers").mkdir()

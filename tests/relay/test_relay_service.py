@@ -15,6 +15,7 @@ from sentinel_hooks.callbacks.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.service import Service
+from tests.contract.stores import settle
 from tests.support import Sink, wait_for
 
 CONFIG = """\
@@ -87,7 +88,7 @@ async def test_fulfilled_contract_gets_no_fallback(make_service: object, sink: S
     """A contract fulfilled before its deadline is never relayed."""
     service = await make_service(timeout_ms=200)  # type: ignore[operator]
     callback_id = await fire(service, {"n": 1})
-    assert await service.store.settle_contract(callback_id, "fulfilled", at=service.clock.now())
+    assert await settle(service.store, callback_id, "fulfilled", at=service.clock.now())
     other = await fire(service, {"n": 2})
     await wait_for(lambda: sink.bodies("fallback"), what="the other contract's fallback")
     assert [other] == [b["callbackId"] for b in sink.bodies("fallback")]

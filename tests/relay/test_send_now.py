@@ -13,6 +13,7 @@ from sentinel_hooks.callbacks.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.delivery.target import Message
 from sentinel_hooks.service import Service
+from tests.contract.stores import get_delivery
 from tests.support import Sink
 
 CONFIG = """\
@@ -58,7 +59,7 @@ async def test_an_attempt_now_is_not_sent_again_by_the_worker_meanwhile(
             assert await service.store.enqueue_delivery(delivery)
         service.dispatcher.wake()  # the worker looks at the outbox while the attempt is under way
         assert [True] == await service.dispatcher.attempt_now(deliveries)
-        stored = await service.store.get_delivery(deliveries[0].key)
+        stored = await get_delivery(service.store, deliveries[0].key)
         assert stored is not None
         assert ("delivered", 1) == (stored.state, stored.attempts)
         assert ["01JSENDNOW:hook:notify"] == [r["headers"]["Idempotency-Key"] for r in sink.received]

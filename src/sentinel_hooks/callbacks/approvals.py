@@ -22,6 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
 from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
 from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
@@ -32,6 +33,7 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, InboxItem
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +148,7 @@ class ApprovalResumer:
     """Turns approval decisions into tool results and puts the paused session back in its queue.
 
     ``requeue`` is where a decided session goes: the hook-session queue, or the service's own
-    callback sink when one replaces it (the composition root sets it).
+    callback sink when one replaces it.
     """
 
     def __init__(
@@ -166,10 +168,10 @@ class ApprovalResumer:
         self._inbox = inbox
         self._gate = gate
         self._relay = relay
-        self.requeue = requeue
+        self._requeue = requeue
         self._append = append
         self._timeout_ms = timeout_ms
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
 
     async def decided(self, item: InboxItem) -> None:
         """The inbox's ``on_decision`` hook: approved → run, denied/expired → refuse; then resume."""
@@ -180,7 +182,7 @@ class ApprovalResumer:
         # the agent gets a fresh deadline to report, whatever became of the session
         await self._relay.approval_decided(item.callback_id)
         contract = await self._store.get_contract(item.callback_id)
-        progress = await self._store.get_checkpoint(progress_key(item.callback_id)) or {}
+        progress = await get_checkpoint(self._store, progress_key(item.callback_id)) or {}
         if contract is None or progress.get("status") != "paused" or progress.get("approvalId") != item.id:
             return
         call_id = str(item.detail.get("toolCallId"))
@@ -209,16 +211,13 @@ class ApprovalResumer:
         }
         await self._append(contract, {"kind": "message", "message": message})
         await self._store.put_checkpoint(progress_key(item.callback_id), {"status": "resuming"})
-        await self.requeue(contract)
+        await self._requeue(contract)
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._sweep())
+        self._loop.start(self._sweep)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._loop.stop()
 
     async def _sweep(self) -> None:
         """Expire approvals older than approvalTimeoutMs (the decision hook then resumes with a denial)."""

@@ -6,7 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sentinel_hooks.callbacks.envelope import (
+from sentinel_hooks.clock import iso
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.envelope import (
     Envelope,
     EnvelopeDelivery,
     EnvelopeMode,
@@ -19,12 +23,8 @@ from sentinel_hooks.callbacks.envelope import (
     new_callback_id,
     truncate_payload,
 )
-from sentinel_hooks.callbacks.templating import template_variables
-from sentinel_hooks.clock import iso
-from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.watchers.paths import MISSING
+from sentinel_hooks.core.paths import MISSING
+from sentinel_hooks.core.templates.render import template_variables
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ judges that real program, and the very file it judged is the one started), the c
 service's environment minus anything
 that could hold one of our credentials, and it runs in a working directory the caller chooses
 under the state dir. The process machinery is the command-watcher probe's
-(``watchers/strategies/probe_process.py``): own process group, stdin closed, stdout read up to
+(``process_runner.py``): own process group, stdin closed, stdout read up to
 1 MiB, the whole group SIGKILLed at the deadline or past the read bound. Only the first 4000
 characters of stdout and 2000 of stderr go into the result the model sees, secrets masked
 before the cut (so a secret straddling it cannot show in part). Whatever the child does, the
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.watchers.strategies.probe_process import (
+from sentinel_hooks.process_runner import (
     ProbeOutputTooLarge,
     ProbeRunError,
     ProbeTimeout,

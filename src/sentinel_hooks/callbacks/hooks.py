@@ -1,33 +1,41 @@
 """The hook-session part of a service: model backends, the command gate, sessions and approvals.
 
 ``HookSessions`` is the CallbackSink the intake hands accepted callbacks to. Its queue is the
-in-process ``SessionQueue``, or, when replicas share a Redis store (``stream`` settings given),
-the ``StreamSessionQueue`` that lets any replica run any session (docs/scaling.md).
+in-process ``local`` one, or, when replicas share a Redis store (``stream`` settings given),
+the ``redis-stream`` one that lets any replica run any session (docs/scaling.md); both keep the
+``SessionQueue`` contract (``session_queue.py``).
+
+Approval decisions reach it through ``approvals.decided``: the inbox's ``on_decision`` hook,
+which the composition root gives the inbox.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
-from sentinel_hooks.callbacks.envelope import Envelope
-from sentinel_hooks.callbacks.session import SessionDeps, SessionQueue, SessionRunner
+from sentinel_hooks.callbacks.session import SessionDeps, SessionRunner
+from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
 from sentinel_hooks.clock import Clock
-from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
+
+if TYPE_CHECKING:
+    from sentinel_hooks.callbacks.session_stream import StreamSettings
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +57,10 @@ class HookSessions:
         watcher: Callable[[str], AnyWatcher | None],
         events: Events | None = None,
         stream: StreamSettings | None = None,
+        requeue: Callable[[Contract], Awaitable[None]] | None = None,
     ) -> None:
+        """``requeue``: where a session goes once its approval is decided (default: this queue;
+        a service whose callbacks go to another sink sends them there too)."""
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
         }
@@ -71,31 +82,22 @@ class HookSessions:
                 events=events,
             )
         )
-        self.queue: SessionQueue | StreamSessionQueue
-        if stream is None:
-            self.queue = SessionQueue(
-                self.runner, store=store, concurrency=service.hook_concurrency, events=events
-            )
-        else:
-            self.queue = StreamSessionQueue(
-                self.runner,
-                store=store,
-                clock=clock,
-                settings=stream,
-                concurrency=service.hook_concurrency,
-                events=events,
-            )
+        context = QueueContext(
+            store=store, clock=clock, concurrency=service.hook_concurrency, events=events, stream=stream
+        )
+        self.queue: SessionQueue = create_session_queue(
+            "local" if stream is None else "redis-stream", self.runner, context
+        )
         self.approvals = ApprovalResumer(
             store=store,
             clock=clock,
             inbox=inbox,
             gate=self.gate,
             relay=relay,
-            requeue=self.queue.requeue,
+            requeue=requeue or self.queue.requeue,
             append=self.runner.append,
             timeout_ms=service.action_policy.approval_timeout_ms,
         )
-        inbox.on_decision = self.approvals.decided
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
         await self.queue.submit(envelope, contract)

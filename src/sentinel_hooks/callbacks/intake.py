@@ -9,16 +9,15 @@ crashes, the relay still finds the pending contract and delivers the fallback.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
-from sentinel_hooks.relay.fallback import fired_on
+from sentinel_hooks.relay.fallback import Fanout, fired_on
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Trigger
 
@@ -68,8 +67,15 @@ def message_key(callback_id: str) -> str:
     return f"message:{callback_id}"
 
 
-def session_key(prefix: str, watcher_id: str, group: str | None) -> str:
-    """``{prefix}:watcher:{id}``, or ``{prefix}:group:{group}`` when a group applies (SPEC §5.1)."""
+def session_key(service: ServiceConfig, watcher_id: str, group: str | None = None) -> str:
+    """``{hookSessionPrefix}:watcher:{id}``, or ``{hookSessionPrefix}:group:{group}`` when a group
+    applies: the watcher's own ``fire.sessionGroup`` (``group``), else ``hookSessionGroup`` (SPEC §5.1).
+
+    The one place a session key is made: the intake stores it in the contract, and everything
+    after (queues, transcripts, memory, inbox items) reads it from there.
+    """
+    group = group or service.hook_session_group
+    prefix = service.hook_session_prefix
     return f"{prefix}:group:{group}" if group else f"{prefix}:watcher:{watcher_id}"
 
 
@@ -77,20 +83,6 @@ class AcceptHook(Protocol):
     """Called for each new pending contract, before the session sink (fan-out, relay wake-up)."""
 
     async def __call__(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None: ...
-
-
-@dataclass(frozen=True)
-class Fanout:
-    """The fan-out message of one fire (SPEC §6.3): mode none | concise | debug, and its line.
-
-    ``rendered`` is the watcher's ``fire.messageTemplate`` rendered (None without one): kept
-    for the session, whose scripted backend sends it, else its own default message (§5.2).
-    """
-
-    mode: str
-    text: str
-    error: str | None = None  # a messageTemplate that failed at fire time (the session then fails)
-    rendered: str | None = None
 
 
 class CallbackIntake:
@@ -121,7 +113,7 @@ class CallbackIntake:
         self,
         envelope: Envelope,
         *,
-        session: str,
+        session_group: str | None = None,
         bypass_dedupe: bool = False,
         fanout: Fanout | None = None,
     ) -> Contract:
@@ -131,6 +123,8 @@ class CallbackIntake:
         handed on): the store's ``accept_contract`` refuses it atomically, so two racing
         accepts of one id cannot both succeed.
         ``fanout`` defaults to the service's notificationPayloadMode with the default line.
+        The contract's session key is ``session_key`` of the envelope's watcher and
+        ``session_group`` (a watcher's ``fire.sessionGroup``; None for an external envelope).
         """
         now = self._clock.now()
         dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
@@ -140,7 +134,7 @@ class CallbackIntake:
             callback_id=envelope.callback_id,
             watcher_id=envelope.watcher.id,
             dedupe_key=dedupe_key,
-            session_key=session,
+            session_key=session_key(self._service, envelope.watcher.id, session_group),
             state="pending",
             trigger=Trigger(
                 kind=envelope.trigger.kind,
@@ -156,7 +150,7 @@ class CallbackIntake:
         # one store step: dedupe window, contract, and the fire's message for the session
         contract = await self._store.accept_contract(
             pending,
-            envelope.to_json(),
+            envelope,
             dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
             dedupe_ttl_ms=window,
             checkpoints={message_key(pending.callback_id): {"text": chosen.rendered, "error": chosen.error}},

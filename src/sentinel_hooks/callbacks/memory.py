@@ -25,6 +25,7 @@ from typing import Any
 
 from sentinel_hooks.canonical import canonical_json
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import TranscriptEntry
 
 VERSION = 1
@@ -144,7 +145,7 @@ def unsettled(state: MemoryState) -> list[str]:
 
 
 def learn(
-    state: MemoryState, *, envelopes: Mapping[str, Mapping[str, Any]], contracts: Mapping[str, str]
+    state: MemoryState, *, envelopes: Mapping[str, Envelope], contracts: Mapping[str, str]
 ) -> MemoryState:
     """``state`` with envelope facts (for the ids ``wanted_envelopes`` named) and contract states."""
     new = MemoryState.from_json(state.to_json())
@@ -156,20 +157,19 @@ def learn(
     return new
 
 
-def facts(envelope: Mapping[str, Any]) -> dict[str, Any]:
+def facts(envelope: Envelope) -> dict[str, Any]:
     """What a line tells of a callback's envelope: event, watcher, trigger, priority, when, payload."""
-    watcher = envelope.get("watcher") or {}
-    trigger = envelope.get("trigger") or {}
+    watcher, trigger = envelope.watcher, envelope.trigger
     try:
-        payload = canonical_json(envelope.get("payload"))
+        payload = canonical_json(envelope.payload)
     except (TypeError, ValueError):
-        payload = json.dumps(envelope.get("payload"), ensure_ascii=False, default=str)
+        payload = json.dumps(envelope.payload, ensure_ascii=False, default=str)
     return {
-        "event": watcher.get("eventName"),
-        "watcher": watcher.get("id"),
-        "trigger": trigger.get("kind"),
-        "priority": trigger.get("priority"),
-        "matchedAt": trigger.get("matchedAt"),
+        "event": watcher.event_name,
+        "watcher": watcher.id,
+        "trigger": trigger.kind,
+        "priority": trigger.priority,
+        "matchedAt": trigger.matched_at,
         "payload": cut(payload, PAYLOAD_CHARS),
     }
 

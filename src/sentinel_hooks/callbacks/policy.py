@@ -1,7 +1,7 @@
 """The action policy (SPEC §5.4): whether an agent's ``run_command`` runs, waits for a human, or is refused.
 
 A pure function of the configured ``actionPolicy``, the request and the commands already asked for
-in the same callback. Rules are ordinary conditions (``watchers/conditions.py``) evaluated against
+in the same callback. Rules are ordinary conditions (``core/conditions.py``) evaluated against
 the request's facts — ``command``, ``argv0``, ``args``, ``watcherId``, ``skillId`` — so every operator
 of §4 works here with the same semantics. The session records each decision's ``reason`` in the
 transcript and the audit trail, so reasons are sentences a person reads.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sentinel_hooks.config.service import ActionPolicySpec, PolicyRule
-from sentinel_hooks.watchers.conditions import evaluate
+from sentinel_hooks.core.conditions import evaluate
 
 __all__ = ["LOOP_GUARD_RULE", "CommandRequest", "Decision", "PolicyDecision", "decide"]
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sentinel_hooks.core.envelope import Envelope
+
 _OPENING = """\
 You are Sentinel's hook agent. A watcher fired; the callback envelope below says what was observed and why.
 Decide what the people on call need to know, then act through the tools:"""
@@ -57,7 +59,7 @@ def system_message(autonomy: str = "act") -> dict[str, Any]:
 
 
 def user_message(
-    envelope: dict[str, Any],
+    envelope: Envelope,
     *,
     skill: str | None,
     tools: list[str],
@@ -68,16 +70,18 @@ def user_message(
     parts: list[str] = []
     if skill:
         parts.append(f"## Skill\n{skill.strip()}")
-    goal = operator_goal if operator_goal is not None else envelope.get("mode", {}).get("operatorGoal", "")
+    goal = operator_goal if operator_goal is not None else envelope.mode.operator_goal
     if goal:
         parts.append(f"## Operator goal\n{goal.strip()}")
-    runtime = envelope.get("operatorGoalRuntimeContext")
+    runtime = envelope.operator_goal_runtime_context
     if runtime:
-        parts.append(f"## Operator goal file (read at fire time)\n{str(runtime).strip()}")
+        parts.append(f"## Operator goal file (read at fire time)\n{runtime.strip()}")
     parts.append(f"## Tools you may use\n{', '.join(tools)}")
     if memory:
         parts.append(f"## Earlier callbacks in this session\n{memory.strip()}")
     parts.append(
-        "## Callback envelope\n```json\n" + json.dumps(envelope, ensure_ascii=False, indent=1) + "\n```"
+        "## Callback envelope\n```json\n"
+        + json.dumps(envelope.to_json(), ensure_ascii=False, indent=1)
+        + "\n```"
     )
     return {"role": "user", "content": "\n\n".join(parts)}

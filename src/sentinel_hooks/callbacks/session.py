@@ -1,46 +1,52 @@
 """Hook sessions (SPEC.md §5): one isolated agent conversation per callback, grouped by session key.
 
-Callbacks of one session key run one at a time in arrival order; different keys run in
-parallel up to ``hookConcurrency``. Every model turn and tool result is appended to the
-session's transcript in the store as it happens (the checkpoint), so a session cut off by a
-crash resumes where it stopped, without repeating a tool call whose result was recorded.
+A session queue (``session_queue.py``) runs callbacks of one session key one at a time in
+arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
+result is appended to the session's transcript in the store as it happens (the checkpoint), so
+a session cut off by a crash resumes where it stopped, without repeating a tool call whose
+result was recorded.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
+from typing import Any
 
 from sentinel_hooks.callbacks import compaction, memory
-from sentinel_hooks.callbacks.backends.base import ModelBackend, ModelError, ModelReply, ToolCall, ToolSpec
+from sentinel_hooks.callbacks.backends.base import (
+    ModelBackend,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    ToolSpec,
+    TransientModelError,
+)
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
-from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.prompt import system_message, user_message
 from sentinel_hooks.callbacks.tools import CommandGate, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.retry import Backoff, retrying
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.skills.loader import Skill
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, ContractState
+from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
 
 log = logging.getLogger(__name__)
 
 FINAL = frozenset({"done", "failed", "paused", "skipped"})
+MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 
 
 def progress_key(callback_id: str) -> str:
@@ -96,7 +102,7 @@ class SessionRunner:
     async def run(self, contract: Contract) -> str:
         """Run the session to its end (or to a pause); the final status."""
         deps = self._deps
-        progress = await deps.store.get_checkpoint(progress_key(contract.callback_id)) or {}
+        progress = await get_checkpoint(deps.store, progress_key(contract.callback_id)) or {}
         status = progress.get("status")
         if status in FINAL:
             return str(status)
@@ -104,13 +110,12 @@ class SessionRunner:
         if status is None and (current is None or current.state != "pending"):
             await self._progress(contract, "skipped")
             return "skipped"
-        raw = await deps.store.get_envelope(contract.callback_id)
-        if raw is None:
+        envelope = await get_envelope(deps.store, contract.callback_id)
+        if envelope is None:
             await self._progress(contract, "failed", error="envelope missing")
             return "failed"
-        envelope = Envelope.model_validate(raw)
         watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
-        rendered = await deps.store.get_checkpoint(message_key(contract.callback_id)) or {}
+        rendered = await get_checkpoint(deps.store, message_key(contract.callback_id)) or {}
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
@@ -139,7 +144,7 @@ class SessionRunner:
             for message in (
                 system_message(envelope.mode.autonomy),
                 user_message(
-                    envelope.to_json(),
+                    envelope,
                     skill=skill.body if skill else None,
                     tools=box.offered,
                     memory=recalled,
@@ -190,7 +195,7 @@ class SessionRunner:
             return None
         store = self._deps.store
         key = memory.memory_key(contract.session_key)
-        state = memory.MemoryState.from_json(await store.get_checkpoint(key))
+        state = memory.MemoryState.from_json(await get_checkpoint(store, key))
         entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
@@ -320,13 +325,8 @@ class SessionRunner:
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> ModelReply:
-        """One model call with SPEC §5.2 retries (3 attempts, jittered 0.5 to 8 s)."""
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(3),
-            wait=wait_random_exponential(multiplier=0.5, max=8),
-            retry=retry_if_exception(lambda e: isinstance(e, ModelError) and e.retryable),
-            reraise=True,
-        ):
+        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s)."""
+        async for attempt in retrying(MODEL_BACKOFF, retry_if=TransientModelError):
             with attempt:
                 reply = await backend.complete(messages, tools)
         return _recovered(reply, [t.name for t in tools])
@@ -381,101 +381,3 @@ async def open_contracts(store: Store) -> list[Contract]:
             if not cursor:
                 break
     return found
-
-
-class Runs(Protocol):
-    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
-
-    async def run(self, contract: Contract) -> str: ...
-
-
-async def run_counted(
-    runner: Runs,
-    contract: Contract,
-    events: Events | None,
-    *,
-    passes: tuple[type[Exception], ...] = (),
-) -> str:
-    """Run one session for a queue: counted in the running-sessions gauge and reported as an event.
-
-    A session that raises is logged and reported as ``crashed`` (one broken session must not
-    stop the others; the contract's fallback covers it), except for the exception types in
-    ``passes``, which propagate to a queue that retries them.
-    """
-    running = events.metrics.sessions_running if events is not None else None
-    if running is not None:
-        running.inc()
-    try:
-        status = await runner.run(contract)
-    except passes:
-        raise
-    except Exception:
-        log.exception("session for %s crashed", contract.callback_id)
-        status = "crashed"
-    finally:
-        if running is not None:
-            running.dec()
-    if events is not None:
-        events.session(contract.callback_id, status)
-    return status
-
-
-class SessionQueue:
-    """The hook-session queue: ordered per session key, parallel across keys (CallbackSink)."""
-
-    def __init__(
-        self, runner: SessionRunner, *, store: Store, concurrency: int, events: Events | None = None
-    ) -> None:
-        self._events = events
-        self._runner = runner
-        self._store = store
-        self._limit = asyncio.Semaphore(concurrency)
-        self._queues: dict[str, deque[Contract]] = {}
-        self._workers: dict[str, asyncio.Task[None]] = {}
-        self.finished: dict[str, str] = {}
-
-    async def submit(self, envelope: Envelope, contract: Contract) -> None:
-        self.enqueue(contract)
-
-    async def requeue(self, contract: Contract) -> None:
-        """Queue ``contract``'s session again (an approval was decided)."""
-        self.enqueue(contract)
-
-    def enqueue(self, contract: Contract) -> None:
-        queue = self._queues.setdefault(contract.session_key, deque())
-        queue.append(contract)
-        if contract.session_key not in self._workers:
-            task = asyncio.get_running_loop().create_task(self._work(contract.session_key))
-            self._workers[contract.session_key] = task
-
-    async def _work(self, key: str) -> None:
-        queue = self._queues[key]
-        try:
-            while queue:
-                contract = queue.popleft()
-                async with self._limit:
-                    status = await run_counted(self._runner, contract, self._events)
-                    self.finished[contract.callback_id] = status
-        finally:
-            self._workers.pop(key, None)
-            if not queue:
-                self._queues.pop(key, None)
-
-    async def resume(self) -> int:
-        """After a restart: queue every pending callback whose session had not finished."""
-        contracts = await open_contracts(self._store)
-        resumed = 0
-        for contract in sorted(contracts, key=lambda c: (c.created_at, c.callback_id)):
-            progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}
-            if progress.get("status") not in FINAL:
-                self.enqueue(contract)
-                resumed += 1
-        return resumed
-
-    async def stop(self) -> None:
-        for task in list(self._workers.values()):
-            task.cancel()
-        for task in list(self._workers.values()):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._workers.clear()

@@ -16,9 +16,9 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.target import Message
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox

@@ -49,7 +49,7 @@ class ConsoleTarget:
             stream.flush()
         except (ValueError, OSError) as exc:
             raise DeliveryError(
-                f"console target {self.name!r}: cannot write to the output stream ({exc})", retryable=False
+                f"console target {self.name!r}: cannot write to the output stream ({exc})"
             ) from exc
 
     async def close(self) -> None:

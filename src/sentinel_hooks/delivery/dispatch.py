@@ -20,12 +20,14 @@ import random
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
-from sentinel_hooks.delivery.recording import OutcomeWriter
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target
-from sentinel_hooks.errors import StoreError
+from sentinel_hooks.core.retry import Backoff, retry_after_of
+from sentinel_hooks.delivery.outcomes import OutcomeWriter
+from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TransientDeliveryError
+from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Delivery, DeliveryKind, DeliveryOutcome, DeliveryState, Recorded
@@ -38,13 +40,13 @@ CONCURRENCY = 128  # sends in flight at most (the HTTP client's pool holds 256 c
 CLAIM_AT_LEAST = 32  # free slots before claiming again while sends are in flight
 
 
-def backoff_s(
-    attempt: int, spec: DeliverySpec, rng: random.Random, retry_after_s: float | None = None
-) -> float:
-    """Full-jitter exponential backoff for the ``attempt``-th retry, at least ``Retry-After``."""
-    ceiling = min(spec.max_ms, spec.base_ms * (2 ** max(0, attempt - 1))) / 1000
-    delay = rng.uniform(ceiling / 2, ceiling)
-    return max(delay, retry_after_s or 0.0)
+def delivery_backoff(spec: DeliverySpec) -> Backoff:
+    """``delivery`` as a policy: after failed attempt n wait a draw from [c / 2, c] ("equal
+    jitter"), c = min(maxMs, baseMs * 2^(n-1)), or as long as a Retry-After asks; at most
+    ``maxAttempts`` attempts (``maxElapsedMs`` is checked by the dispatcher)."""
+    return Backoff(
+        base_s=spec.base_ms / 1000, cap_s=spec.max_ms / 1000, jitter="equal", max_attempts=spec.max_attempts
+    )
 
 
 class Dispatcher:
@@ -63,6 +65,7 @@ class Dispatcher:
         targets: dict[str, Target],
         spec: DeliverySpec,
         dead_letter: DeadLetter,
+        on_moved: Callable[[Recorded], None] | None = None,
         lease_ms: int = 20_000,
         rng: random.Random | None = None,
         events: Events | None = None,
@@ -74,15 +77,16 @@ class Dispatcher:
         self._clock = clock
         self._targets = targets
         self._spec = spec
+        self._backoff = delivery_backoff(spec)
         self._dead_letter = dead_letter
         self._rng = rng or random.Random()
         self._lease_ms = lease_ms
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
         self._inflight: set[asyncio.Task[bool]] = set()
         self._room = asyncio.Event()  # set when enough slots are free to claim again
+        self._on_moved = on_moved
         self._outcomes = OutcomeWriter(store, on_moved=self._moved)
-        self.on_moved: Callable[[Recorded], None] | None = None
 
     # -- enqueueing --------------------------------------------------------------------------
 
@@ -126,9 +130,9 @@ class Dispatcher:
 
     def _moved(self, recorded: Recorded) -> None:
         """Outcomes just recorded moved contracts (a notify delivered or failed for good): tell
-        their owner, the relay (``on_moved``, set by the composition root)."""
-        if self.on_moved is not None:
-            self.on_moved(recorded)
+        their owner, the relay (``on_moved``)."""
+        if self._on_moved is not None:
+            self._on_moved(recorded)
 
     @property
     def lease_ms(self) -> int:
@@ -154,14 +158,10 @@ class Dispatcher:
     # -- the worker --------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start(self._run)
 
     async def stop(self, *, timeout_s: float = 5.0) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
         if self._inflight:
             await asyncio.wait(self._inflight, timeout=timeout_s)
 
@@ -212,9 +212,9 @@ class Dispatcher:
             await target.send(Message.from_json(delivery.message), idempotency_key=delivery.key)
         except DeliveryError as exc:
             return await self._failed(delivery, attempts, exc)
-        except Exception as exc:  # a target bug must not kill the worker; treat as retryable
+        except Exception as exc:  # a target bug must not kill the worker; treat as transient
             log.exception("target %s raised", delivery.target)
-            return await self._failed(delivery, attempts, DeliveryError(str(exc), retryable=True))
+            return await self._failed(delivery, attempts, TransientDeliveryError(str(exc)))
         await self._mark_delivered(delivery, attempts)
         self._report(delivery, "delivered", attempts, None)
         return True
@@ -267,9 +267,9 @@ class Dispatcher:
         now = self._clock.now()
         error = self._redactor.text(str(exc))
         elapsed = now - delivery.created_at
-        delay = timedelta(seconds=backoff_s(attempts, self._spec, self._rng, exc.retry_after_s))
+        delay = timedelta(seconds=self._backoff.delay_s(attempts, self._rng, retry_after_of(exc)))
         within = elapsed + delay <= timedelta(milliseconds=self._spec.max_elapsed_ms)
-        if exc.retryable and attempts < self._spec.max_attempts and within:
+        if isinstance(exc, TransientError) and not self._backoff.exhausted(attempts) and within:
             log.warning("delivery %s failed (attempt %d): %s", delivery.key, attempts, error)
             self._report(delivery, "retry", attempts, error)
             await self._record(

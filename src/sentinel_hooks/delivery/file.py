@@ -18,7 +18,13 @@ from typing import Any
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.targets import FileTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TargetContext
+from sentinel_hooks.delivery.target import (
+    DeliveryError,
+    Message,
+    Target,
+    TargetContext,
+    TransientDeliveryError,
+)
 from sentinel_hooks.delivery.webhook import webhook_body
 
 FILE_MODE = 0o644
@@ -64,9 +70,7 @@ class FileTarget:
         try:
             text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
-            raise DeliveryError(
-                f"file target {self.name!r}: the message is not JSON ({exc})", retryable=False
-            ) from exc
+            raise DeliveryError(f"file target {self.name!r}: the message is not JSON ({exc})") from exc
         return (text + "\n").encode("utf-8")
 
     async def send(self, message: Message, *, idempotency_key: str) -> None:
@@ -76,9 +80,8 @@ class FileTarget:
             try:
                 await asyncio.to_thread(append_line, self.path, line)
             except OSError as exc:
-                raise DeliveryError(
-                    f"file target {self.name!r}: cannot append to {self.path} ({exc.strerror or exc})",
-                    retryable=True,
+                raise TransientDeliveryError(
+                    f"file target {self.name!r}: cannot append to {self.path} ({exc.strerror or exc})"
                 ) from exc
 
     async def close(self) -> None:

@@ -1,72 +1,46 @@
-"""Recording attempt outcomes in the outbox in batches: one store write for many sends.
+"""The recording target: a ``Target`` that keeps what it was sent, for tests (STYLE habit 2).
 
-At hundreds of deliveries a second, one ``update_delivery`` per send costs a store round trip
-each (on SQLite a transaction on the single store thread). ``OutcomeWriter`` is a group commit:
-outcomes that arrive while a write is in flight wait and go together in the next
-``record_outcomes``. Each caller still awaits its own outcome's write and sees its error, so
-a send is only reported recorded once it is. The contracts a batch moved (a notify's final
-outcome) are handed to ``on_moved`` (the relay), before any waiter is released.
+It keeps every attempt in ``sent`` (the message and its idempotency key, in order), so a test of
+the dispatcher or the relay can assert what reached people without a receiver. ``fail_next``
+makes the next attempts raise a scripted ``DeliveryError``, to drive retries and dead letters.
+It is not a ``targets:`` type: tests build it directly.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Callable
+from collections import deque
+from dataclasses import dataclass
 
-from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import DeliveryOutcome, Recorded, check_outcome
-
-log = logging.getLogger(__name__)
-
-MAX_BATCH = 256
+from sentinel_hooks.delivery.target import DeliveryError, Message
 
 
-class OutcomeWriter:
-    """Writes ``DeliveryOutcome``s to ``store``, batching those that arrive together."""
+@dataclass(frozen=True)
+class Sent:
+    """One accepted attempt: the message and the key the dispatcher gave it."""
 
-    def __init__(
-        self,
-        store: Store,
-        *,
-        max_batch: int = MAX_BATCH,
-        on_moved: Callable[[Recorded], None] | None = None,
-    ) -> None:
-        self._store = store
-        self._on_moved = on_moved
-        self._max_batch = max_batch
-        self._queue: list[tuple[DeliveryOutcome, asyncio.Future[None]]] = []
-        self._task: asyncio.Task[None] | None = None
+    message: Message
+    idempotency_key: str
 
-    async def record(self, outcome: DeliveryOutcome) -> None:
-        """Return once ``outcome`` is stored; raise what the store raised for its batch.
 
-        ``ValueError`` for an outcome no caller should pass, before it can spoil a batch.
-        """
-        check_outcome(outcome)
-        loop = asyncio.get_running_loop()
-        written: asyncio.Future[None] = loop.create_future()
-        self._queue.append((outcome, written))
-        if self._task is None or self._task.done():
-            self._task = loop.create_task(self._drain())
-        await written
+class RecordingTarget:
+    """Accepts every message (unless told to fail) and remembers it."""
 
-    async def _drain(self) -> None:
-        while self._queue:
-            batch = self._queue[: self._max_batch]
-            del self._queue[: self._max_batch]
-            try:
-                recorded = await self._store.record_outcomes([outcome for outcome, _ in batch])
-            except Exception as exc:  # each waiter gets it (and decides whether to retry)
-                for _, written in batch:
-                    if not written.done():
-                        written.set_exception(exc)
-            else:
-                if recorded.moved and self._on_moved is not None:
-                    try:
-                        self._on_moved(recorded)
-                    except Exception:  # the outcomes are stored; a report must not undo that
-                        log.exception("reporting moved contracts failed")
-                for _, written in batch:
-                    if not written.done():
-                        written.set_result(None)
+    def __init__(self, name: str = "recording") -> None:
+        self.name = name
+        self.sent: list[Sent] = []
+        self.closed = False
+        self._failures: deque[DeliveryError] = deque()
+
+    def fail_next(self, error: DeliveryError, *, times: int = 1) -> None:
+        """Refuse the next ``times`` attempts with ``error`` (each is then not recorded as sent)."""
+        self._failures.extend([error] * times)
+
+    async def send(self, message: Message, *, idempotency_key: str) -> None:
+        """Record ``message``, or raise the next scripted failure."""
+        if self._failures:
+            raise self._failures.popleft()
+        self.sent.append(Sent(message, idempotency_key))
+
+    async def close(self) -> None:
+        """Mark the target closed (a test can check that its owner closed it)."""
+        self.closed = True

@@ -25,8 +25,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TargetContext
-from sentinel_hooks.delivery.webhook import RETRY_AFTER_STATUSES, status_retryable
+from sentinel_hooks.delivery.target import (
+    DeliveryError,
+    Message,
+    Target,
+    TargetContext,
+    TransientDeliveryError,
+    delivery_error,
+)
+from sentinel_hooks.delivery.webhook import RETRY_AFTER_STATUSES, status_failure, status_retryable
 from sentinel_hooks.net.errors import NetError
 from sentinel_hooks.net.response import parse_retry_after
 from sentinel_hooks.net.translate import TRANSLATED, translate
@@ -102,18 +109,18 @@ class SlackTarget:
                 elif token is not None and channel:
                     await self._post_message(token.get_secret_value(), channel, blocks, text)
                 else:  # the spec's validator makes this unreachable
-                    raise self._error("neither webhookUrl nor token and channel is set", retryable=False)
+                    raise self._error("neither webhookUrl nor token and channel is set")
         except DeliveryError:
             raise
         except NetError as exc:
-            raise self._error(exc.reason, retryable=exc.retryable, retry_after_s=exc.retry_after_s) from exc
+            raise delivery_error(self._reason(exc.reason), like=exc) from exc
         except SlackApiError as exc:
             raise self._api_error(exc) from exc
         except SlackClientError as exc:
-            raise self._error(f"slack_sdk refused the request ({exc})", retryable=False) from exc
+            raise self._error(f"slack_sdk refused the request ({exc})") from exc
         except TRANSLATED as exc:
             net = translate(exc, timeout_s=self._context.http.request_timeout_s)
-            raise self._error(net.reason, retryable=net.retryable) from exc
+            raise delivery_error(self._reason(net.reason), like=net) from exc
 
     def _session(self, url: str) -> aiohttp.ClientSession:
         """The shared session, once ``url`` passed the host policy (IP literals skip the resolver)."""
@@ -139,10 +146,11 @@ class SlackTarget:
         client.proxy = None  # never a proxy from the environment: it would bypass the address checks
         await client.chat_postMessage(channel=channel, text=text, blocks=blocks)
 
-    def _error(self, reason: str, *, retryable: bool, retry_after_s: float | None = None) -> DeliveryError:
-        return DeliveryError(
-            f"slack target {self.name!r}: {reason}", retryable=retryable, retry_after_s=retry_after_s
-        )
+    def _reason(self, reason: str) -> str:
+        return f"slack target {self.name!r}: {reason}"
+
+    def _error(self, reason: str) -> DeliveryError:
+        return DeliveryError(self._reason(reason))
 
     def _retry_after(self, headers: Mapping[str, Any] | None) -> float | None:
         value = headers.get("Retry-After") if headers is not None else None
@@ -152,7 +160,7 @@ class SlackTarget:
         retry_after = self._retry_after(headers) if status in RETRY_AFTER_STATUSES else None
         excerpt = " ".join(detail.split())[:CONTEXT_CHARS]
         reason = f"Slack answered HTTP {status}" + (f": {excerpt}" if excerpt else "")
-        return self._error(reason, retryable=status_retryable(status), retry_after_s=retry_after)
+        return status_failure(self._reason(reason), status, retry_after)
 
     def _api_error(self, exc: SlackApiError) -> DeliveryError:
         response = exc.response
@@ -162,10 +170,10 @@ class SlackTarget:
         code = str(data.get("error") or "") if isinstance(data, Mapping) else ""
         if not code:
             return self._status_error(int(status), headers, "")
-        retryable = code in RETRYABLE_ERRORS or status_retryable(int(status))
-        retry_after = self._retry_after(headers) if retryable else None
         reason = f"Slack answered ok: false, error {code!r} (HTTP {status})"
-        return self._error(reason, retryable=retryable, retry_after_s=retry_after)
+        if code in RETRYABLE_ERRORS or status_retryable(int(status)):
+            return TransientDeliveryError(self._reason(reason), retry_after_s=self._retry_after(headers))
+        return self._error(reason)
 
     async def close(self) -> None:
         """Nothing to release: clients are made per send on the service's session."""

@@ -1,9 +1,15 @@
 """The plug-in point for delivery targets: a Protocol, the message it carries, and a registry.
 
-A target sends one message once and raises ``DeliveryError`` (``retryable``, optional
-``retry_after_s``) when it could not; ``delivery.dispatch`` owns retries, backoff and dead
-letters. Every target that speaks HTTP goes through the service's one ``SafeHttp`` client
-(allowlist, private-address rules, no redirects).
+A target sends one message once and raises ``DeliveryError`` when it could not
+(``TransientDeliveryError``, with an optional ``retry_after_s``, when trying again may help);
+``delivery.dispatch`` owns retries, backoff and dead letters. Every target that speaks HTTP
+goes through the service's one ``SafeHttp`` client (allowlist, private-address rules, no
+redirects).
+
+A new target type is a module exposing ``create(name, spec, context)`` (a ``TargetFactory``),
+an entry in ``MODULES`` and a ``type`` in ``config/targets.py``; tests/contract/test_targets.py
+then runs the contract against it. ``RecordingTarget`` (``delivery/recording.py``) is the fake
+that ships for tests.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from sentinel_hooks.clock import Clock
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import SentinelError, TransientError
 
 if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
@@ -24,12 +30,25 @@ if TYPE_CHECKING:
 
 
 class DeliveryError(SentinelError):
-    """A send failed; ``retryable`` says whether trying again may help."""
+    """A send failed, and will fail alike (a 4xx, a refused host, a message that is not JSON):
+    the delivery becomes a dead letter at once."""
 
-    def __init__(self, message: str, *, retryable: bool, retry_after_s: float | None = None) -> None:
+
+class TransientDeliveryError(DeliveryError, TransientError):
+    """A send failed in a way that may pass (network failure, 5xx, 408, 429, a busy disk): the
+    outbox tries again with backoff, waiting at least ``retry_after_s`` when the receiver asked."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
-        self.retryable = retryable
         self.retry_after_s = retry_after_s
+
+
+def delivery_error(message: str, *, like: BaseException) -> DeliveryError:
+    """The ``DeliveryError`` reporting ``like`` as ``message``: transient (keeping its Retry-After
+    hint) when ``like`` is."""
+    if isinstance(like, TransientError):
+        return TransientDeliveryError(message, retry_after_s=like.retry_after_s)
+    return DeliveryError(message)
 
 
 @dataclass(frozen=True)
@@ -73,7 +92,7 @@ class Target(Protocol):
     """A place messages go (Slack, a webhook, the console, a file).
 
     ``send`` makes one attempt and returns when the target accepted the message; it raises
-    ``DeliveryError`` otherwise (retryable for network errors, 5xx, 408 and 429). The same
+    ``DeliveryError`` otherwise (``TransientDeliveryError`` for network errors, 5xx, 408 and 429). The same
     ``idempotency_key`` is passed on every attempt of one delivery, so receivers can drop
     duplicates. It must not retry by itself.
     """

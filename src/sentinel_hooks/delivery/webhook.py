@@ -19,7 +19,14 @@ from yarl import URL
 
 from sentinel_hooks import __version__
 from sentinel_hooks.config.targets import TargetSpec, WebhookTargetSpec
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TargetContext
+from sentinel_hooks.delivery.target import (
+    DeliveryError,
+    Message,
+    Target,
+    TargetContext,
+    TransientDeliveryError,
+    delivery_error,
+)
 from sentinel_hooks.net.errors import HttpStatusError, NetError
 from sentinel_hooks.net.response import raise_for_status
 
@@ -57,6 +64,15 @@ def status_retryable(status: int) -> bool:
     return status >= 500 or status in RETRYABLE_4XX
 
 
+def status_failure(message: str, status: int, retry_after_s: float | None) -> DeliveryError:
+    """A receiver's non-2xx answer as a ``DeliveryError``: transient for 5xx, 408 and 429, keeping
+    a Retry-After hint on 429 and 503 only."""
+    if not status_retryable(status):
+        return DeliveryError(message)
+    hint = retry_after_s if status in RETRY_AFTER_STATUSES else None
+    return TransientDeliveryError(message, retry_after_s=hint)
+
+
 def shown_url(url: str) -> str:
     """``url`` cut to scheme, host and port, so paths and queries holding tokens stay out of logs."""
     try:
@@ -82,7 +98,7 @@ class WebhookTarget:
         try:
             text = json.dumps(webhook_body(message), ensure_ascii=False, separators=(",", ":"))
         except (TypeError, ValueError) as exc:
-            raise DeliveryError(f"{self._where}: the message is not JSON ({exc})", retryable=False) from exc
+            raise DeliveryError(f"{self._where}: the message is not JSON ({exc})") from exc
         return text.encode("utf-8")
 
     def _headers(self, body: bytes, idempotency_key: str) -> CIMultiDict[str]:
@@ -100,17 +116,12 @@ class WebhookTarget:
                 "POST", self._spec.url, headers=self._headers(body, idempotency_key), data=body
             )
         except NetError as exc:
-            raise DeliveryError(
-                f"{self._where}: {exc.reason}", retryable=exc.retryable, retry_after_s=exc.retry_after_s
-            ) from exc
+            raise delivery_error(f"{self._where}: {exc.reason}", like=exc) from exc
         try:
             raise_for_status(response)
         except HttpStatusError as exc:
-            retry_after = exc.retry_after_s if exc.status in RETRY_AFTER_STATUSES else None
-            raise DeliveryError(
-                f"{self._where}: answered {exc.reason}",
-                retryable=status_retryable(exc.status),
-                retry_after_s=retry_after,
+            raise status_failure(
+                f"{self._where}: answered {exc.reason}", exc.status, exc.retry_after_s
             ) from exc
 
     async def close(self) -> None:

@@ -1,12 +1,14 @@
-"""The concise lines the service writes itself. Pure.
+"""The concise lines the service writes itself, and the fan-out a fire hands the relay. Pure.
 
 The fallback (SPEC.md §6.1: what people get when the agent stays silent), the fan-out line
 (§6.3) and the scripted backend's default message (§5.2) share the ``{eventName} fired on
-{watcherId}`` phrase and the payload formatters here, so all of them read alike.
+{watcherId}`` phrase and the payload formatters here, so all of them read alike. ``Fanout`` is
+what a fire hands the relay besides its envelope.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from sentinel_hooks.canonical import canonical_json
@@ -14,6 +16,20 @@ from sentinel_hooks.canonical import canonical_json
 PAYLOAD_LINE_CHARS = 200
 SUMMARY_CHARS = 200  # the whole payload summary
 SUMMARY_PART_CHARS = 48  # one ``key=value`` of it
+
+
+@dataclass(frozen=True)
+class Fanout:
+    """The fan-out message of one fire (SPEC §6.3): mode none | concise | debug, and its line.
+
+    ``rendered`` is the watcher's ``fire.messageTemplate`` rendered (None without one): kept
+    for the session, whose scripted backend sends it, else its own default message (§5.2).
+    """
+
+    mode: str
+    text: str
+    error: str | None = None  # a messageTemplate that failed at fire time (the session then fails)
+    rendered: str | None = None
 
 
 def format_timeout(timeout_ms: int) -> str:

@@ -12,7 +12,7 @@ the outbox reports back here (``moved``); an approval pauses the contract
 Deadlines live in the store. The relay claims due contracts (``claim_due``, atomic, with a
 lease so a crashed claimer's contracts come back), and settles each one with a
 compare-and-set that enqueues the fallback deliveries in the same step
-(``settle_contract``): a fulfilment racing the deadline yields one final state, and a
+(``settle_contracts``): a fulfilment racing the deadline yields one final state, and a
 fallback is enqueued at most once, across restarts and replicas. On start it settles
 whatever became overdue while the service was down.
 
@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message
 from sentinel_hooks.events import Events
@@ -46,6 +48,7 @@ from sentinel_hooks.store.records import (
     Recorded,
     Settlement,
 )
+from sentinel_hooks.store.shortcuts import get_envelope
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +68,9 @@ def escalation_key(callback_id: str) -> str:
     return f"escalation:{callback_id}"
 
 
-def delivery_targets(envelope: dict[str, Any], contract: Contract) -> list[str]:
+def delivery_targets(envelope: Envelope | None, contract: Contract) -> list[str]:
     """The contract's targets, or the console only for ``environment: test``."""
-    if envelope.get("mode", {}).get("environment") == "test":
+    if envelope is not None and envelope.mode.environment == "test":
         return ["console"]
     return list(contract.targets)
 
@@ -98,7 +101,7 @@ class Relay:
         self._deadlines: list[datetime] = []
         self._claimed_until = datetime.min.replace(tzinfo=UTC)  # the last claim took what was due by then
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
         self.settled = 0
 
     def expect(self, deadline: datetime) -> None:
@@ -148,11 +151,10 @@ class Relay:
     async def approval_decided(self, callback_id: str) -> Moved | None:
         """The approval was decided (or timed out): the agent gets a fresh deadline to report,
         ``hookResponseTimeoutMs`` (the envelope's ``delivery.timeoutMs``) from now."""
-        envelope = await self._store.get_envelope(callback_id)
+        envelope = await get_envelope(self._store, callback_id)
         if envelope is None:
             return None
-        timeout_ms = int(envelope.get("delivery", {}).get("timeoutMs", 30_000))
-        deadline = self._clock.now() + timedelta(milliseconds=timeout_ms)
+        deadline = self._clock.now() + timedelta(milliseconds=envelope.delivery.timeout_ms)
         moved = await self._store.resume_contract(callback_id, deadline=deadline)
         if moved is not None and moved.after == "pending":
             self.expect(deadline)
@@ -170,14 +172,10 @@ class Relay:
     # -- the deadlines -----------------------------------------------------------------------
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._loop.start(self._run)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
     async def _run(self) -> None:
         while True:
@@ -218,7 +216,7 @@ class Relay:
         the claimed contracts, so it need not read them again).
         """
         now = self._claimed_until = self._clock.now()
-        claimed = await self._store.claim_due_with_envelopes(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
+        claimed = await self._store.claim_due(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
         if not claimed:
             return 0
         escalations = await self._store.get_checkpoints([escalation_key(c.callback_id) for c, _ in claimed])
@@ -232,19 +230,23 @@ class Relay:
         return len(claimed)
 
     def _settlement(
-        self, contract: Contract, envelope: dict[str, Any], escalation: dict[str, Any] | None, now: datetime
+        self,
+        contract: Contract,
+        envelope: Envelope | None,
+        escalation: dict[str, Any] | None,
+        now: datetime,
     ) -> Settlement:
-        """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract."""
-        delivery = envelope.get("delivery", {})
-        if delivery.get("fallbackMode", "concise") == "none":
+        """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract (one
+        stored without its envelope gets the fallback, told from the contract alone)."""
+        if envelope is not None and envelope.delivery.fallback_mode == "none":
             return Settlement(contract.callback_id, "expired", claimed=contract)
-        event_name = envelope.get("watcher", {}).get("eventName", contract.watcher_id)
+        event_name = contract.watcher_id if envelope is None else envelope.watcher.event_name
         text = fallback_text(
             event_name=event_name,
             watcher_id=contract.watcher_id,
             priority=contract.trigger.priority,
-            timeout_ms=int(delivery.get("timeoutMs", 0)),
-            payload=envelope.get("payload"),
+            timeout_ms=0 if envelope is None else envelope.delivery.timeout_ms,
+            payload=None if envelope is None else envelope.payload,
             escalation=None
             if escalation is None
             else (str(escalation.get("severity", "warning")), str(escalation.get("reason", ""))),

@@ -138,3 +138,8 @@ def to_anthropic_tools(tools: list[ToolSpec]) -> list[ToolParam]:
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
         for tool in tools
     ]
+
+
+def create(name: str, spec: AnthropicModel, *, redactor: Redactor | None = None) -> AnthropicBackend:
+    """The backend for a ``type: anthropic`` entry of ``models:``."""
+    return AnthropicBackend(name, spec, redactor=redactor)

@@ -2,8 +2,15 @@
 
 Sessions keep their transcript in one neutral shape; each backend translates it to its
 wire format (OpenAI chat completions, Anthropic Messages) and back. A backend makes one
-request and raises ``ModelError`` (``retryable`` for network errors, timeouts, 429 and 5xx);
-the session owns retries (tenacity) and the turn limit.
+request and raises ``ModelError`` (``TransientModelError`` for network errors, timeouts, 429
+and 5xx); the session owns retries (``core.retry``) and the turn limit.
+
+The registry ``MODULES`` maps a ``models:`` entry's ``type`` to the module that builds its
+backend (``create(name, spec, *, redactor)``, a ``BackendFactory``); modules are imported on
+first use, so a deployment that only uses the ``scripted`` backend never loads the ``openai``
+or ``anthropic`` SDK. ``ScriptedBackend`` needs no server and is the default; tests drive the
+others against the fake servers of ``sentinel_hooks.testing``, and
+tests/contract/test_model_backends.py runs the contract against each.
 
 Messages (plain dicts, JSON-serialisable, stored in transcripts as they are)::
 
@@ -16,19 +23,24 @@ Messages (plain dicts, JSON-serialisable, stored in transcripts as they are)::
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import SentinelError, TransientError
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.service import ModelSpec
 
 
 class ModelError(SentinelError):
-    """A model request failed; ``retryable`` says whether trying again may help."""
+    """A model request failed, and will fail alike (a bad key, an unknown model, a refused request)."""
 
-    def __init__(self, message: str, *, retryable: bool) -> None:
-        super().__init__(message)
-        self.retryable = retryable
+
+class TransientModelError(ModelError, TransientError):
+    """A model request failed in a way that may pass (timeout, connection, 408, 409, 429, 5xx);
+    the session tries the call again."""
 
 
 @dataclass(frozen=True)
@@ -76,9 +88,40 @@ class ModelBackend(Protocol):
     model: str  # the model name sent to the server ("scripted" for the scripted backend)
     max_turns: int
 
-    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolSpec]) -> ModelReply: ...
+    async def complete(self, messages: list[dict[str, Any]], tools: list[ToolSpec]) -> ModelReply:
+        """One request: the assistant's turn for ``messages`` with ``tools`` offered (none: no
+        tools key). Never retries; raises ``ModelError`` naming the entry, never the API key."""
+        ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release connections; safe to call twice."""
+        ...
+
+
+class BackendFactory(Protocol):
+    def __call__(self, name: str, spec: Any, *, redactor: Redactor | None = None) -> ModelBackend: ...
+
+
+MODULES: dict[str, str] = {
+    "openai": "sentinel_hooks.callbacks.backends.openai",
+    "anthropic": "sentinel_hooks.callbacks.backends.anthropic",
+    "scripted": "sentinel_hooks.callbacks.backends.scripted",
+}
+
+
+def create_backend(name: str, spec: ModelSpec, *, redactor: Redactor | None = None) -> ModelBackend:
+    """The backend for the ``models:`` entry ``name``; ``redactor`` masks secrets in its errors."""
+    module_name = MODULES[spec.type]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name != module_name:
+            raise
+        raise SentinelError(
+            f"model {name!r}: the {spec.type} backend ({module_name}) is not available in this build"
+        ) from exc
+    factory: BackendFactory = module.create
+    return factory(name, spec, redactor=redactor)
 
 
 MAX_ERROR_DETAIL_CHARS = 300
@@ -120,16 +163,15 @@ class SdkErrors:
 def sdk_error(
     exc: BaseException, errors: SdkErrors, *, where: str, name: str, timeout_ms: int, redactor: Redactor
 ) -> ModelError:
-    """An SDK exception as a ModelError: timeouts, connection failures and 429/5xx are retryable."""
+    """An SDK exception as a ModelError: timeouts, connection failures and 429/5xx are transient."""
     if isinstance(exc, errors.timeout):
-        return ModelError(f"{where}: no answer within {timeout_ms / 1000:g} s (timeoutMs)", retryable=True)
+        return TransientModelError(f"{where}: no answer within {timeout_ms / 1000:g} s (timeoutMs)")
     if isinstance(exc, errors.connection):
         cause = redactor.text(str(exc.__cause__ or exc))
-        return ModelError(f"{where}: cannot connect: {cause}; is the server running?", retryable=True)
+        return TransientModelError(f"{where}: cannot connect: {cause}; is the server running?")
     if isinstance(exc, errors.status):
         status = int(getattr(exc, "status_code", 0))
         detail = redactor.text(error_detail(getattr(exc, "body", None), str(getattr(exc, "message", exc))))
-        return ModelError(
-            f"{where}: HTTP {status}: {detail}{status_hint(status, name)}", retryable=status_retryable(status)
-        )
-    return ModelError(f"{where}: {redactor.text(str(exc))}", retryable=False)
+        kind = TransientModelError if status_retryable(status) else ModelError
+        return kind(f"{where}: HTTP {status}: {detail}{status_hint(status, name)}")
+    return ModelError(f"{where}: {redactor.text(str(exc))}")

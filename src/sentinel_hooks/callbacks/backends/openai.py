@@ -22,6 +22,7 @@ from sentinel_hooks.callbacks.backends.base import (
     SdkErrors,
     ToolCall,
     ToolSpec,
+    TransientModelError,
     sdk_error,
 )
 from sentinel_hooks.config.secrets import Redactor
@@ -64,7 +65,7 @@ class OpenAIBackend:
 
     def _reply(self, completion: ChatCompletion) -> ModelReply:
         if not completion.choices:
-            raise ModelError(f"{self._where()}: the reply has no choices", retryable=True)
+            raise TransientModelError(f"{self._where()}: the reply has no choices")
         message = completion.choices[0].message
         calls = [
             ToolCall(
@@ -155,3 +156,8 @@ def parse_arguments(raw: object) -> dict[str, Any] | str:
     except json.JSONDecodeError:
         return text
     return cast(dict[str, Any], decoded) if isinstance(decoded, dict) else text
+
+
+def create(name: str, spec: OpenAIModel, *, redactor: Redactor | None = None) -> OpenAIBackend:
+    """The backend for a ``type: openai`` entry of ``models:``."""
+    return OpenAIBackend(name, spec, redactor=redactor)

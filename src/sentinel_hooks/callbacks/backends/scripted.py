@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentinel_hooks.callbacks.backends.base import ModelReply, ToolCall, ToolSpec
-from sentinel_hooks.callbacks.envelope import Envelope
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ScriptedModel
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.relay.fallback import default_message
 
 
@@ -64,5 +65,6 @@ class ScriptedBackend:
         return None
 
 
-def create(name: str, spec: ScriptedModel) -> ScriptedBackend:
+def create(name: str, spec: ScriptedModel, *, redactor: Redactor | None = None) -> ScriptedBackend:
+    """The backend for a ``type: scripted`` entry (it sends nothing anywhere, so masks nothing)."""
     return ScriptedBackend(name)

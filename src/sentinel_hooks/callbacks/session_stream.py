@@ -1,6 +1,6 @@
 """The hook-session queue on Redis: any replica runs any session, one replica per session key at a time.
 
-With a Redis store, accepted callbacks do not wait in one process's memory (``SessionQueue``)
+With a Redis store, accepted callbacks do not wait in one process's memory (``LocalSessionQueue``)
 but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "Hook sessions"):
 
 * **enqueue** appends the callback id to the key's list and adds a "key has work" entry to the
@@ -33,22 +33,24 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
-from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
-from sentinel_hooks.callbacks.session import FINAL, Runs, open_contracts, progress_key, run_counted
+from sentinel_hooks.background import cancel_and_wait
+from sentinel_hooks.callbacks.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.session_queue import QueueContext, Runs, run_counted
+from sentinel_hooks.callbacks.session_scripts import SOURCES
 from sentinel_hooks.clock import Clock
-from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
-from sentinel_hooks.cluster.session_scripts import SOURCES
-from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
-from sentinel_hooks.store.redis_keys import RedisKeys
+from sentinel_hooks.store.redis.keys import RedisKeys
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 log = logging.getLogger(__name__)
 
 GROUP = "sessions"
-JOIN_ATTEMPTS = 3  # joining the consumer group at start (see ``_join_group``)
 BLOCK_MS = 1000  # how long one read waits for new entries (stop is not delayed by it: reads are cancelled)
 FORGET_CONSUMERS_AFTER_LEASES = 10  # consumers with nothing pending, idle this long, are removed
 
@@ -68,7 +70,7 @@ class LockLost(Exception):
 
 
 class StreamSessionQueue:
-    """The hook-session queue shared by every replica on one Redis (a ``CallbackSink``)."""
+    """The hook-session queue shared by every replica on one Redis (a ``SessionQueue``)."""
 
     def __init__(
         self,
@@ -101,7 +103,7 @@ class StreamSessionQueue:
 
     # -- the CallbackSink side -----------------------------------------------------------------
 
-    async def submit(self, envelope: object, contract: Contract) -> None:
+    async def submit(self, envelope: Envelope, contract: Contract) -> None:
         """Queue an accepted callback (the contract is stored; a failure here is left to the relay)."""
         try:
             await self.requeue(contract)
@@ -132,14 +134,14 @@ class StreamSessionQueue:
             )
             self._scripts = {name: client.register_script(source) for name, source in SOURCES.items()}
             self._client = client
-        await self._join_group()
+        await first_command(self._ensure_group)
         loop = asyncio.get_running_loop()
         self._loops = [loop.create_task(self._read_forever()), loop.create_task(self._reclaim_forever())]
         queued = 0
         for contract in sorted(
             await open_contracts(self._store), key=lambda c: (c.created_at, c.callback_id)
         ):
-            progress = await self._store.get_checkpoint(progress_key(contract.callback_id)) or {}
+            progress = await get_checkpoint(self._store, progress_key(contract.callback_id)) or {}
             if progress.get("status") not in FINAL and await self._enqueue(contract, only_if_absent=True):
                 queued += 1
         return queued
@@ -258,17 +260,6 @@ class StreamSessionQueue:
         log.warning("session queue: %s (retrying in %.1f s)", exc, self.tick_s)
         await self._clock.sleep(self.tick_s)
 
-    async def _join_group(self) -> None:
-        """``_ensure_group``, tried ``JOIN_ATTEMPTS`` times before giving up: the first command
-        also opens the connection, which a busy machine can delay past one command's bound."""
-        async for attempt in AsyncRetrying(
-            stop=stop_after_attempt(JOIN_ATTEMPTS),
-            retry=retry_if_exception_type(StoreUnavailable),
-            reraise=True,
-        ):
-            with attempt:
-                await self._ensure_group()
-
     async def _ensure_group(self) -> None:
         try:
             async with bounded(
@@ -322,9 +313,7 @@ class StreamSessionQueue:
                 "session %s stopped, to be retried in %.0f s: %s", session_key, 2 * self._lease_ms / 1000, exc
             )
         finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+            await cancel_and_wait(keeper)
 
     async def _drain(self, session_key: str, entry_id: str, value: str) -> None:
         """Run the key's callbacks in order until its list is empty and the lock released."""
@@ -395,3 +384,17 @@ class StreamSessionQueue:
         client = self._redis
         async with bounded(self.settings.redis_url, what, timeout_s=self._timeout_s):
             return await self._scripts[name](keys=keys, args=args, client=client)
+
+
+def create(runner: Runs, context: QueueContext) -> StreamSessionQueue:
+    """The ``redis-stream`` queue; ``context.stream`` says where it lives and who this replica is."""
+    if context.stream is None:
+        raise ValueError("the redis-stream session queue needs stream settings (a Redis store)")
+    return StreamSessionQueue(
+        runner,
+        store=context.store,
+        clock=context.clock,
+        settings=context.stream,
+        concurrency=context.concurrency,
+        events=context.events,
+    )

@@ -1,6 +1,6 @@
 """The Lua scripts behind the Redis session queue (``session_stream.py``), one per atomic step.
 
-Keys (under the store's prefix; listed in ``store/redis_keys.py``):
+Keys (under the store's prefix; listed in ``store/redis/keys.py``):
 
 * ``session-queue:<sessionKey>`` — list of callback ids waiting for that session, oldest first;
   the head stays in the list while its session runs and is popped only at a final status;

@@ -9,15 +9,16 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from sentinel_hooks.callbacks.envelope import Envelope, new_callback_id
-from sentinel_hooks.callbacks.intake import Fanout
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.relay.fallback import Fanout
 from sentinel_hooks.relay.relay import Relay, delivery_targets
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, InboxItem
+from sentinel_hooks.store.shortcuts import get_envelope
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,9 +57,9 @@ class Notices:
         self._relay.expect(contract.deadline)
         if fanout.mode == "none":
             return
-        data = envelope.to_json()
+        data = envelope.to_json() if fanout.mode == "debug" else None
         text = fanout.text
-        if fanout.mode == "debug":
+        if data is not None:
             text = f"{text}\n{json.dumps(data, ensure_ascii=False, separators=(',', ':'))}"
         message = Message(
             callback_id=contract.callback_id,
@@ -67,9 +68,9 @@ class Notices:
             priority=contract.trigger.priority,
             kind="fanout",
             text=text,
-            envelope=data if fanout.mode == "debug" else None,
+            envelope=data,
         )
-        targets = delivery_targets(data, contract)
+        targets = delivery_targets(envelope, contract)
         await self._dispatcher.enqueue(
             self._dispatcher.new_deliveries(message, targets, "fanout", at=self._clock.now())
         )
@@ -134,7 +135,7 @@ class Notices:
         if item.callback_id is None:
             return []
         contract = await self._store.get_contract(item.callback_id)
-        envelope = await self._store.get_envelope(item.callback_id)
+        envelope = await get_envelope(self._store, item.callback_id)
         if contract is None or envelope is None:
             return []
         return delivery_targets(envelope, contract)
