@@ -8,25 +8,23 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.retention import Ages, Pruner
-from sentinel_hooks.store import MemoryStore
-from tests.store.conftest import T0, contract
+from sentinel_hooks.store import Settlement, Store
+from tests.contract.stores import T0, contract, envelope
 from tests.support import wait_for
 
 
-async def store_with_old_contracts(n: int) -> MemoryStore:
-    """``n`` contracts expired at T0 + 30 s."""
-    store = MemoryStore()
-    await store.open()
+async def store_with_old_contracts(store: Store, n: int) -> Store:
+    """``store`` with ``n`` contracts expired at T0 + 30 s."""
     for i in range(n):
         made = contract(f"c{i}", created=i)
-        await store.create_contract(made, {})
-        await store.settle_contract(made.callback_id, "expired", at=made.deadline)
+        await store.accept_contract(made, envelope(made.callback_id))
+        await store.settle_contracts([Settlement(made.callback_id, "expired")], at=made.deadline)
     return store
 
 
-async def test_a_pass_works_through_the_backlog_in_batches_and_counts_it() -> None:
+async def test_a_pass_works_through_the_backlog_in_batches_and_counts_it(memory_store: Store) -> None:
     """Five old contracts, batches of two: one pass deletes all five; the metric says five."""
-    store, metrics = await store_with_old_contracts(5), Metrics()
+    store, metrics = await store_with_old_contracts(memory_store, 5), Metrics()
     clock = FakeClock(T0 + timedelta(days=31))
     pruner = Pruner(store, clock, Ages.from_spec(RetentionSpec()), metrics=metrics, batch=2, pause_s=0)
     done = await pruner.prune()
@@ -34,9 +32,9 @@ async def test_a_pass_works_through_the_backlog_in_batches_and_counts_it() -> No
     assert 5 == metrics.pruned.labels("contracts")._value.get()
 
 
-async def test_the_background_loop_prunes_without_being_asked() -> None:
+async def test_the_background_loop_prunes_without_being_asked(memory_store: Store) -> None:
     """Started, the pruner makes its first pass after ``first_pass_s``."""
-    store = await store_with_old_contracts(3)
+    store = await store_with_old_contracts(memory_store, 3)
     pruner = Pruner(
         store, FakeClock(T0 + timedelta(days=31)), Ages(callbacks=timedelta(days=1)), first_pass_s=0
     )
@@ -47,14 +45,14 @@ async def test_the_background_loop_prunes_without_being_asked() -> None:
         await pruner.stop()
 
 
-async def _empty(store: MemoryStore) -> bool:
+async def _empty(store: Store) -> bool:
     return not (await store.list_contracts()).items
 
 
-async def test_with_every_limit_zero_nothing_is_pruned() -> None:
+async def test_with_every_limit_zero_nothing_is_pruned(memory_store: Store) -> None:
     """retention with all zeros: the pruner is disabled, and a pass deletes nothing."""
     zeros = {"callbacksDays": 0, "inboxClosedDays": 0, "observationsPerWatcher": 0, "transcriptsDays": 0}
-    store = await store_with_old_contracts(1)
+    store = await store_with_old_contracts(memory_store, 1)
     pruner = Pruner(
         store, FakeClock(T0 + timedelta(days=365)), Ages.from_spec(RetentionSpec.model_validate(zeros))
     )

@@ -14,11 +14,11 @@ Observations are not pruned here: each watcher's history is trimmed to
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.memory import memory_key
 from sentinel_hooks.callbacks.session import progress_key
@@ -78,6 +78,15 @@ class Ages:
         )
 
 
+@dataclass(frozen=True)
+class Pruning:
+    """What a service's pruner deletes (``ages``) and how often it looks."""
+
+    ages: Ages
+    interval_s: float = INTERVAL_S
+    first_pass_s: float = FIRST_PASS_S
+
+
 class Pruner:
     """Runs retention passes in the background (``start``/``stop``) or on demand (``prune``)."""
 
@@ -101,7 +110,7 @@ class Pruner:
         self._first_pass_s = first_pass_s
         self._batch = batch
         self._pause_s = pause_s
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
 
     @property
     def enabled(self) -> bool:
@@ -124,15 +133,11 @@ class Pruner:
 
     def start(self) -> None:
         """Prune every ``interval_s`` from ``first_pass_s`` on (nothing when every limit is 0)."""
-        if self.enabled and self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run())
+        if self.enabled:
+            self._loop.start(self._run)
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
 
     async def _run(self) -> None:
         await asyncio.sleep(self._first_pass_s)

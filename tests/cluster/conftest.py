@@ -1,5 +1,5 @@
-"""Cluster fixtures: a real Redis (db 11, flushed around every test) and replicas on it; and a
-cluster-mode WatcherManager over a memory store with a fake ownership (no Redis needed).
+"""Cluster fixtures: a real Redis (db 11, emptied before every test) and replicas on it; and a
+cluster-mode WatcherManager over a store in memory (memory://) with a fake ownership (no Redis needed).
 
 Redis is a real server the tests start themselves (``redis_server`` in tests/conftest.py): tests
 that need it are skipped locally without the redis-server binary and fail when ``CI`` is set.
@@ -76,20 +76,11 @@ async def stop_all(services: Sequence[Service]) -> None:
         raise errors[0]
 
 
-def cluster_db(redis_server: str) -> str:
-    """Database 11 of the tests' own redis-server (``redis_server`` in tests/conftest.py)."""
-    return f"{redis_server}/11"
-
-
 @pytest.fixture
-async def redis_url(redis_server: str) -> AsyncIterator[str]:
-    """The test database, empty at the start of the test and flushed after it."""
-    url = cluster_db(redis_server)
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
-    yield url
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
+def redis_db() -> int:
+    """The cluster suite's own database of the tests' redis-server (``redis_url``, tests/conftest.py):
+    replicas it killed or stopped never write into another suite's keys."""
+    return 11
 
 
 @pytest.fixture
@@ -184,7 +175,7 @@ def watcher_ids(count: int, prefix: str = "w") -> list[str]:
     return [f"{prefix}{i:03d}" for i in range(count)]
 
 
-# -- a WatcherManager in cluster mode, over a memory store, with a fake ownership ----------------
+# -- a WatcherManager in cluster mode, over a store in memory, with a fake ownership -------------
 
 MANAGER_CONFIG = """\
 store: memory://

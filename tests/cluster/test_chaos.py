@@ -21,11 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from tests.cli.conftest import sentinel_command
 from tests.cluster.chaos import LocalHttp, Poll, Received, instant, judge, overlapping_polls
-from tests.cluster.conftest import cluster_db
 from tests.service.test_process import Running, free_port
 from tests.support import wait_until
 
@@ -137,18 +135,8 @@ def http() -> Iterator[LocalHttp]:
 
 
 @pytest.fixture
-def store(redis_server: str) -> Iterator[str]:
-    url = cluster_db(redis_server)
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
-    yield url
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
-
-
-@pytest.fixture
-def replicas(tmp_path: Path, store: str, http: LocalHttp) -> Iterator[list[Replica]]:
-    write_project(tmp_path, store, http)
+def replicas(tmp_path: Path, redis_url: str, http: LocalHttp) -> Iterator[list[Replica]]:
+    write_project(tmp_path, redis_url, http)
     made = [Replica(f"r{i}", tmp_path / "sentinel.yaml") for i in (1, 2, 3)]
     yield made
     for replica in made:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any
 
 import pytest
 import redis.asyncio
 from redis.asyncio import BlockingConnectionPool
 
-from sentinel_hooks.cluster import Leases
+from sentinel_hooks.clock import SystemClock
+from sentinel_hooks.cluster import Leases, Membership
 from sentinel_hooks.cluster.connection import POOL_SIZES, Role, open_client
-from sentinel_hooks.store.redis_connection import RedisConnection
+from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.store.redis.connection import RedisConnection
 from tests.cluster.conftest import PREFIX
 
 
@@ -62,3 +67,82 @@ async def test_a_burst_of_lease_commands_waits_for_connections(
         await leases.close()
     assert [("burst", 1)] * 200 == holders
     assert 1 <= names.count("sentinel-leases:burst") <= POOL_SIZES["leases"]
+
+
+class SlowFirstConnection:
+    """A TCP proxy on 127.0.0.1 in front of the tests' Redis that holds the first ``slow``
+    connections ``delay_s`` before forwarding a byte (a busy machine's slow connect), and forwards
+    the rest at once. Leaving it closes every connection and ends every task it started."""
+
+    def __init__(self, upstream_port: int, *, slow: int, delay_s: float) -> None:
+        self.upstream_port = upstream_port
+        self.slow = slow
+        self.delay_s = delay_s
+        self.connections = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._writers: list[asyncio.StreamWriter] = []
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._accepted, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        return f"redis://127.0.0.1:{port}/11"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for writer in self._writers:
+            writer.close()
+        await asyncio.gather(*(w.wait_closed() for w in self._writers), return_exceptions=True)
+        await self._server.wait_closed()
+
+    def _start(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+
+    async def _accepted(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.append(writer)
+        self.connections += 1
+        self._start(self._forward(reader, writer, slow=self.connections <= self.slow))
+
+    async def _forward(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, slow: bool
+    ) -> None:
+        if slow:
+            await asyncio.sleep(self.delay_s)  # the injected fault, not a synchronisation
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.upstream_port)
+        self._writers.append(up_writer)
+        self._start(_pipe(reader, up_writer))
+        self._start(_pipe(up_reader, writer))
+
+
+async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    with contextlib.suppress(ConnectionError):
+        while data := await source.read(65536):
+            sink.write(data)
+            await sink.drain()
+    sink.close()
+
+
+@pytest.mark.redis
+async def test_a_slow_first_connection_does_not_fail_the_start(redis_url: str) -> None:
+    """The first heartbeat also connects: a connection held past one command's bound (0.5 s for a
+    1 s lease) is tried again, and the replica joins; a Redis that stays away still fails it."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    async with SlowFirstConnection(port, slow=1, delay_s=1.0) as url:
+        membership = Membership(url, lease_ms=1000, clock=SystemClock(), replica_id="slow")
+        try:
+            await membership.start()
+            assert "slow" in await membership.live()
+        finally:
+            await membership.leave()
+
+    down = Membership("redis://127.0.0.1:1/11", lease_ms=1000, clock=SystemClock(), replica_id="down")
+    try:
+        with pytest.raises(StoreUnavailable, match="heartbeat"):
+            await down.start()
+    finally:
+        await down.close()

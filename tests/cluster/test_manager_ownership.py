@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from sentinel_hooks.store.shortcuts import last_observation, put_watcher_state
 from tests.cluster.conftest import ManagerHarness
 from tests.support import wait_for
 
@@ -62,7 +63,7 @@ async def test_lease_lost_stops_the_runner(harness: Harness) -> None:
 async def test_lease_acquired_loads_the_state_the_previous_owner_stored(harness: Harness) -> None:
     """The new owner starts from the stored state (fires, firing), not from its stale copy."""
     h = await harness()
-    await h.store.put_watcher_state("poll-1", {"fires": 7, "firing": {"firing": True}})
+    await put_watcher_state(h.store, "poll-1", {"fires": 7, "firing": {"firing": True}})
     h.ownership.held["poll-1"] = 1
     await h.manager.lease_acquired("poll-1", 1)
     state = h.manager.get("poll-1").state
@@ -93,7 +94,7 @@ async def test_removed_watchers_are_untracked(harness: Harness) -> None:
 async def test_observation_is_acted_on_while_the_lease_is_held(harness: Harness) -> None:
     """With the fence passing, polls are observed and stored."""
     h = await harness(held={"poll-1": 1})
-    await wait_for(lambda: h.store.last_observation("poll-1"), what="an observation")
+    await wait_for(lambda: last_observation(h.store, "poll-1"), what="an observation")
 
 
 def dropped(h: ManagerHarness, reason: str) -> float:
@@ -108,7 +109,7 @@ async def test_observation_is_dropped_and_runner_stops_when_the_lease_is_gone(ha
     await h.manager.lease_acquired("poll-1", 1)  # the fake does not hold it: holds() is False
     runner = h.manager.get("poll-1")
     await wait_for(lambda: not runner.running, what="the runner to stop itself")
-    assert (None, None) == (await h.store.last_observation("poll-1"), runner.fence)
+    assert (None, None) == (await last_observation(h.store, "poll-1"), runner.fence)
     assert h.endpoint.requests >= 1
     assert (True, 0.0) == (dropped(h, "lease_lost") >= 1, dropped(h, "lease_unknown"))
 
@@ -120,7 +121,7 @@ async def test_observation_is_dropped_but_runner_keeps_going_when_the_fence_cann
     h = await harness(held={"poll-1": 1})
     h.ownership.unsure = True
     await wait_for(lambda: h.endpoint.requests >= 3, what="three polls")
-    assert (None, True) == (await h.store.last_observation("poll-1"), h.manager.get("poll-1").running)
+    assert (None, True) == (await last_observation(h.store, "poll-1"), h.manager.get("poll-1").running)
 
 
 async def test_observation_dropped_for_want_of_a_lease_check_is_counted_and_shown(harness: Harness) -> None:

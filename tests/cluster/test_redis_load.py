@@ -16,7 +16,6 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-import redis
 
 from sentinel_hooks.config.loader import (
     LoadedConfig,
@@ -46,12 +45,9 @@ targets: {{console: {{type: console}}}}
 
 
 @pytest.fixture
-def store_url(redis_server: str) -> str:
-    """Database 13 of the tests' own redis-server, empty (no other suite uses it)."""
-    url = f"{redis_server}/13"
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
-    return url
+def redis_db() -> int:
+    """This test's own database of the tests' redis-server (``redis_url``; no other suite uses it)."""
+    return 13
 
 
 def many_watchers(config: LoadedConfig, endpoint: Endpoint) -> LoadedConfig:
@@ -90,10 +86,10 @@ def metric_total(text: str, name: str) -> float | None:
 
 @pytest.mark.timeout(180)
 async def test_ten_thousand_watchers_on_redis_drop_no_observation(
-    tmp_path: Path, store_url: str, endpoint: Endpoint, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, redis_url: str, endpoint: Endpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Tens of thousands of polls, scraped every 5 s: zero dropped, zero Redis errors logged."""
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=store_url))
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(store=redis_url))
     (tmp_path / "watchers").mkdir()
     config = many_watchers(load_config(tmp_path / "sentinel.yaml", environ={}), endpoint)
     caplog.set_level(logging.WARNING, logger="sentinel_hooks")

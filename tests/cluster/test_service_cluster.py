@@ -16,6 +16,7 @@ from aiohttp import web
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store import open_store
+from sentinel_hooks.store.shortcuts import last_observation
 from tests.cluster.conftest import (
     SERVICE_LEASE_MS,
     poll_watcher,
@@ -168,7 +169,7 @@ async def test_a_poll_in_flight_at_a_graceful_stop_is_acted_on(tmp_path: Path, r
     store = open_store(redis_url, base_dir=tmp_path)
     await store.open()
     try:
-        last = await store.last_observation("w")
+        last = await last_observation(store, "w")
     finally:
         await store.close()
     assert ({"status": "late"}, 0.0) == (last and last.value, dropped)

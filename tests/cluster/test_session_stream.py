@@ -2,93 +2,28 @@
 runner per key, and a dead replica's work reclaimed by another.
 
 The queues are real (``StreamSessionQueue`` on a real Redis and a real ``RedisStore``); the session
-runner is a recorder implementing the queue's ``Runs`` protocol, so the tests can see when each
-session starts and ends and hold one open.
+runner is a recorder implementing the queue's ``Runs`` protocol (tests/session_runs.py), so the
+tests can see when each session starts and ends and hold one open. What every session queue does,
+on one replica, is in tests/contract/test_session_queues.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from datetime import UTC, datetime, timedelta
 
 import pytest
 import redis.asyncio
 
+from sentinel_hooks.callbacks.session_stream import StreamSessionQueue, StreamSettings
 from sentinel_hooks.clock import SystemClock
-from sentinel_hooks.cluster.session_stream import StreamSessionQueue, StreamSettings
-from sentinel_hooks.errors import StoreUnavailable
-from sentinel_hooks.store import Contract, RedisStore, Trigger
+from sentinel_hooks.store import Contract
+from sentinel_hooks.store.redis import RedisStore
 from tests.cluster.conftest import LEASE_MS, PREFIX
+from tests.contract.stores import create
+from tests.session_runs import Recorder, contract
 from tests.support import wait_for
 
 pytestmark = pytest.mark.redis
-
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class Recorder:
-    """Records every run (replica, callback, start/end order); ``hold`` keeps chosen sessions open."""
-
-    def __init__(self) -> None:
-        self.log: list[tuple[str, str, str]] = []  # (event, replica, callback id)
-        self.active: dict[str, set[str]] = defaultdict(set)  # session key → replicas running it
-        self.overlaps: list[str] = []
-        self.hold: set[str] = set()
-        self.hold_on: set[str] | None = None  # the replicas whose runs ``hold`` applies to (None: all)
-        self.release = asyncio.Event()
-        self.work_s = 0.0
-        self.store_errors: set[str] = set()  # callbacks whose next run fails with StoreUnavailable
-
-    def runner(self, replica: str) -> Runner:
-        return Runner(self, replica)
-
-    def started(self, callback_id: str) -> list[str]:
-        return [r for event, r, c in self.log if event == "start" and c == callback_id]
-
-    def order(self, key: str, contracts: dict[str, Contract]) -> list[str]:
-        return [c for event, _, c in self.log if event == "end" and contracts[c].session_key == key]
-
-
-class Runner:
-    def __init__(self, recorder: Recorder, replica: str) -> None:
-        self._recorder = recorder
-        self._replica = replica
-
-    async def run(self, contract: Contract) -> str:
-        rec = self._recorder
-        key = contract.session_key
-        if rec.active[key]:
-            rec.overlaps.append(f"{contract.callback_id} on {self._replica} beside {rec.active[key]}")
-        rec.active[key].add(self._replica)
-        rec.log.append(("start", self._replica, contract.callback_id))
-        try:
-            if contract.callback_id in rec.hold and (rec.hold_on is None or self._replica in rec.hold_on):
-                await rec.release.wait()
-            await asyncio.sleep(rec.work_s)  # stands for a model call
-            if contract.callback_id in rec.store_errors:
-                rec.store_errors.discard(contract.callback_id)
-                raise StoreUnavailable("redis store: append transcript failed: connection refused")
-        finally:
-            rec.active[key].discard(self._replica)
-        rec.log.append(("end", self._replica, contract.callback_id))
-        return "done"
-
-
-def contract(callback_id: str, key: str, n: int) -> Contract:
-    return Contract(
-        callback_id=callback_id,
-        watcher_id="w",
-        dedupe_key=callback_id,
-        session_key=key,
-        state="pending",
-        trigger=Trigger(kind="match", priority="normal", matched_at=T0),
-        created_at=T0 + timedelta(milliseconds=n),
-        deadline=T0 + timedelta(hours=1),
-        targets=["console"],
-    )
-
 
 Make = Callable[..., StreamSessionQueue]
 
@@ -134,7 +69,7 @@ async def accepted(store: RedisStore, callbacks: list[tuple[str, str]]) -> dict[
     made: dict[str, Contract] = {}
     for n, (callback_id, key) in enumerate(callbacks):
         made[callback_id] = contract(callback_id, key, n)
-        assert await store.create_contract(made[callback_id], {})
+        assert await create(store, made[callback_id])
     return made
 
 

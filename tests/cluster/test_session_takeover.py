@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.callbacks.session import progress_key
-from sentinel_hooks.cluster.session_stream import StreamSessionQueue
+from sentinel_hooks.callbacks.session_stream import StreamSessionQueue
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.testing import FakeOpenAIServer
 from tests.cluster.conftest import LEASE_MS, stop_all
 from tests.support import wait_for
@@ -90,7 +91,7 @@ async def fire(service: Service) -> Contract:
 
 
 async def status(service: Service, contract: Contract) -> Any:
-    progress = await service.store.get_checkpoint(progress_key(contract.callback_id)) or {}
+    progress = await get_checkpoint(service.store, progress_key(contract.callback_id)) or {}
     return progress.get("status")
 
 

@@ -1,4 +1,4 @@
-"""The Inbox service over MemoryStore and SqliteStore: creation, transitions, refusals, races, hooks."""
+"""The Inbox service over SQLite in memory and in a file: creation, transitions, refusals, races, hooks."""
 
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ import pytest
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.inbox.items import Inbox
-from sentinel_hooks.store import InboxItem, MemoryStore, SqliteStore, Store
+from sentinel_hooks.store import InboxItem, Store
+from sentinel_hooks.store.sqlite import SqliteStore
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["memory", "sqlite"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    """An open MemoryStore or SqliteStore."""
-    made: Store = MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "inbox.db")
+    """An open SqliteStore, in memory or in a file."""
+    made = SqliteStore.in_memory() if request.param == "memory" else SqliteStore(tmp_path / "inbox.db")
     await made.open()
     yield made
     await made.close()

@@ -4,30 +4,33 @@ batched under load, errors reach every caller, drain leaves nothing behind."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from sentinel_hooks.errors import StoreError
-from sentinel_hooks.store import MemoryStore, Observation
+from sentinel_hooks.store import Observation
+from sentinel_hooks.store.shortcuts import last_observation
+from sentinel_hooks.store.sqlite import SqliteStore
+from sentinel_hooks.store.sqlite.worker import IN_MEMORY
 from sentinel_hooks.watchers.writeback import WatcherWrites
 
 AT = datetime(2026, 11, 22, tzinfo=UTC)
 
 
-class CountingStore(MemoryStore):
-    """A memory store that remembers the size of each batch it wrote."""
+class CountingStore(SqliteStore):
+    """A store in memory that remembers the size of each batch it wrote."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(IN_MEMORY)
         self.batches: list[int] = []
 
     async def write_watcher_batch(
         self,
         observations: Sequence[tuple[str, Observation]],
-        states: Mapping[str, dict[str, Any]],
+        states: Mapping[str, dict[str, Any] | None],
         *,
         keep: int = 500,
     ) -> None:
@@ -35,22 +38,27 @@ class CountingStore(MemoryStore):
         await super().write_watcher_batch(observations, states, keep=keep)
 
 
-async def test_a_write_is_stored_when_it_returns() -> None:
+@pytest.fixture
+async def store() -> AsyncIterator[CountingStore]:
+    """An open CountingStore, closed after the test."""
+    opened = CountingStore()
+    await opened.open()
+    yield opened
+    await opened.close()
+
+
+async def test_a_write_is_stored_when_it_returns(store: CountingStore) -> None:
     """An observation and a state, each readable from the store as soon as the call returns."""
-    store = CountingStore()
-    await store.open()
     writes = WatcherWrites(store, keep=10)
     await writes.observation("w", Observation(at=AT, value=1))
-    assert 1 == (await store.last_observation("w")).value  # type: ignore[union-attr]
+    assert 1 == (await last_observation(store, "w")).value  # type: ignore[union-attr]
     await writes.state("w", {"fires": 3})
     assert {"fires": 3} == await store.get_watcher_state("w")
 
 
-async def test_writes_made_together_go_in_one_batch() -> None:
+async def test_writes_made_together_go_in_one_batch(store: CountingStore) -> None:
     """200 polls writing at the same time: every write stored, in far fewer batches; the last
     state of a watcher wins."""
-    store = CountingStore()
-    await store.open()
     writes = WatcherWrites(store, keep=10)
     await asyncio.gather(
         *(writes.observation(f"w{i % 20}", Observation(at=AT, value=i)) for i in range(200)),
@@ -62,10 +70,8 @@ async def test_writes_made_together_go_in_one_batch() -> None:
     assert {"n": 4} == await store.get_watcher_state("s")
 
 
-async def test_a_store_error_reaches_every_writer_of_the_batch() -> None:
+async def test_a_store_error_reaches_every_writer_of_the_batch(store: CountingStore) -> None:
     """The store refuses the batch: each caller gets the StoreError; later writes work again."""
-    store = CountingStore()
-    await store.open()
     writes = WatcherWrites(store, keep=10)
     results = await asyncio.gather(
         writes.state("a", {"bad": object()}),
@@ -77,10 +83,8 @@ async def test_a_store_error_reaches_every_writer_of_the_batch() -> None:
     assert [2] == [o.value for o in await store.observations("b")]
 
 
-async def test_drain_sends_what_is_pending() -> None:
+async def test_drain_sends_what_is_pending(store: CountingStore) -> None:
     """Writes whose callers were cancelled are still sent by drain (before the store closes)."""
-    store = CountingStore()
-    await store.open()
     writes = WatcherWrites(store, keep=10)
     task = asyncio.create_task(writes.state("w", {"fires": 1}))
     await asyncio.sleep(0)  # let the write be queued (not synchronisation: the task only enqueues)

@@ -22,7 +22,8 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from sentinel_hooks.cluster.connection import bounded, open_client
+from sentinel_hooks.background import BackgroundTask
+from sentinel_hooks.cluster.connection import bounded, first_command, open_client
 from sentinel_hooks.errors import StoreError
 
 log = logging.getLogger(__name__)
@@ -42,20 +43,16 @@ class WatcherChanges:
         self._replica_id = replica_id
         self.channel = f"{key_prefix}watcher-changes"
         self._client: Redis | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
 
     async def start(self, on_change: Changed) -> None:
         """Subscribe (``StoreError`` when Redis cannot be reached), then listen in the background."""
         self._client = open_client(self._url, "changes", name=f"sentinel-changes-{self._replica_id}")
-        pubsub = await self._subscribe()
-        self._task = asyncio.get_running_loop().create_task(self._listen(pubsub, on_change))
+        pubsub = await first_command(self._subscribe)
+        self._loop.start(lambda: self._listen(pubsub, on_change))
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._loop.stop()
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.aclose()
@@ -72,8 +69,13 @@ class WatcherChanges:
     async def _subscribe(self) -> PubSub:
         assert self._client is not None
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-        async with bounded(self._url, "subscribe to watcher changes", timeout_s=PUBLISH_TIMEOUT_S):
-            await pubsub.subscribe(self.channel)
+        try:
+            async with bounded(self._url, "subscribe to watcher changes", timeout_s=PUBLISH_TIMEOUT_S):
+                await pubsub.subscribe(self.channel)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+            raise
         return pubsub
 
     async def _listen(self, pubsub: PubSub, on_change: Changed) -> None:

@@ -4,7 +4,7 @@ Membership, leases, watcher changes and the session stream each keep their own s
 with its own bounded pool (``POOL_SIZES``), not the store's: a lease renewal or a heartbeat that
 waits behind a burst of store writes for a connection, past a fraction of the lease, is as good
 as lost. Each pool makes a command wait for a free connection rather than fail
-(``store.redis_connection.new_client``); what they hold is small and fixed, so a process opens
+(``store.redis.connection.new_client``); what they hold is small and fixed, so a process opens
 at most the store's 64 connections plus ``sum(POOL_SIZES.values())`` to its Redis.
 Deadlines come from ``asyncio.timeout`` around each operation (``bounded``), never from
 redis-py's ``socket_timeout``: with that set, redis-py sends through ``asyncio.wait_for``, which
@@ -14,20 +14,24 @@ stop then hangs (the same reason as in ``watchers/strategies/redis_source.py``).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Literal, TypeVar
 
 from redis.asyncio import Redis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from sentinel_hooks.errors import StoreError, StoreUnavailable
-from sentinel_hooks.store.redis_connection import new_client, redacted_url
+from sentinel_hooks.core.retry import Backoff, retrying
+from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.store.redis.connection import new_client
+from sentinel_hooks.store.redis.errors import translated
+from sentinel_hooks.store.urls import redacted_url
 
 CONNECT_TIMEOUT_S = 5.0
+FIRST_COMMAND_ATTEMPTS = 3  # see ``first_command``
+# Tried again at once: each try is bounded by a command timeout, which is the pause that matters.
+FIRST_COMMAND_BACKOFF = Backoff(base_s=0, cap_s=0, max_attempts=FIRST_COMMAND_ATTEMPTS)
+
+T = TypeVar("T")
 
 Role = Literal["leases", "membership", "changes", "sessions"]
 
@@ -59,24 +63,23 @@ def command_timeout_s(lease_ms: int) -> float:
     return min(5.0, max(0.5, lease_ms / 3000))
 
 
+async def first_command(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, a client's first command at start, tried ``FIRST_COMMAND_ATTEMPTS`` times on
+    ``StoreUnavailable``: it also opens the connection, which a busy machine can delay past one
+    command's bound (a third of the lease, 0.5 s at the shortest). A Redis that is really down
+    fails all attempts within a few bounds, and the start fails with its error."""
+    async for attempt in retrying(FIRST_COMMAND_BACKOFF, retry_if=StoreUnavailable):
+        with attempt:
+            return await call()
+    raise AssertionError("unreachable: the last attempt returns or raises")
+
+
 @asynccontextmanager
 async def bounded(url: str, what: str, *, timeout_s: float) -> AsyncIterator[None]:
-    """Bound the block by ``timeout_s``; Redis failures become ``StoreUnavailable``/``StoreError``.
+    """Bound the block by ``timeout_s``; Redis failures become ``StoreUnavailable``/``StoreError``
+    (``store.redis.errors.translated``, as for the store), naming the cluster's server.
 
     Cancellation passes through untouched.
     """
-    where = redacted_url(url)
-    try:
-        async with asyncio.timeout(timeout_s):
-            yield
-    except TimeoutError as exc:
-        raise StoreUnavailable(
-            f"cluster redis {where}: {what} got no answer within {timeout_s:g} s; "
-            "check that Redis is running and reachable"
-        ) from exc
-    except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
-        raise StoreUnavailable(
-            f"cluster redis {where}: {what} failed: {exc}; check that Redis is running and reachable"
-        ) from exc
-    except RedisError as exc:
-        raise StoreError(f"cluster redis {where}: {what} failed: {exc}") from exc
+    async with translated(f"cluster redis {redacted_url(url)}", what, timeout_s=timeout_s):
+        yield

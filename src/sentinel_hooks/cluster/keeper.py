@@ -40,6 +40,7 @@ from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime, timedelta
 from functools import partial
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
@@ -87,7 +88,7 @@ class LeaseKeeper:
         self._desired_key: tuple[tuple[str, ...], int] | None = None
         self._version = 0
         self._chains: dict[str, asyncio.Task[None]] = {}
-        self._loop: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
         self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
 
@@ -155,16 +156,11 @@ class LeaseKeeper:
     async def start(self) -> None:
         """Run the first tick now (so owned watchers start at once), then every ``lease_ms / 3``."""
         await self.tick()
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop().create_task(self._tick_forever())
+        self._loop.start(self._tick_forever)
 
     async def halt(self) -> None:
         """Stop ticking, keeping the leases (they expire unless renewed); what a pause looks like."""
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
+        await self._loop.stop()
 
     async def stop(self) -> None:
         """Graceful stop: stop ticking, ``on_lost`` for every held lease, then release them all.

@@ -13,7 +13,6 @@ while; leases (``leases.py``) still let only one of them hold it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
@@ -22,8 +21,9 @@ import socket
 
 from redis.asyncio import Redis
 
+from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock, to_ms
-from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
+from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -55,7 +55,7 @@ class Membership:
         self._clock = clock
         self._timeout_s = command_timeout_s(lease_ms)
         self._client: Redis | None = None
-        self._loop: asyncio.Task[None] | None = None
+        self._loop = BackgroundTask()
 
     @property
     def client(self) -> Redis:
@@ -72,9 +72,8 @@ class Membership:
     async def start(self) -> None:
         """Open, heartbeat once (raising if Redis cannot be reached), then every ``lease_ms / 3``."""
         await self.open()
-        await self.heartbeat()
-        if self._loop is None:
-            self._loop = asyncio.get_running_loop().create_task(self._beat_forever())
+        await first_command(self.heartbeat)
+        self._loop.start(self._beat_forever)
 
     async def heartbeat(self) -> None:
         """Record this replica as seen now, and prune replicas dead for ``PRUNE_AFTER_LEASES`` leases."""
@@ -107,11 +106,7 @@ class Membership:
 
     async def halt(self) -> None:
         """Stop heartbeating without leaving (others see this replica die after ``lease_ms``)."""
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            loop.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await loop
+        await self._loop.stop()
 
     async def close(self) -> None:
         """Stop heartbeating and close the client; idempotent."""

@@ -16,7 +16,7 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.targets import SlackTargetSpec
 from sentinel_hooks.config.watcher import AnyWatcher, Scheduled
 from sentinel_hooks.config.yamlfile import Loc
-from sentinel_hooks.watchers.conditions import count_conditions
+from sentinel_hooks.core.conditions import count_conditions
 
 Problem = tuple[Loc, str]
 

@@ -6,14 +6,14 @@ from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from sentinel_hooks.callbacks.templating import (
+from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
+from sentinel_hooks.config.yamlfile import Loc
+from sentinel_hooks.core.templates.render import (
     CompiledText,
     CompiledValue,
     compile_text,
     compile_value,
 )
-from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
-from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.errors import TemplateError
 
 Priority = Literal["low", "normal", "high", "critical"]

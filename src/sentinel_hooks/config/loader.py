@@ -20,10 +20,10 @@ from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.issues import format_loc, validation_issues
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.skills import Skill, load_skills
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec
 from sentinel_hooks.config.yamlfile import LineMap, Loc, YamlDocument, display_path, read_yaml
 from sentinel_hooks.errors import ConfigError, ConfigIssue
-from sentinel_hooks.skills.loader import Skill, load_skills
 
 DEFAULT_CONFIG = "sentinel.yaml"
 WATCHER_SUFFIXES = (".yaml", ".yml")

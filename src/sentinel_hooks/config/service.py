@@ -9,7 +9,7 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.targets import TargetSpec
-from sentinel_hooks.watchers.conditions import AllGroup, AnyGroup, Condition, ConditionNode
+from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 
 MIN_API_TOKEN_CHARS = 16
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})

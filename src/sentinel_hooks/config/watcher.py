@@ -16,8 +16,8 @@ from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_valid
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.fire import FireSpec
-from sentinel_hooks.watchers.conditions import ConditionNode
-from sentinel_hooks.watchers.strategies.evm_abi import (
+from sentinel_hooks.core.conditions import ConditionNode
+from sentinel_hooks.core.evm_abi import (
     AbiError,
     arg_count_problem,
     arg_problems,

@@ -5,8 +5,7 @@ owns no state of its own. Items and their audit trail live in the Store, and eve
 change is the store's atomic compare-and-set, so of two operators acking the same item at
 once exactly one succeeds and the other gets ``Conflict`` naming the item's new status.
 
-Two hooks connect the inbox to the rest of the service, and may be set after construction
-(the composition root wires them once the parts they call exist):
+Two hooks, given at construction, connect the inbox to the rest of the service:
 
 * ``notify(item)`` is awaited after a new item is stored: the relay sends it to the
   ``escalationTargets`` there (SPEC.md §8).
@@ -28,9 +27,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sentinel_hooks.callbacks.envelope import new_callback_id
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.core.envelope import new_callback_id
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.inbox.transitions import (
     DECISIONS,
@@ -71,8 +70,8 @@ class Inbox:
         self.store = store
         self._redactor = redactor or Redactor()
         self.clock = clock
-        self.notify = notify
-        self.on_decision = on_decision
+        self._notify = notify
+        self._on_decision = on_decision
 
     async def create(
         self,
@@ -112,7 +111,7 @@ class Inbox:
             if existing is None:  # pragma: no cover - only if the id is deleted in between
                 raise Conflict(f"inbox item {item.id} could not be created; try again")
             return existing
-        await self._call("notify", self.notify, item)
+        await self._call("notify", self._notify, item)
         return item
 
     async def get(self, item_id: str) -> tuple[InboxItem, builtins.list[InboxHistoryEntry]]:
@@ -177,7 +176,7 @@ class Inbox:
             raise Conflict(reason or f"item {item_id} changed while it was being {rule.to_status}; retry")
         log.info("inbox item %s %s by %s", moved.id, moved.status, actor)
         if action in DECISIONS:
-            await self._call("on_decision", self.on_decision, moved)
+            await self._call("on_decision", self._on_decision, moved)
         return moved
 
     async def _call(self, name: str, hook: ItemHook | None, item: InboxItem) -> None:

@@ -1,20 +1,23 @@
 """The errors of Sentinel's one outbound HTTP client (``net.client.SafeHttp``).
 
 Every failure of a request, a stream or a WebSocket handshake becomes one of these, so
-strategies and delivery handle a single tree and never see ``aiohttp`` exceptions::
+strategies and delivery handle a single tree and never see ``aiohttp`` exceptions. The
+classes marked (transient) also derive from ``errors.TransientError``: trying again may help::
 
     SentinelError
-    └── NetError                 method, url, reason, retryable, retry_after_s
+    └── NetError                 method, url, reason, retry_after_s
         ├── HostNotAllowed        host not in allowedHosts, or a non-canonical IP literal
         ├── PrivateAddressRefused the host is or resolves to a private/loopback/… address
         ├── InvalidUrl            the URL cannot be requested (bad scheme, no host …)
         ├── RedirectRefused       the server answered 3xx (Sentinel never follows redirects)
         ├── ResponseTooLarge      the body passed the byte limit; reading stopped
-        ├── RequestTimeout        no complete answer within the timeout (retryable)
+        ├── CertificateRejected   the server's TLS certificate did not verify
+        ├── RequestTimeout        no complete answer within the timeout (transient)
         ├── NoSlot                every request slot stayed busy for ``start_within_s``; nothing sent
-        ├── ConnectionFailed      DNS, connect, reset, TLS, protocol errors (retryable)
+        ├── ConnectionFailed      DNS, connect, reset, TLS, protocol errors (transient)
         │   └── ConnectTimeout    the TCP/TLS connection itself timed out
-        └── HttpStatusError       a non-2xx status, raised by ``raise_for_status`` only
+        └── HttpStatusError       a non-2xx status (``status_error`` picks the class)
+            └── TransientHttpStatusError  5xx, 408, 425 and 429 (transient)
 
 The message reads ``GET https://x/y: <reason>``; URLs are kept as given (callers redact).
 """
@@ -23,13 +26,11 @@ from __future__ import annotations
 
 from http import HTTPStatus
 
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import SentinelError, TransientError
 
 
 class NetError(SentinelError):
-    """An outbound request failed; ``retryable`` says whether trying again may help."""
-
-    retryable_by_default = True
+    """An outbound request failed; a ``TransientError`` subclass when trying again may help."""
 
     def __init__(
         self,
@@ -37,14 +38,12 @@ class NetError(SentinelError):
         *,
         method: str | None = None,
         url: str | None = None,
-        retryable: bool | None = None,
         retry_after_s: float | None = None,
     ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.method = method
         self.url = url
-        self.retryable = self.retryable_by_default if retryable is None else retryable
         self.retry_after_s = retry_after_s
 
     def for_request(self, method: str, url: str) -> NetError:
@@ -62,25 +61,17 @@ class NetError(SentinelError):
 class HostNotAllowed(NetError):
     """The URL's host is not in ``allowedHosts`` (or is an IP literal in a legacy form)."""
 
-    retryable_by_default = False
-
 
 class PrivateAddressRefused(NetError):
     """The host is, or resolves to, an address Sentinel refuses (SPEC §2.1)."""
-
-    retryable_by_default = False
 
 
 class InvalidUrl(NetError):
     """The URL cannot be requested at all."""
 
-    retryable_by_default = False
-
 
 class RedirectRefused(NetError):
     """The server answered with a redirect; ``location`` is where it pointed."""
-
-    retryable_by_default = False
 
     def __init__(self, status: int, location: str | None) -> None:
         where = f"redirect to {location}" if location else f"redirect (HTTP {status}, no Location)"
@@ -92,8 +83,6 @@ class RedirectRefused(NetError):
 class ResponseTooLarge(NetError):
     """The response body passed ``limit_bytes``; the connection was closed."""
 
-    retryable_by_default = False
-
     def __init__(self, limit_bytes: int, *, declared_bytes: int | None = None) -> None:
         if declared_bytes is not None:
             reason = f"response declares {declared_bytes} bytes, over the {limit_bytes}-byte limit"
@@ -103,7 +92,11 @@ class ResponseTooLarge(NetError):
         self.limit_bytes = limit_bytes
 
 
-class RequestTimeout(NetError):
+class CertificateRejected(NetError):
+    """The server's TLS certificate did not verify (expired, wrong host, unknown issuer)."""
+
+
+class RequestTimeout(NetError, TransientError):
     """No complete answer arrived within the timeout."""
 
 
@@ -114,10 +107,8 @@ class NoSlot(NetError):
     retrying into a backlog.
     """
 
-    retryable_by_default = False
 
-
-class ConnectionFailed(NetError):
+class ConnectionFailed(NetError, TransientError):
     """The connection could not be made or broke (DNS, refused, reset, TLS, protocol)."""
 
 
@@ -137,7 +128,7 @@ def status_line(status: int) -> str:
 
 
 class HttpStatusError(NetError):
-    """A non-2xx answer: retryable for 5xx, 408, 425 and 429.
+    """A non-2xx answer (``TransientHttpStatusError`` for 5xx, 408, 425 and 429).
 
     The message is the status line, then what the body said: ``detail`` (its first words), or,
     when the body was an HTML page, only its title (``page_title``; "" for a page without one):
@@ -152,11 +143,27 @@ class HttpStatusError(NetError):
         detail: str = "",
         page_title: str | None = None,
     ) -> None:
-        retryable = status >= 500 or status in RETRYABLE_STATUSES
         reason = status_line(status)
         if page_title is not None:
             reason += f' (HTML page: "{page_title}")' if page_title else " (HTML page)"
         elif detail:
             reason += f": {detail}"
-        super().__init__(reason, retryable=retryable, retry_after_s=retry_after_s)
+        super().__init__(reason, retry_after_s=retry_after_s)
         self.status = status
+
+
+class TransientHttpStatusError(HttpStatusError, TransientError):
+    """A non-2xx answer that may pass with time: 5xx, 408, 425 or 429."""
+
+
+def status_transient(status: int) -> bool:
+    """Whether a non-2xx answer may pass with time (5xx, 408, 425, 429)."""
+    return status >= 500 or status in RETRYABLE_STATUSES
+
+
+def status_error(
+    status: int, *, retry_after_s: float | None = None, detail: str = "", page_title: str | None = None
+) -> HttpStatusError:
+    """The ``HttpStatusError`` for a non-2xx ``status``: transient for 5xx, 408, 425 and 429."""
+    kind = TransientHttpStatusError if status_transient(status) else HttpStatusError
+    return kind(status, retry_after_s=retry_after_s, detail=detail, page_title=page_title)

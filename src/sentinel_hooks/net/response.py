@@ -17,7 +17,7 @@ from aiohttp import ClientResponse
 from multidict import CIMultiDictProxy
 
 from sentinel_hooks.net.body import decode_body, html_title, looks_like_html, one_line
-from sentinel_hooks.net.errors import HttpStatusError, RedirectRefused, ResponseTooLarge
+from sentinel_hooks.net.errors import RedirectRefused, ResponseTooLarge, status_error
 
 CHUNK_BYTES = 64 * 1024
 EXCERPT_CHARS = 200
@@ -64,7 +64,7 @@ def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
 
 
 def raise_for_status(response: HttpResponse) -> None:
-    """Raise ``HttpStatusError`` (retryable for 5xx/408/425/429, with Retry-After) unless 2xx."""
+    """Raise ``HttpStatusError`` (transient for 5xx/408/425/429, with Retry-After) unless 2xx."""
     if response.ok:
         return
     reference = response.received_at
@@ -80,10 +80,10 @@ def raise_for_status(response: HttpResponse) -> None:
     head = decode_body(response.body[: EXCERPT_CHARS * 4], response.charset)
     if looks_like_html(head, response.content_type):  # a proxy's error page: its title says it all
         title = html_title(decode_body(response.body[:HTML_SCAN_BYTES], response.charset))
-        error = HttpStatusError(response.status, retry_after_s=retry_after, page_title=title)
+        error = status_error(response.status, retry_after_s=retry_after, page_title=title)
     else:
         excerpt = one_line(head, EXCERPT_CHARS)
-        error = HttpStatusError(response.status, retry_after_s=retry_after, detail=excerpt)
+        error = status_error(response.status, retry_after_s=retry_after, detail=excerpt)
     raise error.for_request(response.method, response.url)
 
 

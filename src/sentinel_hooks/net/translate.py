@@ -11,13 +11,14 @@ from types import TracebackType
 import aiohttp
 
 from sentinel_hooks.net.errors import (
+    CertificateRejected,
     ConnectionFailed,
     ConnectTimeout,
-    HttpStatusError,
     InvalidUrl,
     NetError,
     RedirectRefused,
     RequestTimeout,
+    status_error,
 )
 
 TRANSLATED = (aiohttp.ClientError, TimeoutError, OSError)
@@ -34,7 +35,7 @@ def _handshake(exc: aiohttp.WSServerHandshakeError) -> NetError:
         location = exc.headers.get("Location") if exc.headers else None
         return RedirectRefused(exc.status, location)
     if exc.status >= 400:
-        return HttpStatusError(exc.status, detail="WebSocket handshake refused")
+        return status_error(exc.status, detail="WebSocket handshake refused")
     return ConnectionFailed(f"WebSocket handshake failed (HTTP {exc.status}): {exc.message}")
 
 
@@ -50,7 +51,7 @@ def translate(exc: BaseException, *, timeout_s: float | None = None) -> NetError
     if isinstance(exc, TimeoutError):
         return RequestTimeout(f"no complete answer{within} (timed out)")
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return ConnectionFailed(f"TLS certificate rejected: {exc.certificate_error}", retryable=False)
+        return CertificateRejected(f"TLS certificate rejected: {exc.certificate_error}")
     if isinstance(exc, aiohttp.ClientConnectorDNSError):
         return ConnectionFailed(f"cannot resolve {exc.host!r}: {_os_reason(exc.os_error, exc)}")
     if isinstance(exc, aiohttp.ClientConnectorError):

@@ -12,15 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
-from sentinel_hooks.callbacks.envelope import TriggerKind
 from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
+from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.envelope import TriggerKind
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
-from sentinel_hooks.watchers.conditions import evaluate
 from sentinel_hooks.watchers.lifecycle import FiringState, step
-from sentinel_hooks.watchers.paths import MISSING
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from apscheduler.schedulers.base import STATE_RUNNING
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import Scheduled, WebhookWatcher
 from sentinel_hooks.errors import Conflict, NotFound
+from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run
@@ -274,8 +275,8 @@ class WatcherManager:
         async with self._lock:
             if watcher_id in self._runners:
                 raise Conflict(f"watcher {watcher_id!r} already exists")
-            await self._deps.store.put_watcher_state(
-                API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
+            await put_watcher_state(
+                self._deps.store, API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
             )
             self._api_defined.add(watcher_id)
             await self._add(loaded, initial=False)
@@ -292,8 +293,8 @@ class WatcherManager:
         async with self._lock:
             await self._remove(watcher_id)
             self._api_defined.discard(watcher_id)
-            await self._deps.store.delete_watcher_state(API_DEFINITION_PREFIX + watcher_id)
-            await self._deps.store.delete_watcher_state(watcher_id)
+            forget = {API_DEFINITION_PREFIX + watcher_id: None, watcher_id: None}
+            await self._deps.store.write_watcher_batch([], forget)
 
 
 async def _yield_every(done: int) -> None:

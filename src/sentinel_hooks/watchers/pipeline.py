@@ -22,22 +22,23 @@ from pathlib import Path
 from typing import Any
 
 from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
-from sentinel_hooks.callbacks.envelope import Route, TriggerKind
 from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
-from sentinel_hooks.callbacks.intake import CallbackIntake, Fanout, session_key
+from sentinel_hooks.callbacks.intake import CallbackIntake
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
+from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.envelope import Route, TriggerKind
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
 from sentinel_hooks.events import Events
-from sentinel_hooks.relay.fallback import fanout_text
+from sentinel_hooks.relay.fallback import Fanout, fanout_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Observation
-from sentinel_hooks.watchers.conditions import evaluate
+from sentinel_hooks.store.shortcuts import last_observation
 from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
 from sentinel_hooks.watchers.lifecycle import Decision, resolved_message, step
-from sentinel_hooks.watchers.paths import MISSING
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure
 from sentinel_hooks.watchers.strategy import Observed
@@ -106,13 +107,13 @@ class FiringPipeline:
         (MISSING for none); by default it is read from the store.
         """
         if previous is UNKNOWN:
-            last = await self._store.last_observation(watcher.id)
+            last = await last_observation(self._store, watcher.id)
             previous = last.value if last is not None else MISSING
         observation = Observation(at=observed.at, value=observed.value)
         if self._writes is not None:
             await self._writes.observation(watcher.id, observation)
         else:
-            await self._store.record_observation(watcher.id, observation, keep=HISTORY_KEEP)
+            await self._store.write_watcher_batch([(watcher.id, observation)], {}, keep=HISTORY_KEEP)
         if observed.ack is not None:
             await observed.ack()
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
@@ -215,9 +216,9 @@ class FiringPipeline:
         fanout, message_error = self._fanout(watcher, firing)
         if message_error is not None:
             state = state.evolve(last_error=message_error)
-        group = watcher.fire.session_group or self._service.hook_session_group
-        session = session_key(self._service.hook_session_prefix, watcher.id, group)
-        contract = await self._intake.accept(envelope, session=session, bypass_dedupe=repeat, fanout=fanout)
+        contract = await self._intake.accept(
+            envelope, session_group=watcher.fire.session_group, bypass_dedupe=repeat, fanout=fanout
+        )
         if contract.state != "pending":
             return Outcome(state, contract=contract)
         state = state.evolve(fires=state.fires + 1, last_fire_at=now)

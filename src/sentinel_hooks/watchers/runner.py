@@ -26,22 +26,29 @@ import contextlib
 import logging
 import random
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_never
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
-from sentinel_hooks.errors import SentinelError, StoreError
+from sentinel_hooks.config.watcher import (
+    AnyWatcher,
+    HttpLongPollWatcher,
+    RetrySpec,
+    Scheduled,
+    WebhookWatcher,
+)
+from sentinel_hooks.core.retry import Backoff, retry_after_of, retrying
+from sentinel_hooks.errors import SentinelError, StoreError, TransientError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.schedule import trigger_for
 from sentinel_hooks.watchers.state import WatcherState
@@ -53,6 +60,7 @@ from sentinel_hooks.watchers.strategy import (
     PollStrategy,
     StrategyContext,
     SubscribeStrategy,
+    TransientObserveError,
     create_strategy,
 )
 from sentinel_hooks.watchers.writeback import WatcherWrites
@@ -87,34 +95,22 @@ class RunnerDeps:
     writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
 
 
-def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ObserveError) and exc.retryable and not isinstance(exc, NoObservation)
+def _retried(exc: BaseException) -> bool:
+    """A failed observation worth another try (a quiet long-poll is asked again at once instead)."""
+    return isinstance(exc, TransientObserveError) and not isinstance(exc, NoObservation)
 
 
-class _Backoff:
-    """Jittered exponential backoff from the watcher's ``retry``, honouring a Retry-After hint.
-
-    Attempt ``n`` failed: wait a uniform draw from [0, min(maxMs, baseMs * 2^(n-1))] ("full
-    jitter"), or longer when the server asked for it (capped at ten times maxMs).
-    """
-
-    def __init__(self, base_ms: int, max_ms: int, rng: random.Random) -> None:
-        self._base_s = base_ms / 1000
-        self._max_s = max_ms / 1000
-        self._rng = rng
-
-    def delay(self, attempt: int, exc: BaseException | None) -> float:
-        """Seconds to wait after failed attempt number ``attempt`` (1-based)."""
-        ceiling = min(self._max_s, self._base_s * 2 ** min(attempt - 1, 62))
-        delay = self._rng.uniform(0, ceiling)
-        hint = getattr(exc, "retry_after_s", None)
-        if isinstance(hint, int | float) and hint > 0:
-            return max(delay, min(float(hint), self._max_s * 10))
-        return delay
-
-    def __call__(self, state: RetryCallState) -> float:
-        exc = state.outcome.exception() if state.outcome else None
-        return self.delay(state.attempt_number, exc)
+def watcher_backoff(retry: RetrySpec) -> Backoff:
+    """The watcher's ``retry`` as a policy: full jitter under min(maxMs, baseMs * 2^(n-1)),
+    ``maxRetries`` retries after the first try, a Retry-After hint honoured up to ten times maxMs."""
+    cap_s = retry.max_ms / 1000
+    return Backoff(
+        base_s=retry.base_ms / 1000,
+        cap_s=cap_s,
+        jitter="full",
+        max_attempts=retry.max_retries + 1,
+        retry_after_cap_s=cap_s * 10,
+    )
 
 
 class WatcherRunner:
@@ -297,8 +293,9 @@ class WatcherRunner:
     async def _poll_with_retries(self) -> bool:
         """One poll with retries; True when an observation (or a quiet long-poll) came back.
 
-        Retries (up to ``retry.maxRetries``, for retryable errors) wait with ``_Backoff``; each
-        failed attempt is recorded, a stop ends the wait at once. A skipped poll is counted only.
+        Retries (up to ``retry.maxRetries``, for transient errors) wait as ``watcher_backoff``
+        says; each failed attempt is recorded, a stop ends the wait at once. A skipped poll is
+        counted only.
         """
         strategy = self._poller
         if strategy is None:
@@ -314,9 +311,10 @@ class WatcherRunner:
                 except PollSkipped:
                     raise
                 except ObserveError as exc:
-                    if not _retryable(exc) or attempt > self.spec.retry.max_retries:
+                    backoff = watcher_backoff(self.spec.retry)
+                    if not _retried(exc) or backoff.exhausted(attempt):
                         raise
-                    delay = self._backoff().delay(attempt, exc)
+                    delay = backoff.delay_s(attempt, self._deps.rng, retry_after_of(exc))
                     await self._record_failure(exc, next_at=self._deps.clock.now() + timedelta(seconds=delay))
                     await self._sleep(delay)
                     attempt += 1
@@ -334,15 +332,9 @@ class WatcherRunner:
         await self._observed(observed)
         return True
 
-    def _backoff(self) -> _Backoff:
-        retry = self.spec.retry
-        return _Backoff(retry.base_ms, retry.max_ms, self._deps.rng)
-
-    async def _before_retry(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        delay = state.upcoming_sleep
+    async def _before_retry(self, exc: BaseException, delay_s: float) -> None:
         if isinstance(exc, ObserveError):
-            await self._record_failure(exc, next_at=self._deps.clock.now() + timedelta(seconds=delay))
+            await self._record_failure(exc, next_at=self._deps.clock.now() + timedelta(seconds=delay_s))
 
     async def _sleep(self, seconds: float) -> None:
         """A backoff sleep that ends early (raising _Stopping) when the runner stops."""
@@ -368,7 +360,7 @@ class WatcherRunner:
                 await self._observed(first)
                 async for observed in opened[-1]:
                     await self._observed(observed)
-                error = ObserveError("the stream ended")
+                error: ObserveError = TransientObserveError("the stream ended")
             except _Stopping:
                 return
             except ObserveError as exc:
@@ -381,25 +373,25 @@ class WatcherRunner:
                             await closer()
             disconnected_at = self._deps.clock.now()
             await self._record_failure(error, next_at=None)
-            if not error.retryable:
+            if not isinstance(error, TransientError):
                 with contextlib.suppress(_Stopping):
                     await self._sleep(retry.max_ms / 1000)
 
     async def _connect(self, strategy: SubscribeStrategy, opened: list[AsyncIterator[Observed]]) -> Observed:
         """Open the stream (retrying with backoff) until its first observation arrives."""
-        async for attempt in AsyncRetrying(
-            stop=stop_never,
-            wait=self._backoff(),
-            retry=retry_if_exception(_retryable),
+        until_connected = replace(watcher_backoff(self.spec.retry), max_attempts=None)
+        async for attempt in retrying(
+            until_connected,
+            retry_if=_retried,
+            rng=self._deps.rng,
             sleep=self._sleep,
             before_sleep=self._before_retry,
-            reraise=True,
         ):
             with attempt:
                 stream = strategy.stream().__aiter__()
                 opened.append(stream)
                 return await _first(stream)
-        raise ObserveError("could not connect")  # pragma: no cover - stop_never never gives up
+        raise ObserveError("could not connect")  # pragma: no cover - it never gives up
 
     async def _record_reconnect(self, since: datetime) -> None:
         gap_ms = int((self._deps.clock.now() - since).total_seconds() * 1000)
@@ -586,7 +578,7 @@ class WatcherRunner:
         if self._deps.writes is not None:
             await self._deps.writes.state(self.id, data)
         else:
-            await self._deps.store.put_watcher_state(self.id, data)
+            await put_watcher_state(self._deps.store, self.id, data)
         self._saved, self._saved_at = durable, now
 
 
@@ -595,4 +587,4 @@ async def _first(stream: AsyncIterator[Observed]) -> Observed:
     try:
         return await stream.__anext__()
     except StopAsyncIteration:
-        raise ObserveError("the stream ended before any event") from None
+        raise TransientObserveError("the stream ended before any event") from None

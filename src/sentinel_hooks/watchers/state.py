@@ -1,6 +1,6 @@
 """A watcher's runtime state: status, firing lifecycle, enable/disable, counters.
 
-Kept as JSON in the store (``Store.put_watcher_state``), written by the one runner that
+Kept as JSON in the store (``Store.write_watcher_batch``), written by the one runner that
 owns the watcher, so it survives restarts: enabled/disabled, fireOnce, the firing state, the
 open probe episodes and the fire count are as they were after a crash.
 """

@@ -1,8 +1,8 @@
 """The plug-in point for watcher strategies: a small Protocol per kind and a registry.
 
-A strategy turns an endpoint into observations. It tries once and raises
-``ObserveError`` (with ``retryable`` and an optional ``retry_after_s`` hint); the
-runner owns scheduling, retries with backoff, status, and the firing pipeline.
+A strategy turns an endpoint into observations. It tries once and raises ``ObserveError``,
+or ``TransientObserveError`` (with an optional ``retry_after_s`` hint) when trying again may
+help; the runner owns scheduling, retries with backoff, status, and the firing pipeline.
 
 - ``PollStrategy`` (http-poll, http-long-poll, command, evm-call): ``poll()`` takes one
   observation. The runner calls it on the watcher's schedule (long-poll: again at once),
@@ -13,7 +13,12 @@ runner owns scheduling, retries with backoff, status, and the firing pipeline.
   (SSE Last-Event-ID, stream position) lives on the strategy object between calls.
 - ``webhook`` has no strategy: the API's ingest route feeds the pipeline directly.
 
-Each strategy module exposes ``create(watcher, context) -> PollStrategy | SubscribeStrategy``.
+Every strategy is exactly one of the two kinds, stamps observations with the context's clock,
+lets go of its source (connection, subscription, probe process) when a call is cancelled, and
+``close()`` may come before any use and twice. Each strategy module exposes
+``create(watcher, context) -> PollStrategy | SubscribeStrategy`` and is listed in ``MODULES``;
+tests/contract/test_strategies.py runs the contract against each, and against the fakes that
+ship for tests, ``ScriptedPoll`` and ``ScriptedSubscription`` (``strategies/scripted.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import LimitsSpec
-from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.errors import SentinelError, TransientError
 
 if TYPE_CHECKING:
     from sentinel_hooks.config.watcher import AnyWatcher
@@ -37,19 +42,32 @@ if TYPE_CHECKING:
 
 
 class ObserveError(SentinelError):
-    """Taking an observation failed; ``retryable`` says whether trying again may help."""
+    """Taking an observation failed, and will fail alike until something changes (the config,
+    the source's setup); ``TransientObserveError`` when the source may answer next time."""
 
-    def __init__(self, message: str, *, retryable: bool = True, retry_after_s: float | None = None) -> None:
+
+class TransientObserveError(ObserveError, TransientError):
+    """Taking an observation failed in a way that may pass; the runner tries again with backoff,
+    waiting at least ``retry_after_s`` when the source asked for it."""
+
+    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
-        self.retryable = retryable
         self.retry_after_s = retry_after_s
 
 
-class NoObservation(ObserveError):
+def observe_error(message: str, *, like: BaseException) -> ObserveError:
+    """The ``ObserveError`` reporting ``like`` as ``message``: transient (keeping its Retry-After
+    hint) when ``like`` is."""
+    if isinstance(like, TransientError):
+        return TransientObserveError(message, retry_after_s=like.retry_after_s)
+    return ObserveError(message)
+
+
+class NoObservation(TransientObserveError):
     """Nothing to observe this time (a long-poll hold ran out): ask again at once; not a failure."""
 
     def __init__(self, message: str = "no observation this time") -> None:
-        super().__init__(message, retryable=True)
+        super().__init__(message)
         self.quiet = True
 
 
@@ -60,7 +78,7 @@ class PollSkipped(ObserveError):
     """
 
     def __init__(self, message: str, *, reason: str) -> None:
-        super().__init__(message, retryable=False)
+        super().__init__(message)
         self.reason = reason
 
 

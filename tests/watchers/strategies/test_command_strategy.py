@@ -16,11 +16,11 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import LimitsSpec
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, CommandWatcher
+from sentinel_hooks.process_runner import ProbeRun, probe_env
 from sentinel_hooks.watchers.strategies import command
 from sentinel_hooks.watchers.strategies.command import CommandProbe
-from sentinel_hooks.watchers.strategies.probe_process import ProbeRun, probe_env
 from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure, ProbeReport
-from sentinel_hooks.watchers.strategy import ObserveError, PollStrategy, StrategyContext
+from sentinel_hooks.watchers.strategy import ObserveError, StrategyContext
 
 # Prints the file ``report.txt`` of the working directory: tests rewrite it between polls.
 ECHO_REPORT = "import sys; sys.stdout.write(open('report.txt').read())"
@@ -84,11 +84,6 @@ def wait_gone(pid: int, within_s: float = 5.0) -> bool:
             return False
         time.sleep(0.01)
     return True
-
-
-def test_create_gives_a_poll_strategy(tmp_path: Path) -> None:
-    """The module's factory returns a PollStrategy."""
-    assert isinstance(python_probe(tmp_path, "pass"), PollStrategy)
 
 
 async def test_terminal_class_fires_terminal_with_the_report_as_value(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from eth_abi.abi import encode
 
-from sentinel_hooks.watchers.strategies.evm_abi import AbiError, call_data, decode_outputs, parse_signature
+from sentinel_hooks.core.evm_abi import AbiError, call_data, decode_outputs, parse_signature
 
 ADDRESS = "0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed"
 CHECKSUMMED = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"  # EIP-55's first example

@@ -15,7 +15,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, EvmCallWatcher
 from sentinel_hooks.watchers.strategies import evm_call
 from sentinel_hooks.watchers.strategies.evm_call import EvmCall
-from sentinel_hooks.watchers.strategy import ObserveError, PollStrategy
+from sentinel_hooks.watchers.strategy import ObserveError
 from tests.net.servers import OpenHttp, Serve
 from tests.watchers.strategies.conftest import MakeContext
 
@@ -191,16 +191,6 @@ def test_args_that_do_not_fit_are_refused_when_the_watcher_loads() -> None:
         error["loc"],
         error["msg"],
     )
-
-
-async def test_create_gives_a_poll_strategy(
-    serve: Serve, open_http: OpenHttp, make_context: MakeContext
-) -> None:
-    """The module's factory returns a PollStrategy."""
-    strategy = await start(
-        balance_server(), serve, open_http, make_context, {"signature": "totalSupply()(uint256)"}
-    )
-    assert isinstance(strategy, PollStrategy)
 
 
 async def test_secret_in_the_endpoint_is_masked_in_errors(

@@ -15,7 +15,6 @@ from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
     PollSkipped,
-    PollStrategy,
     create_strategy,
 )
 from tests.net.servers import OpenHttp, Serve, app_with
@@ -38,13 +37,6 @@ async def poller(
     )
     assert isinstance(strategy, HttpPollStrategy)
     return strategy
-
-
-async def test_create_strategy_gives_a_poll_strategy(open_http: OpenHttp, make_context: MakeContext) -> None:
-    """The registry builds an http-poll watcher into a PollStrategy."""
-    http = await open_http()
-    strategy = create_strategy(poll_watcher("http://127.0.0.1/x"), make_context(http))
-    assert isinstance(strategy, PollStrategy)
 
 
 async def test_json_is_observed_at_clock_time(

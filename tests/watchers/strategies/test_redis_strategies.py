@@ -1,5 +1,8 @@
 """`redis-pubsub` and `redis-stream` against a real Redis on 127.0.0.1 (db 15, unique keys per test).
 
+What every strategy does (observe, fail retryably, end a stream when the connection is lost, let
+go when cancelled) is in tests/contract/test_strategies.py; this is what these two add.
+
 Skipped when no server answers locally; failed when ``CI`` is set.
 """
 
@@ -23,17 +26,11 @@ from sentinel_hooks.config.watcher import WATCHER_ADAPTER, RedisPubSubWatcher, R
 from sentinel_hooks.watchers.strategies import redis_pubsub, redis_source, redis_stream
 from sentinel_hooks.watchers.strategies.redis_pubsub import RedisPubSub
 from sentinel_hooks.watchers.strategies.redis_stream import RedisStreamReader
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, SubscribeStrategy
+from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
 
 pytestmark = pytest.mark.redis
 
 WAIT_S = 5.0
-
-
-@pytest.fixture(scope="module")
-def redis_url(redis_server: str) -> str:
-    """Database 15 of the tests' own redis-server."""
-    return f"{redis_server}/15"
 
 
 @pytest.fixture
@@ -76,13 +73,6 @@ async def until(check: Callable[[], Awaitable[bool]], what: str) -> None:
         pytest.fail(f"{what} (waited {WAIT_S} s)")
 
 
-async def kill_connections(client: redis.asyncio.Redis, watcher_id: str) -> None:
-    """Drop the strategy's connections from the server side (a network failure)."""
-    for info in await client.client_list():
-        if info.get("name") == f"sentinel:{watcher_id}":
-            await client.client_kill_filter(_id=info["id"])
-
-
 # -- redis-pubsub ------------------------------------------------------------------------------
 
 
@@ -111,11 +101,6 @@ async def first_message(
         return await receiving
     finally:
         await cast(Any, stream).aclose()
-
-
-def test_pubsub_create_gives_a_subscribe_strategy(redis_url: str) -> None:
-    """The module's factory returns a SubscribeStrategy."""
-    assert isinstance(pubsub(redis_url, "ch"), SubscribeStrategy)
 
 
 async def test_pubsub_json_message_is_observed_parsed(
@@ -150,24 +135,6 @@ def test_only_glob_characters_make_a_pattern() -> None:
     """*, ? and [ make a pattern; other punctuation does not."""
     names = ["a.*", "a?", "a[12]", "plain:name-1.x"]
     assert [True, True, True, False] == [redis_pubsub.is_pattern(name) for name in names]
-
-
-async def test_pubsub_connection_loss_raises_observe_error(
-    redis_url: str, client: redis.asyncio.Redis, prefix: str
-) -> None:
-    """When the server drops the connection the stream ends with a retryable ObserveError."""
-    channel = f"{prefix}alerts"
-    strategy = pubsub(redis_url, channel)
-    stream = strategy.stream()
-    receiving = asyncio.ensure_future(anext(stream))
-    await publish_until_heard(client, channel, "hello")
-    await receiving
-    next_message = asyncio.ensure_future(anext(stream))
-    await kill_connections(client, strategy._watcher.id)
-    with pytest.raises(ObserveError) as caught:
-        async with asyncio.timeout(WAIT_S):
-            await next_message
-    assert caught.value.retryable
 
 
 async def test_pubsub_unreachable_server_raises_observe_error_without_password() -> None:
@@ -336,12 +303,11 @@ async def stream_key(client: redis.asyncio.Redis, prefix: str) -> str:
     return key
 
 
-def test_stream_create_gives_a_subscribe_strategy(redis_url: str) -> None:
-    """The module's factory returns a SubscribeStrategy named sentinel-<host>-<pid>."""
+def test_stream_consumer_is_named_for_this_process(redis_url: str) -> None:
+    """The reader's consumer name is sentinel-<host>-<pid>, so a restarted process is a new consumer."""
     spec = watcher(redis_url, strategy="redis-stream", stream="s")
     strategy = redis_stream.create(cast(RedisStreamWatcher, spec), context())
-    suffix = f"-{os.getpid()}"
-    assert (True, True) == (isinstance(strategy, SubscribeStrategy), strategy.consumer.endswith(suffix))
+    assert strategy.consumer.endswith(f"-{os.getpid()}")
 
 
 async def test_stream_entries_are_observed(
@@ -461,27 +427,6 @@ async def test_pending_entry_deleted_from_the_stream_is_acked_and_skipped(
     await client.xadd(stream_key, {"data": '"next"'})
     (observed,) = await take(reader(redis_url, stream_key), 1)
     assert ("next", 1) == (observed.value, await pending(client, stream_key))
-
-
-async def test_stream_connection_loss_raises_observe_error(
-    redis_url: str, client: redis.asyncio.Redis, stream_key: str
-) -> None:
-    """A connection dropped while waiting for entries ends the stream with a retryable ObserveError."""
-    strategy = reader(redis_url, stream_key)
-    stream = strategy.stream()
-    receiving = asyncio.ensure_future(anext(stream))
-    await until(lambda: _blocked(client, strategy._watcher.id), "the reader never blocked on XREADGROUP")
-    await kill_connections(client, strategy._watcher.id)
-    with pytest.raises(ObserveError) as caught:
-        async with asyncio.timeout(WAIT_S):
-            await receiving
-    assert caught.value.retryable
-
-
-async def _blocked(client: redis.asyncio.Redis, watcher_id: str) -> bool:
-    """Whether the strategy's connection is blocked in a command (XREADGROUP … BLOCK)."""
-    infos = await client.client_list()
-    return any(i.get("name") == f"sentinel:{watcher_id}" and "b" in i.get("flags", "") for i in infos)
 
 
 def test_single_payload_field_with_json_is_the_value() -> None:

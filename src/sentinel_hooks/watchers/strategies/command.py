@@ -29,7 +29,7 @@ from typing import Any
 
 from sentinel_hooks.canonical import canonical_json
 from sentinel_hooks.config.watcher import CommandWatcher
-from sentinel_hooks.watchers.strategies.probe_process import ProbeRun, ProbeRunError, probe_env, run_probe
+from sentinel_hooks.process_runner import ProbeRun, ProbeRunError, probe_env, run_probe
 from sentinel_hooks.watchers.strategies.probe_state import (
     PROBE_CLASSES,
     ProbeFailure,
@@ -38,7 +38,7 @@ from sentinel_hooks.watchers.strategies.probe_state import (
     ProbeState,
     step,
 )
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import Observed, StrategyContext, TransientObserveError
 
 
 class CommandProbe:
@@ -58,7 +58,7 @@ class CommandProbe:
     async def poll(self) -> Observed:
         """Run the probe once and apply SPEC §3's probe rules to what it printed."""
         if self._running:
-            raise ObserveError(f"watcher {self._watcher.id!r}: previous probe still running")
+            raise TransientObserveError(f"watcher {self._watcher.id!r}: previous probe still running")
         self._running = True
         try:
             outcome, value = await self._probe()
@@ -72,8 +72,10 @@ class CommandProbe:
         if trigger is None:
             threshold = self._watcher.probe.probe_error_threshold
             if errors < threshold:
-                raise ObserveError(f"probe error {errors}/{threshold}: {outcome.reason}")
-            raise ObserveError(f"probe error ({errors} in a row, onProbeError: ignore): {outcome.reason}")
+                raise TransientObserveError(f"probe error {errors}/{threshold}: {outcome.reason}")
+            raise TransientObserveError(
+                f"probe error ({errors} in a row, onProbeError: ignore): {outcome.reason}"
+            )
         value = {"probeError": outcome.reason, "errors": errors}
         return Observed(value=value, at=now, trigger=trigger, probe=outcome)
 

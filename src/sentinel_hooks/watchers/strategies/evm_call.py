@@ -26,17 +26,17 @@ import json
 from typing import Any
 
 from sentinel_hooks.config.watcher import EvmCallWatcher
-from sentinel_hooks.net.errors import NetError
-from sentinel_hooks.net.response import HttpResponse, raise_for_status
-from sentinel_hooks.watchers.strategies.evm_abi import (
+from sentinel_hooks.core.evm_abi import (
     AbiError,
     Signature,
     call_data,
     decode_outputs,
     parse_signature,
 )
+from sentinel_hooks.net.errors import NetError
+from sentinel_hooks.net.response import HttpResponse, raise_for_status
 from sentinel_hooks.watchers.strategies.http_request import observe_failure
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, TransientObserveError
 
 _DATA_SHOWN_CHARS = 200
 
@@ -66,7 +66,7 @@ class EvmCall:
     async def poll(self) -> Observed:
         """Call the function once and decode what it returns."""
         if self._signature is None or self._data is None:
-            raise ObserveError(self._setup_error or "evmCall is not usable", retryable=False)
+            raise ObserveError(self._setup_error or "evmCall is not usable")
         spec = self._watcher.evm_call
         request = {
             "jsonrpc": "2.0",
@@ -90,7 +90,7 @@ class EvmCall:
         try:
             outputs = decode_outputs(self._signature, result)
         except AbiError as exc:
-            raise ObserveError(f"{self._where()}: {exc}", retryable=False) from exc
+            raise ObserveError(f"{self._where()}: {exc}") from exc
         value = {"value": outputs[0] if outputs else None, "outputs": outputs}
         return Observed(value=value, at=self._context.clock.now())
 
@@ -102,19 +102,23 @@ class EvmCall:
         try:
             answer = json.loads(response.body)
         except ValueError as exc:
-            raise ObserveError(f"{self._where()}: the answer is not JSON") from exc
+            raise TransientObserveError(f"{self._where()}: the answer is not JSON") from exc
         if not isinstance(answer, dict):
-            raise ObserveError(f"{self._where()}: the answer is not a JSON-RPC object")
+            raise TransientObserveError(f"{self._where()}: the answer is not a JSON-RPC object")
         error = answer.get("error")
         if error is not None:
-            raise ObserveError(self._context.redactor.text(f"{self._where()}: {_rpc_error_text(error)}"))
+            raise TransientObserveError(
+                self._context.redactor.text(f"{self._where()}: {_rpc_error_text(error)}")
+            )
         result = answer.get("result")
         if not isinstance(result, str) or not result.startswith("0x"):
-            raise ObserveError(f"{self._where()}: the answer has no hex 'result' (got {result!r:.80})")
+            raise TransientObserveError(
+                f"{self._where()}: the answer has no hex 'result' (got {result!r:.80})"
+            )
         try:
             return bytes.fromhex(result[2:])
         except ValueError as exc:
-            raise ObserveError(f"{self._where()}: 'result' is not hex: {result!r:.80}") from exc
+            raise TransientObserveError(f"{self._where()}: 'result' is not hex: {result!r:.80}") from exc
 
     def _where(self) -> str:
         endpoint = self._context.redactor.text(self._watcher.endpoint)

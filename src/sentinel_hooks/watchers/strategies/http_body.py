@@ -49,14 +49,12 @@ def json_or_text(text: str) -> Any:
 def body_observation(body: bytes, media_type: str, charset: str | None) -> Any:
     """The value observed for an HTTP body with the given bare media type and charset.
 
-    Raises ``ObserveError`` (not retryable) when a body labelled JSON does not parse.
+    Raises ``ObserveError`` (not transient) when a body labelled JSON does not parse.
     """
     encoding = known_encoding(charset)
     try:
         return parse_json(body.decode(encoding) if encoding else body)
     except (NotJson, UnicodeDecodeError) as exc:
         if is_json_media_type(media_type):
-            raise ObserveError(
-                f"body labelled JSON ({media_type}) does not parse: {exc}", retryable=False
-            ) from exc
+            raise ObserveError(f"body labelled JSON ({media_type}) does not parse: {exc}") from exc
     return {"text": decode_body(body, charset), "contentType": media_type or None}

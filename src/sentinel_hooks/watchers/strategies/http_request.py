@@ -1,8 +1,8 @@
 """What the HTTP strategies share: sending the watcher's request and reporting failures.
 
 Every request goes through the service's one ``SafeHttp`` (allowlist, private addresses,
-no redirects, byte limit). A ``NetError`` becomes an ``ObserveError`` with the same
-``retryable``/``retry_after_s`` hints and its message redacted (headers and URLs may hold
+no redirects, byte limit). A ``NetError`` becomes an ``ObserveError``, transient when it was
+(keeping its ``retry_after_s`` hint), with its message redacted (headers and URLs may hold
 secrets from the environment).
 """
 
@@ -15,14 +15,14 @@ from sentinel_hooks.config.watcher import HttpLongPollWatcher, HttpPollWatcher
 from sentinel_hooks.net.errors import NetError, NoSlot
 from sentinel_hooks.net.response import HttpResponse, raise_for_status
 from sentinel_hooks.watchers.strategies.http_body import body_observation
-from sentinel_hooks.watchers.strategy import ObserveError, PollSkipped, StrategyContext
+from sentinel_hooks.watchers.strategy import ObserveError, PollSkipped, StrategyContext, observe_error
 
 
 def observe_failure(exc: NetError, redactor: Redactor) -> ObserveError:
     """The ``ObserveError`` reporting ``exc`` (message redacted, hints kept); ``NoSlot`` is a skip."""
     if isinstance(exc, NoSlot):
         return PollSkipped(redactor.text(str(exc)), reason="no_slot")
-    return ObserveError(redactor.text(str(exc)), retryable=exc.retryable, retry_after_s=exc.retry_after_s)
+    return observe_error(redactor.text(str(exc)), like=exc)
 
 
 async def send(
@@ -59,4 +59,4 @@ def observed_value(response: HttpResponse, redactor: Redactor) -> Any:
         return body_observation(response.body, response.content_type, response.charset)
     except ObserveError as exc:
         where = redactor.text(f"{response.method} {response.url}")
-        raise ObserveError(f"{where}: {exc}", retryable=exc.retryable) from exc
+        raise observe_error(f"{where}: {exc}", like=exc) from exc

@@ -18,7 +18,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from sentinel_hooks.config.watcher import RedisPubSubWatcher
-from sentinel_hooks.store.redis_connection import redacted_url
+from sentinel_hooks.store.urls import redacted_url
 from sentinel_hooks.watchers.strategies.redis_source import (
     COMMAND_TIMEOUT_S,
     open_client,
@@ -26,7 +26,7 @@ from sentinel_hooks.watchers.strategies.redis_source import (
     quietly,
     translated,
 )
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import Observed, StrategyContext, TransientObserveError
 
 GLOB_CHARS = frozenset("*?[")
 # With no message for this long, PING the server; with no answer for as long again, the
@@ -72,7 +72,7 @@ class RedisPubSub:
                         pinged = True
                         continue
                 if message is None:
-                    raise ObserveError(
+                    raise TransientObserveError(
                         f"redis {redacted_url(url)}: no answer to PING within {self._idle_ping_s:g} s "
                         f"while subscribed to {channel!r}; the connection is presumed dead"
                     )

@@ -23,8 +23,9 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.store.redis_connection import new_client, redacted_url
-from sentinel_hooks.watchers.strategy import ObserveError
+from sentinel_hooks.store.redis.connection import new_client
+from sentinel_hooks.store.urls import redacted_url
+from sentinel_hooks.watchers.strategy import TransientObserveError
 
 CONNECT_TIMEOUT_S = 5.0
 # A command (connecting included) that gets no answer within this long means a dead link.
@@ -50,7 +51,7 @@ def open_client(url: str, *, watcher_id: str) -> Redis:
 async def translated(
     url: str, redactor: Redactor, doing: str, *, timeout_s: float = COMMAND_TIMEOUT_S
 ) -> AsyncIterator[None]:
-    """Bound the block by ``timeout_s`` and turn what it raises into a retryable ``ObserveError``.
+    """Bound the block by ``timeout_s`` and turn what it raises into a ``TransientObserveError``.
 
     Covers ``RedisError``, ``OSError`` and the deadline passing; cancellation passes through.
     """
@@ -59,10 +60,10 @@ async def translated(
             yield
     except TimeoutError as exc:
         where = redacted_url(url)
-        raise ObserveError(f"redis {where}: {doing} got no answer within {timeout_s:g} s") from exc
+        raise TransientObserveError(f"redis {where}: {doing} got no answer within {timeout_s:g} s") from exc
     except (RedisError, OSError) as exc:
         detail = redactor.text(str(exc) or type(exc).__name__)
-        raise ObserveError(f"redis {redacted_url(url)}: {doing} failed: {detail}") from exc
+        raise TransientObserveError(f"redis {redacted_url(url)}: {doing} failed: {detail}") from exc
 
 
 def quietly() -> contextlib.suppress:

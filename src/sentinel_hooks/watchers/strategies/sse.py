@@ -16,12 +16,12 @@ import aiohttp
 
 from sentinel_hooks.config.watcher import SseWatcher
 from sentinel_hooks.net.body import media_type
-from sentinel_hooks.net.errors import HttpStatusError, NetError
+from sentinel_hooks.net.errors import NetError, status_error
 from sentinel_hooks.net.response import parse_retry_after
 from sentinel_hooks.watchers.strategies.http_body import json_or_text
 from sentinel_hooks.watchers.strategies.http_request import observe_failure
 from sentinel_hooks.watchers.strategies.sse_parser import SseParser, SseTooLarge
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext, TransientObserveError
 
 IDLE_TIMEOUT_S = 300.0
 EVENT_STREAM = "text/event-stream"
@@ -51,22 +51,18 @@ class SseStrategy:
 
     def _check(self, response: aiohttp.ClientResponse) -> None:
         if response.status == 204:
-            raise ObserveError(
-                f"{self._where()}: 204 No Content (the server closed the stream)", retryable=False
-            )
+            raise ObserveError(f"{self._where()}: 204 No Content (the server closed the stream)")
         if not 200 <= response.status < 300:
             hint = parse_retry_after(response.headers.get("Retry-After"), now=self.context.clock.now())
-            error = HttpStatusError(response.status, retry_after_s=hint)
+            error = status_error(response.status, retry_after_s=hint)
             raise observe_failure(error.for_request("GET", self.watcher.endpoint), self.context.redactor)
         kind = media_type(response.headers.get("Content-Type"))
         if kind != EVENT_STREAM:
-            raise ObserveError(
-                f"{self._where()}: Content-Type is {kind!r}, not {EVENT_STREAM}", retryable=False
-            )
+            raise ObserveError(f"{self._where()}: Content-Type is {kind!r}, not {EVENT_STREAM}")
 
-    def _ended(self, reason: str) -> ObserveError:
+    def _ended(self, reason: str) -> TransientObserveError:
         hint = None if self.retry_ms is None else self.retry_ms / 1000
-        return ObserveError(f"{self._where()}: {reason}", retryable=True, retry_after_s=hint)
+        return TransientObserveError(f"{self._where()}: {reason}", retry_after_s=hint)
 
     async def stream(self) -> AsyncIterator[Observed]:
         """Observations until the stream ends or fails (then ``ObserveError``)."""

@@ -22,7 +22,7 @@ from sentinel_hooks.net.errors import NetError
 from sentinel_hooks.net.translate import TRANSLATED, translate
 from sentinel_hooks.watchers.strategies.http_body import NotJson, parse_json
 from sentinel_hooks.watchers.strategies.http_request import observe_failure
-from sentinel_hooks.watchers.strategy import Observed, ObserveError, StrategyContext
+from sentinel_hooks.watchers.strategy import Observed, StrategyContext, TransientObserveError
 
 HEARTBEAT_S = 30.0
 
@@ -50,8 +50,8 @@ class WebSocketStrategy:
         self.context = context
         self.heartbeat_s = heartbeat_s
 
-    def _failure(self, reason: str) -> ObserveError:
-        return ObserveError(self.context.redactor.text(f"GET {self.watcher.endpoint}: {reason}"))
+    def _failure(self, reason: str) -> TransientObserveError:
+        return TransientObserveError(self.context.redactor.text(f"GET {self.watcher.endpoint}: {reason}"))
 
     async def stream(self) -> AsyncIterator[Observed]:
         """Observations until the socket closes or fails (then ``ObserveError``)."""
