@@ -1,4 +1,5 @@
-"""Shared fixtures: a project directory builder, a webhook sink, the tests' own redis-server."""
+"""Shared fixtures: a project directory builder, a webhook sink, a store in memory, the tests' own
+redis-server and a clean database of it."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
+from sentinel_hooks.store.sqlite import SqliteStore
 from tests.redis_server import running_redis
 from tests.support import Sink
 
@@ -52,9 +55,42 @@ async def sink() -> AsyncIterator[Sink]:
     await server.stop()
 
 
+@pytest.fixture
+async def memory_store() -> AsyncIterator[SqliteStore]:
+    """An open store in memory (what ``memory://`` opens: SQLite), closed after the test."""
+    store = SqliteStore.in_memory()
+    await store.open()
+    yield store
+    await store.close()
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
     """``redis://127.0.0.1:PORT`` of a redis-server the tests start on a free port for the whole
     session (never a server they did not start; each suite picks its own database)."""
     with running_redis() as url:
         yield url.rsplit("/", 1)[0]
+
+
+@pytest.fixture
+def redis_db() -> int:
+    """The database of the tests' own redis-server that ``redis_url`` hands a test.
+
+    15 unless a suite overrides this fixture to keep its own number, so that its keys never mix
+    with another suite's even where a process it started may outlive a test (a service still
+    stopping, a killed replica's last write): the cluster suite 11 (tests/cluster/conftest.py), the
+    external callbacks 9, the relay's contract model 0, its crash test 14, the compose test 12,
+    the ten-thousand-watcher load test 13.
+    """
+    return 15
+
+
+@pytest.fixture
+def redis_url(redis_server: str, redis_db: int) -> str:
+    """``redis://127.0.0.1:PORT/N``: database ``redis_db`` of the tests' own redis-server, empty when
+    the test starts. It is not emptied after the test (a service the test started may still be
+    stopping then); the next test that asks for it empties it first."""
+    url = f"{redis_server}/{redis_db}"
+    with redis.Redis.from_url(url) as client:
+        client.flushdb()  # ok-shared: the tests' own server
+    return url

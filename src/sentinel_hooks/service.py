@@ -25,16 +25,16 @@ from aiohttp import web
 from sentinel_hooks.api.app import build_app
 from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.session_stream import StreamSettings
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster import ClusterOwnership
-from sentinel_hooks.cluster.session_stream import StreamSettings
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
+from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.config.yamlfile import LineMap
 from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.notices import Notices
 from sentinel_hooks.delivery.target import TargetContext, create_targets
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
@@ -42,12 +42,13 @@ from sentinel_hooks.hardening import protect_process
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.operations import ServiceOperations
+from sentinel_hooks.relay.notices import Notices
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.retention import Ages, Pruner, history_keep
-from sentinel_hooks.skills.loader import Skill
-from sentinel_hooks.store import RedisStore, open_store
+from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep
+from sentinel_hooks.store import open_store
 from sentinel_hooks.store.health import WriteCheck
-from sentinel_hooks.store.records import Delivery
+from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
@@ -60,8 +61,8 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 8.0
 
 
-class Service:
-    """Everything one ``sentinel run`` process runs."""
+class Service(ServiceOperations):
+    """Everything one ``sentinel run`` process runs (what its API calls: ``ServiceOperations``)."""
 
     def __init__(
         self,
@@ -70,7 +71,16 @@ class Service:
         clock: Clock | None = None,
         sink: CallbackSink | None = None,
         state_dir: Path | None = None,
+        pruning: Pruning | None = None,
     ) -> None:
+        """Build every part in order, each given what it calls at construction.
+
+        ``sink`` takes accepted callbacks instead of the hook sessions (benchmarks, tests);
+        ``pruning`` replaces the ``retention`` settings' schedule (benchmarks). Three calls run
+        against the build order (the outbox reports to the relay, the inbox to the hook sessions,
+        a dead letter to the inbox): they go through this object's methods, which reach the
+        part only when called, after construction.
+        """
         self.config = config
         self.state_dir = state_dir or default_state_dir(config)
         self.clock = clock or SystemClock()
@@ -86,7 +96,6 @@ class Service:
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
         self.write_check = WriteCheck(self.store)  # what /readyz asks
-        self.inbox = Inbox(self.store, self.clock, redactor=self.redactor)
         self.http = SafeHttp(
             allowed_hosts=service.allowed_hosts,
             allow_private_networks=service.allow_private_networks,
@@ -104,12 +113,12 @@ class Service:
             targets=self.targets,
             spec=service.delivery,
             dead_letter=self._dead_letter,
+            on_moved=self._moved,
             lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
             events=self.events,
             redactor=self.redactor,
         )
         self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
-        self.dispatcher.on_moved = self.relay.moved
         self.notices = Notices(
             dispatcher=self.dispatcher,
             relay=self.relay,
@@ -117,15 +126,22 @@ class Service:
             escalation_targets=service.escalation_targets,
             store=self.store,
         )
+        self.inbox = Inbox(
+            self.store,
+            self.clock,
+            notify=self.notices.inbox_item,
+            on_decision=self._approval_decided,
+            redactor=self.redactor,
+        )
         self.cluster: ClusterOwnership | None = None
-        if isinstance(self.store, RedisStore):  # shared state: other replicas may run beside this one
+        shared = self.store.shared
+        if shared is not None:  # shared state: other replicas may run beside this one
             self.cluster = ClusterOwnership(
-                self.store.url,
-                key_prefix=self.store.keys.prefix,
+                shared.url,
+                key_prefix=shared.key_prefix,
                 lease_ms=service.cluster.lease_ms,
                 clock=self.clock,
             )
-        self.inbox.notify = self.notices.inbox_item
         self.sessions = HookSessions(
             store=self.store,
             clock=self.clock,
@@ -138,9 +154,8 @@ class Service:
             watcher=self._watcher_spec,
             events=self.events,
             stream=self._session_stream(),
+            requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
         )
-        if sink is not None:  # decided approvals go where new callbacks go
-            self.sessions.approvals.requeue = sink.requeue
         self.intake = CallbackIntake(
             store=self.store,
             clock=self.clock,
@@ -182,18 +197,27 @@ class Service:
             ),
             ownership=self.cluster,
         )
-        self.pruner = Pruner(self.store, self.clock, Ages.from_spec(service.retention), metrics=self.metrics)
+        pruning = pruning or Pruning(Ages.from_spec(service.retention))
+        self.pruner = Pruner(
+            self.store,
+            self.clock,
+            pruning.ages,
+            metrics=self.metrics,
+            interval_s=pruning.interval_s,
+            first_pass_s=pruning.first_pass_s,
+        )
         self.ready = False
         self._web: web.AppRunner | None = None
         self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"
 
     def _session_stream(self) -> StreamSettings | None:
         """Where hook sessions queue when replicas share Redis (None: in this process)."""
-        if self.cluster is None or not isinstance(self.store, RedisStore):
+        shared = self.store.shared
+        if self.cluster is None or shared is None:
             return None
         return StreamSettings(
-            redis_url=self.store.url,
-            key_prefix=self.store.keys.prefix,
+            redis_url=shared.url,
+            key_prefix=shared.key_prefix,
             replica_id=self.cluster.replica_id,
             lease_ms=self.config.service.cluster.lease_ms,
         )
@@ -331,6 +355,14 @@ class Service:
         """The skill as last loaded (at start or by a reload), for sessions starting now."""
         return self.config.skills.get(skill_id)
 
+    def _moved(self, recorded: Recorded) -> None:
+        """The outbox moved contracts: their owner, the relay, hears of it."""
+        self.relay.moved(recorded)
+
+    async def _approval_decided(self, item: InboxItem) -> None:
+        """An approval was decided: the hook sessions resume its paused session."""
+        await self.sessions.approvals.decided(item)
+
     async def _dead_letter(self, delivery: Delivery, error: str) -> None:
         """A delivery that failed for good becomes a delivery_failure inbox item holding the message
         (of the message's callback: an escalation step's delivery is keyed by its item)."""
@@ -343,30 +375,6 @@ class Service:
             detail={"delivery": delivery.model_dump(mode="json", by_alias=True), "error": error},
             item_id="DF" + sha256_hex(delivery.key)[:24].upper(),
         )
-
-    def watcher_count(self) -> int:
-        return sum(1 for _ in self.manager.runners())
-
-    async def refresh_gauges(self) -> None:
-        """Gauges computed at scrape time: watchers by state, open inbox items by kind."""
-        counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        for done, runner in enumerate(self.manager.runners(), start=1):
-            counts[self.manager.status_state(runner)] += 1
-            if done % 1000 == 0:
-                await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
-        for state, count in counts.items():
-            self.metrics.watchers.labels(state).set(count)
-        open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
-        cursor: str | None = None
-        for _ in range(100):  # at most 50,000 open items are counted per scrape
-            page = await self.store.list_inbox(status="open", limit=500, cursor=cursor)
-            for item in page.items:
-                open_items[item.kind] = open_items.get(item.kind, 0) + 1
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        for kind, count in open_items.items():
-            self.metrics.inbox_open.labels(kind).set(count)
 
 
 GC_THRESHOLDS = (20_000, 20, 10)  # young, middle, old generation (CPython's defaults: 700, 10, 10)

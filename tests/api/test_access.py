@@ -9,6 +9,7 @@ import os
 import pytest
 
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import last_observation
 from tests.api.raw_http import raw_status
 from tests.cli.conftest import sentinel_command
 from tests.service.conftest import Starter
@@ -101,7 +102,7 @@ async def test_a_rebinding_page_cannot_fire(service: Service) -> None:
     ingest = await call(service, "POST", "/hooks/ingest/hook", body={"level": "crit"}, headers=foreign)
     assert (421, 421) == (fire[0], ingest[0])
     assert [] == (await service.store.list_contracts(limit=10)).items
-    assert await service.store.last_observation("hook") is None
+    assert await last_observation(service.store, "hook") is None
 
 
 async def test_the_page_host_is_answered(service: Service) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import last_observation
 from tests.api.raw_http import raw_status
 from tests.service.conftest import Starter
 from tests.service.test_api import call
@@ -58,7 +59,7 @@ async def stored(service: Service) -> tuple[object, ...]:
     contracts = (await service.store.list_contracts(limit=10)).items
     items = (await service.store.list_inbox(limit=10)).items
     return (
-        await service.store.last_observation("hook"),
+        await last_observation(service.store, "hook"),
         [c.callback_id for c in contracts],
         sorted(r.id for r in service.manager.runners()),
         service.manager.get("hook").enabled,
@@ -101,7 +102,7 @@ async def test_a_valid_surrogate_pair_is_accepted(start_service: Starter) -> Non
     service = await start_service(watchers={"hook.yaml": WEBHOOK})
     raw = rb'{"level": "crit", "v": "\ud83d\ude00"}'
     status, _ = await call(service, "POST", "/hooks/ingest/hook", raw=raw, headers=JSON)
-    observation = await service.store.last_observation("hook")
+    observation = await last_observation(service.store, "hook")
     assert (202, "\U0001f600") == (status, observation.value["v"] if observation else None)
 
 

@@ -9,15 +9,11 @@ import asyncio
 from typing import Any, get_args
 
 import pytest
-import redis
 
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import ContractState
 from tests.service.conftest import Starter
 from tests.service.test_api import call
-
-REDIS_DB = 9
-"""The database of the tests' own redis-server these tests use (emptied before each test)."""
 
 KEPT_IDS = ["ci:build.42_x-Y", "a", "x" * 128, "01J9Z8Q1V6K0000000000000AB", "deploy-2026-01-01T10:00:00.5Z"]
 REFUSED_IDS: list[Any] = ["", "a b", "x" * 129, "é", "a/b", "a\n", "a\nb", "a%2Fb", "tab\tid", 42, None]
@@ -34,20 +30,16 @@ def envelope(**fields: Any) -> dict[str, Any]:
 
 
 @pytest.fixture
-def redis_store(redis_server: str) -> str:
-    """``redis://…/9`` of the tests' own redis-server, emptied first (not after: the service
-    still runs then)."""
-    url = f"{redis_server}/{REDIS_DB}"
-    with redis.Redis.from_url(url) as client:
-        client.flushdb()  # ok-shared: the tests' own server
-    return url
+def redis_db() -> int:
+    """These tests' own database of the tests' redis-server (``redis_url``)."""
+    return 9
 
 
 @pytest.fixture(params=["sqlite", "memory", pytest.param("redis", marks=pytest.mark.redis)])
 async def service(request: pytest.FixtureRequest, start_service: Starter) -> Service:
     """A service on each store backend."""
     stores = {"sqlite": "sqlite:///state.db", "memory": "memory://"}
-    store = stores.get(request.param) or request.getfixturevalue("redis_store")
+    store = stores.get(request.param) or request.getfixturevalue("redis_url")
     return await start_service(watchers={}, store=store)
 
 

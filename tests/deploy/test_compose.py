@@ -157,9 +157,9 @@ def test_example_validates_with_the_token_set() -> None:
 
 
 @pytest.fixture
-def redis_db12(redis_server: str) -> str:
-    """Database 12 of the tests' own redis-server."""
-    return f"{redis_server}/12"
+def redis_db() -> int:
+    """This module's own database of the tests' redis-server (``redis_url``)."""
+    return 12
 
 
 class Process:
@@ -208,10 +208,10 @@ def processes() -> Iterator[list[Process]]:
 
 
 def test_image_command_answers_healthchecks_and_stops_on_sigterm(
-    tmp_path: Path, redis_db12: str, processes: list[Process]
+    tmp_path: Path, redis_url: str, processes: list[Process]
 ) -> None:
     """ENTRYPOINT + CMD on the example with Redis: both healthchecks pass, SIGTERM exits 0, then they fail."""
-    process = Process(prepare(tmp_path, store=redis_db12, environ=base_environ()))
+    process = Process(prepare(tmp_path, store=redis_url, environ=base_environ()))
     processes.append(process)
     wait_until(process.healthz, timeout_s=15, what=f"/healthz (log: {process.log})")
     healthy = process.health_probes()

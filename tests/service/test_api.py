@@ -10,6 +10,7 @@ from typing import Any
 import aiohttp
 
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
 
 WEBHOOK = """\
@@ -72,7 +73,7 @@ async def test_ingest_with_bad_signature_is_401(start_service: Starter) -> None:
         service, "POST", "/hooks/ingest/hook", raw=body, headers=signed(body, "wrong")
     )
     assert (401, "bad_signature") == (status, answer["error"]["code"])
-    assert await service.store.last_observation("hook") is None
+    assert await last_observation(service.store, "hook") is None
 
 
 async def test_ingest_unknown_or_wrong_strategy_is_404(start_service: Starter) -> None:

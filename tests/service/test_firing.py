@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import get_envelope
 from tests.service.conftest import Starter
 from tests.support import wait_for
 
@@ -83,9 +84,9 @@ async def test_goal_file_is_read_at_every_fire(start_service: Starter, tmp_path:
     page = await service.store.list_contracts(watcher_id="w")
     contexts = []
     for contract in reversed(page.items):
-        envelope = await service.store.get_envelope(contract.callback_id)
+        envelope = await get_envelope(service.store, contract.callback_id)
         assert envelope is not None
-        contexts.append(envelope["operatorGoalRuntimeContext"])
+        contexts.append(envelope.operator_goal_runtime_context)
     assert ["first policy", "second policy"] == contexts
 
 

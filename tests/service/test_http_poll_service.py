@@ -10,6 +10,7 @@ import pytest
 from aiohttp import web
 
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
 from tests.support import Endpoint, wait_for
 
@@ -65,7 +66,7 @@ async def test_text_page_is_observed_as_text_and_fires_on_contains(
     watcher = poll_watcher(endpoint.url(), conditions="[{path: text, op: contains, value: FAILED}]")
     service = await start_service(watchers={"p.yaml": watcher})
     await wait_for(lambda: contracts(service), what="a fire")
-    observed = await service.store.last_observation("probe")
+    observed = await last_observation(service.store, "probe")
     assert observed is not None
     assert {"text": "<html>deploy FAILED</html>", "contentType": "text/html"} == observed.value
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from sentinel_hooks.clock import iso
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service
-from sentinel_hooks.store import InboxItem
+from sentinel_hooks.store import Contract, InboxItem, Trigger
 from tests.service.conftest import Starter
 from tests.service.test_api import call
 
@@ -231,17 +234,39 @@ async def test_deny_of_an_unknown_id_is_404(service: Service) -> None:
     assert 404 == status
 
 
-async def test_on_decision_hook_sees_an_api_approval(service: Service) -> None:
-    """An approval decided through the API reaches the inbox's on_decision hook."""
-    decided: list[str] = []
+async def paused_callback(service: Service) -> str:
+    """A callback waiting for an approval, due in an hour (no session is running it)."""
+    now = service.clock.now()
+    envelope = Envelope.model_validate(
+        {"watcher": {"id": "w", "eventName": "disk_full"}, "trigger": {"matchedAt": iso(now)}}
+    )
+    contract = Contract(
+        callback_id=envelope.callback_id,
+        watcher_id="w",
+        dedupe_key=envelope.callback_id,
+        session_key="sentinel:hooks:watcher:w",
+        state="pending",
+        trigger=Trigger(kind="match", priority="normal", matched_at=now),
+        created_at=now,
+        deadline=now + timedelta(hours=1),
+        targets=[],
+    )
+    assert await service.store.accept_contract(contract, envelope) is not None
+    await service.relay.approval_requested(contract.callback_id)
+    return contract.callback_id
 
-    async def on_decision(item: InboxItem) -> None:
-        decided.append(item.status)
 
-    service.inbox.on_decision = on_decision
-    item = await approval(service)
+async def test_an_api_approval_reaches_the_paused_callback(service: Service) -> None:
+    """An approval decided through the API reaches the inbox's on_decision hook: the hook
+    sessions give the callback it paused its deadline back."""
+    callback_id = await paused_callback(service)
+    item = await service.inbox.create(
+        "approval", severity="info", reason="run restart-api", actor="agent", callback_id=callback_id
+    )
     await post(service, f"/api/v1/approvals/{item.id}/approve", {})
-    assert ["approved"] == decided
+    contract = await service.store.get_contract(callback_id)
+    assert contract is not None
+    assert "pending" == contract.state
 
 
 async def test_a_note_over_2000_characters_is_400(service: Service) -> None:

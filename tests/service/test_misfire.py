@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sentinel_hooks.clock import to_ms
 from sentinel_hooks.store import open_store
+from sentinel_hooks.store.shortcuts import put_watcher_state
 from tests.service.conftest import Starter
 from tests.support import Endpoint, wait_for
 
@@ -16,7 +17,7 @@ async def remember_missed_run(tmp_path: Path, watcher_id: str) -> None:
     store = open_store("sqlite:///state.db", base_dir=tmp_path)
     await store.open()
     missed = datetime.now(UTC) - timedelta(hours=1)
-    await store.put_watcher_state(watcher_id, {"nextCheckAtMs": to_ms(missed)})
+    await put_watcher_state(store, watcher_id, {"nextCheckAtMs": to_ms(missed)})
     await store.close()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import get_envelope
 from tests.service.conftest import SERVICE_CONFIG, Starter
 from tests.support import wait_for
 
@@ -140,9 +141,9 @@ async def test_repeat_interval_refires_a_lasting_stall_at_most_that_often(
     await wait_fires(service, 3, "two repeats")
     runs = []
     for contract in (await fired(service))[:3]:
-        envelope = await service.store.get_envelope(contract.callback_id)
+        envelope = await get_envelope(service.store, contract.callback_id)
         assert envelope is not None
-        runs.append(envelope["payload"]["run"])
+        runs.append(envelope.payload["run"])
     seen = {o.value["run"]: o.at for o in await service.store.observations("job", limit=500)}
     gaps_ms = [
         (seen[later] - seen[earlier]).total_seconds() * 1000 for earlier, later in itertools.pairwise(runs)

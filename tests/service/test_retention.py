@@ -22,6 +22,7 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.pruning import Pruned
+from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
 from tests.redis_server import running_redis
 from tests.support import wait_for
 
@@ -128,16 +129,16 @@ async def test_a_month_later_answered_callbacks_are_gone_and_open_ones_stay(tmp_
         assert [None] * 3 == [await state_of(service, cid) for cid in answered]
         for cid in answered:
             assert (None, []) == (
-                await service.store.get_envelope(cid),
+                await get_envelope(service.store, cid),
                 await service.store.list_deliveries(cid),
             )
-            assert await service.store.get_checkpoint(f"session:{cid}") is None
-            assert await service.store.get_checkpoint(f"message:{cid}") is None
+            assert await get_checkpoint(service.store, f"session:{cid}") is None
+            assert await get_checkpoint(service.store, f"message:{cid}") is None
         assert [] == await service.store.get_transcript(answered_session)
         assert "pending" == await state_of(service, escalated)
         assert await _escalation_for(service, escalated)
         assert await service.store.get_transcript(escalated_session)
-        assert await service.store.get_checkpoint(f"escalation:{escalated}") is not None
+        assert await get_checkpoint(service.store, f"escalation:{escalated}") is not None
         assert 3 == service.metrics.pruned.labels("contracts")._value.get()
 
         # the pruned session starts afresh

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import json
 import os
 import resource
 import textwrap
@@ -21,6 +23,7 @@ import aiohttp
 import pytest
 import redis.asyncio
 
+from sentinel_hooks.api.routes.health import STORE_NOT_WRITABLE
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from tests.cli.conftest import sentinel_command
@@ -90,6 +93,10 @@ class Process:
     def log(self) -> str:
         return "".join(self.lines[-40:])
 
+    async def logged(self, text: str) -> str | None:
+        """The first log line holding ``text`` (None while there is none)."""
+        return next((line for line in self.lines if text in line), None)
+
     async def ready(self) -> bool:
         assert self.proc is not None
         assert self.proc.returncode is None, self.log()
@@ -127,8 +134,9 @@ async def endpoint() -> AsyncIterator[Endpoint]:
 async def test_sqlite_that_cannot_write_is_not_ready_and_its_watcher_is_failing(
     tmp_path: Path, endpoint: Endpoint
 ) -> None:
-    """A full disk under SQLite: /readyz 503 naming the store, the polled watcher ``failing`` with
-    the store in its lastError; both recover when writes succeed again."""
+    """A full disk under SQLite: /readyz 503 with a fixed text (no path: it needs no auth) and the
+    cause in the log once, the polled watcher ``failing`` with the store in its lastError; both
+    recover when writes succeed again, and the log says so."""
     port = free_port()
     (tmp_path / "sentinel.yaml").write_text(
         "store: sqlite:///state.db\n"
@@ -147,8 +155,10 @@ async def test_sqlite_that_cannot_write_is_not_ready_and_its_watcher_is_failing(
 
         service.limit_file_size(1)  # no file of the process may grow: SQLite's writes fail
         message = await wait_for(lambda: _not_ready(service.url), what="/readyz to answer 503")
-        assert "sqlite store" in message
-        assert str(tmp_path / "state.db") in message
+        assert STORE_NOT_WRITABLE == message
+        assert STORE_NOT_WRITABLE == await _not_ready(service.url)
+        cause = await wait_for(lambda: service.logged("does not take writes"), what="the cause logged")
+        assert str(tmp_path / "state.db") in cause
 
         async def failing() -> dict[str, Any] | None:
             status = await status_of(service.url, "probe")
@@ -160,6 +170,9 @@ async def test_sqlite_that_cannot_write_is_not_ready_and_its_watcher_is_failing(
         service.limit_file_size(resource.RLIM_INFINITY)
         await wait_for(service.ready, what="ready again once writes succeed")
         await wait_for(lambda: _state_is(service.url, "probe", "ok"), what="the watcher to recover")
+        await wait_for(lambda: service.logged("takes writes again"), what="the recovery logged")
+        messages = [json.loads(line)["message"] for line in service.lines if line.startswith("{")]
+        assert_logged_once_per_cause([m for m in messages if "does not take writes" in m])
     finally:
         if service.proc is not None:
             service.limit_file_size(resource.RLIM_INFINITY)
@@ -204,7 +217,9 @@ async def push(service: Service, value: dict[str, Any]) -> tuple[int, Any]:
 
 
 @pytest.mark.redis
-async def test_redis_refusing_writes_is_not_ready_and_the_watcher_is_failing(tmp_path: Path) -> None:
+async def test_redis_refusing_writes_is_not_ready_and_the_watcher_is_failing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """Redis over its maxmemory answers PING and reads but refuses writes: /readyz 503, a pushed
     event 503 and the watcher ``failing`` naming the store; lifting the limit recovers both."""
     with running_redis() as url:
@@ -214,7 +229,8 @@ async def test_redis_refusing_writes_is_not_ready_and_the_watcher_is_failing(tmp
                 assert (202, {"accepted": True, "fired": False}) == await push(service, {"status": "up"})
                 await admin.config_set("maxmemory", 1)  # noeviction (the default): writes refused
                 message = await wait_for(lambda: _not_ready(service.url), what="/readyz to answer 503")
-                assert "redis store" in message
+                assert STORE_NOT_WRITABLE == message
+                assert "redis store" in _store_cause(caplog)
                 assert 503 == (await push(service, {"status": "down"}))[0]
                 status = await status_of(service.url, "pushed")
                 assert ("failing", True) == (status["state"], "redis store" in status["lastError"])
@@ -227,12 +243,27 @@ async def test_redis_refusing_writes_is_not_ready_and_the_watcher_is_failing(tmp
             await admin.aclose()
 
 
+def _store_cause(caplog: pytest.LogCaptureFixture) -> str:
+    """The write check's one log line naming why the store takes no writes."""
+    lines = [r.getMessage() for r in caplog.records if "does not take writes" in r.getMessage()]
+    assert_logged_once_per_cause(lines)
+    return lines[0]
+
+
+def assert_logged_once_per_cause(lines: list[str]) -> None:
+    """At least one line, and no cause logged twice in a row (the store is probed many times)."""
+    assert lines
+    assert all(a != b for a, b in itertools.pairwise(lines)), lines
+
+
 async def _ready(service: Service) -> bool:
     return 200 == (await call(service.url + "/readyz"))[0]
 
 
 @pytest.mark.redis
-async def test_redis_stopped_is_not_ready_and_the_watcher_is_failing(tmp_path: Path) -> None:
+async def test_redis_stopped_is_not_ready_and_the_watcher_is_failing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The Redis server goes away: /readyz 503 and a pushed event leaves the watcher ``failing``."""
     with contextlib.ExitStack() as stack:
         url = stack.enter_context(running_redis())
@@ -240,7 +271,8 @@ async def test_redis_stopped_is_not_ready_and_the_watcher_is_failing(tmp_path: P
             assert 202 == (await push(service, {"status": "up"}))[0]
             stack.close()  # the redis-server is terminated
             message = await wait_for(lambda: _not_ready(service.url), what="/readyz to answer 503")
-            assert "redis store" in message
+            assert STORE_NOT_WRITABLE == message
+            assert "redis store" in _store_cause(caplog)
             assert 503 == (await push(service, {"status": "down"}))[0]
             status = await status_of(service.url, "pushed")
             assert ("failing", True) == (status["state"], "redis store" in status["lastError"])

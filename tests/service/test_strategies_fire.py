@@ -76,12 +76,6 @@ async def test_websocket_fires(start_service: Starter, endpoint: Endpoint) -> No
 
 
 @pytest.fixture
-def redis_url(redis_server: str) -> str:
-    """Database 15 of the tests' own redis-server."""
-    return f"{redis_server}/15"
-
-
-@pytest.fixture
 async def redis_client(redis_url: str) -> AsyncIterator[object]:
     import redis.asyncio as aioredis
 

@@ -21,11 +21,11 @@ def build_app(service: Service) -> web.Application:
     from sentinel_hooks.api.routes import openapi as openapi_route
     from sentinel_hooks.api.routes import web as web_page
 
-    server = service.config.service.server
+    server = service.settings.server
     token = server.api_token.get_secret_value() if server.api_token else None
     app = web.Application(
         middlewares=[error_middleware, security_middleware(token, metrics_auth=server.metrics_auth)],
-        client_max_size=service.config.service.limits.max_response_bytes + 65536,
+        client_max_size=service.settings.limits.max_response_bytes + 65536,
         handler_args={"max_field_size": 16384},
     )
     app[SERVICE] = service

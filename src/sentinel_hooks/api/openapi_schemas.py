@@ -14,8 +14,8 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
-from sentinel_hooks.callbacks.envelope import Envelope
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.inbox.transitions import MAX_NOTE_CHARS
 from sentinel_hooks.store.records import (
     Contract,

@@ -10,7 +10,6 @@ from typing import Any
 import click
 from pydantic import TypeAdapter
 
-from sentinel_hooks.callbacks.envelope import envelope_json_schema
 from sentinel_hooks.cli.exits import EXIT_INVALID, EXIT_OK
 from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.project import write_example
@@ -18,9 +17,10 @@ from sentinel_hooks.cli.watcher_arg import resolve_watcher
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import config_path, load_config
 from sentinel_hooks.config.watcher import WatcherSpec
+from sentinel_hooks.core.envelope import envelope_json_schema
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import ConfigError, ConfigIssue, SentinelError
 from sentinel_hooks.watchers.dryrun import DryRun, dry_run
-from sentinel_hooks.watchers.paths import MISSING
 
 CONFIG_HELP = "sentinel.yaml (default: $SENTINEL_CONFIG, else ./sentinel.yaml)"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, get_args
+from typing import get_args
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -11,10 +11,9 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import INT64_MAX, int_param, limit_param
-from sentinel_hooks.callbacks.envelope import Envelope
-from sentinel_hooks.callbacks.intake import session_key
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import ContractState
 
 routes = web.RouteTableDef()
@@ -43,7 +42,7 @@ async def external_callback(request: web.Request) -> web.Response:
         envelope = Envelope.model_validate(data)
     except ValidationError as exc:
         raise _invalid(exc) from None
-    known = service.targets
+    known = service.target_names()
     unknown = [t for t in envelope.delivery.targets if t not in known]
     if unknown:
         raise ApiError(
@@ -52,11 +51,7 @@ async def external_callback(request: web.Request) -> web.Response:
             f"delivery.targets names unknown target {unknown[0]!r}{did_you_mean(unknown[0], known)}; "
             f"configured: {', '.join(sorted(known))}",
         )
-    config = service.config.service
-    group = config.hook_session_group
-    contract = await service.intake.accept(
-        envelope, session=session_key(config.hook_session_prefix, envelope.watcher.id, group)
-    )
+    contract = await service.accept_callback(envelope)
     return web.json_response({"callbackId": contract.callback_id, "state": contract.state}, status=202)
 
 
@@ -66,9 +61,9 @@ async def list_callbacks(request: web.Request) -> web.Response:
     state = request.query.get("state") or None
     if state is not None and state not in STATES:
         raise ApiError(400, "invalid_state", f"state {state!r} is not one of {', '.join(STATES)}")
-    page = await service.store.list_contracts(
-        watcher_id=request.query.get("watcherId") or None,
-        state=state,  # type: ignore[arg-type]  # checked against STATES above
+    page = await service.callbacks(
+        request.query.get("watcherId") or None,
+        state,  # type: ignore[arg-type]  # checked against STATES above
         limit=limit_param(request, maximum=500, default=50),
         cursor=request.query.get("cursor") or None,
     )
@@ -78,25 +73,16 @@ async def list_callbacks(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/callbacks/{id}")
 async def show_callback(request: web.Request) -> web.Response:
-    service = service_of(request)
     callback_id = request.match_info["id"]
-    contract = await service.store.get_contract(callback_id)
-    if contract is None:
+    found = await service_of(request).callback(callback_id)
+    if found is None:
         raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
-    envelope: dict[str, Any] | None = await service.store.get_envelope(callback_id)
-    transcript = await service.store.get_transcript(contract.session_key, limit=200)
-    mine = [
-        e.model_dump(mode="json", by_alias=True)
-        for e in transcript
-        if e.entry.get("callbackId") == callback_id
-    ]
-    deliveries = await service.store.list_deliveries(callback_id)
     return web.json_response(
         {
-            "callback": contract.model_dump(mode="json", by_alias=True),
-            "envelope": envelope,
-            "transcript": mine,
-            "deliveries": [d.model_dump(mode="json", by_alias=True) for d in deliveries],
+            "callback": found.contract.model_dump(mode="json", by_alias=True),
+            "envelope": None if found.envelope is None else found.envelope.to_json(),
+            "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
+            "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
         }
     )
 
@@ -108,8 +94,8 @@ async def show_session(request: web.Request) -> web.Response:
     key = request.match_info["key"]
     limit = limit_param(request, maximum=500, default=500)
     after = int_param(request, "afterSeq", default=0, minimum=0, maximum=INT64_MAX, code="invalid_after")
-    entries = await service.store.get_transcript(key, after_seq=after, limit=limit)
-    if not entries and (after == 0 or not await service.store.get_transcript(key, limit=1)):
+    entries = await service.transcript(key, after_seq=after, limit=limit)
+    if not entries and (after == 0 or not await service.transcript(key, limit=1)):
         raise ApiError(404, "not_found", f"session {key!r} has no transcript")
     return web.json_response(
         {"sessionKey": key, "transcript": [e.model_dump(mode="json", by_alias=True) for e in entries]}

@@ -15,7 +15,6 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import has_lone_surrogate, read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
-from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
 from sentinel_hooks.store.records import InboxHistoryEntry, InboxItem, InboxKind, InboxStatus
 
@@ -37,10 +36,6 @@ def item_json(item: InboxItem) -> dict[str, Any]:
 def history_json(entry: InboxHistoryEntry) -> dict[str, Any]:
     """A history entry as ``{at, actor, from, to, note}``."""
     return entry.model_dump(mode="json", by_alias=True)
-
-
-def _inbox(request: web.Request) -> Inbox:
-    return service_of(request).inbox
 
 
 def _choice(request: web.Request, name: str, allowed: tuple[str, ...]) -> str | None:
@@ -88,9 +83,9 @@ async def note_of(request: web.Request) -> str | None:
 async def list_items(request: web.Request) -> web.Response:
     status = cast("InboxStatus | None", _choice(request, "status", INBOX_STATUSES))
     kind = cast("InboxKind | None", _choice(request, "kind", INBOX_KINDS))
-    page = await _inbox(request).list(
-        status=status,
-        kind=kind,
+    page = await service_of(request).inbox_items(
+        status,
+        kind,
         limit=limit_param(request, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
         cursor=request.query.get("cursor") or None,
     )
@@ -99,18 +94,18 @@ async def list_items(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/inbox/{id}")
 async def show_item(request: web.Request) -> web.Response:
-    item, history = await _inbox(request).get(request.match_info["id"])
+    item, history = await service_of(request).inbox_item(request.match_info["id"])
     return web.json_response({"item": item_json(item), "history": [history_json(h) for h in history]})
 
 
 async def _move(request: web.Request, action: Action) -> web.Response:
     note = await note_of(request)
-    inbox = _inbox(request)
+    service = service_of(request)
     moves = {
-        "ack": inbox.ack,
-        "resolve": inbox.resolve,
-        "approve": inbox.approve,
-        "deny": inbox.deny,
+        "ack": service.ack,
+        "resolve": service.resolve,
+        "approve": service.approve,
+        "deny": service.deny,
     }
     item = await moves[action](request.match_info["id"], actor=actor_of(request), note=note)
     return web.json_response({"item": item_json(item)})

@@ -31,7 +31,7 @@ async def ingest(request: web.Request) -> web.Response:
     service = service_of(request)
     watcher_id = request.match_info["id"]
     try:
-        runner = service.manager.get(watcher_id)
+        runner = service.watcher(watcher_id)
     except NotFound:
         raise ApiError(404, "not_found", f"no webhook watcher {watcher_id!r}") from None
     spec = runner.spec
@@ -40,7 +40,7 @@ async def ingest(request: web.Request) -> web.Response:
     if not runner.enabled:
         raise ApiError(409, "disabled", f"watcher {watcher_id!r} is disabled")
     require_json_type(request)
-    body = await read_raw(request, max_bytes=service.config.service.limits.max_response_bytes)
+    body = await read_raw(request, max_bytes=service.settings.limits.max_response_bytes)
     if spec.secret is not None:
         header = request.headers.get(spec.signature_header)
         if not signature_ok(spec.secret.get_secret_value(), body, header):
@@ -48,5 +48,5 @@ async def ingest(request: web.Request) -> web.Response:
                 401, "bad_signature", f"{spec.signature_header} must be sha256=<hex HMAC-SHA256 of the body>"
             )
     value = parse_json(body)
-    outcome = await service.manager.ingest(watcher_id, value)
+    outcome = await service.ingest(watcher_id, value)
     return web.json_response({"accepted": True, "fired": outcome.fired}, status=202)

@@ -23,6 +23,6 @@ def document_bytes(*, bearer: bool) -> bytes:
 @routes.get(OPENAPI_PATH)
 async def openapi_document(request: web.Request) -> web.Response:
     """The OpenAPI document describing every route of this service."""
-    bearer = service_of(request).config.service.server.api_token is not None
+    bearer = service_of(request).settings.server.api_token is not None
     body = document_bytes(bearer=bearer)
     return web.Response(body=body, content_type="application/json", charset="utf-8")

@@ -11,11 +11,7 @@ from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.clock import iso
-from sentinel_hooks.config.loader import LoadedWatcher, validate_watcher
 from sentinel_hooks.config.watcher import CommandWatcher
-from sentinel_hooks.config.yamlfile import LineMap
-from sentinel_hooks.errors import ConfigError, ConfigIssue
-from sentinel_hooks.watchers.manager import api_source
 from sentinel_hooks.watchers.runner import WatcherRunner
 
 routes = web.RouteTableDef()
@@ -29,8 +25,8 @@ def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
     service = service_of(request)
     state = runner.state
     return {
-        "watcher": service.redactor.data(runner.loaded.raw),
-        "status": service.manager.status(runner),
+        "watcher": service.watcher_definition(runner),
+        "status": service.watcher_status(runner),
         "runtime": {
             "source": runner.loaded.source.file,
             "lastEventAt": iso(state.last_event_at) if state.last_event_at else None,
@@ -45,7 +41,7 @@ async def list_watchers(request: web.Request) -> web.Response:
     service = service_of(request)
     limit = limit_param(request, maximum=MAX_LIMIT, default=100)
     cursor = request.query.get("cursor")
-    runners = sorted(service.manager.runners(), key=lambda r: r.id)
+    runners = service.watchers()
     if cursor:
         runners = [r for r in runners if r.id > cursor]
     page = runners[:limit]
@@ -55,7 +51,7 @@ async def list_watchers(request: web.Request) -> web.Response:
             "enabled": r.enabled,
             "strategy": r.spec.strategy_name,
             "tags": list(r.spec.tags),
-            "status": service.manager.status(r),
+            "status": service.watcher_status(r),
         }
         for r in page
     ]
@@ -65,7 +61,7 @@ async def list_watchers(request: web.Request) -> web.Response:
 
 @routes.get("/api/v1/watchers/{id}")
 async def show_watcher(request: web.Request) -> web.Response:
-    runner = service_of(request).manager.get(request.match_info["id"])
+    runner = service_of(request).watcher(request.match_info["id"])
     return web.json_response(watcher_json(request, runner))
 
 
@@ -79,26 +75,18 @@ async def create_watcher(request: web.Request) -> web.Response:
         raise ApiError(
             400, "invalid", "${env:…} references are allowed in watcher files only, not through the API"
         )
-    if data.get("strategy") == "command" and not service.config.service.server.allow_command_watchers:
+    allow_command_watchers = service.settings.server.allow_command_watchers
+    if data.get("strategy") == "command" and not allow_command_watchers:
         raise ApiError(
             403,
             "forbidden",
             "command watchers run programs, so they come from files unless "
             "server.allowCommandWatchers is true",
         )
-    spec, issues = validate_watcher(
-        data,
-        display="body",
-        lines=LineMap(),
-        service=service.config.service,
-        skills=service.config.skills,
-        base_dir=service.config.base_dir,
-    )
-    if spec is None:
-        raise ConfigError(issues or [ConfigIssue("body", None, "", "invalid watcher")])
-    if isinstance(spec, CommandWatcher) and not service.config.service.server.allow_command_watchers:
+    spec = service.validate_watcher(data)
+    if isinstance(spec, CommandWatcher) and not allow_command_watchers:
         raise ApiError(403, "forbidden", "command watchers cannot be created through the API")
-    runner = await service.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+    runner = await service.create_watcher(spec, data)
     return web.json_response(watcher_json(request, runner), status=201)
 
 
@@ -108,28 +96,26 @@ async def patch_watcher(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_BODY)
     if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
         raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
-    runner = await service.manager.set_enabled(request.match_info["id"], data["enabled"])
+    runner = await service.set_watcher_enabled(request.match_info["id"], data["enabled"])
     return web.json_response(watcher_json(request, runner))
 
 
 @routes.delete("/api/v1/watchers/{id}")
 async def delete_watcher(request: web.Request) -> web.Response:
-    await service_of(request).manager.delete(request.match_info["id"])
+    await service_of(request).delete_watcher(request.match_info["id"])
     return web.Response(status=204)
 
 
 @routes.post("/api/v1/watchers/{id}/fire")
 async def fire_watcher(request: web.Request) -> web.Response:
     service = service_of(request)
-    runner = service.manager.get(request.match_info["id"])
+    runner = service.watcher(request.match_info["id"])
     data: Any = {}
     if request.can_read_body:
-        data = await read_json(
-            request, max_bytes=max(MAX_BODY, service.config.service.limits.max_response_bytes)
-        )
+        data = await read_json(request, max_bytes=max(MAX_BODY, service.settings.limits.max_response_bytes))
     if not isinstance(data, dict) or set(data) - {"payload"}:
         raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
-    outcome = await service.manager.fire(runner.id, data.get("payload", {}))
+    outcome = await service.fire(runner.id, data.get("payload", {}))
     if outcome.contract is None:
         raise ApiError(
             400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"

@@ -1,0 +1,224 @@
+"""What the faces ask of a running service: the HTTP API (and through it the CLI and the web page).
+
+``ServiceOperations`` is mixed into ``Service``. Each method answers one question or makes one
+change through the service's parts, so a route knows these methods and never the store, the
+watcher manager, the inbox or the intake. HTTP stays in the routes: they parse requests, check
+what only HTTP knows (bodies, headers, who may do what through the API) and shape the JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.config.yamlfile import LineMap
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.delivery.target import Target
+from sentinel_hooks.errors import ConfigError, ConfigIssue
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.health import WriteCheck
+from sentinel_hooks.store.records import (
+    Contract,
+    ContractState,
+    Delivery,
+    InboxHistoryEntry,
+    InboxItem,
+    InboxKind,
+    InboxStatus,
+    Page,
+    TranscriptEntry,
+)
+from sentinel_hooks.store.shortcuts import get_envelope
+from sentinel_hooks.watchers.manager import WatcherManager, api_source
+from sentinel_hooks.watchers.pipeline import Outcome
+from sentinel_hooks.watchers.runner import WatcherRunner
+
+CALLBACK_TRANSCRIPT = 200  # the session's first entries searched for one callback's
+
+
+@dataclass(frozen=True)
+class CallbackDetail:
+    """One callback: its contract, envelope, its entries of the session transcript, its deliveries."""
+
+    contract: Contract
+    envelope: Envelope | None
+    transcript: list[TranscriptEntry]
+    deliveries: list[Delivery]
+
+
+class ServiceOperations:
+    """The operations of ``Service`` that its faces call (the parts below are the service's)."""
+
+    config: LoadedConfig
+    store: Store
+    write_check: WriteCheck
+    metrics: Metrics
+    redactor: Redactor
+    targets: dict[str, Target]
+    inbox: Inbox
+    intake: CallbackIntake
+    manager: WatcherManager
+
+    @property
+    def settings(self) -> ServiceConfig:
+        """``sentinel.yaml`` as loaded at start (a reload applies watcher changes only)."""
+        return self.config.service
+
+    # -- health --------------------------------------------------------------------------------
+
+    async def check_writes(self) -> None:
+        """Raise ``StoreError`` unless the store takes writes now (what /readyz asks)."""
+        await self.write_check.check()
+
+    def watcher_count(self) -> int:
+        return sum(1 for _ in self.manager.runners())
+
+    async def metrics_text(self) -> tuple[bytes, str]:
+        """The Prometheus text and its content type, gauges refreshed first.
+
+        Rendered in a worker thread: with 10,000 watchers the text is megabytes (about 0.5 s of
+        CPU), which on the event loop would hold up every poll due meanwhile.
+        """
+        await self.refresh_gauges()
+        return await asyncio.to_thread(self.metrics.render), self.metrics.content_type
+
+    async def refresh_gauges(self) -> None:
+        """Gauges computed at scrape time: watchers by state, open inbox items by kind."""
+        counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
+        for done, runner in enumerate(self.manager.runners(), start=1):
+            counts[self.manager.status_state(runner)] += 1
+            if done % 1000 == 0:
+                await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
+        for state, count in counts.items():
+            self.metrics.watchers.labels(state).set(count)
+        open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
+        cursor: str | None = None
+        for _ in range(100):  # at most 50,000 open items are counted per scrape
+            page = await self.store.list_inbox(status="open", limit=500, cursor=cursor)
+            for item in page.items:
+                open_items[item.kind] = open_items.get(item.kind, 0) + 1
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        for kind, count in open_items.items():
+            self.metrics.inbox_open.labels(kind).set(count)
+
+    # -- watchers ------------------------------------------------------------------------------
+
+    def watchers(self) -> list[WatcherRunner]:
+        """Every watcher of this service, by id."""
+        return sorted(self.manager.runners(), key=lambda r: r.id)
+
+    def watcher(self, watcher_id: str) -> WatcherRunner:
+        """The watcher ``watcher_id``; ``NotFound`` when there is none."""
+        return self.manager.get(watcher_id)
+
+    def watcher_status(self, runner: WatcherRunner) -> dict[str, Any]:
+        """The watcher's status in the API's shape (state, last poll, fire and error)."""
+        return self.manager.status(runner)
+
+    def watcher_definition(self, runner: WatcherRunner) -> dict[str, Any]:
+        """The watcher's definition as written, secrets masked."""
+        definition: dict[str, Any] = self.redactor.data(runner.loaded.raw)
+        return definition
+
+    def validate_watcher(self, data: dict[str, Any]) -> AnyWatcher:
+        """A watcher definition sent through the API, checked like a file's; ``ConfigError`` lists
+        every issue (keys shown under ``body``)."""
+        spec, issues = validate_watcher(
+            data,
+            display="body",
+            lines=LineMap(),
+            service=self.settings,
+            skills=self.config.skills,
+            base_dir=self.config.base_dir,
+        )
+        if spec is None:
+            raise ConfigError(issues or [ConfigIssue("body", None, "", "invalid watcher")])
+        return spec
+
+    async def create_watcher(self, spec: AnyWatcher, data: dict[str, Any]) -> WatcherRunner:
+        """Add a watcher validated by ``validate_watcher`` (kept in the store across restarts)."""
+        return await self.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+
+    async def set_watcher_enabled(self, watcher_id: str, enabled: bool) -> WatcherRunner:
+        return await self.manager.set_enabled(watcher_id, enabled)
+
+    async def delete_watcher(self, watcher_id: str) -> None:
+        """Remove an API-created watcher (``Conflict`` for one defined in a file)."""
+        await self.manager.delete(watcher_id)
+
+    async def fire(self, watcher_id: str, payload: Any) -> Outcome:
+        """A manual fire of the watcher with ``payload``."""
+        return await self.manager.fire(watcher_id, payload)
+
+    async def ingest(self, watcher_id: str, value: Any) -> Outcome:
+        """An event pushed to a ``webhook`` watcher."""
+        return await self.manager.ingest(watcher_id, value)
+
+    # -- the inbox -----------------------------------------------------------------------------
+
+    async def inbox_items(
+        self, status: InboxStatus | None, kind: InboxKind | None, *, limit: int, cursor: str | None
+    ) -> Page[InboxItem]:
+        """One page of the inbox, newest first (``status``, ``kind``: None for any)."""
+        return await self.inbox.list(status=status, kind=kind, limit=limit, cursor=cursor)
+
+    async def inbox_item(self, item_id: str) -> tuple[InboxItem, list[InboxHistoryEntry]]:
+        """The item and its history (oldest first); ``NotFound`` for an unknown id."""
+        return await self.inbox.get(item_id)
+
+    async def ack(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+        return await self.inbox.ack(item_id, actor=actor, note=note)
+
+    async def resolve(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+        return await self.inbox.resolve(item_id, actor=actor, note=note)
+
+    async def approve(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+        """Approve an approval; its paused session resumes with the command's result."""
+        return await self.inbox.approve(item_id, actor=actor, note=note)
+
+    async def deny(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+        """Deny an approval; its paused session resumes with the refusal."""
+        return await self.inbox.deny(item_id, actor=actor, note=note)
+
+    # -- callbacks -----------------------------------------------------------------------------
+
+    def target_names(self) -> Collection[str]:
+        """The delivery targets an envelope may name."""
+        return self.targets.keys()
+
+    async def accept_callback(self, envelope: Envelope) -> Contract:
+        """An envelope from another system: dedupe, contract, session, as for a fire."""
+        return await self.intake.accept(envelope)
+
+    async def callbacks(
+        self, watcher_id: str | None, state: ContractState | None, *, limit: int, cursor: str | None
+    ) -> Page[Contract]:
+        """One page of callbacks (their contracts), newest first (``watcher_id``, ``state``: None for any)."""
+        return await self.store.list_contracts(watcher_id=watcher_id, state=state, limit=limit, cursor=cursor)
+
+    async def callback(self, callback_id: str) -> CallbackDetail | None:
+        """The callback ``callback_id`` in full, or None when there is no such callback."""
+        contract = await self.store.get_contract(callback_id)
+        if contract is None:
+            return None
+        envelope = await get_envelope(self.store, callback_id)
+        entries = await self.store.get_transcript(contract.session_key, limit=CALLBACK_TRANSCRIPT)
+        mine = [e for e in entries if e.entry.get("callbackId") == callback_id]
+        return CallbackDetail(contract, envelope, mine, await self.store.list_deliveries(callback_id))
+
+    async def transcript(
+        self, session_key: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[TranscriptEntry]:
+        """A hook session's transcript entries after ``after_seq``, oldest first (None: all)."""
+        return await self.store.get_transcript(session_key, after_seq=after_seq, limit=limit)
