@@ -36,10 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentinel_hooks.callbacks.envelope import Envelope, EnvelopeDelivery, EnvelopeTrigger, EnvelopeWatcher
-from sentinel_hooks.callbacks.intake import session_key
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.core.envelope import Envelope, EnvelopeDelivery, EnvelopeTrigger, EnvelopeWatcher
 from sentinel_hooks.logs import configure_logging
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
@@ -119,7 +118,6 @@ async def insert(
 ) -> Insertion:
     """Accept ``n`` callbacks, steady (``lead_s`` None) or preloaded (see the module docstring)."""
     config = service.config.service
-    prefix, group = config.hook_session_prefix, config.hook_session_group
     run_id = f"{time.time():.0f}"
     done = Insertion()
     limit = asyncio.Semaphore(IN_FLIGHT)
@@ -135,8 +133,7 @@ async def insert(
     async def accept(index: int) -> None:
         try:
             envelope = envelope_for(service, index, run_id, target, timeout_ms(index))
-            session = session_key(prefix, envelope.watcher.id, group)
-            contract = await service.intake.accept(envelope, session=session)
+            contract = await service.intake.accept(envelope)
             if contract.state == "pending":
                 deadline = contract.deadline.timestamp()
                 done.lines.append(json.dumps({"callbackId": contract.callback_id, "deadline": deadline}))

@@ -30,7 +30,7 @@ from typing import Any, TextIO
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.logs import configure_logging
-from sentinel_hooks.retention import Ages, Pruner
+from sentinel_hooks.retention import Ages, Pruning
 from sentinel_hooks.service import Service
 
 IN_FLIGHT = 32  # events being handled at once, at most; the schedule sets the rate
@@ -97,16 +97,9 @@ async def run(config_path: Path, rate: float, retention_s: float, prune_every_s:
     out = _protocol()
     config = load_config(config_path)
     configure_logging(config.redactor)
-    service = Service(config)
     age = timedelta(seconds=retention_s) if retention_s > 0 else None
-    service.pruner = Pruner(
-        service.store,
-        service.clock,
-        Ages(callbacks=age, inbox=age, sessions=age),
-        metrics=service.metrics,
-        interval_s=prune_every_s,
-        first_pass_s=prune_every_s,
-    )
+    ages = Ages(callbacks=age, inbox=age, sessions=age)
+    service = Service(config, pruning=Pruning(ages, interval_s=prune_every_s, first_pass_s=prune_every_s))
     reader = await _lines()
     try:
         await service.start()
