@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sentinel_hooks.delivery.slack import SlackTarget
-from sentinel_hooks.delivery.slack_threads import KeyedLocks, Thread, thread_key
+from sentinel_hooks.delivery.slack_threads import KeyedLocks, Thread, outcome_of, thread_key
 from sentinel_hooks.delivery.target import DeliveryError, Message, TargetContext, TransientDeliveryError
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.store.sqlite.store import SqliteStore
@@ -97,14 +98,15 @@ async def test_resolved_replies_and_adds_to_the_root(ops: SlackTarget, slack_api
 async def test_later_notifies_reply_without_repeating_the_outcome(
     ops: SlackTarget, slack_api: SlackApi
 ) -> None:
-    """A second notify is one more reply; the root still says ✅ once."""
+    """A second notify is one more reply; the root still says ✅ once, updated once."""
     await send(ops, "fanout")
     await send(ops, "notify")
     await send(ops, "notify.2")
     [root] = slack_api.roots()
-    assert (["notify", "notify.2"], "✅ handled by the agent — the fanout line") == (
+    assert (["notify", "notify.2"], "✅ handled by the agent — the fanout line", 1) == (
         [m.kind for m in slack_api.replies(root)],
         root.text,
+        root.updates,
     )
 
 
@@ -321,3 +323,29 @@ async def test_keyed_locks_are_dropped_when_free() -> None:
         assert 1 == locks.users("a")
     assert 0 == locks.users("a")
     assert {} == locks._locks
+
+
+@pytest.mark.parametrize("seed", range(4))
+async def test_many_callbacks_sent_at_once_in_any_order_keep_their_threads(
+    ops: SlackTarget, slack_api: SlackApi, seed: int
+) -> None:
+    """Stress: the messages of 12 callbacks (fan-out, two notifies, fallback or resolved, some sent
+    twice as a retry would) all at once, shuffled. Each callback ends with one root, each delivery
+    key is posted once, and its root shows exactly the outcomes of what was posted in its thread."""
+    rng = random.Random(seed)
+    sends: list[tuple[str, str]] = []
+    for n in range(12):
+        kinds = ["fanout", "notify", rng.choice(["notify.2", "fallback"])]
+        kinds += [k for k in kinds if rng.random() < 0.3]  # sent again with the same key
+        sends += [(f"01JC{n:02d}", kind) for kind in kinds]
+    rng.shuffle(sends)
+    await asyncio.gather(*(send(ops, kind, callback_id=cid) for cid, kind in sends))
+    for cid in {cid for cid, _ in sends}:
+        [root] = [m for m in slack_api.roots() if m.callback_id == cid]
+        posted = [root.kind] + [m.kind for m in slack_api.replies(root)]
+        expected = {kind for c, kind in sends if c == cid}
+        shown = {o for o in (outcome_of(k) for k in posted) if o}
+        assert (sorted(expected), shown) == (
+            sorted(posted),
+            set(root.text.split(" — ")[0].split(" · ")) if shown else set(),
+        ), cid

@@ -123,7 +123,6 @@ class SlackTarget:
             if thread is None and not starts_thread(message.kind):
                 await self._post_message(client, channel, *_rendered(message))  # nothing to reply to
                 return
-            ts = thread.posted.get(key) if thread is not None else None
             if thread is None:
                 shown = root_rendering(message, root_outcomes(message.kind))
                 root = await self._post_message(client, channel, *shown)
@@ -131,6 +130,7 @@ class SlackTarget:
                 if root is not None:
                     await threads.put(Thread.started(*root, message, key))
                 return
+            ts = sent_before = thread.posted.get(key)
             if ts is None:
                 reply = await self._post_message(
                     client, thread.channel, *_rendered(message), thread_ts=thread.ts
@@ -141,10 +141,13 @@ class SlackTarget:
             budget.reschedule(None)
             if ts == thread.ts:  # this delivery is the root, sent again: it shows its own outcome
                 return
-            thread = thread.replied(key, ts, message.kind)
-            await threads.put(thread)
-            if outcome_of(message.kind) is not None:
-                await self._update_root(client, thread)
+            replied = thread.replied(key, ts, message.kind)
+            await threads.put(replied)
+            # a new outcome goes on the root; a delivery sent again updates it again, in case the
+            # first update was lost with the rest of that attempt
+            shows = outcome_of(message.kind) is not None
+            if replied.outcomes != thread.outcomes or (shows and sent_before is not None):
+                await self._update_root(client, replied)
 
     async def _update_root(self, client: AsyncWebClient, thread: Thread) -> None:
         """Show ``thread``'s outcomes on its root; a failure is logged, never the message's."""
