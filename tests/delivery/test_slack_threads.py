@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,12 +19,13 @@ from sentinel_hooks.delivery.slack_threads import KeyedLocks, Thread, outcome_of
 from sentinel_hooks.delivery.target import DeliveryError, Message, TargetContext, TransientDeliveryError
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.store.sqlite.store import SqliteStore
+from tests.contract.stores import Backend, durable_backend
 from tests.delivery.conftest import MakeTarget, message
 from tests.delivery.sinks import SLACK_WEBHOOK_PATH, Sink, json_reply
 from tests.delivery.slack_api import SlackApi, slack_api
 from tests.support import wait_for
 
-__all__ = ["slack_api"]
+__all__ = ["durable_backend", "slack_api"]
 
 CID = "01JFIRE"
 
@@ -186,23 +186,24 @@ async def test_different_callbacks_get_different_threads(ops: SlackTarget, slack
     )
 
 
-async def test_a_restart_keeps_the_thread(
-    make_target: MakeTarget, context: TargetContext, slack_api: SlackApi, tmp_path: Path
+async def test_a_restart_or_another_replica_keeps_the_thread(
+    make_target: MakeTarget, context: TargetContext, slack_api: SlackApi, durable_backend: Backend
 ) -> None:
-    """The root's ts is in the store: a new process (new store and target objects on the same file)
-    replies in the thread the first one started."""
-    path = tmp_path / "state.db"
-    for kind in ("fanout", "notify"):
-        store = SqliteStore(path)
+    """The root's ts is in the store (SQLite file, Redis): each message sent by a new process
+    (new store and target objects over the same data) replies in the thread the first one started."""
+    for kind in ("fanout", "notify", "resolved"):
+        store = durable_backend.make()
         await store.open()
         try:
-            ctx = TargetContext(http=context.http, clock=context.clock, base_dir=tmp_path, store=store)
+            ctx = TargetContext(
+                http=context.http, clock=context.clock, base_dir=context.base_dir, store=store
+            )
             target = make_target(bot(slack_api), name="ops", ctx=ctx)
             await target.send(msg(kind), idempotency_key=key(kind))
         finally:
             await store.close()
     [root] = slack_api.roots()
-    assert (["notify"], "✅ handled by the agent — the fanout line") == (
+    assert (["notify", "resolved"], "✅ handled by the agent · ✔ resolved — the fanout line") == (
         [m.kind for m in slack_api.replies(root)],
         root.text,
     )
