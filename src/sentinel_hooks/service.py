@@ -45,7 +45,7 @@ from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.operations import ServiceOperations
 from sentinel_hooks.relay.notices import Notices
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep
+from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target_checkpoints
 from sentinel_hooks.store import open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
@@ -103,7 +103,9 @@ class Service(ServiceOperations):
             request_timeout_s=service.limits.request_timeout_ms / 1000,
         )
         self.scheduler = LoopScheduler(timezone=UTC)
-        target_context = TargetContext(http=self.http, clock=self.clock, base_dir=config.base_dir)
+        target_context = TargetContext(
+            http=self.http, clock=self.clock, base_dir=config.base_dir, store=self.store
+        )
         self.targets = create_targets(service.targets, target_context)
         if "console" not in self.targets:  # environment: test routes every delivery here
             self.targets["console"] = ConsoleTarget("console", target_context)
@@ -205,6 +207,7 @@ class Service(ServiceOperations):
             metrics=self.metrics,
             interval_s=pruning.interval_s,
             first_pass_s=pruning.first_pass_s,
+            callback_checkpoints=target_checkpoints(service.targets),
         )
         self.ready = False
         self._web: web.AppRunner | None = None

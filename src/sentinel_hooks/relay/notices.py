@@ -75,11 +75,16 @@ class Notices:
             self._dispatcher.new_deliveries(message, targets, "fanout", at=self._clock.now())
         )
 
-    async def resolved(self, watcher: AnyWatcher, text: str) -> None:
-        """notifyResolved: the one-line resolved message to the watcher's targets."""
+    async def resolved(self, watcher: AnyWatcher, text: str, callback_id: str | None = None) -> None:
+        """notifyResolved: the one-line resolved message to the watcher's targets.
+
+        It carries ``callback_id``, the fire whose episode ended, so it joins that fire's Slack
+        thread and is keyed ``{callbackId}:{target}:resolved``; with none known (a probe episode)
+        it gets a callback id of its own.
+        """
         targets = ["console"] if watcher.environment == "test" else list(watcher.delivery_targets)
         message = Message(
-            callback_id=new_callback_id(),
+            callback_id=callback_id or new_callback_id(),
             watcher_id=watcher.id,
             event_name=watcher.event_name,
             priority=watcher.fire.priority,
