@@ -99,7 +99,8 @@ def test_steps_with_equal_after_ms_are_fine(project: Writer) -> None:
     """Two steps at the same time are allowed (non-decreasing, not increasing)."""
     config = (
         BASE_CONFIG
-        + "escalationPolicies:\n  p: {steps: [{afterMs: 5, targets: [oncall]}, {afterMs: 5, targets: [log]}]}\n"
+        + "escalationPolicies:\n  p: {steps: [{afterMs: 5, targets: [oncall]},"
+        + " {afterMs: 5, targets: [log]}]}\n"
     )
     assert 2 == len(load_config(project(config), environ={}).service.escalation_policies["p"].steps)
 

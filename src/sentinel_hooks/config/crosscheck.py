@@ -171,7 +171,10 @@ def _policy_problems(config: ServiceConfig) -> list[Problem]:
 def _unknown_policy(name: str, config: ServiceConfig) -> str:
     known = list(config.escalation_policies)
     if not known:
-        return f"unknown escalation policy {name!r}; none are configured (add one under escalationPolicies: in sentinel.yaml)"
+        return (
+            f"unknown escalation policy {name!r}; none are configured "
+            "(add one under escalationPolicies: in sentinel.yaml)"
+        )
     return (
         f"unknown escalation policy {name!r}{did_you_mean(name, known)}; known policies: {', '.join(known)}"
     )
