@@ -203,6 +203,8 @@ async def test_create_leaves_a_delivery_key_already_queued_as_it_was(store: Stor
 
 async def test_create_with_a_future_delivery_is_not_claimed_before_it_is_due(store: Store, make) -> None:
     """A later step stored with the item waits for its time."""
-    await store.create_inbox_item(make.inbox_item("i-1"), [make.delivery("i-1", "lead", "escalation.1", due=5)])
+    await store.create_inbox_item(
+        make.inbox_item("i-1"), [make.delivery("i-1", "lead", "escalation.1", due=5)]
+    )
     assert [] == await store.claim_deliveries(make.at(4.999))
     assert ["i-1:lead:escalation.1"] == [d.key for d in await store.claim_deliveries(make.at(5))]

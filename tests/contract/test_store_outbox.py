@@ -145,7 +145,10 @@ async def test_cancelled_outcome_leaves_the_queue_and_reads_back(store: Store, m
         )
         assert {delivery.key} == set((await store.record_outcomes([outcome])).keys)
         found = await get_delivery(store, delivery.key)
-        assert ("cancelled", make.at(1)) == (found.state if found else None, found.updated_at if found else None)
+        assert ("cancelled", make.at(1)) == (
+            found.state if found else None,
+            found.updated_at if found else None,
+        )
     assert [] == await store.claim_deliveries(make.at(1000))
 
 
