@@ -182,7 +182,8 @@ class ServiceOperations:
         """Where each item's escalation chain is (``relay.escalation.chain_status``), by item id:
         read from the item's escalation deliveries, which are keyed by its id."""
         found = await asyncio.gather(*(self.store.list_deliveries(item.id) for item in items))
-        return {item.id: chain_status(item, deliveries) for item, deliveries in zip(items, found, strict=True)}
+        pairs = zip(items, found, strict=True)
+        return {item.id: chain_status(item, deliveries) for item, deliveries in pairs}
 
     async def ack(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
         return await self.inbox.ack(item_id, actor=actor, note=note)

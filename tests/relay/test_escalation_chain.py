@@ -78,9 +78,10 @@ def test_next_step_is_later_and_never_skips_a_step_of_the_first_round(
         number = number % len(after)
     following = policy.next_after(number, elapsed_ms=elapsed_ms)
     if following is None:
-        assert repeat is None and number == len(after) - 1
+        assert (None, len(after) - 1) == (repeat, number)
         return
-    assert following > number and policy.offset_ms(following) >= policy.offset_ms(number)
+    assert following > number
+    assert policy.offset_ms(following) >= policy.offset_ms(number)
     if number + 1 < len(after):
         assert number + 1 == following
     elif following != number + 1:
@@ -107,7 +108,8 @@ def test_a_later_step_says_how_long_it_has_been_unacknowledged() -> None:
 def test_an_approval_step_says_how_to_approve_or_deny() -> None:
     """An approval cannot be acked: its steps name approve and deny instead."""
     assert step_text(item("approval", watcher=None), 60_000).endswith(
-        "(approval, critical) — approve: sentinel approvals approve 01ITEM · deny: sentinel approvals deny 01ITEM"
+        "(approval, critical) — approve: sentinel approvals approve 01ITEM"
+        " · deny: sentinel approvals deny 01ITEM"
     )
 
 

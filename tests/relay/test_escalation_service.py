@@ -129,7 +129,7 @@ async def test_ack_between_steps_stops_the_rest(service: Service, sink: TimedSin
     the chain stopped at step 1."""
     item = await create()
     await wait_for(lambda: len(sink.received) >= 2, timeout_s=10, what="steps 0 and 1")
-    status, body = await call(service, "POST", f"/api/v1/inbox/{item.id}/ack", body={})
+    status, _ = await call(service, "POST", f"/api/v1/inbox/{item.id}/ack", body={})
     assert 200 == status
     step_2 = f"{item.id}:third:escalation.2"
     await wait_for(lambda: cancelled(service, item.id, step_2), timeout_s=5, what="step 2 cancelled")
