@@ -6,6 +6,11 @@ key (``{callbackId}:{target}:{kind}``) as the Idempotency-Key on every attempt. 
 that still fails after ``delivery.maxAttempts`` attempts (or ``maxElapsedMs``) becomes a
 ``delivery_failure`` inbox item holding the message, so nothing is lost.
 
+Escalation steps (kind ``escalation.N``) pass a ``DeliveryGate`` just before each attempt: the
+layer above decides there whether the step is still wanted (its inbox item still open) and
+queues the next step; a refused one ends ``cancelled``. So a step's deadline is the outbox's own
+due time, claimed across replicas like every other delivery.
+
 Secrets are masked here, before anything is stored, sent or shown: in each message as it
 becomes deliveries, and in each failure's text (a receiver's error page may echo the URL it
 was asked for, and that URL may carry a key from the environment).
