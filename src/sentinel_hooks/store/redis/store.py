@@ -374,9 +374,9 @@ class RedisStore:
 
     # -- inbox -------------------------------------------------------------------------------
 
-    async def create_inbox_item(self, item: InboxItem) -> bool:
-        """See ``Store.create_inbox_item``."""
-        keys, args = lua.create_inbox_item_call(self.keys, item)
+    async def create_inbox_item(self, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> bool:
+        """See ``Store.create_inbox_item``: one script."""
+        keys, args = lua.create_inbox_item_call(self.keys, item, deliveries)
         return bool(await self._db.run("create inbox item", self._db.scripts.create_inbox_item, keys, args))
 
     async def get_inbox_item(self, item_id: str) -> InboxItem | None:
