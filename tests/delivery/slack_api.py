@@ -33,6 +33,7 @@ class Posted:
     blocks: list[dict[str, Any]]
     thread_ts: str | None = None
     updates: int = 0
+    broadcast: bool = False  # a thread reply also shown in the channel (reply_broadcast)
 
     @property
     def callback_id(self) -> str:
@@ -103,7 +104,11 @@ class SlackApi:
         if channel is None:
             return web.json_response({"ok": False, "error": "channel_not_found"})
         ts = f"1700000000.{len(self.messages) + 1:06d}"
-        self.messages.append(Posted(ts, channel, body.get("text", ""), body.get("blocks", []), thread_ts))
+        broadcast = body.get("reply_broadcast") in (True, "true", "1", 1)
+        posted = Posted(
+            ts, channel, body.get("text", ""), body.get("blocks", []), thread_ts, broadcast=broadcast
+        )
+        self.messages.append(posted)
         return web.json_response(
             {"ok": True, "channel": channel, "ts": ts, "message": {"text": body.get("text")}}
         )

@@ -125,14 +125,15 @@ async def test_notify_first_starts_the_thread_showing_its_outcome(
 
 
 async def test_escalation_step_replies_and_leaves_the_root(ops: SlackTarget, slack_api: SlackApi) -> None:
-    """An escalation step of the fire's callback replies in its thread; it says nothing about the outcome."""
+    """An escalation step of the fire's callback replies in its thread, also shown in the channel
+    (it is there to reach people who have not answered); it says nothing about the outcome."""
     await send(ops, "fanout")
     await ops.send(msg("escalation.1"), idempotency_key="01JITEM:ops:escalation.1")
+    await send(ops, "notify")
     [root] = slack_api.roots()
-    assert (["escalation.1"], "the fanout line", 0) == (
-        [m.kind for m in slack_api.replies(root)],
+    assert ([("escalation.1", True), ("notify", False)], "✅ handled by the agent — the fanout line") == (
+        [(m.kind, m.broadcast) for m in slack_api.replies(root)],
         root.text,
-        root.updates,
     )
 
 

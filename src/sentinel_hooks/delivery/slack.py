@@ -30,7 +30,14 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
 from sentinel_hooks.delivery.slack_blocks import CONTEXT_CHARS, fallback_text, message_blocks, root_rendering
-from sentinel_hooks.delivery.slack_threads import Thread, ThreadBook, outcome_of, root_outcomes, starts_thread
+from sentinel_hooks.delivery.slack_threads import (
+    Thread,
+    ThreadBook,
+    broadcasts,
+    outcome_of,
+    root_outcomes,
+    starts_thread,
+)
 from sentinel_hooks.delivery.target import (
     DeliveryError,
     Message,
@@ -133,7 +140,11 @@ class SlackTarget:
             ts = sent_before = thread.posted.get(key)
             if ts is None:
                 reply = await self._post_message(
-                    client, thread.channel, *_rendered(message), thread_ts=thread.ts
+                    client,
+                    thread.channel,
+                    *_rendered(message),
+                    thread_ts=thread.ts,
+                    broadcast=broadcasts(message.kind),
                 )
                 if reply is None:
                     return
@@ -192,11 +203,16 @@ class SlackTarget:
         text: str,
         *,
         thread_ts: str | None = None,
+        broadcast: bool = False,
     ) -> Posted | None:
         """``chat.postMessage``; where the message went (None when Slack's answer has no ts,
-        so it cannot be replied to)."""
+        so it cannot be replied to). ``broadcast`` shows a thread reply in the channel too."""
         response = await client.chat_postMessage(
-            channel=channel, text=text, blocks=blocks, thread_ts=thread_ts
+            channel=channel,
+            text=text,
+            blocks=blocks,
+            thread_ts=thread_ts,
+            reply_broadcast=True if broadcast else None,
         )
         ts, posted_in = response.get("ts"), response.get("channel")
         if not isinstance(ts, str) or not ts:

@@ -68,6 +68,12 @@ def starts_thread(kind: str) -> bool:
     return _base(kind) in _STARTERS
 
 
+def broadcasts(kind: str) -> bool:
+    """Whether a reply of this kind is also shown in the channel: an escalation step is there to
+    reach people who have not answered, and a reply alone reaches only the thread's followers."""
+    return _base(kind) == "escalation"
+
+
 def outcome_of(kind: str) -> str | None:
     """What a message of this kind says about how the fire ended (shown on the root), if anything."""
     return _OUTCOMES.get(_base(kind))
