@@ -529,8 +529,8 @@ class RedisStore:
         if before.inbox is not None:
             bound = sort_member(to_epoch_ms(before.inbox), "")[:-1]
             args = [k.prefix, bound, cutoff_text(before.inbox), limit]
-            items = await self._db.run("prune inbox", scripts.prune_inbox, [], args)
-            done += Pruned(inbox_items=items, more=items == limit)
+            items, deliveries = await self._db.run("prune inbox", scripts.prune_inbox, [], args)
+            done += Pruned(inbox_items=items, deliveries=deliveries, more=items == limit)
         if before.sessions is not None:
             args = [k.prefix, to_epoch_ms(before.sessions), limit]
             args.append(retention.json_list(before.session_checkpoints))
