@@ -27,8 +27,10 @@ from typing import Any, Final
 UPSTREAM_PATH: Final = re.compile(r"^(watcher\.(id|skillId)|event\.name|payload\.[A-Za-z0-9_.-]+|timestamp)$")
 """The placeholders upstream accepts (its ``template.ts``)."""
 
-_TOKEN: Final = re.compile(r"\$\{([^{}]*)\}|\{\{|\{%|\{#")
-_MARKER: Final = re.compile(r"\$\{|\{\{|\{%|\{#")
+_PLACEHOLDER: Final = re.compile(r"\$\{([^{}]*)\}")
+_MARKER: Final = re.compile(r"\{*(?:\$\{|\{[{%#])")
+"""Text Sentinel would read as a template, with the braces right before it (``{${`` and ``{{{``:
+escaping only the marker would leave a ``{`` that joins the ``{{`` of the escape)."""
 
 
 @dataclass(frozen=True)
@@ -72,7 +74,7 @@ def escape_literal(text: str) -> str:
 
 
 def _quoted(marker: str) -> str:
-    """A Jinja2 expression printing ``marker`` (two characters, no quote or backslash in them)."""
+    """A Jinja2 expression printing ``marker`` (only ``{$%#`` in it: no quote or backslash)."""
     return '{{ "' + marker + '" }}'
 
 
@@ -95,7 +97,7 @@ def convert_text(text: str, mapper: PathMapper, *, interpolates: bool) -> TextRe
     ``interpolates``: upstream replaced placeholders anywhere in this text (dedupe key and
     deadline templates); otherwise only a text that is exactly one placeholder was templated.
     """
-    whole = re.fullmatch(r"\$\{([^{}]*)\}", text)
+    whole = _PLACEHOLDER.fullmatch(text)
     if whole is not None:
         mapped = _placeholder(whole.group(1), mapper)
         if isinstance(mapped, Constant):
@@ -103,32 +105,33 @@ def convert_text(text: str, mapper: PathMapper, *, interpolates: bool) -> TextRe
             return TextResult(escape_literal(value) if isinstance(value, str) else value)
         return TextResult("${" + mapped + "}")
     parts: list[str] = []
-    changes: list[str] = []
+    literal: list[str] = []  # raw text since the last placeholder, escaped as one run
+    filled = False
     position = 0
-    for match in _TOKEN.finditer(text):
-        parts.append(text[position : match.start()])
+    for match in _PLACEHOLDER.finditer(text):
+        literal.append(text[position : match.start()])
         position = match.end()
-        if match.group(1) is None:
-            parts.append(_quoted(match.group(0)))
-            continue
         try:
             mapped = _placeholder(match.group(1), mapper)
         except TemplateProblem:
             if interpolates or text.startswith("${"):
                 raise  # upstream refused this text at fire time
-            parts.append(escape_literal(match.group(0)))  # upstream sent it as written
+            literal.append(match.group(0))  # upstream sent it as written
             continue
+        filled = True
         if isinstance(mapped, Constant):
-            parts.append(escape_literal(_text_of(mapped.value)))
-        else:
-            parts.append("${" + mapped + "}")
-        if not interpolates and not changes:
-            changes.append(
-                "upstream sent placeholders inside longer text as written"
-                + (" (or refused the text, as it starts with one)" if text.startswith("${") else "")
-                + "; Sentinel fills them in"
-            )
-    parts.append(text[position:])
+            literal.append(_text_of(mapped.value))
+            continue
+        parts += [escape_literal("".join(literal)), "${" + mapped + "}"]
+        literal = []
+    literal.append(text[position:])
+    parts.append(escape_literal("".join(literal)))
+    changes = []
+    if filled and not interpolates:
+        refused = " (or refused the text, as it starts with one)" if text.startswith("${") else ""
+        changes.append(
+            f"upstream sent placeholders inside longer text as written{refused}; Sentinel fills them in"
+        )
     return TextResult("".join(parts), changes)
 
 
