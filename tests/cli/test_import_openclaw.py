@@ -156,3 +156,16 @@ def test_nothing_importable_exits_1(sentinel: Runner, tmp_path: Path) -> None:
         in result.err
     )
     assert not (tmp_path / "watchers").exists()
+
+
+def test_skill_the_project_has_is_kept(sentinel: Runner, tmp_path: Path) -> None:
+    """A skillId whose skills/<id>/SKILL.md exists in the project carries over; validate passes."""
+    config = project(sentinel, tmp_path)
+    source = write_json(tmp_path / "w.json", {**STATUS_WATCH, "skillId": "oncall-triage"})
+    result = sentinel("import", "openclaw", str(source), "-c", str(config), "--json")
+    assert 0 == result.code, result.err
+    assert "skillId" not in {note["path"] for note in result.json()["watchers"][0]["notes"]}
+    assert "skillId: oncall-triage\n" in (tmp_path / "demo/watchers/status-watch.yaml").read_text(
+        encoding="utf-8"
+    )
+    assert 0 == sentinel("validate", "-c", str(config)).code
