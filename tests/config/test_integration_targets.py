@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from sentinel_hooks.config.apprise_urls import hidden_parts, parse_apprise_url
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 from tests.conftest import Writer
@@ -137,3 +141,27 @@ def test_the_documented_examples_load(project: Writer, section: str) -> None:
     env["TEAMS_WORKFLOW_URL"] = "workflows://prod-01.westus.logic.azure.com:443/abc123/sig456"
     loaded = load_config(project(docs_example(section)), environ=env)
     assert loaded.service.targets
+
+
+TOKENS = st.text(alphabet=string.ascii_letters + string.digits + "_-", min_size=8, max_size=30)
+URL_FORMS = [
+    "tgram://123456789:{token}/4242",
+    "json://bob:{token}@127.0.0.1:8080/hooks/{token}",
+    "ntfy://{token}",
+    "ntfy://ntfy.example.com/{token}",
+    "discord://98765432/{token}",
+    "mailto://bob:{token}@mail.example.org",
+    "workflows://prod-01.westus.logic.azure.com:443/{token}/{token}",
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(form=st.sampled_from(URL_FORMS), token=TOKENS)
+def test_no_token_survives_in_the_shown_form(form: str, token: str) -> None:
+    """Whatever the token, the shown form of a URL never holds it, and its secrets mask it in any
+    text Apprise might write about the URL."""
+    assume(token.lower() not in form.lower() and not token.isdigit())
+    url = form.format(token=token)
+    parsed = parse_apprise_url(url)
+    assert token not in parsed.shown
+    assert token not in Redactor(parsed.secrets).text(f"Failed to send to {url}: {token}")
