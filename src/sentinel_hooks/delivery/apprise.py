@@ -11,7 +11,7 @@ transient (retried up to ``delivery.maxAttempts``) — unless the host policy re
 connection (``net.guard`` applies allowedHosts and the private-address rule to every
 connection a notifier makes), which will not pass by itself. With several URLs, the URLs that
 already took a delivery are remembered (in memory, by Idempotency-Key) and a retry goes only to
-the others; after a restart a retry goes to all of them again.
+the others; after a restart, or on another replica, a retry goes to all of them again.
 
 Secrets: a URL holds its service's credentials. Error texts name a URL by Apprise's privacy form
 and mask every part Apprise hides there (``config.apprise_urls``); Apprise's own log lines are
