@@ -62,7 +62,10 @@ async def test_list_silences_filters_by_state_at_now(store: Store, state, expect
 async def test_a_silence_is_active_from_its_start_until_its_end(store: Store) -> None:
     """startsAt is included and endsAt excluded."""
     await store.put_silence(silence(starts=10, ends=20))
-    states = [[s.id for s in (await store.list_silences(now=at(t), state="active")).items] for t in (9.999, 10, 19.999, 20)]
+    states = [
+        [s.id for s in (await store.list_silences(now=at(t), state="active")).items]
+        for t in (9.999, 10, 19.999, 20)
+    ]
     assert [[], ["s-1"], ["s-1"], []] == states
 
 

@@ -338,7 +338,7 @@ class Store(Protocol):
 
         One call deletes at most ``limit`` contracts (with their envelopes, deliveries,
         checkpoints and leading transcript entries), ``limit`` inbox items (with their history),
-        ``limit`` sessions and ``limit`` silences, each kind in one atomic step, oldest first; ``more`` says a kind
-        had more to delete. Racing callers (replicas) delete each record once: a record already
-        gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
+        ``limit`` sessions and ``limit`` silences, each kind in one atomic step, oldest first;
+        ``more`` says a kind had more to delete. Racing callers (replicas) delete each record
+        once: a record already gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
         """

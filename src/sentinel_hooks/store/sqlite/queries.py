@@ -415,5 +415,6 @@ def silences_page(
     if after is not None:
         where += " AND (created_ms, id) < (:ms, :id)"
         args.update(ms=after[0], id=after[1])
-    sql = f"SELECT created_ms, id, doc FROM silences WHERE {where} ORDER BY created_ms DESC, id DESC LIMIT :fetch"
+    sql = f"""SELECT created_ms, id, doc FROM silences WHERE {where}
+        ORDER BY created_ms DESC, id DESC LIMIT :fetch"""
     return [(int(ms), str(i), str(doc)) for ms, i, doc in c.execute(sql, args)]

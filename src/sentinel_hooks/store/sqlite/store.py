@@ -416,7 +416,9 @@ class SqliteStore:
             to_epoch_ms(silence.ends_at),
             codec.dump_record(silence),
         )
-        sql = "INSERT OR REPLACE INTO silences (id, created_ms, starts_ms, ends_ms, doc) VALUES (?, ?, ?, ?, ?)"
+        sql = (
+            "INSERT OR REPLACE INTO silences (id, created_ms, starts_ms, ends_ms, doc) VALUES (?, ?, ?, ?, ?)"
+        )
         await self._exec("put silence", sql, *row)
 
     async def get_silence(self, silence_id: str) -> Silence | None:
