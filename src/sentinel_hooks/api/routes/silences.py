@@ -9,16 +9,19 @@ ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an e
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any, cast, get_args
 
 from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.core.conditions import Op
 from sentinel_hooks.core.silences import Matcher, MatchMode
 from sentinel_hooks.store.silences import (
     MAX_COMMENT_CHARS,
@@ -53,14 +56,20 @@ def parse_matchers(value: Any, key: str = "matchers") -> list[Matcher]:
         return _MATCHERS.validate_python(value)
     except ValidationError as exc:
         details = [
-            {
-                "key": ".".join([key, *(str(p) for p in e["loc"])]),
-                "message": e["msg"].removeprefix("Value error, "),
-            }
+            {"key": ".".join([key, *(str(p) for p in e["loc"])]), "message": _error_text(e)}
             for e in exc.errors()
         ]
         message = "; ".join(f"{d['key']}: {d['message']}" for d in details)
         raise ApiError(400, "invalid", message, details) from None
+
+
+def _error_text(error: ErrorDetails) -> str:
+    """A matcher's validation error for people (an unknown operator with a "did you mean")."""
+    if error["type"] == "literal_error":
+        ops = [op for op in get_args(Op) if op != "changed"]
+        given = str(error.get("input"))
+        return f"{given!r} is not one of {', '.join(ops)}{did_you_mean(given, ops)}"
+    return error["msg"].removeprefix("Value error, ")
 
 
 def _instant(value: Any, key: str) -> datetime:
