@@ -50,7 +50,7 @@ def test_a_window_follows_daylight_saving_time() -> None:
     """In summer (UTC+2) the same window starts at 00:00 UTC."""
     summer = datetime(2026, 7, 4, 0, 30, tzinfo=UTC)
     span = window_span(NIGHTLY, summer)
-    assert span is not None and datetime(2026, 7, 4, 0, 0, tzinfo=UTC) == span.starts_at
+    assert datetime(2026, 7, 4, 0, 0, tzinfo=UTC) == (span.starts_at if span else None)
 
 
 async def test_silences_match_a_window_by_name_only_while_it_is_active() -> None:

@@ -8,8 +8,8 @@ import json
 import os
 import signal
 import subprocess
-from datetime import UTC, datetime, timedelta
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
