@@ -142,8 +142,9 @@ class ServiceOperations:
         return status
 
     async def muting(self) -> Muting:
-        """The silences and maintenance windows active now (for watcher statuses)."""
-        return await self.silences.snapshot()
+        """The silences and maintenance windows active now (for watcher statuses; while the store
+        cannot be read, the ones last read)."""
+        return await self.silences.snapshot(stale_ok=True)
 
     def watcher_definition(self, runner: WatcherRunner) -> dict[str, Any]:
         """The watcher's definition as written, secrets masked."""
@@ -316,7 +317,7 @@ class ServiceOperations:
         by_kind: dict[str, int] = {}
         for item in open_items.items:
             by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
-        muting = await self.silences.snapshot()
+        muting = await self.silences.snapshot(stale_ok=True)
         now = self.clock.now()
         return {
             "store": {"type": type(self.store).__name__, "ok": store_ok},

@@ -36,7 +36,7 @@ from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.silences import Matcher, MatchMode, fire_facts, matches
-from sentinel_hooks.errors import NotFound
+from sentinel_hooks.errors import NotFound, StoreError
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Page, utc_ms
 from sentinel_hooks.store.silences import Silence, SilenceState
@@ -151,15 +151,28 @@ class Silences:
         """Like ``silenced_by`` for a fire's facts (``fire_facts``, ``watcher_facts``)."""
         return (await self.snapshot()).match(facts)
 
-    async def snapshot(self) -> Muting:
-        """The silences and windows active now, to match many fires against (watcher listings)."""
+    async def snapshot(self, *, stale_ok: bool = False) -> Muting:
+        """The silences and windows active now, to match many fires against (watcher listings).
+
+        With ``stale_ok`` a store that cannot be read leaves the silences last read (a watcher's
+        status must still answer while the store is down: it says why the watcher fails).
+        """
         now = self._clock.now()
         spans = [span for w in self._windows if (span := w.active(now)) is not None]
-        return Muting(await self._active(now), spans)
+        try:
+            active = await self._active(now)
+        except StoreError:
+            if not stale_ok:
+                raise
+            active = self._cached_active(now)
+        return Muting(active, spans)
 
     async def _active(self, now: datetime) -> list[Silence]:
         if self._loaded_at is None or now - self._loaded_at >= self._refresh or now < self._loaded_at:
             await self._reload(now)
+        return self._cached_active(now)
+
+    def _cached_active(self, now: datetime) -> list[Silence]:
         active = [s for s in self._live.values() if s.state_at(now) == "active"]
         active.sort(key=lambda s: (-s.ends_at.timestamp(), s.id))
         return active
