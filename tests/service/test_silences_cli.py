@@ -207,6 +207,14 @@ def test_durations_read_as_people_write_them(text: str, ms: int) -> None:
     assert ms == parse_duration(text, "--for")
 
 
+def test_cli_silence_states_are_the_stores() -> None:
+    """`silences list --state` offers every silence state, and nothing else."""
+    from sentinel_hooks.cli import silences
+    from sentinel_hooks.store.silences import SILENCE_STATES
+
+    assert SILENCE_STATES == silences.SILENCE_STATES
+
+
 @pytest.mark.parametrize("text", ["2", "h", "2 h", "-1h", "0m", "1y"])
 def test_bad_durations_are_refused(text: str) -> None:
     """A number without unit, a unit without number, spaces, negatives, zero, unknown units."""
