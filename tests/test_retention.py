@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from pydantic import TypeAdapter
+
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import RetentionSpec
+from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.delivery.slack_threads import thread_key, thread_prefix
 from sentinel_hooks.metrics import Metrics
-from sentinel_hooks.retention import Ages, Pruner
+from sentinel_hooks.retention import Ages, Pruner, target_checkpoints
 from sentinel_hooks.store import Settlement, Store
 from tests.contract.stores import T0, contract, envelope
 from tests.support import wait_for
+
+SPECS: TypeAdapter[dict[str, TargetSpec]] = TypeAdapter(dict[str, TargetSpec])
 
 
 async def store_with_old_contracts(store: Store, n: int) -> Store:
@@ -57,3 +63,27 @@ async def test_with_every_limit_zero_nothing_is_pruned(memory_store: Store) -> N
         store, FakeClock(T0 + timedelta(days=365)), Ages.from_spec(RetentionSpec.model_validate(zeros))
     )
     assert (False, 0) == (pruner.enabled, (await pruner.prune()).contracts)
+
+
+async def test_slack_threads_go_with_their_callback(memory_store: Store) -> None:
+    """A bot-token Slack target's thread checkpoint is pruned with its callback; a webhook Slack
+    target keeps none, and another callback's thread stays."""
+    store = await store_with_old_contracts(memory_store, 1)
+    targets = SPECS.validate_python(
+        {
+            "ops": {"type": "slack", "token": "xoxb-1", "channel": "#ops"},
+            "hook": {"type": "slack", "webhookUrl": "https://hooks.slack.com/services/T/B/X"},
+        }
+    )
+    assert (thread_prefix("ops"),) == target_checkpoints(targets)
+    for key in (thread_key("ops", "c0"), thread_key("ops", "elsewhere")):
+        await store.put_checkpoint(key, {"ts": "1.1"})
+    pruner = Pruner(
+        store,
+        FakeClock(T0 + timedelta(days=31)),
+        Ages.from_spec(RetentionSpec()),
+        callback_checkpoints=target_checkpoints(targets),
+    )
+    await pruner.prune()
+    kept = await store.get_checkpoints([thread_key("ops", "c0"), thread_key("ops", "elsewhere")])
+    assert [thread_key("ops", "elsewhere")] == list(kept)

@@ -98,6 +98,12 @@ class Metrics:
             ["target", "outcome"],
             registry=r,
         )
+        self.escalation_steps = Counter(
+            "sentinel_escalation_steps_sent",
+            "Escalation steps accepted by a target, by policy and policy step (repeats count as their step)",
+            ["policy", "step"],
+            registry=r,
+        )
         self.inbox_open = Gauge(
             "sentinel_inbox_open_items", "Open inbox items, by kind", ["kind"], registry=r
         )

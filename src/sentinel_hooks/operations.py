@@ -9,7 +9,7 @@ what only HTTP knows (bodies, headers, who may do what through the API) and shap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,6 +28,7 @@ from sentinel_hooks.delivery.target import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.relay.escalation import chain_status
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import (
@@ -196,6 +197,13 @@ class ServiceOperations:
     async def inbox_item(self, item_id: str) -> tuple[InboxItem, list[InboxHistoryEntry]]:
         """The item and its history (oldest first); ``NotFound`` for an unknown id."""
         return await self.inbox.get(item_id)
+
+    async def escalation_status(self, items: Sequence[InboxItem]) -> dict[str, dict[str, Any] | None]:
+        """Where each item's escalation chain is (``relay.escalation.chain_status``), by item id:
+        read from the item's escalation deliveries, which are keyed by its id."""
+        found = await asyncio.gather(*(self.store.list_deliveries(item.id) for item in items))
+        pairs = zip(items, found, strict=True)
+        return {item.id: chain_status(item, deliveries) for item, deliveries in pairs}
 
     async def ack(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
         return await self.inbox.ack(item_id, actor=actor, note=note)

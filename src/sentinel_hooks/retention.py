@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -24,6 +25,8 @@ from sentinel_hooks.callbacks.memory import memory_key
 from sentinel_hooks.callbacks.session import progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import RetentionSpec
+from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
+from sentinel_hooks.delivery.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.store.base import Store
@@ -41,6 +44,15 @@ CALLBACK_CHECKPOINTS = (progress_key(""), message_key(""), escalation_key(""))
 """Checkpoints named after a callback (its session's progress, rendered message, escalation)."""
 SESSION_CHECKPOINTS = (memory_key(""),)
 """Checkpoints named after a session (its memory of earlier callbacks)."""
+
+
+def target_checkpoints(targets: Mapping[str, TargetSpec]) -> tuple[str, ...]:
+    """Checkpoints that targets name after a callback: each bot-token Slack target's threads."""
+    return tuple(
+        thread_prefix(name)
+        for name, spec in targets.items()
+        if isinstance(spec, SlackTargetSpec) and spec.token is not None
+    )
 
 
 def history_keep(spec: RetentionSpec) -> int:
@@ -63,8 +75,9 @@ class Ages:
 
         return cls(days(spec.callbacks_days), days(spec.inbox_closed_days), days(spec.transcripts_days))
 
-    def cutoffs(self, now: datetime) -> PruneBefore:
-        """What a pass at ``now`` may delete."""
+    def cutoffs(self, now: datetime, *, callback_checkpoints: Sequence[str] = ()) -> PruneBefore:
+        """What a pass at ``now`` may delete (``callback_checkpoints``: more prefixes of
+        checkpoints named after a callback, which go with it)."""
 
         def before(age: timedelta | None) -> datetime | None:
             return None if age is None else now - age
@@ -74,7 +87,7 @@ class Ages:
             inbox=before(self.inbox),
             sessions=before(self.sessions),
             silences=before(self.callbacks),  # a silence is kept as long as the callbacks it muted
-            callback_checkpoints=CALLBACK_CHECKPOINTS,
+            callback_checkpoints=(*CALLBACK_CHECKPOINTS, *callback_checkpoints),
             session_checkpoints=SESSION_CHECKPOINTS,
         )
 
@@ -102,7 +115,11 @@ class Pruner:
         first_pass_s: float = FIRST_PASS_S,
         batch: int = BATCH,
         pause_s: float = PAUSE_S,
+        callback_checkpoints: Sequence[str] = (),
     ) -> None:
+        """``callback_checkpoints``: prefixes of the checkpoints targets name after a callback
+        (``target_checkpoints``), deleted with it."""
+        self._callback_checkpoints = tuple(callback_checkpoints)
         self._store = store
         self._clock = clock
         self._ages = ages
@@ -119,7 +136,7 @@ class Pruner:
 
     async def prune(self) -> Pruned:
         """One pass: steps until nothing is left to delete; what the pass deleted."""
-        before = self._ages.cutoffs(self._clock.now())
+        before = self._ages.cutoffs(self._clock.now(), callback_checkpoints=self._callback_checkpoints)
         total = Pruned()
         while True:
             step = await self._store.prune(before, limit=self._batch)

@@ -44,9 +44,10 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.operations import ServiceOperations
+from sentinel_hooks.relay.escalation import Escalations
 from sentinel_hooks.relay.notices import Notices
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep
+from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target_checkpoints
 from sentinel_hooks.store import open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
@@ -104,10 +105,20 @@ class Service(ServiceOperations):
             request_timeout_s=service.limits.request_timeout_ms / 1000,
         )
         self.scheduler = LoopScheduler(timezone=UTC)
-        target_context = TargetContext(http=self.http, clock=self.clock, base_dir=config.base_dir)
+        target_context = TargetContext(
+            http=self.http, clock=self.clock, base_dir=config.base_dir, store=self.store
+        )
         self.targets = create_targets(service.targets, target_context)
         if "console" not in self.targets:  # environment: test routes every delivery here
             self.targets["console"] = ConsoleTarget("console", target_context)
+        self.escalations = Escalations(
+            store=self.store,
+            clock=self.clock,
+            service=service,
+            watcher=self._watcher_spec,
+            redactor=self.redactor,
+            metrics=self.metrics,
+        )
         self.dispatcher = Dispatcher(
             store=self.store,
             clock=self.clock,
@@ -118,19 +129,15 @@ class Service(ServiceOperations):
             lease_ms=max(5_000, 2 * service.limits.request_timeout_ms),
             events=self.events,
             redactor=self.redactor,
+            gate=self.escalations,
         )
         self.relay = Relay(store=self.store, clock=self.clock, dispatcher=self.dispatcher, events=self.events)
-        self.notices = Notices(
-            dispatcher=self.dispatcher,
-            relay=self.relay,
-            clock=self.clock,
-            escalation_targets=service.escalation_targets,
-            store=self.store,
-        )
+        self.notices = Notices(dispatcher=self.dispatcher, relay=self.relay, clock=self.clock)
         self.inbox = Inbox(
             self.store,
             self.clock,
-            notify=self.notices.inbox_item,
+            plan=self.escalations.first_step,
+            notify=self._item_created,
             on_decision=self._approval_decided,
             redactor=self.redactor,
         )
@@ -208,6 +215,7 @@ class Service(ServiceOperations):
             metrics=self.metrics,
             interval_s=pruning.interval_s,
             first_pass_s=pruning.first_pass_s,
+            callback_checkpoints=target_checkpoints(service.targets),
         )
         self.ready = False
         self._web: web.AppRunner | None = None
@@ -361,6 +369,10 @@ class Service(ServiceOperations):
     def _moved(self, recorded: Recorded) -> None:
         """The outbox moved contracts: their owner, the relay, hears of it."""
         self.relay.moved(recorded)
+
+    async def _item_created(self, item: InboxItem) -> None:
+        """A new inbox item was stored with its first escalation step: the outbox looks now."""
+        self.dispatcher.wake()
 
     async def _approval_decided(self, item: InboxItem) -> None:
         """An approval was decided: the hook sessions resume its paused session."""

@@ -20,6 +20,7 @@ def test_defaults_match_the_spec() -> None:
             "apiToken": None,
             "metricsAuth": False,
             "allowCommandWatchers": False,
+            "publicUrl": None,
         },
         "allowedHosts": [],
         "allowPrivateNetworks": False,
@@ -35,6 +36,8 @@ def test_defaults_match_the_spec() -> None:
         "models": {},
         "targets": {},
         "escalationTargets": [],
+        "escalationPolicies": {},
+        "defaultEscalationPolicy": None,
         "delivery": {"maxAttempts": 5, "baseMs": 1000, "maxMs": 60000, "maxElapsedMs": 600000},
         "cluster": {"leaseMs": 10000},
         "actionPolicy": {

@@ -168,3 +168,43 @@ async def test_list_inbox_refuses_a_cursor_it_did_not_issue(store: Store) -> Non
     """A cursor that does not decode raises InvalidCursor."""
     with pytest.raises(InvalidCursor):
         await store.list_inbox(cursor="%%%")
+
+
+# -- an item created with the first step of its escalation chain ------------------------------------
+
+
+async def test_create_with_deliveries_enqueues_them_with_the_item(store: Store, make) -> None:
+    """The deliveries given with a new item are in the outbox, due when they say."""
+    item = make.inbox_item("i-1")
+    steps = [make.delivery("i-1", "oncall", "escalation.0"), make.delivery("i-1", "lead", "escalation.0")]
+    assert await store.create_inbox_item(item, steps)
+    assert sorted(steps, key=lambda d: d.key) == await store.list_deliveries("i-1")
+    claimed = await store.claim_deliveries(make.at(0))
+    assert sorted(d.key for d in steps) == sorted(d.key for d in claimed)
+
+
+async def test_create_with_deliveries_refused_for_an_existing_id_enqueues_nothing(store: Store, make) -> None:
+    """A second item with the same id writes none of its deliveries."""
+    await store.create_inbox_item(make.inbox_item("i-1"))
+    refused = await store.create_inbox_item(
+        make.inbox_item("i-1"), [make.delivery("i-1", "oncall", "escalation.0")]
+    )
+    assert (False, []) == (refused, await store.list_deliveries("i-1"))
+
+
+async def test_create_leaves_a_delivery_key_already_queued_as_it_was(store: Store, make) -> None:
+    """A delivery whose key is already in the outbox keeps its first record (idempotent by key)."""
+    first = make.delivery("i-1", "oncall", "escalation.0", due=1)
+    await store.enqueue_delivery(first)
+    later = make.delivery("i-1", "oncall", "escalation.0", due=9)
+    assert await store.create_inbox_item(make.inbox_item("i-1"), [later])
+    assert [first] == await store.list_deliveries("i-1")
+
+
+async def test_create_with_a_future_delivery_is_not_claimed_before_it_is_due(store: Store, make) -> None:
+    """A later step stored with the item waits for its time."""
+    await store.create_inbox_item(
+        make.inbox_item("i-1"), [make.delivery("i-1", "lead", "escalation.1", due=5)]
+    )
+    assert [] == await store.claim_deliveries(make.at(4.999))
+    assert ["i-1:lead:escalation.1"] == [d.key for d in await store.claim_deliveries(make.at(5))]

@@ -133,6 +133,25 @@ async def test_delivered_outcome_leaves_the_queue(store: Store, make) -> None:
     assert [] == await store.claim_deliveries(make.at(1000))
 
 
+async def test_cancelled_outcome_leaves_the_queue_and_reads_back(store: Store, make) -> None:
+    """A delivery a gate refused (cancelled) is kept as cancelled and never claimed again, whether
+    the outcome carries the claimed copy or not."""
+    for callback_id, with_copy in (("a", True), ("b", False)):
+        delivery = make.delivery(callback_id, "oncall", "escalation.1")
+        await store.enqueue_delivery(delivery)
+        [claimed] = await store.claim_deliveries(make.at(0))
+        outcome = DeliveryOutcome(
+            delivery.key, "cancelled", 0, make.at(1), None, make.at(1), claimed=claimed if with_copy else None
+        )
+        assert {delivery.key} == set((await store.record_outcomes([outcome])).keys)
+        found = await get_delivery(store, delivery.key)
+        assert ("cancelled", make.at(1)) == (
+            found.state if found else None,
+            found.updated_at if found else None,
+        )
+    assert [] == await store.claim_deliveries(make.at(1000))
+
+
 async def test_failed_outcome_leaves_the_queue(store: Store, make) -> None:
     """A delivery marked failed (dead letter) is never claimed again."""
     await store.enqueue_delivery(make.delivery("a"))

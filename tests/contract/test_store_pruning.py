@@ -322,6 +322,33 @@ async def test_open_and_acked_inbox_items_are_never_pruned(store: Store) -> None
     assert {"open", "acked"} == {i.id for i in (await store.list_inbox()).items}
 
 
+async def test_a_closed_item_goes_with_its_escalation_steps_unless_one_is_pending(store: Store) -> None:
+    """The deliveries of an item's escalation chain (keyed by the item's id) go with it; an item
+    whose later step is still pending (not yet due, so not yet cancelled) stays until it is not."""
+    done = [delivery("done", "oncall", "escalation.0"), delivery("done", "oncall", "escalation.1", due=5)]
+    await store.create_inbox_item(inbox_item("done"), deliveries=done)
+    first, second = done
+    await store.record_outcomes(
+        [
+            DeliveryOutcome(first.key, "delivered", 1, at(1), None, at(1)),
+            DeliveryOutcome(second.key, "cancelled", 0, at(6), None, at(6)),
+        ]
+    )
+    await store.create_inbox_item(
+        inbox_item("waits"), deliveries=[delivery("waits", "oncall", "escalation.1", due=5000)]
+    )
+    for item_id in ("done", "waits"):
+        moved = await store.transition_inbox_item(
+            item_id, from_statuses={"open"}, to_status="resolved", actor="ana", note=None, at=at(10)
+        )
+        assert moved is not None
+    counts = await prune_all(store, PruneBefore(inbox=CUTOFF))
+    assert (1, 2) == (counts.inbox_items, counts.deliveries)
+    assert (None, []) == (await store.get_inbox_item("done"), await store.list_deliveries("done"))
+    assert await store.get_inbox_item("waits") is not None
+    assert ["escalation.1"] == [d.kind for d in await store.list_deliveries("waits")]
+
+
 async def test_an_item_closed_after_the_cutoff_stays(store: Store) -> None:
     """Created long ago but resolved recently: kept until its last change is old too."""
     await close(store, "recent", "resolved", at_s=1500)

@@ -1,8 +1,9 @@
 """Every target keeps the Protocol's promise: a message sent once is accepted and arrives once, and a
 destination that cannot take it is a ``DeliveryError``, never another exception.
 
-Run against each registered type (Slack both ways and the webhook against real receivers on
-127.0.0.1, the console on a stream, the file in a temporary folder) and the recording target.
+Run against each registered type (Slack both ways, the bot token threading through a store, and
+the webhook against real receivers on 127.0.0.1, the console on a stream, the file in a temporary
+folder) and the recording target.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sentinel_hooks.delivery.target import (
     create_target,
 )
 from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.store.sqlite.store import SqliteStore
 from tests.delivery.conftest import SPECS, message
 from tests.delivery.sinks import SLACK_POST_MESSAGE_PATH, SLACK_WEBHOOK_PATH, Sink, text_reply
 
@@ -49,7 +51,8 @@ def slack_callbacks(slack: Sink, path: str) -> list[str]:
     ids: list[str] = []
     for received in slack.received:
         if received.path == path:
-            facts = [e["text"] for e in received.json()["blocks"][1]["elements"]]
+            blocks = received.json()["blocks"]
+            facts = [e["text"] for block in blocks if block["type"] == "context" for e in block["elements"]]
             ids += [fact.removeprefix("*Callback:* ") for fact in facts if fact.startswith("*Callback:*")]
     return ids
 
@@ -60,8 +63,13 @@ def console() -> io.StringIO:
 
 
 @pytest.fixture
-def context(safe_http: SafeHttp, tmp_path: Path, console: io.StringIO) -> TargetContext:
-    return TargetContext(http=safe_http, clock=FakeClock(), base_dir=tmp_path, console=console)
+def context(
+    safe_http: SafeHttp, tmp_path: Path, console: io.StringIO, memory_store: SqliteStore
+) -> TargetContext:
+    """What the service gives targets (with a store, so a bot-token Slack target threads)."""
+    return TargetContext(
+        http=safe_http, clock=FakeClock(), base_dir=tmp_path, console=console, store=memory_store
+    )
 
 
 def built(spec: dict[str, Any], context: TargetContext) -> Target:

@@ -29,6 +29,11 @@ async def approval(service: Service) -> InboxItem:
     return await service.inbox.create("approval", severity="info", reason="run restart-api", actor="agent")
 
 
+def shown(item: InboxItem) -> dict[str, Any]:
+    """The item as the API shows it (no escalation chain: this service has no policy)."""
+    return {**item.model_dump(mode="json", by_alias=True), "escalation": None}
+
+
 async def post(
     service: Service, path: str, body: Any = None, headers: dict[str, str] | None = None
 ) -> tuple[int, Any]:
@@ -41,7 +46,7 @@ async def test_list_returns_items_newest_first_in_the_api_shape(service: Service
     first = await escalation(service, watcher_id="eth", detail={"p": 1})
     second = await approval(service)
     status, body = await call(service, "GET", "/api/v1/inbox")
-    expected = [second.model_dump(mode="json", by_alias=True), first.model_dump(mode="json", by_alias=True)]
+    expected = [shown(second), shown(first)]
     assert (200, expected, None) == (status, body["items"], body["nextCursor"])
 
 
@@ -63,6 +68,7 @@ async def test_list_item_has_every_spec_field(service: Service) -> None:
         "actor",
         "note",
         "detail",
+        "escalation",  # where its escalation chain is (SPEC §15)
     }
     assert expected == set(body["items"][0])
 
@@ -125,7 +131,7 @@ async def test_show_returns_the_item_and_its_history(service: Service) -> None:
     created_at = item.model_dump(mode="json", by_alias=True)["createdAt"]
     acked_at = acked.model_dump(mode="json", by_alias=True)["updatedAt"]
     expected = {
-        "item": acked.model_dump(mode="json", by_alias=True),
+        "item": shown(acked),
         "history": [
             {"at": created_at, "actor": "sentinel", "from": None, "to": "open", "note": None},
             {"at": acked_at, "actor": "ana", "from": "open", "to": "acked", "note": "on it"},

@@ -43,6 +43,8 @@ class Feed:
 
     def __init__(self, service: Service, spec: AnyWatcher) -> None:
         self.resolved: list[str] = []
+        self.resolved_for: list[str | None] = []  # the callback each resolved line carries
+        self.fired: list[str] = []  # the callback of each accepted fire
         self.spec = spec
         self.state = WatcherState()
         self.at = T0
@@ -56,8 +58,9 @@ class Feed:
             on_resolved=self._record,
         )
 
-    async def _record(self, watcher: AnyWatcher, text: str) -> None:
+    async def _record(self, watcher: AnyWatcher, text: str, callback_id: str | None) -> None:
         self.resolved.append(text)
+        self.resolved_for.append(callback_id)
 
     async def __call__(
         self, observation: tuple[Any, ProbeOutcome], trigger: ProbeTrigger | None = None
@@ -68,7 +71,10 @@ class Feed:
         self.at += timedelta(seconds=10)
         result = await self.pipeline.observe(self.spec, observed, self.state)
         self.state = result.state
-        return result.contract.trigger.kind if result.fired else None
+        if result.fired and result.contract is not None:
+            self.fired.append(result.contract.callback_id)
+            return result.contract.trigger.kind
+        return None
 
 
 async def feed_for(start_service: Starter, extra: str = "") -> Feed:
@@ -138,3 +144,31 @@ async def test_a_probe_error_neither_matches_nor_resolves_conditions(start_servi
     kinds = [await feed(stalled("d1", summary="disk full")), await feed(failed(), "terminal")]
     assert (["match", "terminal"], True, []) == (kinds, feed.state.firing.firing, feed.resolved)
     assert None is await feed(stalled("d2", summary="disk full"))
+
+
+DISK = "conditions: [{path: summary, op: contains, value: disk}]\nfire: {notifyResolved: true}\n"
+
+
+async def test_a_resolved_condition_names_the_fire_of_its_episode(start_service: Starter) -> None:
+    """Each resolved line carries the callback of its episode's fire (so it joins that fire's thread)."""
+    feed = await feed_for(start_service, DISK)
+    for summary in ("disk full", "ok", "disk full again", "disk full again", "ok"):
+        await feed(stalled(summary=summary))
+    assert (2, feed.fired) == (len(feed.resolved), feed.resolved_for)
+
+
+async def test_a_probe_episode_resolves_without_a_fire(start_service: Starter) -> None:
+    """A probe episode keeps no callback: its resolved line carries none (it posts unthreaded)."""
+    feed = await feed_for(start_service, "fire: {eventName: job_stalled, notifyResolved: true}\n")
+    await feed(stalled(), "no_progress")
+    await feed(progressing())
+    assert ([None], 1) == (feed.resolved_for, len(feed.fired))
+
+
+async def test_a_probe_fire_that_stands_for_a_match_is_the_episode_fire(start_service: Starter) -> None:
+    """When the probe trigger wins over a match of the same observation, the condition's resolved
+    line names that fire."""
+    feed = await feed_for(start_service, DISK)
+    await feed(stalled(summary="disk full"), "no_progress")
+    await feed(progressing())
+    assert (1, feed.fired) == (len(feed.resolved), feed.resolved_for)

@@ -59,3 +59,33 @@ def test_format_duration(seconds: float, text: str) -> None:
 def test_resolved_message() -> None:
     """The resolved line of SPEC §4."""
     assert "Sentinel: eth_low on eth resolved after 4m 12s." == resolved_message("eth_low", "eth", 252)
+
+
+def test_the_fire_callback_lasts_until_the_episode_resolves() -> None:
+    """The callback the pipeline set on a fire is kept while the condition holds (edge, level and
+    repeats alike) and dropped when it resolves, so each resolved line names its episode's fire."""
+    for mode, repeat in (("edge", None), ("edge", 10_000), ("level", None)):
+        _, state = step(FiringState(), True, mode=mode, now=T0, repeat_interval_ms=repeat)  # type: ignore[arg-type]
+        state = FiringState(state.firing, state.fired_at, state.last_fire_at, "01JFIRE")
+        kept = []
+        for i in (1, 2):
+            _, state = step(
+                state, True, mode=mode, now=T0 + timedelta(seconds=10 * i), repeat_interval_ms=repeat
+            )  # type: ignore[arg-type]
+            kept.append(state.callback_id)
+        _, ended = step(state, False, mode=mode, now=T0 + timedelta(seconds=30), notify_resolved=True)  # type: ignore[arg-type]
+        assert (["01JFIRE", "01JFIRE"], None) == (kept, ended.callback_id), (mode, repeat)
+
+
+def test_a_new_episode_starts_without_a_callback() -> None:
+    """A fire after a resolution is a new episode: no callback until the pipeline sets one."""
+    stale = FiringState(False, None, None, "01JOLD")
+    _, state = step(stale, True, mode="edge", now=T0)
+    assert None is state.callback_id
+
+
+def test_the_fire_callback_survives_json() -> None:
+    """The callback is kept in the stored state, and absent from it when there is none."""
+    _, state = step(FiringState(), True, mode="edge", now=T0)
+    named = FiringState(state.firing, state.fired_at, state.last_fire_at, "01JFIRE")
+    assert (named, "callbackId" in state.to_json()) == (FiringState.from_json(named.to_json()), False)

@@ -101,6 +101,12 @@ def model_schemas() -> dict[str, Schema]:
     inputs += [(model.__name__, "serialization", TypeAdapter(model)) for model in RECORDS]
     tops, definitions = TypeAdapter.json_schemas(inputs, by_alias=True, ref_template=SCHEMA_REF)
     schemas: dict[str, Schema] = dict(definitions.get("$defs", {}))
+    item = schemas["InboxItem"]
+    item["properties"]["escalation"] = {
+        "anyOf": [ref("EscalationStatus"), {"type": "null"}],
+        "description": "where the item's escalation chain is (SPEC §15); null when it has none",
+    }
+    item["required"] = [*item.get("required", []), "escalation"]
     watcher = dict(tops[("WatcherDefinition", "validation")])
     watcher["description"] = "A watcher, as in a watcher file (one of the strategies)."
     schemas["WatcherDefinition"] = watcher
@@ -180,6 +186,14 @@ def _callback_and_inbox_schemas() -> dict[str, Schema]:
         "CallbackDetail": detail,
         "SessionTranscript": closed_object(
             {"sessionKey": STRING, "transcript": array_of(ref("TranscriptEntry"))}
+        ),
+        "EscalationStatus": closed_object(
+            {
+                "policy": {**NULLABLE_STRING, "description": "escalationTargets for the shorthand"},
+                "step": {"type": ["integer", "null"], "minimum": 0, "description": "the last step sent"},
+                "nextStep": {"type": ["integer", "null"], "minimum": 0},
+                "nextAt": {**NULLABLE_TIME, "description": "when nextStep goes out if still open"},
+            }
         ),
         "InboxList": page_of(ref("InboxItem"), "inbox items, newest first"),
         "InboxItemDetail": closed_object(

@@ -56,6 +56,13 @@ def age(created_at: str, now: datetime) -> str:
     return f"{seconds}s"
 
 
+def escalation_line(chain: dict[str, Any]) -> str:
+    """Where an item's escalation chain is: ``chain, step 1 sent, step 2 at …``."""
+    reached = "no step sent yet" if chain.get("step") is None else f"step {chain['step']} sent"
+    nxt = f", step {chain['nextStep']} at {chain['nextAt']}" if chain.get("nextAt") else ""
+    return f"{chain.get('policy') or 'policy'}, {reached}{nxt}"
+
+
 def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None:
     as_json = options.pop("as_json")
     body = _client(options).call("GET", "/api/v1/inbox?" + urlencode(query))
@@ -137,6 +144,9 @@ def show(item_id: str, **options: Any) -> None:
     for field in ITEM_FIELDS:
         if item.get(field) is not None:
             console.print(f"{field}: {item[field]}")
+    chain = item.get("escalation")
+    if chain:
+        console.print(f"escalation: {escalation_line(chain)}")
     console.print("detail:")
     console.print_json(json.dumps(item["detail"], ensure_ascii=False))
     table = new_table(

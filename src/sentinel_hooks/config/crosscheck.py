@@ -91,6 +91,9 @@ def check_watcher(
     for index, name in enumerate(watcher.delivery_targets):
         if name not in config.targets:
             problems.append((("deliveryTargets", index), _unknown("target", name, targets)))
+    policy = watcher.escalation_policy
+    if policy is not None and policy not in config.escalation_policies:
+        problems.append((("escalationPolicy",), _unknown_policy(policy, config)))
     if watcher.fire.model is not None and watcher.fire.model not in config.models:
         problems.append((("fire", "model"), _unknown("model", watcher.fire.model, list(config.models))))
     if watcher.skill_id is not None and watcher.skill_id not in skills:
@@ -136,6 +139,7 @@ def check_service(config: ServiceConfig) -> list[Problem]:
     for index, name in enumerate(config.escalation_targets):
         if name not in config.targets:
             problems.append((("escalationTargets", index), _unknown("target", name, list(config.targets))))
+    problems.extend(_policy_problems(config))
     for name, target in config.targets.items():
         if isinstance(target, SlackTargetSpec):
             key = "webhookUrl" if target.webhook_url is not None else "apiBase"
@@ -146,6 +150,34 @@ def check_service(config: ServiceConfig) -> list[Problem]:
             if reason is not None:
                 problems.append((("targets", name, key), reason))
     return problems
+
+
+def _policy_problems(config: ServiceConfig) -> list[Problem]:
+    """Escalation policies name configured targets; defaultEscalationPolicy names a policy."""
+    problems: list[Problem] = []
+    default = config.default_escalation_policy
+    if default is not None and default not in config.escalation_policies:
+        problems.append((("defaultEscalationPolicy",), _unknown_policy(default, config)))
+    known = list(config.targets)
+    for name, policy in config.escalation_policies.items():
+        for index, step in enumerate(policy.steps):
+            for position, target in enumerate(step.targets):
+                if target not in config.targets:
+                    loc = ("escalationPolicies", name, "steps", index, "targets", position)
+                    problems.append((loc, _unknown("target", target, known)))
+    return problems
+
+
+def _unknown_policy(name: str, config: ServiceConfig) -> str:
+    known = list(config.escalation_policies)
+    if not known:
+        return (
+            f"unknown escalation policy {name!r}; none are configured "
+            "(add one under escalationPolicies: in sentinel.yaml)"
+        )
+    return (
+        f"unknown escalation policy {name!r}{did_you_mean(name, known)}; known policies: {', '.join(known)}"
+    )
 
 
 def _unknown(kind: str, name: str, known: list[str]) -> str:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
+from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
@@ -27,6 +29,7 @@ class ServerSpec(Spec):
     port: int = Field(default=8765, ge=0, le=65535)
     metrics_auth: bool = False
     allow_command_watchers: bool = False
+    public_url: str | None = None  # base URL of the web page, linked from messages (…/#inbox/{id})
 
     @field_validator("api_token")
     @classmethod
@@ -38,6 +41,21 @@ class ServerSpec(Spec):
                 "(e.g. `openssl rand -hex 24`, given as apiToken: ${env:SENTINEL_API_TOKEN})"
             )
         return token
+
+    @field_validator("public_url")
+    @classmethod
+    def _public_url_is_a_base_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"{url!r} is not an http(s) URL with a host; write the address people open the web "
+                "page at, e.g. https://sentinel.example.com"
+            )
+        if parts.query or parts.fragment:
+            raise ValueError(f"{url!r} has a query or fragment; give the page's base URL only")
+        return url.rstrip("/")
 
     @field_validator("host")
     @classmethod
@@ -192,6 +210,8 @@ class ServiceConfig(Spec):
     models: dict[Name, ModelSpec] = Field(default_factory=dict)
     targets: dict[Name, TargetSpec] = Field(default_factory=dict)
     escalation_targets: list[str] = Field(default_factory=list)
+    escalation_policies: dict[Name, EscalationPolicySpec] = Field(default_factory=dict)
+    default_escalation_policy: str | None = None
     delivery: DeliverySpec = Field(default_factory=DeliverySpec)
     cluster: ClusterSpec = Field(default_factory=ClusterSpec)
     action_policy: ActionPolicySpec = Field(default_factory=ActionPolicySpec)

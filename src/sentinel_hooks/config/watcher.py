@@ -44,6 +44,7 @@ class WatcherBase(Spec):
     conditions: list[ConditionNode] = Field(default_factory=list)
     fire: FireSpec = Field(default_factory=FireSpec)
     delivery_targets: list[str] = Field(default_factory=list)
+    escalation_policy: str | None = None  # a name in sentinel.yaml's escalationPolicies
     retry: RetrySpec = Field(default_factory=RetrySpec)
     fire_once: bool = False
     cooldown_ms: NonNegativeMs = 0

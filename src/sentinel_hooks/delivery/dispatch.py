@@ -6,6 +6,11 @@ key (``{callbackId}:{target}:{kind}``) as the Idempotency-Key on every attempt. 
 that still fails after ``delivery.maxAttempts`` attempts (or ``maxElapsedMs``) becomes a
 ``delivery_failure`` inbox item holding the message, so nothing is lost.
 
+Escalation steps (kind ``escalation.N``) pass a ``DeliveryGate`` just before each attempt: the
+layer above decides there whether the step is still wanted (its inbox item still open) and
+queues the next step; a refused one ends ``cancelled``. So a step's deadline is the outbox's own
+due time, claimed across replicas like every other delivery.
+
 Secrets are masked here, before anything is stored, sent or shown: in each message as it
 becomes deliveries, and in each failure's text (a receiver's error page may echo the URL it
 was asked for, and that URL may carry a key from the environment).
@@ -19,6 +24,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
@@ -30,11 +36,35 @@ from sentinel_hooks.delivery.target import DeliveryError, Message, Target, Trans
 from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Delivery, DeliveryKind, DeliveryOutcome, DeliveryState, Recorded
+from sentinel_hooks.store.records import (
+    Delivery,
+    DeliveryKind,
+    DeliveryOutcome,
+    DeliveryState,
+    Recorded,
+    is_escalation_kind,
+)
 
 log = logging.getLogger(__name__)
 
 DeadLetter = Callable[[Delivery, str], Awaitable[None]]
+
+
+class DeliveryGate(Protocol):
+    """Decides, just before each attempt, whether an escalation delivery (kind ``escalation``,
+    ``escalation.N``) is still wanted; implemented above the outbox (``relay.escalation``).
+
+    ``admit`` may do work of its own first (enqueue the chain's next step: idempotently, since
+    after a crash the same delivery is claimed and admitted again). A delivery it refuses ends
+    ``cancelled``: not sent, not a dead letter. An exception counts as a failed attempt that is
+    tried again. ``sent`` is told of each escalation delivery a target accepted (for metrics).
+    """
+
+    async def admit(self, delivery: Delivery) -> bool: ...
+
+    def sent(self, delivery: Delivery) -> None: ...
+
+
 POLL_S = 0.25
 CONCURRENCY = 128  # sends in flight at most (the HTTP client's pool holds 256 connections)
 CLAIM_AT_LEAST = 32  # free slots before claiming again while sends are in flight
@@ -70,8 +100,10 @@ class Dispatcher:
         rng: random.Random | None = None,
         events: Events | None = None,
         redactor: Redactor | None = None,
+        gate: DeliveryGate | None = None,
     ) -> None:
         self._events = events
+        self._gate = gate
         self._redactor = redactor or Redactor()
         self._store = store
         self._clock = clock
@@ -208,6 +240,9 @@ class Dispatcher:
         if target is None:
             await self._give_up(delivery, attempts, f"target {delivery.target!r} is not configured")
             return False
+        gate = self._gate if is_escalation_kind(delivery.kind) else None
+        if gate is not None and not await self._admitted(gate, delivery, attempts):
+            return False
         try:
             await target.send(Message.from_json(delivery.message), idempotency_key=delivery.key)
         except DeliveryError as exc:
@@ -217,7 +252,32 @@ class Dispatcher:
             return await self._failed(delivery, attempts, TransientDeliveryError(str(exc)))
         await self._mark_delivered(delivery, attempts)
         self._report(delivery, "delivered", attempts, None)
+        if gate is not None:
+            gate.sent(delivery)
         return True
+
+    async def _admitted(self, gate: DeliveryGate, delivery: Delivery, attempts: int) -> bool:
+        """Ask ``gate``; a refused delivery is recorded ``cancelled`` (its attempts unchanged)."""
+        try:
+            admitted = await gate.admit(delivery)
+        except Exception as exc:  # the store may be down: try again like a failed send
+            log.warning("checking escalation %s failed: %s", delivery.key, exc)
+            await self._failed(
+                delivery, attempts, TransientDeliveryError(f"checking the inbox item failed: {exc}")
+            )
+            return False
+        if not admitted:
+            now = self._clock.now()
+            await self._record(
+                delivery,
+                state="cancelled",
+                attempts=delivery.attempts,
+                next_attempt_at=now,
+                last_error=None,
+                at=now,
+            )
+            self._report(delivery, "cancelled", delivery.attempts, None)
+        return admitted
 
     async def _record(
         self,

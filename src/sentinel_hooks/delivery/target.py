@@ -27,6 +27,7 @@ from sentinel_hooks.errors import SentinelError, TransientError
 if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
     from sentinel_hooks.net.client import SafeHttp
+    from sentinel_hooks.store.base import Store
 
 
 class DeliveryError(SentinelError):
@@ -112,6 +113,9 @@ class TargetContext:
     clock: Clock
     base_dir: Path
     console: TextIO | None = None  # None: the service's standard output
+    store: Store | None = (
+        None  # where a target keeps what must outlive a process (Slack threads); None: nowhere
+    )
 
 
 class TargetFactory(Protocol):

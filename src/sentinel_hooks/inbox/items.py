@@ -5,15 +5,19 @@ owns no state of its own. Items and their audit trail live in the Store, and eve
 change is the store's atomic compare-and-set, so of two operators acking the same item at
 once exactly one succeeds and the other gets ``Conflict`` naming the item's new status.
 
-Two hooks, given at construction, connect the inbox to the rest of the service:
+Three hooks, given at construction, connect the inbox to the rest of the service:
 
-* ``notify(item)`` is awaited after a new item is stored: the relay sends it to the
-  ``escalationTargets`` there (SPEC.md §8).
+* ``plan(item)`` is awaited before a new item is stored and returns the deliveries of the first
+  step of its escalation chain (SPEC.md §15, ``relay.escalation``); the store writes them with
+  the item in one atomic step, so a crash in between cannot lose them.
+* ``notify(item)`` is awaited after a new item is stored (the service wakes the outbox there).
 * ``on_decision(item)`` is awaited after an approval is approved, denied or expired: the hook
   sessions resume the paused session there (SPEC.md §5.4). ``item.status`` says which.
 
-An exception in a hook is logged and swallowed: the status change is already stored, and the
-caller (an operator's HTTP request, a session's tool call) must not see a failure for it.
+An exception in ``plan`` is logged and the item is stored without deliveries (an item nobody is
+told of beats no item). An exception in another hook is logged and swallowed: the status change
+is already stored, and the caller (an operator's HTTP request, a session's tool call) must not
+see a failure for it.
 
 A new item's reason and detail are stored with secrets masked, whoever wrote them (an agent,
 a failed delivery's error, a proposed command): what the inbox shows is what is stored, and
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import builtins
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sentinel_hooks.clock import Clock
@@ -41,6 +45,7 @@ from sentinel_hooks.inbox.transitions import (
 )
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import (
+    Delivery,
     InboxHistoryEntry,
     InboxItem,
     InboxKind,
@@ -53,6 +58,8 @@ log = logging.getLogger(__name__)
 
 ItemHook = Callable[[InboxItem], Awaitable[None]]
 """An async callback receiving an inbox item (``notify``, ``on_decision``)."""
+ItemPlan = Callable[[InboxItem], Awaitable[Sequence[Delivery]]]
+"""What to enqueue with a new inbox item (``plan``)."""
 
 
 class Inbox:
@@ -63,11 +70,13 @@ class Inbox:
         store: Store,
         clock: Clock,
         *,
+        plan: ItemPlan | None = None,
         notify: ItemHook | None = None,
         on_decision: ItemHook | None = None,
         redactor: Redactor | None = None,
     ) -> None:
         self.store = store
+        self._plan = plan
         self._redactor = redactor or Redactor()
         self.clock = clock
         self._notify = notify
@@ -86,7 +95,8 @@ class Inbox:
         actor: str = "sentinel",
         item_id: str | None = None,
     ) -> InboxItem:
-        """Store a new ``open`` item (id: a fresh ULID) and hand it to ``notify``.
+        """Store a new ``open`` item (id: a fresh ULID) with what ``plan`` asks to enqueue, and
+        hand it to ``notify``.
 
         Pass ``item_id`` to make creation idempotent (e.g. derived from a delivery key): when
         an item with that id exists, it is returned as stored and ``notify`` is not called again.
@@ -106,13 +116,22 @@ class Inbox:
             actor=actor,
             detail=self._redactor.data(detail or {}),
         )
-        if not await self.store.create_inbox_item(item):
+        if not await self.store.create_inbox_item(item, await self._planned(item)):
             existing = await self.store.get_inbox_item(item.id)
             if existing is None:  # pragma: no cover - only if the id is deleted in between
                 raise Conflict(f"inbox item {item.id} could not be created; try again")
             return existing
         await self._call("notify", self._notify, item)
         return item
+
+    async def _planned(self, item: InboxItem) -> Sequence[Delivery]:
+        if self._plan is None:
+            return ()
+        try:
+            return await self._plan(item)
+        except Exception:
+            log.exception("planning the escalation of inbox item %s failed; it is stored without", item.id)
+            return ()
 
     async def get(self, item_id: str) -> tuple[InboxItem, builtins.list[InboxHistoryEntry]]:
         """The item and its history (oldest first); ``NotFound`` for an unknown id."""

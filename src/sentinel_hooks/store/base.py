@@ -240,10 +240,14 @@ class Store(Protocol):
 
     # -- inbox ---------------------------------------------------------------------------------
 
-    async def create_inbox_item(self, item: InboxItem) -> bool:
+    async def create_inbox_item(self, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> bool:
         """Store ``item`` with a first history entry (from None to ``item.status`` by
-        ``item.actor`` at ``item.created_at``). Returns False, writing nothing, when the id
-        exists (so a retried dead letter cannot appear twice)."""
+        ``item.actor`` at ``item.created_at``) and enqueue ``deliveries``, in one atomic step (a
+        key already in the outbox is left as is). Returns False, writing nothing, when the id
+        exists (so a retried dead letter cannot appear twice).
+
+        The deliveries are the first step of the item's escalation chain: stored with the item,
+        a crash right after creating it cannot lose them."""
 
     async def get_inbox_item(self, item_id: str) -> InboxItem | None:
         """The item, or None."""

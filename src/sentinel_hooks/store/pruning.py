@@ -10,8 +10,9 @@ store runs (SQLite says the same in SQL, Redis in Lua):
   deliveries, its checkpoints (``callback_checkpoints`` prefixes + callback id) and, from the head
   of its session's transcript, the entries of callbacks that no longer exist (seq numbers of the
   entries left, and of later appends, do not change);
-* an inbox item goes when it is closed (resolved, approved, denied, expired) and was created and
-  last changed before ``inbox``, with its history;
+* an inbox item goes when it is closed (resolved, approved, denied, expired), was created and
+  last changed before ``inbox`` and has no escalation delivery still pending, with its history and
+  the deliveries of its escalation chain (their callback id is the item's id);
 * a session goes when nothing was appended to its transcript since ``sessions`` and no open
   contract (pending, notifying, awaiting_approval) belongs to it: its transcript and its
   checkpoints (``session_checkpoints`` prefixes + session key). Its next callback starts afresh

@@ -81,6 +81,25 @@ DeliveryKind = Annotated[str, AfterValidator(check_delivery_kind)]
 """A delivery kind (``check_delivery_kind``): the last part of a delivery's key."""
 
 
+def escalation_kind(step: int) -> str:
+    """The kind of step ``step`` (from 0) of an inbox item's escalation chain: ``escalation.N``."""
+    if step < 0:
+        raise ValueError(f"an escalation step counts from 0, got {step}")
+    return f"escalation.{step}"
+
+
+def escalation_step(kind: str) -> int | None:
+    """The step number of an ``escalation.N`` kind; None for any other kind (``escalation`` alone,
+    the unnumbered kind of older versions, included)."""
+    family, _, number = kind.partition(".")
+    return int(number) if family == "escalation" and number.isdigit() else None
+
+
+def is_escalation_kind(kind: object) -> bool:
+    """Whether a delivery kind is an escalation's (``escalation``, ``escalation.N``)."""
+    return isinstance(kind, str) and kind.split(".", 1)[0] == "escalation"
+
+
 def notify_kind(ordinal: int) -> str:
     """The kind of a callback's ``ordinal``-th notify: ``notify``, then ``notify.2``, ``notify.3``…"""
     if ordinal < 1:
@@ -88,7 +107,9 @@ def notify_kind(ordinal: int) -> str:
     return "notify" if ordinal == 1 else f"notify.{ordinal}"
 
 
-DeliveryState = Literal["pending", "delivered", "failed"]
+DeliveryState = Literal["pending", "delivered", "failed", "cancelled"]
+"""``cancelled``: final, never sent because a gate refused it when it came due (an escalation step
+of an inbox item that is no longer open): neither a send nor a dead letter."""
 
 _CONTRACT_STATES: dict[str, ContractState] = {state: state for state in get_args(ContractState)}
 
@@ -307,7 +328,7 @@ def attempted(
     return delivery.model_copy(update=changes)
 
 
-_DELIVERY_STATES: frozenset[str] = frozenset({"pending", "delivered", "failed"})
+_DELIVERY_STATES: frozenset[str] = frozenset(get_args(DeliveryState))
 
 
 def check_delivery_state(state: str) -> None:

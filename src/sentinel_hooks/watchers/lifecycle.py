@@ -15,28 +15,37 @@ from sentinel_hooks.clock import from_ms, to_ms
 
 @dataclass(frozen=True)
 class FiringState:
-    """Whether the watcher's conditions were true when last seen, and since when it fired."""
+    """Whether the watcher's conditions were true when last seen, and since when it fired.
+
+    ``callback_id`` is the callback of the episode's last accepted fire (set by the pipeline once
+    the intake accepted it), so the resolved message can join that fire's thread (SPEC §16).
+    """
 
     firing: bool = False
     fired_at: datetime | None = None
     last_fire_at: datetime | None = None
+    callback_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "firing": self.firing,
             "firedAtMs": to_ms(self.fired_at) if self.fired_at else None,
             "lastFireAtMs": to_ms(self.last_fire_at) if self.last_fire_at else None,
         }
+        if self.callback_id is not None:
+            data["callbackId"] = self.callback_id
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> FiringState:
         if not data:
             return cls()
-        fired, last = data.get("firedAtMs"), data.get("lastFireAtMs")
+        fired, last, callback_id = data.get("firedAtMs"), data.get("lastFireAtMs"), data.get("callbackId")
         return cls(
             firing=bool(data.get("firing")),
             fired_at=from_ms(fired) if isinstance(fired, int) else None,
             last_fire_at=from_ms(last) if isinstance(last, int) else None,
+            callback_id=callback_id if isinstance(callback_id, str) else None,
         )
 
 
@@ -67,10 +76,11 @@ def step(
         return Decision(resolved=notify_resolved, resolved_after_s=duration), FiringState()
     if mode == "level" or not state.firing:
         fired_at = state.fired_at if state.firing and state.fired_at else now
-        return Decision(fire=True), FiringState(True, fired_at, now)
+        callback_id = state.callback_id if state.firing else None
+        return Decision(fire=True), FiringState(True, fired_at, now, callback_id)
     last = state.last_fire_at
     if repeat_interval_ms is not None and last is not None and to_ms(now) - to_ms(last) >= repeat_interval_ms:
-        return Decision(fire=True, repeat=True), FiringState(True, state.fired_at, now)
+        return Decision(fire=True, repeat=True), FiringState(True, state.fired_at, now, state.callback_id)
     return Decision(), state
 
 

@@ -57,7 +57,8 @@ log = logging.getLogger(__name__)
 HISTORY_KEEP = 500
 UNKNOWN: Any = object()  # "the caller does not know the previous observation": read it from the store
 
-ResolvedHook = Callable[[AnyWatcher, str], Awaitable[None]]
+ResolvedHook = Callable[[AnyWatcher, str, str | None], Awaitable[None]]
+"""notifyResolved: the watcher, the line, and the callback of the fire whose episode ended (None: unknown)."""
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
@@ -92,8 +93,16 @@ class Unfired:
     once: bool
 
 
-async def _no_resolved_hook(watcher: AnyWatcher, message: str) -> None:
-    log.info("watcher resolved", extra={"watcherId": watcher.id, "text": message})
+def _remember_fire(outcome: Outcome) -> Outcome:
+    """The firing state after an accepted ``match`` fire names its callback (for the resolved line)."""
+    if not outcome.fired or outcome.contract is None:
+        return outcome
+    firing = replace(outcome.state.firing, callback_id=outcome.contract.callback_id)
+    return replace(outcome, state=outcome.state.evolve(firing=firing))
+
+
+async def _no_resolved_hook(watcher: AnyWatcher, message: str, callback_id: str | None) -> None:
+    log.info("watcher resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
 
 
 class FiringPipeline:
@@ -153,16 +162,16 @@ class FiringPipeline:
                 repeat_interval_ms=watcher.fire.repeat_interval_ms,
             )
             state = state.evolve(probe_episodes=episodes)
-        matched, decision = False, _NO_DECISION
+        matched, decision, last_fire = False, _NO_DECISION, state.firing.callback_id
         if not isinstance(observed.probe, ProbeFailure):  # a probe error tells the conditions nothing
             matched, decision, state = self._conditions(watcher, observed, previous, state)
         if decision.resolved or episode.resolved_after_s is not None:
-            await self._resolved(watcher, decision, episode)
+            await self._resolved(watcher, decision, episode, last_fire)
         if self._events is not None:
             fired = decision.fire or episode.fire is not None
             self._events.evaluation(watcher.id, matched=matched, fired=fired, trigger=observed.trigger)
-        if episode.fire is not None:
-            return await self._fire(
+        if episode.fire is not None:  # it also stands for a match of this observation
+            outcome = await self._fire(
                 watcher,
                 episode.fire,
                 observed.value,
@@ -171,10 +180,11 @@ class FiringPipeline:
                 repeat=episode.repeat,
                 unfired=Unfired(unfired, once=True),
             )
+            return _remember_fire(outcome) if decision.fire else outcome
         if not decision.fire:
             return Outcome(state.evolve(silenced_episode=None) if state.silenced_episode else state)
         once = watcher.trigger_mode == "edge"
-        return await self._fire(
+        outcome = await self._fire(
             watcher,
             "match",
             observed.value,
@@ -183,6 +193,7 @@ class FiringPipeline:
             repeat=decision.repeat,
             unfired=Unfired(unfired, once=once),
         )
+        return _remember_fire(outcome)
 
     @staticmethod
     def _conditions(
@@ -203,15 +214,18 @@ class FiringPipeline:
         )
         return matched, decision, state.evolve(firing=firing)
 
-    async def _resolved(self, watcher: AnyWatcher, decision: Decision, episode: EpisodeDecision) -> None:
-        """notifyResolved: one line when a fired condition or a probe episode ended (the longer)."""
+    async def _resolved(
+        self, watcher: AnyWatcher, decision: Decision, episode: EpisodeDecision, fired: str | None
+    ) -> None:
+        """notifyResolved: one line when a fired condition or a probe episode ended (the longer),
+        with ``fired``, the callback of the condition's last fire (probe episodes keep none)."""
         ended = [decision.resolved_after_s] if decision.resolved else []
         if watcher.fire.notify_resolved:
             ended.append(episode.resolved_after_s)
         durations = [seconds for seconds in ended if seconds is not None]
         if durations:
             message = resolved_message(watcher.event_name, watcher.id, max(durations))
-            await self._on_resolved(watcher, message)
+            await self._on_resolved(watcher, message, fired if decision.resolved else None)
 
     async def quiet(self, watcher: AnyWatcher, state: WatcherState) -> Outcome:
         """``expectEventWithinMs`` passed with no event: fire a ``no_progress`` trigger once."""

@@ -29,9 +29,10 @@ DEFAULT_LIMIT = 50
 MAX_SILENCE_MS = 366 * 24 * 3600 * 1000  # as a silence made through /api/v1/silences
 
 
-def item_json(item: InboxItem) -> dict[str, Any]:
-    """An item in the API's shape (camelCase keys, ISO times)."""
-    return item.model_dump(mode="json", by_alias=True)
+def item_json(item: InboxItem, escalation: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An item in the API's shape (camelCase keys, ISO times), with where its escalation chain is
+    (``{policy, step, nextStep, nextAt}``, null without one) when the route looked it up."""
+    return {**item.model_dump(mode="json", by_alias=True), "escalation": escalation}
 
 
 def history_json(entry: InboxHistoryEntry) -> dict[str, Any]:
@@ -92,19 +93,24 @@ def _note(data: dict[str, Any]) -> str | None:
 async def list_items(request: web.Request) -> web.Response:
     status = cast("InboxStatus | None", _choice(request, "status", INBOX_STATUSES))
     kind = cast("InboxKind | None", _choice(request, "kind", INBOX_KINDS))
-    page = await service_of(request).inbox_items(
+    service = service_of(request)
+    page = await service.inbox_items(
         status,
         kind,
         limit=limit_param(request, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
         cursor=request.query.get("cursor") or None,
     )
-    return web.json_response({"items": [item_json(i) for i in page.items], "nextCursor": page.next_cursor})
+    chains = await service.escalation_status(page.items)
+    items = [item_json(i, chains.get(i.id)) for i in page.items]
+    return web.json_response({"items": items, "nextCursor": page.next_cursor})
 
 
 @routes.get("/api/v1/inbox/{id}")
 async def show_item(request: web.Request) -> web.Response:
-    item, history = await service_of(request).inbox_item(request.match_info["id"])
-    return web.json_response({"item": item_json(item), "history": [history_json(h) for h in history]})
+    service = service_of(request)
+    item, history = await service.inbox_item(request.match_info["id"])
+    chain = (await service.escalation_status([item])).get(item.id)
+    return web.json_response({"item": item_json(item, chain), "history": [history_json(h) for h in history]})
 
 
 async def _move(request: web.Request, action: Action) -> web.Response:
@@ -117,7 +123,8 @@ async def _move(request: web.Request, action: Action) -> web.Response:
         "deny": service.deny,
     }
     item = await moves[action](request.match_info["id"], actor=actor_of(request), note=note)
-    return web.json_response({"item": item_json(item)})
+    chain = (await service.escalation_status([item])).get(item.id)
+    return web.json_response({"item": item_json(item, chain)})
 
 
 @routes.post("/api/v1/inbox/{id}/ack")

@@ -149,9 +149,12 @@ return {{deleted, deliveries, trimmed}}
 PRUNE_INBOX = (
     _SCAN_FN
     + f"""
--- ARGV: key prefix, cutoff ms as 15 digits, cutoff ISO, limit | Returns the items deleted.
+-- ARGV: key prefix, cutoff ms as 15 digits, cutoff ISO, limit
+-- Returns {{items deleted, deliveries deleted}}: an item goes with the deliveries of its escalation
+-- chain (keyed by its id), and stays while one of them is pending.
 local prefix, bound, cutoff, limit = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local idx = prefix .. 'inbox-index:'
+local deliveries = 0
 
 local function prune(status, m)
   local id = string.sub(m, 17)
@@ -162,6 +165,19 @@ local function prune(status, m)
   local ok, item = pcall(cjson.decode, found[3])
   if not ok or type(item) ~= 'table' or type(item.updatedAt) ~= 'string' then return false end
   if item.updatedAt >= cutoff then return false end
+  local dindex = prefix .. 'delivery-index:callback:' .. id
+  local dkeys = {{}}
+  for _, dm in ipairs(redis.call('ZRANGE', dindex, 0, -1)) do
+    local dkey = string.sub(dm, 17)
+    if redis.call('HGET', prefix .. 'delivery:' .. dkey, 'state') == 'pending' then return false end
+    dkeys[#dkeys + 1] = dkey
+  end
+  for _, dkey in ipairs(dkeys) do
+    redis.call('DEL', prefix .. 'delivery:' .. dkey)
+    redis.call('ZREM', prefix .. 'delivery-due', dkey)
+  end
+  redis.call('DEL', dindex)
+  deliveries = deliveries + #dkeys
   local kind = found[2]
   redis.call('DEL', ikey, prefix .. 'inbox-history:' .. id)
   local by_both = 'status-kind:' .. status .. ':' .. kind
@@ -175,7 +191,7 @@ local deleted = 0
 for _, status in ipairs({_lua_list(CLOSED_INBOX_STATUSES)}) do
   deleted = scan(idx .. 'status:' .. status, bound, limit, deleted, function(m) return prune(status, m) end)
 end
-return deleted
+return {{deleted, deliveries}}
 """
 )
 

@@ -268,15 +268,22 @@ return state
 """
 )
 
-CREATE_INBOX_ITEM = """
--- KEYS: item hash, history list, index all, by status, by kind, by status+kind
--- ARGV: doc, status, kind, index member, first history entry
+CREATE_INBOX_ITEM = (
+    _ENQUEUE_FN
+    + """
+-- KEYS: item hash, history list, index all, by status, by kind, by status+kind, delivery-due
+-- ARGV: doc, status, kind, index member, first history entry, deliveries as one JSON array, each
+--   [its hash, its callback index, key, doc, state, due_ms|'', index member]
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'doc', ARGV[1], 'status', ARGV[2], 'kind', ARGV[3], 'version', 1)
 redis.call('RPUSH', KEYS[2], ARGV[5])
 for i = 3, 6 do redis.call('ZADD', KEYS[i], 0, ARGV[4]) end
+for _, d in ipairs(cjson.decode(ARGV[6])) do
+  enqueue(d[1], d[2], KEYS[7], d[3], d[4], d[5], d[6], d[7])
+end
 return 1
 """
+)
 
 TRANSITION_INBOX_ITEM = """
 -- KEYS: item hash, history list, by old status, by new status,
@@ -459,8 +466,8 @@ def settle_contracts_call(
     return [k.contract_due, k.delivery_due], [_json_arg(rows)]
 
 
-def create_inbox_item_call(k: RedisKeys, item: InboxItem) -> Call:
-    """CREATE_INBOX_ITEM for ``item`` and its first history entry."""
+def create_inbox_item_call(k: RedisKeys, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> Call:
+    """CREATE_INBOX_ITEM for ``item``, its first history entry and its deliveries."""
     keys = [
         k.inbox_item(item.id),
         k.inbox_history(item.id),
@@ -468,6 +475,7 @@ def create_inbox_item_call(k: RedisKeys, item: InboxItem) -> Call:
         k.inbox_index(item.status, None),
         k.inbox_index(None, item.kind),
         k.inbox_index(item.status, item.kind),
+        k.delivery_due,
     ]
     args = [
         codec.dump_record(item),
@@ -475,6 +483,7 @@ def create_inbox_item_call(k: RedisKeys, item: InboxItem) -> Call:
         item.kind,
         sort_member(to_epoch_ms(item.created_at), item.id),
         codec.dump_record(first_history_entry(item)),
+        _json_arg(delivery_rows(k, deliveries)),
     ]
     return keys, args
 

@@ -375,9 +375,9 @@ class RedisStore:
 
     # -- inbox -------------------------------------------------------------------------------
 
-    async def create_inbox_item(self, item: InboxItem) -> bool:
-        """See ``Store.create_inbox_item``."""
-        keys, args = lua.create_inbox_item_call(self.keys, item)
+    async def create_inbox_item(self, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> bool:
+        """See ``Store.create_inbox_item``: one script."""
+        keys, args = lua.create_inbox_item_call(self.keys, item, deliveries)
         return bool(await self._db.run("create inbox item", self._db.scripts.create_inbox_item, keys, args))
 
     async def get_inbox_item(self, item_id: str) -> InboxItem | None:
@@ -593,8 +593,8 @@ class RedisStore:
         if before.inbox is not None:
             bound = sort_member(to_epoch_ms(before.inbox), "")[:-1]
             args = [k.prefix, bound, cutoff_text(before.inbox), limit]
-            items = await self._db.run("prune inbox", scripts.prune_inbox, [], args)
-            done += Pruned(inbox_items=items, more=items == limit)
+            items, deliveries = await self._db.run("prune inbox", scripts.prune_inbox, [], args)
+            done += Pruned(inbox_items=items, deliveries=deliveries, more=items == limit)
         if before.sessions is not None:
             args = [k.prefix, to_epoch_ms(before.sessions), limit]
             args.append(retention.json_list(before.session_checkpoints))

@@ -80,19 +80,23 @@ def _trim_head(c: Conn, session: str, cutoff: str, cap: int) -> int:
     return c.execute("DELETE FROM transcripts WHERE session_key = ? AND seq <= ?", (session, last)).rowcount
 
 
-_OLD_ITEMS = """SELECT id FROM inbox_items WHERE status = ? AND created_ms < ?
-    AND json_extract(doc, '$.updatedAt') < ? ORDER BY created_ms LIMIT ?"""
+_OLD_ITEMS = """SELECT id FROM inbox_items AS i WHERE status = ? AND created_ms < ?
+    AND json_extract(doc, '$.updatedAt') < ?
+    AND NOT EXISTS (SELECT 1 FROM deliveries AS d WHERE d.callback_id = i.id AND d.state = 'pending')
+    ORDER BY created_ms LIMIT ?"""
 
 
 def prune_inbox(c: Conn, cutoff_ms: int, cutoff: str, limit: int) -> Pruned:
-    """Delete up to ``limit`` old closed inbox items with their history."""
+    """Delete up to ``limit`` old closed inbox items with their history and the deliveries of
+    their escalation chain (keyed by the item's id); an item with a step still pending stays."""
     ids: list[str] = []
     for status in CLOSED_INBOX_STATUSES:
         if len(ids) < limit:
             ids += [row[0] for row in c.execute(_OLD_ITEMS, (status, cutoff_ms, cutoff, limit - len(ids)))]
+    deliveries = _delete_in(c, "DELETE FROM deliveries WHERE callback_id IN", ids)
     _delete_in(c, "DELETE FROM inbox_history WHERE item_id IN", ids)
     _delete_in(c, "DELETE FROM inbox_items WHERE id IN", ids)
-    return Pruned(inbox_items=len(ids), more=len(ids) == limit)
+    return Pruned(inbox_items=len(ids), deliveries=deliveries, more=len(ids) == limit)
 
 
 _IDLE_SESSIONS = f"""SELECT session_key FROM sessions WHERE last_ms < ? AND session_key NOT IN (

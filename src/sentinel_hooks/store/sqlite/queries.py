@@ -202,8 +202,9 @@ def append_transcript(
     return stored
 
 
-def create_inbox_item(c: Conn, item: InboxItem) -> bool:
-    """Insert the item and its first history entry, or nothing when the id exists."""
+def create_inbox_item(c: Conn, item: InboxItem, rows: Sequence[DeliveryRow] = ()) -> bool:
+    """Insert the item, its first history entry and its deliveries (a key already there is left
+    alone), or nothing when the id exists."""
     cur = c.execute(
         "INSERT OR IGNORE INTO inbox_items (id, kind, status, created_ms, doc) VALUES (?,?,?,?,?)",
         (item.id, item.kind, item.status, to_epoch_ms(item.created_at), codec.dump_record(item)),
@@ -212,6 +213,8 @@ def create_inbox_item(c: Conn, item: InboxItem) -> bool:
         return False
     first = codec.dump_record(first_history_entry(item))
     c.execute("INSERT INTO inbox_history (item_id, doc) VALUES (?, ?)", (item.id, first))
+    for row in rows:
+        insert_delivery(c, row)
     return True
 
 

@@ -326,10 +326,11 @@ class SqliteStore:
 
     # -- inbox -------------------------------------------------------------------------------
 
-    async def create_inbox_item(self, item: InboxItem) -> bool:
-        """See ``Store.create_inbox_item``."""
+    async def create_inbox_item(self, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> bool:
+        """See ``Store.create_inbox_item``: one transaction."""
         codec.dump_record(item)  # refuse a non-JSON item here, not on the worker thread
-        return await self._db.write("create inbox item", partial(q.create_inbox_item, item=item))
+        rows = [q.delivery_row(d) for d in deliveries]
+        return await self._db.write("create inbox item", partial(q.create_inbox_item, item=item, rows=rows))
 
     async def get_inbox_item(self, item_id: str) -> InboxItem | None:
         """See ``Store.get_inbox_item``."""

@@ -220,9 +220,18 @@
       ["Age", timeEl(item.createdAt, duration(Date.now() - Date.parse(item.createdAt)))],
     ];
     if (item.actor && item.status !== "open") pairs.push(["By", item.actor]);
+    if (item.escalation && item.status === "open") pairs.push(["Escalation", escalationText(item.escalation)]);
     const list = el("dl", { class: "facts" });
     for (const [name, value] of pairs) list.append(el("div", {}, el("dt", {}, name), el("dd", {}, value)));
     return list;
+  }
+
+  // Where an open item's escalation chain is (SPEC §15): the last step sent and when the next goes out.
+  function escalationText(chain) {
+    const reached = chain.step === null ? "no step sent yet" : `step ${chain.step} sent`;
+    const wait = chain.nextAt ? Math.max(0, Date.parse(chain.nextAt) - Date.now()) : null;
+    const next = wait === null ? "" : ` · step ${chain.nextStep} in ${duration(wait)}`;
+    return `${chain.policy || "policy"}: ${reached}${next}`;
   }
 
   function createEntry(item) {
