@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import io
 import textwrap
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -61,4 +63,22 @@ async def start_service(tmp_path: Path) -> AsyncIterator[Starter]:
 
     yield start
     for service in started:
-        await service.stop()
+        await stop_within(service)
+
+
+STOP_WITHIN_S = 30.0
+
+
+async def stop_within(service: Service) -> None:
+    """Stop ``service``; a stop that hangs fails the test with every task's stack, instead of
+    running into the suite's 60 s timeout with nothing to say what it waited for."""
+    stopping = asyncio.ensure_future(service.stop())
+    done, _ = await asyncio.wait({stopping}, timeout=STOP_WITHIN_S)
+    if stopping in done:
+        stopping.result()
+        return
+    stacks = io.StringIO()
+    for task in asyncio.all_tasks():
+        task.print_stack(file=stacks)
+    stopping.cancel()
+    pytest.fail(f"Service.stop() did not return within {STOP_WITHIN_S:g} s; tasks:\n{stacks.getvalue()}")

@@ -129,7 +129,9 @@ async def test_failures_warn_and_are_written_on_transitions_only(
 
     endpoint.handler = flaky
     caplog.set_level(logging.DEBUG, logger=RUNNER_LOG)
-    service = await start_service(watchers={"p.yaml": poll_watcher(endpoint.url(), conditions=NEVER)})
+    # a loaded machine can hold the first answer past 0.3 s: that timeout would be the streak's warning
+    watcher = poll_watcher(endpoint.url(), conditions=NEVER).replace("timeoutMs: 300", "timeoutMs: 5000")
+    service = await start_service(watchers={"p.yaml": watcher})
     runner = service.manager.get("probe")
 
     def warnings() -> list[str]:
