@@ -7,12 +7,21 @@ named targets and models) live in ``config.crosscheck``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
+from pydantic import (
+    Discriminator,
+    Field,
+    SecretStr,
+    Tag,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.fire import FireSpec
@@ -220,10 +229,133 @@ class RedisStreamWatcher(WatcherBase, RedisKeys):
         return [self.redis_url]
 
 
+HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$"  # an HTTP field name (RFC 9110 token)
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+class BasicAuthSpec(Spec):
+    """HTTP basic credentials a webhook source sends (what Alertmanager's ``basic_auth`` writes)."""
+
+    username: str = Field(min_length=1)
+    password: SecretStr
+
+
+class IngestAuthSpec(Spec):
+    """How a webhook source proves itself without signing: a bearer token or basic credentials."""
+
+    bearer_token: SecretStr | None = None
+    basic: BasicAuthSpec | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> IngestAuthSpec:
+        if (self.bearer_token is None) == (self.basic is None):
+            raise ValueError(
+                "give exactly one of bearerToken or basic: {username, password} "
+                "(or write `auth: none` to accept unauthenticated pushes)"
+            )
+        if self.bearer_token is not None and not self.bearer_token.get_secret_value().strip():
+            raise ValueError("bearerToken is empty; give it from the environment, e.g. ${env:INGEST_TOKEN}")
+        return self
+
+
+def _auth_kind(value: Any) -> str:
+    return "none" if isinstance(value, str) else "credentials"
+
+
+IngestAuth = Annotated[
+    Annotated[IngestAuthSpec, Tag("credentials")] | Annotated[Literal["none"], Tag("none")],
+    Discriminator(_auth_kind),
+]
+"""``auth``: credentials, or ``none`` written out (one branch validated, so errors name one)."""
+
+
 class WebhookWatcher(WatcherBase):
+    """A push watcher: sources POST to ``/hooks/ingest/{id}`` (SPEC.md §3, §16).
+
+    ``format`` says what the body is (``json``: the observation; ``alertmanager``: a Prometheus
+    Alertmanager or Grafana alerting notification, one observation per alert). A source proves
+    itself with the HMAC ``secret`` or with ``auth``; ``auth: none`` says in writing that pushes
+    are unauthenticated (refused off loopback when nothing is written: ``config.crosscheck``).
+    """
+
     strategy: Literal["webhook"]
+    format: Literal["json", "alertmanager"] = "json"
     secret: SecretStr | None = None
     signature_header: str = Field(default="X-Sentinel-Signature", min_length=1)
+    auth: IngestAuth | None = None
+    include_headers: list[str] = Field(default_factory=list)
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _auth_shape(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "none":
+            raise ValueError(
+                f"{value!r} is not an auth; write `auth: none`, `auth: {{bearerToken: ...}}` "
+                "or `auth: {basic: {username: ..., password: ...}}`"
+            )
+        return value
+
+    @field_validator("include_headers")
+    @classmethod
+    def _headers_once(cls, names: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for name in names:
+            if re.fullmatch(HEADER_NAME, name) is None:
+                raise ValueError(
+                    f"{name!r} is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~- only)"
+                )
+            if name.lower() in CREDENTIAL_HEADERS:
+                raise ValueError(
+                    f"header {name!r} carries credentials and is never added to observations "
+                    "(they are stored, shown and given to the model)"
+                )
+            if name.lower() in seen:
+                raise ValueError(f"header {name!r} is listed twice (header names ignore case)")
+            seen.add(name.lower())
+        return names
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> WebhookWatcher:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.secret is not None and self.auth is not None:
+            problems.append(
+                (
+                    ("auth",),
+                    "give either secret (an HMAC signature of the body) or auth, not both "
+                    "(auth: none with a secret says two different things)",
+                )
+            )
+        if self.format == "alertmanager" and self.fire.trigger is not None:
+            problems.append(
+                (
+                    ("fire", "trigger"),
+                    "does not apply to format: alertmanager: each alert fires once, when it first "
+                    "arrives firing (Alertmanager's repeats of it do not fire again); remove it",
+                )
+            )
+        if self.format == "alertmanager" and self.fire.repeat_interval_ms is not None:
+            problems.append(
+                (
+                    ("fire", "repeatIntervalMs"),
+                    "does not apply to format: alertmanager: each alert fires once; Alertmanager's "
+                    "own repeat_interval decides how often it is sent again; remove it",
+                )
+            )
+        if problems:
+            raise key_problems("webhook", problems)
+        return self
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether a push must prove itself (HMAC secret, bearer token or basic credentials)."""
+        return self.secret is not None or isinstance(self.auth, IngestAuthSpec)
+
+    @property
+    def notifies_resolved(self) -> bool:
+        """``fire.notifyResolved``; for ``format: alertmanager`` true unless written false."""
+        if self.format == "alertmanager" and "notify_resolved" not in self.fire.model_fields_set:
+            return True
+        return self.fire.notify_resolved
 
 
 class ProbeSpec(Spec):

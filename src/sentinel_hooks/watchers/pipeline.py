@@ -115,16 +115,7 @@ class FiringPipeline:
         ``previous`` is the watcher's previous observation when the caller remembers it
         (MISSING for none); by default it is read from the store.
         """
-        if previous is UNKNOWN:
-            last = await last_observation(self._store, watcher.id)
-            previous = last.value if last is not None else MISSING
-        observation = Observation(at=observed.at, value=observed.value)
-        if self._writes is not None:
-            await self._writes.observation(watcher.id, observation)
-        else:
-            await self._store.write_watcher_batch([(watcher.id, observation)], {}, keep=HISTORY_KEEP)
-        if observed.ack is not None:
-            await observed.ack()
+        previous = await self.record(watcher.id, observed, previous)
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         episode = _NO_EPISODE
         if observed.probe is not None:
@@ -153,6 +144,31 @@ class FiringPipeline:
             return Outcome(state)
         outcome = await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)
         return _remember_fire(outcome)
+
+    async def record(self, watcher_id: str, observed: Observed, previous: Any = UNKNOWN) -> Any:
+        """Store the observation (and ack it to its source); the previous one (``previous`` when
+        the caller knows it, else read from the store first; MISSING for none)."""
+        if previous is UNKNOWN:
+            last = await last_observation(self._store, watcher_id)
+            previous = last.value if last is not None else MISSING
+        observation = Observation(at=observed.at, value=observed.value)
+        if self._writes is not None:
+            await self._writes.observation(watcher_id, observation)
+        else:
+            await self._store.write_watcher_batch([(watcher_id, observation)], {}, keep=HISTORY_KEEP)
+        if observed.ack is not None:
+            await observed.ack()
+        return previous
+
+    async def fire_match(
+        self, watcher: AnyWatcher, payload: Any, previous: Any, state: WatcherState, *, callback_id: str
+    ) -> Outcome:
+        """A ``match`` fire under ``callback_id`` outside the firing lifecycle (an alert of a
+        ``format: alertmanager`` watcher, ``watchers.alerts``); cooldown, dedupe and fireOnce apply.
+        ``CallbackExists`` when that callback id is taken."""
+        return await self._fire(
+            watcher, "match", payload, previous, state, repeat=False, callback_id=callback_id
+        )
 
     @staticmethod
     def _conditions(
@@ -213,6 +229,7 @@ class FiringPipeline:
         repeat: bool,
         route: Route = "watcher",
         manual: bool = False,
+        callback_id: str | None = None,
     ) -> Outcome:
         now = self._clock.now()
         if not manual and self._cooling_down(watcher, state, now):
@@ -222,7 +239,9 @@ class FiringPipeline:
             kind=kind, payload=payload, at=now, previous=previous, route=route, runtime_context=context
         )
         try:
-            envelope = build_envelope(watcher, self._service, firing, redactor=self._redactor)
+            envelope = build_envelope(
+                watcher, self._service, firing, redactor=self._redactor, callback_id=callback_id
+            )
         except TemplateError as exc:
             error = self._redactor.text(f"template error at fire time: {exc}")
             log.warning(error, extra={"watcherId": watcher.id})
