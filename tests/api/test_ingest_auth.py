@@ -10,7 +10,7 @@ import json
 import pytest
 
 from sentinel_hooks.api.ingest_auth import basic_credentials, credentials_ok
-from sentinel_hooks.config.watcher import IngestAuthSpec
+from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
 from tests.service.test_api import call

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.config.loader import load_config
-from sentinel_hooks.config.watcher import IngestAuthSpec, WebhookWatcher
+from sentinel_hooks.config.watcher import WebhookWatcher
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 from tests.conftest import BASE_CONFIG, Writer
 

@@ -17,8 +17,9 @@ from urllib.parse import urlsplit
 import pytest
 from ruamel.yaml import YAML
 
+from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.config.loader import load_config
-from sentinel_hooks.config.watcher import IngestAuthSpec, WebhookWatcher
+from sentinel_hooks.config.watcher import WebhookWatcher
 from tests.deploy.layout import EXAMPLE, ROOT, compose
 
 ALERTING = ROOT / "deploy" / "alertmanager"

@@ -277,3 +277,10 @@ async def test_a_cooldown_holds_alerts_back_until_a_repeat_after_it(start: Start
         lambda: len(sink.bodies("notify")) == 2 and sink.bodies("notify"), what="2 notifies"
     )
     assert {"HighLoad on web-1", "HighLoad on web-2"} == {body["message"] for body in notes}
+
+
+async def test_the_bearer_token_is_masked_where_the_watcher_is_shown(start: Start) -> None:
+    """auth.bearerToken from ${env:…} reads *** in the API's watcher definition."""
+    service = await start()
+    status, shown = await call(service, "GET", "/api/v1/watchers/am", headers=AUTH)
+    assert (200, {"bearerToken": "***"}, False) == (status, shown["watcher"]["auth"], TOKEN in str(shown))

@@ -17,7 +17,8 @@ import hmac
 from collections.abc import Mapping
 
 from sentinel_hooks.api.security import bearer_token
-from sentinel_hooks.config.watcher import IngestAuthSpec, WebhookWatcher
+from sentinel_hooks.config.ingest import IngestAuthSpec
+from sentinel_hooks.config.watcher import WebhookWatcher
 
 
 def _bytes(text: str) -> bytes:

@@ -7,24 +7,16 @@ named targets and models) live in ``config.crosscheck``.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter
-from pydantic import (
-    Discriminator,
-    Field,
-    SecretStr,
-    Tag,
-    TypeAdapter,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.fire import FireSpec
+from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
 from sentinel_hooks.core.conditions import ConditionNode
 from sentinel_hooks.core.evm_abi import (
     AbiError,
@@ -229,46 +221,6 @@ class RedisStreamWatcher(WatcherBase, RedisKeys):
         return [self.redis_url]
 
 
-HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$"  # an HTTP field name (RFC 9110 token)
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
-
-
-class BasicAuthSpec(Spec):
-    """HTTP basic credentials a webhook source sends (what Alertmanager's ``basic_auth`` writes)."""
-
-    username: str = Field(min_length=1)
-    password: SecretStr
-
-
-class IngestAuthSpec(Spec):
-    """How a webhook source proves itself without signing: a bearer token or basic credentials."""
-
-    bearer_token: SecretStr | None = None
-    basic: BasicAuthSpec | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> IngestAuthSpec:
-        if (self.bearer_token is None) == (self.basic is None):
-            raise ValueError(
-                "give exactly one of bearerToken or basic: {username, password} "
-                "(or write `auth: none` to accept unauthenticated pushes)"
-            )
-        if self.bearer_token is not None and not self.bearer_token.get_secret_value().strip():
-            raise ValueError("bearerToken is empty; give it from the environment, e.g. ${env:INGEST_TOKEN}")
-        return self
-
-
-def _auth_kind(value: Any) -> str:
-    return "none" if isinstance(value, str) else "credentials"
-
-
-IngestAuth = Annotated[
-    Annotated[IngestAuthSpec, Tag("credentials")] | Annotated[Literal["none"], Tag("none")],
-    Discriminator(_auth_kind),
-]
-"""``auth``: credentials, or ``none`` written out (one branch validated, so errors name one)."""
-
-
 class WebhookWatcher(WatcherBase):
     """A push watcher: sources POST to ``/hooks/ingest/{id}`` (SPEC.md §3, §16).
 
@@ -297,22 +249,8 @@ class WebhookWatcher(WatcherBase):
 
     @field_validator("include_headers")
     @classmethod
-    def _headers_once(cls, names: list[str]) -> list[str]:
-        seen: set[str] = set()
-        for name in names:
-            if re.fullmatch(HEADER_NAME, name) is None:
-                raise ValueError(
-                    f"{name!r} is not an HTTP header name (letters, digits and !#$%&'*+.^_`|~- only)"
-                )
-            if name.lower() in CREDENTIAL_HEADERS:
-                raise ValueError(
-                    f"header {name!r} carries credentials and is never added to observations "
-                    "(they are stored, shown and given to the model)"
-                )
-            if name.lower() in seen:
-                raise ValueError(f"header {name!r} is listed twice (header names ignore case)")
-            seen.add(name.lower())
-        return names
+    def _header_names(cls, names: list[str]) -> list[str]:
+        return check_include_headers(names)
 
     @model_validator(mode="after")
     def _one_way_in(self) -> WebhookWatcher:

@@ -16,7 +16,8 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.ingest_auth import credentials_ok, included_headers, signature_ok
-from sentinel_hooks.config.watcher import IngestAuthSpec, WebhookWatcher
+from sentinel_hooks.config.ingest import IngestAuthSpec
+from sentinel_hooks.config.watcher import WebhookWatcher
 from sentinel_hooks.core.alertmanager import AlertPayloadError, alert_observations
 from sentinel_hooks.errors import NotFound
 
