@@ -43,6 +43,12 @@ class Metrics:
         self.deduped = Counter(
             "sentinel_fires_deduped", "Fires refused by the dedupe window", ["watcher"], registry=r
         )
+        self.silenced = Counter(
+            "sentinel_fires_silenced",
+            "Fires muted by a silence or maintenance window (one per episode for edge triggers)",
+            ["watcher"],
+            registry=r,
+        )
         self.polls_skipped = Counter(
             "sentinel_polls_skipped",
             "Scheduled polls skipped: busy (the previous poll still ran) or no_slot (no request slot "
@@ -110,7 +116,14 @@ class Metrics:
 
     def forget(self, watcher_id: str) -> None:
         """Drop a removed watcher's series."""
-        for family in (self.polls, self.poll_errors, self.deduped, self.last_lag, self.reconnects):
+        for family in (
+            self.polls,
+            self.poll_errors,
+            self.deduped,
+            self.silenced,
+            self.last_lag,
+            self.reconnects,
+        ):
             with contextlib.suppress(KeyError):
                 family.remove(watcher_id)
 

@@ -11,17 +11,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
+from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.config.yamlfile import LineMap
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.silences import Matcher, MatchMode
 from sentinel_hooks.delivery.target import Target
-from sentinel_hooks.errors import ConfigError, ConfigIssue
+from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
@@ -39,11 +43,14 @@ from sentinel_hooks.store.records import (
     TranscriptEntry,
 )
 from sentinel_hooks.store.shortcuts import get_envelope
+from sentinel_hooks.store.silences import Silence, SilenceState
 from sentinel_hooks.watchers.manager import WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.runner import WatcherRunner
 
 CALLBACK_TRANSCRIPT = 200  # the session's first entries searched for one callback's
+STATUS_COUNT_PAGES = 20  # `sentinel status` counts at most 10,000 contracts of a state ("10000+")
+STATUS_SILENCES = 100  # active silences listed by `sentinel status`
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class ServiceOperations:
     inbox: Inbox
     intake: CallbackIntake
     manager: WatcherManager
+    silences: Silences
+    clock: Clock
 
     @property
     def settings(self) -> ServiceConfig:
@@ -123,9 +132,20 @@ class ServiceOperations:
         """The watcher ``watcher_id``; ``NotFound`` when there is none."""
         return self.manager.get(watcher_id)
 
-    def watcher_status(self, runner: WatcherRunner) -> dict[str, Any]:
-        """The watcher's status in the API's shape (state, last poll, fire and error)."""
-        return self.manager.status(runner)
+    def watcher_status(self, runner: WatcherRunner, muting: Muting) -> dict[str, Any]:
+        """The watcher's status in the API's shape (state, last poll, fire and error), with
+        ``silencedBy``: the silence or window that mutes its fires now (``muting``, from
+        ``self.muting()``; payload matchers are checked against its last observation here), or
+        the one that muted its current episode."""
+        status = self.manager.status(runner)
+        silenced_by = muting.match(watcher_facts(runner.spec, runner.last_observed))
+        status["silencedBy"] = silenced_by or runner.state.silenced_episode
+        return status
+
+    async def muting(self) -> Muting:
+        """The silences and maintenance windows active now (for watcher statuses; while the store
+        cannot be read, the ones last read)."""
+        return await self.silences.snapshot(stale_ok=True)
 
     def watcher_definition(self, runner: WatcherRunner) -> dict[str, Any]:
         """The watcher's definition as written, secrets masked."""
@@ -193,6 +213,26 @@ class ServiceOperations:
     async def ack(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
         return await self.inbox.ack(item_id, actor=actor, note=note)
 
+    async def ack_and_silence(
+        self, item_id: str, *, actor: str, note: str | None, silence_for_ms: int
+    ) -> tuple[InboxItem, Silence]:
+        """Ack the item and silence its watcher for ``silence_for_ms`` (SPEC §14); ``Conflict``,
+        changing nothing, when the item names no watcher."""
+        found, _ = await self.inbox.get(item_id)
+        if found.watcher_id is None:
+            raise Conflict(f"inbox item {item_id!r} names no watcher, so there is nothing to silence")
+        item = await self.inbox.ack(item_id, actor=actor, note=note)
+        now = self.clock.now()
+        silence = await self.silences.create(
+            [Matcher(path="watcherId", op="eq", value=found.watcher_id)],
+            match="all",
+            starts_at=None,
+            ends_at=now + timedelta(milliseconds=silence_for_ms),
+            comment=note or f"silenced when inbox item {item_id} was acknowledged",
+            created_by=actor,
+        )
+        return item, silence
+
     async def resolve(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
         return await self.inbox.resolve(item_id, actor=actor, note=note)
 
@@ -235,3 +275,89 @@ class ServiceOperations:
     ) -> list[TranscriptEntry]:
         """A hook session's transcript entries after ``after_seq``, oldest first (None: all)."""
         return await self.store.get_transcript(session_key, after_seq=after_seq, limit=limit)
+
+    # -- silences (SPEC §14) ---------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        """The service's clock (silences' states are relative to it)."""
+        return self.clock.now()
+
+    async def silence_page(
+        self, state: SilenceState | None, *, limit: int, cursor: str | None
+    ) -> Page[Silence]:
+        """One page of silences, newest first, in ``state`` now (None: any)."""
+        return await self.silences.page(state, limit=limit, cursor=cursor)
+
+    async def silence(self, silence_id: str) -> Silence:
+        """The silence; ``NotFound`` for an unknown id."""
+        return await self.silences.get(silence_id)
+
+    async def create_silence(
+        self,
+        matchers: list[Matcher],
+        *,
+        match: MatchMode,
+        starts_at: datetime | None,
+        ends_at: datetime,
+        comment: str,
+        actor: str,
+    ) -> Silence:
+        """A new silence: applies to this replica's next fire, to other replicas' within a second."""
+        return await self.silences.create(
+            matchers, match=match, starts_at=starts_at, ends_at=ends_at, comment=comment, created_by=actor
+        )
+
+    async def expire_silence(self, silence_id: str) -> Silence:
+        """End the silence now."""
+        return await self.silences.expire(silence_id)
+
+    # -- status (`sentinel status`) ---------------------------------------------------------------
+
+    async def status(self) -> dict[str, Any]:
+        """The service at a glance: store, watchers by state, open contracts, open inbox items,
+        active silences and maintenance windows."""
+        store_ok = True
+        try:
+            await self.write_check.check()
+        except StoreError:
+            store_ok = False
+        watchers: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
+        for runner in self.manager.runners():
+            watchers[self.manager.status_state(runner)] += 1
+        contracts = {state: await self._count_contracts(state) for state in ("pending", "notifying")}
+        contracts["awaitingApproval"] = await self._count_contracts("awaiting_approval")
+        open_items = await self.store.list_inbox(status="open", limit=500)
+        by_kind: dict[str, int] = {}
+        for item in open_items.items:
+            by_kind[item.kind] = by_kind.get(item.kind, 0) + 1
+        muting = await self.silences.snapshot(stale_ok=True)
+        now = self.clock.now()
+        return {
+            "store": {"type": type(self.store).__name__, "ok": store_ok},
+            "watchers": {"total": sum(watchers.values()), **watchers},
+            "contracts": contracts,
+            "inbox": {
+                "open": len(open_items.items),
+                "more": open_items.next_cursor is not None,
+                "byKind": by_kind,
+            },
+            "silences": {
+                "active": len(muting.silences),
+                "items": [s.to_json(now) for s in muting.silences[:STATUS_SILENCES]],
+                "windows": [
+                    {"name": w.window.name, "startsAt": iso(w.starts_at), "endsAt": iso(w.ends_at)}
+                    for w in muting.windows
+                ],
+            },
+        }
+
+    async def _count_contracts(self, state: ContractState) -> int:
+        """How many contracts are in ``state`` (at most ``STATUS_COUNT_PAGES`` pages counted)."""
+        count, cursor = 0, None
+        for _ in range(STATUS_COUNT_PAGES):
+            page = await self.store.list_contracts(state=state, limit=500, cursor=cursor)
+            count += len(page.items)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return count

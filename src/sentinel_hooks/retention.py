@@ -86,6 +86,7 @@ class Ages:
             callbacks=before(self.callbacks),
             inbox=before(self.inbox),
             sessions=before(self.sessions),
+            silences=before(self.callbacks),  # a silence is kept as long as the callbacks it muted
             callback_checkpoints=(*CALLBACK_CHECKPOINTS, *callback_checkpoints),
             session_checkpoints=SESSION_CHECKPOINTS,
         )

@@ -26,6 +26,7 @@ from sentinel_hooks.api.app import build_app
 from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.callbacks.session_stream import StreamSettings
+from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster import ClusterOwnership
@@ -164,6 +165,7 @@ class Service(ServiceOperations):
             stream=self._session_stream(),
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
         )
+        self.silences = Silences(self.store, self.clock, service.maintenance_windows)
         self.intake = CallbackIntake(
             store=self.store,
             clock=self.clock,
@@ -171,6 +173,7 @@ class Service(ServiceOperations):
             sink=sink or self.sessions,
             on_accepted=self.notices.accepted,
             events=self.events,
+            silences=self.silences,
         )
         self.watcher_writes = WatcherWrites(self.store, keep=history_keep(service.retention))
         self.pipeline = FiringPipeline(

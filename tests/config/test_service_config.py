@@ -61,6 +61,7 @@ def test_defaults_match_the_spec() -> None:
             "observationsPerWatcher": 500,
             "transcriptsDays": 30,
         },
+        "maintenanceWindows": [],
     }
     assert expected == config.model_dump(mode="json")
 

@@ -3,7 +3,8 @@ destination that cannot take it is a ``DeliveryError``, never another exception.
 
 Run against each registered type (Slack both ways, the bot token threading through a store, and
 the webhook against real receivers on 127.0.0.1, the console on a stream, the file in a temporary
-folder) and the recording target.
+folder, PagerDuty against a stand-in of its Events API, Apprise through its ``json://`` notifier to
+a real receiver) and the recording target.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ from sentinel_hooks.delivery.target import (
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.store.sqlite.store import SqliteStore
 from tests.delivery.conftest import SPECS, message
+from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api
 from tests.delivery.sinks import SLACK_POST_MESSAGE_PATH, SLACK_WEBHOOK_PATH, Sink, text_reply
 
-KINDS = ["slack-webhook", "slack-bot", "webhook", "console", "file", "recording"]
+__all__ = ["pagerduty_api"]  # the Events API stand-in's fixture
+
+KINDS = ["slack-webhook", "slack-bot", "webhook", "console", "file", "pagerduty", "apprise", "recording"]
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,7 @@ def wired(
     slack: Sink,
     console: io.StringIO,
     tmp_path: Path,
+    pagerduty_api: PagerDutyApi,
 ) -> Wired:
     kind: str = request.param
     if kind == "slack-webhook":
@@ -124,6 +129,22 @@ def wired(
             lambda: [json.loads(line)["callbackId"] for line in path.read_text().splitlines()],
             lambda: path.mkdir(),  # a folder where the file should be: the append fails
         )
+    if kind == "pagerduty":
+        spec = {"type": "pagerduty", "routingKey": ROUTING_KEY, "apiBase": pagerduty_api.base()}
+        target = built(spec, context)
+        return Wired(
+            target,
+            lambda: [event["dedup_key"] for event in pagerduty_api.events],
+            lambda: pagerduty_api.answer_next(503, times=10),
+        )
+    if kind == "apprise":
+        url = "json://" + sink.url("/n").removeprefix("http://")
+        target = built({"type": "apprise", "urls": [url]}, context)
+        return Wired(
+            target,
+            lambda: [r.json()["message"].rsplit("callback ", 1)[1] for r in sink.received],
+            refusing(sink),
+        )
     recording = RecordingTarget("t")
     return Wired(
         recording,
@@ -134,7 +155,7 @@ def wired(
 
 def test_every_registered_type_is_covered() -> None:
     """The registry's target types are exactly the ones this suite runs (besides the recording one)."""
-    assert {"slack", "webhook", "console", "file"} == set(MODULES)
+    assert {"slack", "webhook", "console", "file", "pagerduty", "apprise"} == set(MODULES)
 
 
 async def test_message_arrives_exactly_once(wired: Wired) -> None:

@@ -284,3 +284,27 @@ async def test_the_bearer_token_is_masked_where_the_watcher_is_shown(start: Star
     service = await start()
     status, shown = await call(service, "GET", "/api/v1/watchers/am", headers=AUTH)
     assert (200, {"bearerToken": "***"}, False) == (status, shown["watcher"]["auth"], TOKEN in str(shown))
+
+
+async def test_a_silenced_alert_is_recorded_once_and_fires_after_it(start: Start, sink: Sink) -> None:
+    """Under a silence an alert is one silenced callback however often it is sent; its first
+    repeat after the silence fires it under its own id (the edge is kept, SPEC §14)."""
+    service = await start()
+    body = {
+        "matchers": [{"path": "payload.labels.instance", "op": "eq", "value": "web-1"}],
+        "durationMs": 3_600_000,
+        "comment": "maintenance on web-1",
+    }
+    status, made = await call(service, "POST", "/api/v1/silences", body=body, headers=AUTH)
+    assert 201 == status, made
+    muted = [await push(service, alert("web-1")) for _ in range(3)]
+    contracts = (await service.store.list_contracts(watcher_id="am")).items
+    own_id = alert_callback_id("am", alert("web-1"))
+    assert [(202, {"accepted": True, "fired": 0})] * 3 == muted
+    assert [(f"{own_id}.silenced", "silenced")] == [(c.callback_id, c.state) for c in contracts]
+    await call(service, "DELETE", f"/api/v1/silences/{made['silence']['id']}", headers=AUTH)
+    assert (202, {"accepted": True, "fired": 1}) == await push(service, alert("web-1"))
+    [note] = await wait_for(lambda: sink.bodies("notify"), what="the notify after the silence")
+    await push(service, alert("web-1", "resolved", endsAt="2026-03-01T10:09:00Z"))
+    [line] = await wait_for(lambda: sink.bodies("resolved"), what="the resolved line")
+    assert (own_id, own_id) == (note["callbackId"], line["callbackId"])

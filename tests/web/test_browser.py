@@ -362,6 +362,39 @@ def test_watchers_show_their_status_and_can_be_enabled_and_disabled(opened: Open
     )
 
 
+def test_a_silence_is_made_from_a_watcher_row_listed_and_expired(opened: Opened, service: Running) -> None:
+    """Silence on a watcher row fills the form; the silence is listed, the row says silenced by,
+    and Expire ends it (checked through the API)."""
+    from playwright.sync_api import expect
+
+    page = opened.enter_token()
+    page.get_by_role("button", name="Silence watcher nightly-backup").click()
+    expect(page.get_by_label("Watcher", exact=True)).to_have_value("nightly-backup")
+    page.get_by_label("Why", exact=True).fill("restoring the backup host")
+    page.get_by_label("For", exact=True).select_option("3600000")
+    page.get_by_role("button", name="Silence", exact=True).click()
+    row = page.locator("#silences-body tr", has_text="restoring the backup host")
+    expect(row).to_contain_text('watcherId eq "nightly-backup"')
+    expect(row).to_contain_text("active")
+    expect(page.locator("#watchers-body tr", has_text="nightly-backup")).to_contain_text("silenced by")
+    made = api(service, "GET", "/api/v1/silences?state=active")["items"]
+    mine = [s for s in made if s["comment"] == "restoring the backup host"]
+    row.get_by_role("button", name=f"Expire silence {mine[0]['id']}").click()
+    expect(row).to_have_count(0)
+    assert "expired" == api(service, "GET", f"/api/v1/silences/{mine[0]['id']}")["silence"]["state"]
+
+
+def test_an_inbox_item_prepares_a_silence_of_its_watcher(opened: Opened) -> None:
+    """Silence watcher on an open inbox item fills the form with the item's watcher."""
+    from playwright.sync_api import expect
+
+    page = opened.enter_token()
+    item = inbox_item(page, "Certificate for api.example.com")
+    item.get_by_role("button", name="Silence watcher").click()
+    expect(page.get_by_label("Watcher", exact=True)).to_have_value("checkout-api")
+    expect(page.get_by_label("Why", exact=True)).to_be_focused()
+
+
 def test_phone_width_has_no_horizontal_scroll(browser: Browser, service: Running) -> None:
     """At 375 px, with an item's details open, the page is no wider than the screen."""
     from playwright.sync_api import expect

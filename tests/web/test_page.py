@@ -115,7 +115,8 @@ async def test_filters_offer_every_status_and_kind(start_service: Starter) -> No
     service = await start_service(watchers={})
     tags = parse((await get(service, "/"))[2])
     values = [attrs.get("value") for tag, attrs in tags.tags if tag == "option"]
-    assert ["", *INBOX_STATUSES, "", *INBOX_KINDS, "", "info", "warning", "critical"] == values
+    durations = ["1800000", "3600000", "7200000", "14400000", "86400000"]  # the silence form's
+    assert ["", *INBOX_STATUSES, "", *INBOX_KINDS, "", "info", "warning", "critical", *durations] == values
 
 
 @pytest.mark.parametrize(

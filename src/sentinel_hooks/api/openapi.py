@@ -33,6 +33,7 @@ from sentinel_hooks.api.openapi_schemas import (
 from sentinel_hooks.api.query import INT64_MAX
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 from sentinel_hooks.store.records import ContractState
+from sentinel_hooks.store.silences import SILENCE_STATES
 
 OPENAPI_PATH = "/api/v1/openapi.json"
 
@@ -242,7 +243,20 @@ def _inbox_paths() -> dict[str, Schema]:
             ),
         },
     }
-    moves = [("inbox", "ack", "open → acked"), ("inbox", "resolve", "open or acked → resolved")]
+    paths["/api/v1/inbox/{id}/ack"] = {
+        "parameters": [item_id],
+        "post": operation(
+            "ackInboxItem",
+            "ack (open → acked); with silenceForMs, also silence the item's watcher",
+            "inbox",
+            answer(200, "the changed item (and the silence)", ref("InboxItemAnswer")),
+            body=ref("AckBody"),
+            optional_body=True,
+            parameters=(ACTOR,),
+            errors=(404, 409),
+        ),
+    }
+    moves = [("inbox", "resolve", "open or acked → resolved")]
     moves += [
         ("approvals", "approve", "open approval → approved"),
         ("approvals", "deny", "open approval → denied"),
@@ -262,6 +276,45 @@ def _inbox_paths() -> dict[str, Schema]:
             ),
         }
     return paths
+
+
+def _silence_paths() -> dict[str, Schema]:
+    states = {"type": "string", "enum": list(SILENCE_STATES)}
+    silence = answer(200, "the silence", ref("SilenceAnswer"))
+    return {
+        "/api/v1/silences": {
+            "get": operation(
+                "listSilences",
+                "silences, newest first",
+                "silences",
+                answer(200, "a page of silences", ref("SilenceList")),
+                parameters=(
+                    query("state", states, "only silences in this state now"),
+                    limit(500, 50),
+                    CURSOR,
+                ),
+                errors=(400,),
+            ),
+            "post": operation(
+                "createSilence",
+                "silence matching fires for a while (applies at once here, within a second elsewhere)",
+                "silences",
+                answer(201, "created", ref("SilenceAnswer")),
+                body=ref("SilenceBody"),
+                parameters=(ACTOR,),
+            ),
+        },
+        "/api/v1/silences/{id}": {
+            "parameters": [path_param("id", "the silence's id")],
+            "get": operation("showSilence", "a silence", "silences", silence, errors=(404,)),
+            "delete": operation("expireSilence", "expire a silence now", "silences", silence, errors=(404,)),
+        },
+        "/api/v1/status": {
+            "get": operation(
+                "status", "the service at a glance", "meta", answer(200, "the status", ref("Status"))
+            )
+        },
+    }
 
 
 def _without_bearer(document: dict[str, Any]) -> dict[str, Any]:
@@ -292,7 +345,8 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
         "tags": [
-            {"name": name} for name in ("health", "meta", "web", "watchers", "callbacks", "inbox", "hooks")
+            {"name": name}
+            for name in ("health", "meta", "web", "watchers", "callbacks", "inbox", "silences", "hooks")
         ],
         "security": SECURITY["bearer"],
         "paths": {
@@ -301,6 +355,7 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
             **_watcher_paths(),
             **_callback_paths(),
             **_inbox_paths(),
+            **_silence_paths(),
         },
         "components": {
             "schemas": {**model_schemas(), **api_schemas()},

@@ -15,7 +15,9 @@ from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
+from sentinel_hooks.core.conditions import Op
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.silences import MATCHER_FIELDS
 from sentinel_hooks.inbox.transitions import MAX_NOTE_CHARS
 from sentinel_hooks.store.records import (
     Contract,
@@ -24,6 +26,7 @@ from sentinel_hooks.store.records import (
     InboxItem,
     TranscriptEntry,
 )
+from sentinel_hooks.store.silences import MAX_COMMENT_CHARS, MAX_MATCHERS, SILENCE_STATES
 from sentinel_hooks.watchers.state import StatusState
 
 Schema = dict[str, Any]
@@ -47,7 +50,7 @@ ERROR_ANSWERS: dict[int, tuple[str, str]] = {
         "token or basic credentials; which part was wrong is not said)",
     ),
     403: ("Forbidden", "`command` watchers cannot be created through the API"),
-    404: ("NotFound", "no such watcher, callback, session or inbox item"),
+    404: ("NotFound", "no such watcher, callback, session, inbox item or silence"),
     409: (
         "Conflict",
         "the current state does not allow this change (the message names it); for /hooks/sentinel, "
@@ -124,6 +127,10 @@ def _watcher_schemas() -> dict[str, Schema]:
             "lastCheckAt": NULLABLE_TIME,
             "nextCheckAt": NULLABLE_TIME,
             "fires": {**COUNT, "description": "accepted fires, manual ones included, not deduped ones"},
+            "silencedBy": {
+                **NULLABLE_STRING,
+                "description": "the silence id or maintenance window name muting this watcher's fires now",
+            },
         }
     )
     summary = closed_object(
@@ -175,8 +182,8 @@ def _watcher_schemas() -> dict[str, Schema]:
 
 def _callback_and_inbox_schemas() -> dict[str, Schema]:
     accepted = closed_object(
-        {"callbackId": STRING, "state": {"enum": ["pending", "deduped"]}},
-        about="the callback was accepted; deduped ones create no session",
+        {"callbackId": STRING, "state": {"enum": ["pending", "deduped", "silenced"]}},
+        about="the callback was accepted; deduped and silenced ones create no session",
     )
     detail = closed_object(
         {
@@ -205,7 +212,22 @@ def _callback_and_inbox_schemas() -> dict[str, Schema]:
         "InboxItemDetail": closed_object(
             {"item": ref("InboxItem"), "history": array_of(ref("InboxHistoryEntry"))}
         ),
-        "InboxItemAnswer": closed_object({"item": ref("InboxItem")}),
+        "InboxItemAnswer": closed_object(
+            {"item": ref("InboxItem"), "silence": ref("Silence")},
+            optional=("silence",),
+            about="the changed item (and, for an ack with silenceForMs, the silence made)",
+        ),
+        "AckBody": closed_object(
+            {
+                "note": {"type": ["string", "null"], "maxLength": MAX_NOTE_CHARS},
+                "silenceForMs": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "also silence the item's watcher this long",
+                },
+            },
+            optional=("note", "silenceForMs"),
+        ),
         "NoteBody": closed_object(
             {"note": {"type": ["string", "null"], "maxLength": MAX_NOTE_CHARS}}, optional=("note",)
         ),
@@ -232,6 +254,72 @@ def api_schemas() -> dict[str, Schema]:
         "Ready": closed_object({"status": {"const": "ready"}, "watchers": COUNT}),
         **_watcher_schemas(),
         **_callback_and_inbox_schemas(),
+        **_silence_schemas(),
+    }
+
+
+def _silence_schemas() -> dict[str, Schema]:
+    matcher = closed_object(
+        {
+            "path": {**STRING, "description": f"{', '.join(MATCHER_FIELDS)} or payload.<path>"},
+            "op": {"enum": [op for op in get_args(Op) if op != "changed"]},
+            "value": {"description": "as in watcher conditions (not needed by exists, absent)"},
+        },
+        optional=("value",),
+    )
+    matchers = {**array_of(ref("Matcher")), "minItems": 1, "maxItems": MAX_MATCHERS}
+    silence = closed_object(
+        {
+            "id": STRING,
+            "matchers": matchers,
+            "match": {"enum": ["all", "any"]},
+            "startsAt": TIME,
+            "endsAt": TIME,
+            "createdBy": STRING,
+            "createdAt": TIME,
+            "comment": STRING,
+            "state": {"enum": list(SILENCE_STATES)},
+        },
+        about="fires the matchers match from startsAt (included) to endsAt (excluded) are silenced",
+    )
+    body = closed_object(
+        {
+            "matchers": matchers,
+            "match": {"enum": ["all", "any"], "default": "all"},
+            "startsAt": {**TIME, "description": "default: now"},
+            "endsAt": TIME,
+            "durationMs": {"type": "integer", "minimum": 1},
+            "comment": {**STRING, "minLength": 1, "maxLength": MAX_COMMENT_CHARS},
+        },
+        optional=("match", "startsAt", "endsAt", "durationMs"),
+        about="exactly one of endsAt and durationMs",
+    )
+    window = closed_object({"name": STRING, "startsAt": TIME, "endsAt": TIME})
+    status = closed_object(
+        {
+            "store": closed_object({"type": STRING, "ok": BOOLEAN}),
+            "watchers": closed_object({"total": COUNT, **dict.fromkeys(get_args(StatusState), COUNT)}),
+            "contracts": closed_object({"pending": COUNT, "notifying": COUNT, "awaitingApproval": COUNT}),
+            "inbox": closed_object(
+                {
+                    "open": COUNT,
+                    "more": {**BOOLEAN, "description": "more than 500 open items (open counts 500)"},
+                    "byKind": {"type": "object", "additionalProperties": COUNT},
+                }
+            ),
+            "silences": closed_object(
+                {"active": COUNT, "items": array_of(ref("Silence")), "windows": array_of(window)}
+            ),
+        },
+        about="what `sentinel status` prints",
+    )
+    return {
+        "Matcher": matcher,
+        "Silence": silence,
+        "SilenceList": page_of(ref("Silence"), "silences, newest first"),
+        "SilenceAnswer": closed_object({"silence": ref("Silence")}),
+        "SilenceBody": body,
+        "Status": status,
     }
 
 

@@ -1,17 +1,21 @@
 """Accepting a callback: dedupe window, durable response contract, hand-off to the session queue.
 
 Every fire — a watcher's, a manual one, or an envelope POSTed to /hooks/sentinel — goes
-through ``CallbackIntake.accept``, so dedupe and the contract work the same everywhere.
+through ``CallbackIntake.accept``, so silences, dedupe and the contract work the same everywhere.
+A fire that a silence or maintenance window matches (``callbacks.silences``) is recorded as a
+``silenced`` contract naming it, and goes no further: no session, fan-out, fallback or escalation.
 The contract is stored *before* the callback is handed on: if anything after that
 crashes, the relay still finds the pending contract and delivers the fallback.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Protocol
+from typing import Final, Protocol
 
+from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
@@ -22,6 +26,14 @@ from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Trigger
 
 log = logging.getLogger(__name__)
+
+
+class _Ask(enum.Enum):
+    ASK = "ask"
+
+
+ASK_SILENCES: Final = _Ask.ASK
+"""``accept(silenced_by=…)``'s default: the intake asks its ``Silences`` whether the fire is muted."""
 
 
 class CallbackSink(Protocol):
@@ -101,8 +113,10 @@ class CallbackIntake:
         sink: CallbackSink,
         on_accepted: AcceptHook | None = None,
         events: Events | None = None,
+        silences: Silences | None = None,
     ) -> None:
         self._store = store
+        self._silences = silences
         self._clock = clock
         self._service = service
         self._sink = sink
@@ -116,8 +130,15 @@ class CallbackIntake:
         session_group: str | None = None,
         bypass_dedupe: bool = False,
         fanout: Fanout | None = None,
+        silenced_by: str | _Ask | None = ASK_SILENCES,
     ) -> Contract:
-        """The contract for ``envelope``: pending (handed on) or deduped (inside the window).
+        """The contract for ``envelope``: pending (handed on), deduped (inside the window) or
+        silenced (a silence or maintenance window matched it: recorded, not handed on).
+
+        ``silenced_by`` is what the caller already knows (the firing pipeline asks first, to keep
+        a silenced watcher's edge): a silence id or window name, or None for "not silenced";
+        by default the intake asks its ``Silences``. A silenced fire is never deduped and sets no
+        dedupe key, so the same fire after the silence goes through.
 
         A callback id that is already taken raises ``CallbackExists`` (nothing is written or
         handed on): the store's ``accept_contract`` refuses it atomically, so two racing
@@ -145,6 +166,10 @@ class CallbackIntake:
             deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
             targets=list(envelope.delivery.targets),
         )
+        if silenced_by is ASK_SILENCES:
+            silenced_by = await self.silenced_by(envelope)
+        if silenced_by is not None:
+            return await self._silenced(envelope, pending, silenced_by)
         line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
         chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         # one store step: dedupe window, contract, and the fire's message for the session
@@ -169,4 +194,31 @@ class CallbackIntake:
                 except Exception:  # the contract is stored: the relay covers whatever failed here
                     log.exception("post-accept hook failed for %s", contract.callback_id)
             await self._sink.submit(envelope, contract)
+        return contract
+
+    async def silenced_by(self, envelope: Envelope) -> str | None:
+        """The silence id or window name that mutes ``envelope``'s fire now, else None."""
+        return None if self._silences is None else await self._silences.silenced_by(envelope)
+
+    async def _silenced(self, envelope: Envelope, pending: Contract, silenced_by: str) -> Contract:
+        """Record the muted fire: a final contract naming what muted it, nothing handed on."""
+        silenced = pending.model_copy(
+            update={"state": "silenced", "settled_at": pending.created_at, "silenced_by": silenced_by}
+        )
+        contract = await self._store.accept_contract(silenced, envelope)
+        if contract is None:
+            existing = await self._store.get_contract(envelope.callback_id)
+            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
+        log.info(
+            "%s on %s silenced by %s — callback %s",
+            envelope.watcher.event_name,
+            contract.watcher_id,
+            silenced_by,
+            contract.callback_id,
+            extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
+        )
+        if self._events is not None:
+            self._events.fire(
+                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
+            )
         return contract

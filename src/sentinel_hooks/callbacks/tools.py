@@ -19,7 +19,7 @@ from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.target import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay, escalation_key
@@ -271,6 +271,7 @@ class ToolBox:
             priority=self.contract.trigger.priority,
             kind=notify_kind(ordinal),
             text=text,
+            payload=details_payload(self.envelope.payload),
         )
         outcome = await self.relay.notify(self.contract, message, routed)
         if not outcome.accepted:

@@ -199,7 +199,9 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 
 def _register_service_commands() -> None:
     from sentinel_hooks.cli.callbacks import callbacks
+    from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
+    from sentinel_hooks.cli.silences import silences, status
     from sentinel_hooks.cli.watchers import run, watchers
 
     app.add_command(run)
@@ -207,6 +209,9 @@ def _register_service_commands() -> None:
     app.add_command(watchers)
     app.add_command(inbox)
     app.add_command(approvals)
+    app.add_command(import_group)
+    app.add_command(silences)
+    app.add_command(status)
 
 
 _register_service_commands()

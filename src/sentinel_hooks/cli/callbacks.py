@@ -21,6 +21,7 @@ STATES = (
     "fallback_sent",
     "expired",
     "deduped",
+    "silenced",
 )
 
 
@@ -93,6 +94,8 @@ def show(
         "targets",
     ):
         console.print(f"{key}: {compact(contract.get(key), 200)}")
+    if contract.get("silencedBy"):
+        console.print(f"silencedBy: {contract['silencedBy']}")
     console.print("deliveries:")
     for delivery in body["deliveries"]:
         error = f" — {delivery['lastError']}" if delivery.get("lastError") else ""

@@ -160,10 +160,27 @@ def show(item_id: str, **options: Any) -> None:
 @inbox.command("ack")
 @click.argument("item_id")
 @_note
+@click.option("--silence", default=None, metavar="DURATION", help="also silence the item's watcher, e.g. 2h")
 @remote_options
-def ack(item_id: str, note: str | None, **options: Any) -> None:
-    """Acknowledge an open item (someone is on it)."""
-    _move(item_id, "/api/v1/inbox/{id}/ack", note, options)
+def ack(item_id: str, note: str | None, silence: str | None, **options: Any) -> None:
+    """Acknowledge an open item (someone is on it); --silence 2h also mutes its watcher."""
+    if silence is None:
+        _move(item_id, "/api/v1/inbox/{id}/ack", note, options)
+        return
+    from sentinel_hooks.cli.silences import parse_duration
+
+    as_json = options.pop("as_json")
+    body: dict[str, Any] = {"silenceForMs": parse_duration(silence, "--silence")}
+    if note is not None:
+        body["note"] = note
+    answer = _client(options).call("POST", f"/api/v1/inbox/{quote(item_id, safe='')}/ack", body)
+    if as_json:
+        print_json(answer)
+        return
+    made = answer["silence"]
+    stdout_console().print(
+        f"{answer['item']['id']}: {answer['item']['status']}; silence {made['id']} until {made['endsAt']}"
+    )
 
 
 @inbox.command("resolve")

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sentinel_hooks.config.apprise_urls import parse_apprise_url
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.hosts import host_allowed, url_host
 from sentinel_hooks.config.service import LOOPBACK_HOSTS, ServiceConfig
-from sentinel_hooks.config.targets import SlackTargetSpec
+from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec, SlackTargetSpec
 from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.core.conditions import count_conditions
@@ -26,6 +27,11 @@ def host_problem(url: str, allowed: list[str]) -> str | None:
     host = url_host(url)
     if host is None:
         return f"{url!r} has no host"
+    return host_refusal(host, allowed)
+
+
+def host_refusal(host: str, allowed: list[str]) -> str | None:
+    """Why ``host`` may not be reached under ``allowedHosts``, or None when it may."""
     if host_allowed(host, allowed):
         return None
     listed = ", ".join(allowed) if allowed else "nothing (the list is empty)"
@@ -159,14 +165,33 @@ def check_service(config: ServiceConfig) -> list[Problem]:
             problems.append((("escalationTargets", index), _unknown("target", name, list(config.targets))))
     problems.extend(_policy_problems(config))
     for name, target in config.targets.items():
+        if isinstance(target, AppriseTargetSpec):
+            problems.extend(_apprise_host_problems(name, target, config.allowed_hosts))
+            continue
         if isinstance(target, SlackTargetSpec):
             key = "webhookUrl" if target.webhook_url is not None else "apiBase"
+        elif isinstance(target, PagerDutyTargetSpec):
+            key = "apiBase"
         else:
             key = "url"
         for url in target.urls():
             reason = host_problem(url, config.allowed_hosts)
             if reason is not None:
                 problems.append((("targets", name, key), reason))
+    return problems
+
+
+def _apprise_host_problems(name: str, target: AppriseTargetSpec, allowed: list[str]) -> list[Problem]:
+    """Each Apprise URL's reached hosts (``config.apprise_urls``) against allowedHosts; the message
+    names the notifier and Apprise's privacy form of the URL, never the URL as written."""
+    problems: list[Problem] = []
+    for index, url in enumerate(target.apprise_urls()):
+        parsed = parse_apprise_url(url)  # the spec's validator accepted it
+        for host in parsed.hosts:
+            reason = host_refusal(host, allowed)
+            if reason is not None:
+                loc: Loc = ("targets", name, "urls", index)
+                problems.append((loc, f"{parsed.notifier} ({parsed.shown}): {reason}"))
     return problems
 
 

@@ -10,6 +10,7 @@ from pydantic import Field, SecretStr, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.escalation import EscalationPolicySpec
+from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 
@@ -217,6 +218,12 @@ class ServiceConfig(Spec):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     retention: RetentionSpec = Field(default_factory=RetentionSpec)
+    maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
+
+    @field_validator("maintenance_windows")
+    @classmethod
+    def _unique_window_names(cls, windows: list[MaintenanceWindow]) -> list[MaintenanceWindow]:
+        return check_unique_names(windows)
 
     @field_validator("store")
     @classmethod

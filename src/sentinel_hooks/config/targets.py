@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import AfterValidator, Field, SecretStr, model_validator
 
+from sentinel_hooks.config.apprise_urls import AppriseUrlError, parse_apprise_url
 from sentinel_hooks.config.base import Spec
+
+PAGERDUTY_API_BASE = "https://events.pagerduty.com"
 
 
 class SlackTargetSpec(Spec):
@@ -65,7 +68,57 @@ class FileTargetSpec(Spec):
         return []
 
 
+class PagerDutyTargetSpec(Spec):
+    """PagerDuty Events API v2: the agent's notify and the fallback trigger an event, keyed by
+    the callback; the resolved message resolves it (SPEC.md §16)."""
+
+    type: Literal["pagerduty"]
+    routing_key: SecretStr = Field(min_length=1)
+    api_base: str | None = None
+
+    def enqueue_url(self) -> str:
+        """Where events are POSTed: ``{apiBase}/v2/enqueue``."""
+        return (self.api_base or PAGERDUTY_API_BASE).rstrip("/") + "/v2/enqueue"
+
+    def urls(self) -> list[str]:
+        return [self.enqueue_url()]
+
+
+def _apprise_url(url: SecretStr) -> SecretStr:
+    """``url`` when Apprise has a notifier for it (the error never quotes the URL)."""
+    try:
+        parse_apprise_url(url.get_secret_value())
+    except AppriseUrlError as exc:
+        raise ValueError(str(exc)) from None
+    return url
+
+
+AppriseUrlText = Annotated[SecretStr, AfterValidator(_apprise_url)]
+
+
+class AppriseTargetSpec(Spec):
+    """Any service the Apprise library supports, by URL (``mailto://``, ``tgram://``, ``ntfy://`` …).
+
+    The URLs are secrets (they hold tokens and passwords); their hosts are checked against
+    allowedHosts by ``config.crosscheck`` with ``config.apprise_urls.reached_hosts``."""
+
+    type: Literal["apprise"]
+    service_urls: list[AppriseUrlText] = Field(alias="urls", min_length=1)
+
+    def apprise_urls(self) -> list[str]:
+        """The URLs as written (secrets: never show them, ``parse_apprise_url(u).shown`` instead)."""
+        return [url.get_secret_value() for url in self.service_urls]
+
+    def urls(self) -> list[str]:
+        return []  # not HTTP URLs: crosscheck checks the hosts Apprise reaches instead
+
+
 TargetSpec = Annotated[
-    SlackTargetSpec | WebhookTargetSpec | ConsoleTargetSpec | FileTargetSpec,
+    SlackTargetSpec
+    | WebhookTargetSpec
+    | ConsoleTargetSpec
+    | FileTargetSpec
+    | PagerDutyTargetSpec
+    | AppriseTargetSpec,
     Field(discriminator="type"),
 ]

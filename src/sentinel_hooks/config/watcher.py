@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
 from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
+from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
 from sentinel_hooks.core.conditions import ConditionNode
@@ -110,26 +109,12 @@ class Scheduled(WatcherBase):
     @field_validator("schedule")
     @classmethod
     def _valid_cron(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        fields = value.split()
-        if len(fields) not in (5, 6):
-            raise ValueError(
-                f"cron schedule {value!r} has {len(fields)} fields; write 5 "
-                "(minute hour day month weekday) or 6 (seconds first)"
-            )
-        if not croniter.is_valid(value, second_at_beginning=len(fields) == 6):
-            raise ValueError(f"cron schedule {value!r} is not valid (e.g. '*/5 * * * *')")
-        return value
+        return None if value is None else check_cron(value)
 
     @field_validator("timezone")
     @classmethod
     def _known_timezone(cls, value: str) -> str:
-        try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError) as exc:
-            raise ValueError(f"unknown timezone {value!r} (use an IANA name such as 'Europe/Paris')") from exc
-        return value
+        return check_timezone(value)
 
     @model_validator(mode="after")
     def _interval_or_schedule(self) -> Scheduled:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import importlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
     from sentinel_hooks.net.client import SafeHttp
     from sentinel_hooks.store.base import Store
+
+
+DETAILS_CHARS = 2000  # the most of an observed payload a message carries (``details_payload``)
 
 
 class DeliveryError(SentinelError):
@@ -58,7 +62,9 @@ class Message:
 
     ``kind`` is the delivery kind (notify, fallback, fanout, resolved, escalation);
     ``envelope`` is included only when the message is meant to carry it (debug fan-out,
-    webhook receivers that asked for it).
+    webhook receivers that asked for it). ``payload`` is the observed payload of the fire a
+    notify or fallback is about, cut by ``details_payload``, for targets that show it as
+    structured data (PagerDuty's ``custom_details``); the outbox stores it redacted.
     """
 
     callback_id: str
@@ -69,6 +75,7 @@ class Message:
     text: str
     envelope: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    payload: Any = None
 
     def to_json(self) -> dict[str, Any]:
         """The message as a JSON object (nested dicts are copied, as ``dataclasses.asdict`` would,
@@ -82,11 +89,27 @@ class Message:
             "text": self.text,
             "envelope": None if self.envelope is None else copy.deepcopy(self.envelope),
             "extra": copy.deepcopy(self.extra) if self.extra else {},
+            "payload": copy.deepcopy(self.payload) if isinstance(self.payload, dict | list) else self.payload,
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Message:
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+
+def details_payload(payload: Any) -> Any:
+    """``payload`` for ``Message.payload``: as it is when its compact JSON has at most
+    ``DETAILS_CHARS`` characters, else ``{"truncated": <that JSON cut there>}`` (so a message
+    stays small whatever was observed)."""
+    if payload is None:
+        return None
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return None
+    if len(text) <= DETAILS_CHARS:
+        return payload
+    return {"truncated": text[:DETAILS_CHARS]}
 
 
 class Target(Protocol):
@@ -127,6 +150,8 @@ MODULES: dict[str, str] = {
     "webhook": "sentinel_hooks.delivery.webhook",
     "console": "sentinel_hooks.delivery.console",
     "file": "sentinel_hooks.delivery.file",
+    "pagerduty": "sentinel_hooks.delivery.pagerduty",
+    "apprise": "sentinel_hooks.delivery.apprise",
 }
 
 

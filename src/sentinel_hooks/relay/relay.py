@@ -36,7 +36,7 @@ from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.target import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import fallback_text
 from sentinel_hooks.store.base import Store
@@ -258,6 +258,7 @@ class Relay:
             priority=contract.trigger.priority,
             kind="fallback",
             text=text,
+            payload=None if envelope is None else details_payload(envelope.payload),
         )
         deliveries = self._dispatcher.new_deliveries(
             message, delivery_targets(envelope, contract), "fallback", at=now

@@ -49,6 +49,7 @@ from sentinel_hooks.store.records import (
     Settlement,
     TranscriptEntry,
 )
+from sentinel_hooks.store.silences import Silence, SilenceState
 
 
 class InvalidCursor(StoreError, ValueError):
@@ -133,12 +134,17 @@ class Store(Protocol):
         the contract as stored, or None (nothing written) when its callback id exists (so a
         retried or replayed callback cannot create a second contract).
 
-        ``contract`` must be pending. With a ``dedupe_key`` live at ``contract.created_at`` the
+        ``contract`` is normally pending. With a ``dedupe_key`` live at ``contract.created_at`` the
         contract is stored ``deduped`` (settled at its creation, no deadline) and the
         ``checkpoints`` are not written; otherwise the key is set until ``created_at +
         dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the contract is
-        stored pending, in the deadline index, and each checkpoint is put. Raises ``ValueError``
-        for a contract that is not pending or a ``dedupe_ttl_ms`` below 1 with a key.
+        stored pending, in the deadline index, and each checkpoint is put.
+
+        A ``silenced`` contract (SPEC §14: a silence or maintenance window, named by
+        ``silenced_by``, matched the fire) is stored as it is: final from the start, outside the
+        deadline index, with no dedupe key and no checkpoints. Raises ``ValueError`` for a contract
+        that is neither pending nor silenced, a silenced one with a dedupe key, checkpoints or no
+        ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
         """
 
     async def get_contract(self, callback_id: str) -> Contract | None:
@@ -309,14 +315,34 @@ class Store(Protocol):
         record. Raises ``ValueError``, writing nothing, for an outcome ``check_outcome`` refuses.
         """
 
+    # -- silences (SPEC §14) --------------------------------------------------------------------
+
+    async def put_silence(self, silence: Silence) -> None:
+        """Store ``silence`` whole, replacing the one with its id (expiring a silence is putting it
+        again with ``ends_at`` = now: ``Silence.expired_at``)."""
+
+    async def get_silence(self, silence_id: str) -> Silence | None:
+        """The silence, or None."""
+
+    async def list_silences(
+        self,
+        *,
+        now: datetime,
+        state: SilenceState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Silence]:
+        """Silences newest first (``created_at`` desc, then ``id`` desc), only those whose state at
+        ``now`` is ``state`` (``Silence.state_at``; None: any); cursors as in ``list_contracts``."""
+
     # -- retention ------------------------------------------------------------------------------
 
     async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
         """Delete what ``before`` lets go (the rules are ``store.pruning``'s), in bounded steps.
 
         One call deletes at most ``limit`` contracts (with their envelopes, deliveries,
-        checkpoints and leading transcript entries), ``limit`` inbox items (with their history)
-        and ``limit`` sessions, each kind in one atomic step, oldest first; ``more`` says a kind
-        had more to delete. Racing callers (replicas) delete each record once: a record already
-        gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
+        checkpoints and leading transcript entries), ``limit`` inbox items (with their history),
+        ``limit`` sessions and ``limit`` silences, each kind in one atomic step, oldest first;
+        ``more`` says a kind had more to delete. Racing callers (replicas) delete each record
+        once: a record already gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
         """

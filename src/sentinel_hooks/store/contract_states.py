@@ -15,6 +15,7 @@ or ``None`` when the event leaves the contract as it is.
        │  │                              (notifying instead while a notify may still succeed)
        │  └──deadline──► fallback_sent (fallback mode concise) | expired (mode none)
        └── (deduped: refused by the dedupe window, final from the start)
+           (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
 
 A fulfilled contract takes further notifies (follow-ups of the agent's own answer) and stays
 fulfilled; after ``fallback_sent`` or ``expired`` a notify is refused, so people never get both
@@ -26,11 +27,18 @@ from __future__ import annotations
 from typing import Literal
 
 ContractState = Literal[
-    "pending", "notifying", "awaiting_approval", "fulfilled", "fallback_sent", "expired", "deduped"
+    "pending",
+    "notifying",
+    "awaiting_approval",
+    "fulfilled",
+    "fallback_sent",
+    "expired",
+    "deduped",
+    "silenced",
 ]
 
 OPEN_STATES: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval"})
-FINAL_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired", "deduped"})
+FINAL_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
 TAKES_NOTIFY: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval", "fulfilled"})
 
 

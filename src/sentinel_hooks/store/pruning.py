@@ -5,7 +5,7 @@ instants; a store deletes only records that are settled or closed and older than
 steps. The rules every store applies are here, in words and as the small predicates the memory
 store runs (SQLite says the same in SQL, Redis in Lua):
 
-* a contract goes when it is final (fulfilled, fallback_sent, expired, deduped), was created and
+* a contract goes when it is final (fulfilled, fallback_sent, expired, deduped, silenced), was created and
   settled before ``callbacks`` and has no delivery still pending; with it go its envelope, its
   deliveries, its checkpoints (``callback_checkpoints`` prefixes + callback id) and, from the head
   of its session's transcript, the entries of callbacks that no longer exist (seq numbers of the
@@ -16,7 +16,8 @@ store runs (SQLite says the same in SQL, Redis in Lua):
 * a session goes when nothing was appended to its transcript since ``sessions`` and no open
   contract (pending, notifying, awaiting_approval) belongs to it: its transcript and its
   checkpoints (``session_checkpoints`` prefixes + session key). Its next callback starts afresh
-  at seq 1.
+  at seq 1;
+* a silence goes when it ended (``endsAt``) before ``silences``.
 
 Open contracts, open or acked inbox items and sessions with an open contract are never deleted.
 """
@@ -43,6 +44,7 @@ class PruneBefore:
     callbacks: datetime | None = None
     inbox: datetime | None = None
     sessions: datetime | None = None
+    silences: datetime | None = None
     callback_checkpoints: tuple[str, ...] = ()
     session_checkpoints: tuple[str, ...] = ()
 
@@ -57,6 +59,7 @@ class Pruned:
     sessions: int = 0
     inbox_items: int = 0
     more: bool = False
+    silences: int = 0
 
     def __add__(self, other: Pruned) -> Pruned:
         return Pruned(
@@ -66,6 +69,7 @@ class Pruned:
             self.sessions + other.sessions,
             self.inbox_items + other.inbox_items,
             self.more or other.more,
+            self.silences + other.silences,
         )
 
     def counts(self) -> dict[str, int]:
@@ -76,6 +80,7 @@ class Pruned:
             "transcript_entries": self.transcript_entries,
             "sessions": self.sessions,
             "inbox_items": self.inbox_items,
+            "silences": self.silences,
         }
 
 

@@ -9,6 +9,7 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
@@ -152,6 +153,7 @@ class Contract(Record):
     deadline: UtcMs
     settled_at: UtcMs | None = None
     targets: list[str]
+    silenced_by: str | None = None  # ``silenced``: the silence id or maintenance window's name
 
 
 class Observation(Record):
@@ -413,10 +415,21 @@ def as_deduped(contract: Contract) -> Contract:
     return contract.model_copy(update={"state": "deduped", "settled_at": contract.created_at})
 
 
-def check_acceptable(contract: Contract, dedupe_key: str | None, dedupe_ttl_ms: int) -> None:
+def check_acceptable(
+    contract: Contract,
+    dedupe_key: str | None,
+    dedupe_ttl_ms: int,
+    checkpoints: Mapping[str, Any] | None = None,
+) -> None:
     """Raise ValueError for ``accept_contract`` arguments no caller should pass."""
+    if contract.state == "silenced":
+        if dedupe_key is not None or checkpoints or contract.silenced_by is None:
+            raise ValueError(
+                "a silenced contract names its silence (silenced_by) and takes no dedupe key or checkpoints"
+            )
+        return
     if contract.state != "pending":
-        raise ValueError(f"accept_contract takes a pending contract, not {contract.state!r}")
+        raise ValueError(f"accept_contract takes a pending or silenced contract, not {contract.state!r}")
     if dedupe_key is not None and dedupe_ttl_ms < 1:
         raise ValueError(f"dedupe_ttl_ms must be at least 1, got {dedupe_ttl_ms}")
 

@@ -15,6 +15,10 @@ stream with its own episode:
 * a fire held back by ``cooldownMs`` or a template error leaves no callback, so the alert's next
   repeat tries again; one refused by the dedupe window (an explicit ``dedupeKeyTemplate``
   shared with another alert) leaves a ``deduped`` callback and counts as handled.
+* a fire a silence or maintenance window mutes (SPEC §14) is recorded once, as a ``silenced``
+  callback under ``{id}.silenced``: the alert's own id stays free, so its first repeat after
+  the silence fires it (the alert's edge is kept), and repeats during the silence find the
+  silenced record and record nothing more.
 * a ``resolved`` alert ends its stream: when its firing created a callback that went out (not
   deduped), the resolved line goes to that callback's targets under its id (so it joins the
   fire's Slack thread, and a resent resolved alert is one delivery: the outbox keys it

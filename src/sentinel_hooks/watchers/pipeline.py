@@ -6,6 +6,14 @@ fire build the envelope (operatorGoalFile read now), apply cooldown, and hand it
 intake (dedupe + durable contract + session queue). ``fireOnce`` then disables the watcher
 durably. A template error is recorded on the watcher, which keeps running.
 
+A fire that a silence or maintenance window mutes (SPEC §14) does not consume the watcher's edge:
+the firing state and probe episodes stay as they were before the observation, so the fire is
+due again on the next observation and goes out on the first one after the silence if the
+conditions still hold. So that a lasting episode is recorded once, the state remembers what
+muted it (``silenced_episode``) and later muted fires of the episode record nothing; it is
+forgotten when an observation brings no fire (the conditions stopped matching) or a fire goes
+out. Level-triggered fires are distinct events: each muted one is recorded.
+
 A `command` probe's observation also advances its episodes (``episodes``): its trigger fires
 once per episode whatever the conditions, and wins over a match of the same observation (one
 fire per observation; the match's edge counts as fired). A probe error is not evaluated
@@ -53,6 +61,8 @@ ResolvedHook = Callable[[AnyWatcher, str, str | None], Awaitable[None]]
 """notifyResolved: the watcher, the line, and the callback of the fire whose episode ended (None: unknown)."""
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
+SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
+SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is recorded under
 
 
 @dataclass(frozen=True)
@@ -66,6 +76,22 @@ class Outcome:
     @property
     def fired(self) -> bool:
         return self.contract is not None and self.contract.state == "pending"
+
+    @property
+    def silenced(self) -> bool:
+        """Whether a silence or window muted the fire (recorded now, or earlier in its episode)."""
+        recorded = self.contract is not None and self.contract.state == "silenced"
+        return recorded or self.skipped == SILENCED
+
+
+@dataclass(frozen=True)
+class Unfired:
+    """The watcher state before an observation's lifecycle step (what a muted fire keeps), and
+    whether muted fires of one episode are recorded once (edge, probe and quiet triggers) or each
+    (level)."""
+
+    state: WatcherState
+    once: bool
 
 
 def _remember_fire(outcome: Outcome) -> Outcome:
@@ -117,6 +143,7 @@ class FiringPipeline:
         """
         previous = await self.record(watcher.id, observed, previous)
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
+        unfired = state  # what a muted fire leaves: the edge and episodes as they were
         episode = _NO_EPISODE
         if observed.probe is not None:
             episode, episodes = advance(
@@ -137,12 +164,27 @@ class FiringPipeline:
             self._events.evaluation(watcher.id, matched=matched, fired=fired, trigger=observed.trigger)
         if episode.fire is not None:  # it also stands for a match of this observation
             outcome = await self._fire(
-                watcher, episode.fire, observed.value, previous, state, repeat=episode.repeat
+                watcher,
+                episode.fire,
+                observed.value,
+                previous,
+                state,
+                repeat=episode.repeat,
+                unfired=Unfired(unfired, once=True),
             )
             return _remember_fire(outcome) if decision.fire else outcome
         if not decision.fire:
-            return Outcome(state)
-        outcome = await self._fire(watcher, "match", observed.value, previous, state, repeat=decision.repeat)
+            return Outcome(state.evolve(silenced_episode=None) if state.silenced_episode else state)
+        once = watcher.trigger_mode == "edge"
+        outcome = await self._fire(
+            watcher,
+            "match",
+            observed.value,
+            previous,
+            state,
+            repeat=decision.repeat,
+            unfired=Unfired(unfired, once=once),
+        )
         return _remember_fire(outcome)
 
     async def record(self, watcher_id: str, observed: Observed, previous: Any = UNKNOWN) -> Any:
@@ -164,10 +206,18 @@ class FiringPipeline:
         self, watcher: AnyWatcher, payload: Any, previous: Any, state: WatcherState, *, callback_id: str
     ) -> Outcome:
         """A ``match`` fire under ``callback_id`` outside the firing lifecycle (an alert of a
-        ``format: alertmanager`` watcher, ``watchers.alerts``); cooldown, dedupe and fireOnce apply.
-        ``CallbackExists`` when that callback id is taken."""
+        ``format: alertmanager`` watcher, ``watchers.alerts``); cooldown, dedupe, silences and
+        fireOnce apply. A silenced fire is recorded under ``{callback_id}.silenced``, leaving the id
+        to the alert's fire after the silence. ``CallbackExists`` when the id it needs is taken."""
         return await self._fire(
-            watcher, "match", payload, previous, state, repeat=False, callback_id=callback_id
+            watcher,
+            "match",
+            payload,
+            previous,
+            state,
+            repeat=False,
+            callback_id=callback_id,
+            silenced_callback_id=f"{callback_id}{SILENCED_SUFFIX}",
         )
 
     @staticmethod
@@ -209,8 +259,13 @@ class FiringPipeline:
             "quietForMs": watcher.expect_event_within_ms,
             "lastEventAt": state.last_event_at.isoformat() if state.last_event_at else None,
         }
-        outcome = await self._fire(watcher, "no_progress", payload, MISSING, state, repeat=False)
-        return replace(outcome, state=outcome.state.evolve(quiet_fired=True, last_event_at=now))
+        outcome = await self._fire(
+            watcher, "no_progress", payload, MISSING, state, repeat=False, unfired=Unfired(state, once=True)
+        )
+        # a muted quiet fire is due again a window later (and goes out once the silence ends)
+        return replace(
+            outcome, state=outcome.state.evolve(quiet_fired=not outcome.silenced, last_event_at=now)
+        )
 
     async def fire_manual(self, watcher: AnyWatcher, payload: Any, state: WatcherState) -> Outcome:
         """A manual fire: no conditions, lifecycle, cooldown or fireOnce — but dedupe applies."""
@@ -230,7 +285,14 @@ class FiringPipeline:
         route: Route = "watcher",
         manual: bool = False,
         callback_id: str | None = None,
+        unfired: Unfired | None = None,
+        silenced_callback_id: str | None = None,
     ) -> Outcome:
+        """Build the envelope and hand it to the intake. ``unfired`` (not for manual fires) is the
+        state a muted fire leaves behind, and whether its episode is recorded once.
+        ``callback_id`` names the fire's callback (else a new ULID), ``silenced_callback_id`` the
+        callback a muted fire is recorded under instead (so ``callback_id`` stays free for the
+        fire after the silence)."""
         now = self._clock.now()
         if not manual and self._cooling_down(watcher, state, now):
             return Outcome(state, skipped="cooldown")
@@ -249,9 +311,28 @@ class FiringPipeline:
         fanout, message_error = self._fanout(watcher, firing)
         if message_error is not None:
             state = state.evolve(last_error=message_error)
+        silenced_by = await self._intake.silenced_by(envelope)
+        if silenced_by is not None and silenced_callback_id is not None:
+            envelope = envelope.model_copy(update={"callback_id": silenced_callback_id})
+        if silenced_by is not None and unfired is not None:
+            kept = state.evolve(
+                firing=unfired.state.firing,
+                probe_episodes=unfired.state.probe_episodes,
+                silenced_episode=silenced_by if unfired.once else None,
+            )
+            if unfired.once and state.silenced_episode is not None:
+                return Outcome(kept.evolve(silenced_episode=state.silenced_episode), skipped=SILENCED)
+            state = kept
         contract = await self._intake.accept(
-            envelope, session_group=watcher.fire.session_group, bypass_dedupe=repeat, fanout=fanout
+            envelope,
+            session_group=watcher.fire.session_group,
+            bypass_dedupe=repeat,
+            fanout=fanout,
+            silenced_by=silenced_by,
         )
+        if contract.state == "silenced":
+            return Outcome(state, contract=contract)
+        state = state.evolve(silenced_episode=None)
         if contract.state != "pending":
             return Outcome(state, contract=contract)
         state = state.evolve(fires=state.fires + 1, last_fire_at=now)

@@ -44,6 +44,7 @@ from sentinel_hooks.config.watcher import (
     Scheduled,
     WebhookWatcher,
 )
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.retry import Backoff, retry_after_of, retrying
 from sentinel_hooks.errors import SentinelError, StoreError, TransientError
 from sentinel_hooks.metrics import Metrics
@@ -512,6 +513,11 @@ class WatcherRunner:
         log.warning("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
         return message
 
+    @property
+    def last_observed(self) -> Any:
+        """The last observation this runner saw (MISSING when it has seen none yet)."""
+        return MISSING if self._previous is UNKNOWN else self._previous
+
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (webhook watchers)."""
         return await self._handle(Observed(value=value, at=self._deps.clock.now()))
@@ -542,6 +548,8 @@ class WatcherRunner:
         if outcome.contract is not None:
             if outcome.contract.state == "pending":
                 self._deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
+            elif outcome.contract.state == "silenced":
+                self._deps.metrics.silenced.labels(self.id).inc()
             else:
                 self._deps.metrics.deduped.labels(self.id).inc()
         try:

@@ -22,6 +22,10 @@ def _ms(at: datetime | None) -> int | None:
     return to_ms(at) if at is not None else None
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _at(value: Any) -> datetime | None:
     return from_ms(value) if isinstance(value, int) else None
 
@@ -44,6 +48,7 @@ class WatcherState:
     quiet_fired: bool = False
     reconnects: int = 0
     last_gap_ms: int | None = None
+    silenced_episode: str | None = None  # the silence or window that muted this episode's fire
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +66,7 @@ class WatcherState:
             "quietFired": self.quiet_fired,
             "reconnects": self.reconnects,
             "lastGapMs": self.last_gap_ms,
+            "silencedEpisode": self.silenced_episode,
         }
 
     def durable_key(self) -> tuple[Any, ...]:
@@ -76,6 +82,7 @@ class WatcherState:
             self.quiet_fired,
             self.reconnects,
             self.last_gap_ms,
+            self.silenced_episode,
             self.consecutive_failures > 0,
         )
 
@@ -99,6 +106,7 @@ class WatcherState:
             quiet_fired=bool(data.get("quietFired")),
             reconnects=int(data.get("reconnects") or 0),
             last_gap_ms=data.get("lastGapMs") if isinstance(data.get("lastGapMs"), int) else None,
+            silenced_episode=_text(data.get("silencedEpisode")),
         )
 
     def is_enabled(self, declared: bool) -> bool:
@@ -109,7 +117,7 @@ class WatcherState:
         """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``.
 
         Every poll of every watcher makes a few of these copies; ``replace`` costs several
-        times more (it rebuilds the keyword arguments of all 14 fields and calls ``__init__``).
+        times more (it rebuilds the keyword arguments of all 15 fields and calls ``__init__``).
         """
         unknown = changes.keys() - _FIELD_NAMES
         if unknown:

@@ -26,6 +26,7 @@ MAX_ACTOR_CHARS = 200
 MAX_BODY = 16 * 1024
 MAX_LIMIT = 500
 DEFAULT_LIMIT = 50
+MAX_SILENCE_MS = 366 * 24 * 3600 * 1000  # as a silence made through /api/v1/silences
 
 
 def item_json(item: InboxItem, escalation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -65,11 +66,19 @@ def actor_of(request: web.Request) -> str:
 
 async def note_of(request: web.Request) -> str | None:
     """The optional ``note`` of a ``{note?}`` body (no body and ``{}`` are fine)."""
+    return _note(await _body(request, {"note"}, 'the body must be {} or {"note": "…"}'))
+
+
+async def _body(request: web.Request, keys: set[str], shape: str) -> dict[str, Any]:
     data: Any = {}
     if request.can_read_body:
         data = await read_json(request, max_bytes=MAX_BODY)
-    if not isinstance(data, dict) or set(data) - {"note"}:
-        raise ApiError(400, "invalid", 'the body must be {} or {"note": "…"}')
+    if not isinstance(data, dict) or set(data) - keys:
+        raise ApiError(400, "invalid", shape)
+    return data
+
+
+def _note(data: dict[str, Any]) -> str | None:
     note = data.get("note")
     if note is not None and not isinstance(note, str):
         raise ApiError(400, "invalid_note", f"note must be a string, got {type(note).__name__}")
@@ -120,7 +129,26 @@ async def _move(request: web.Request, action: Action) -> web.Response:
 
 @routes.post("/api/v1/inbox/{id}/ack")
 async def ack_item(request: web.Request) -> web.Response:
-    return await _move(request, "ack")
+    """``{note?, silenceForMs?}``: with ``silenceForMs`` the item's watcher is silenced that long
+    too (SPEC §14), and the answer carries the ``silence``."""
+    data = await _body(request, {"note", "silenceForMs"}, 'the body must be {} or {"note"?, "silenceForMs"?}')
+    note, silence_for = _note(data), data.get("silenceForMs")
+    service = service_of(request)
+    if silence_for is None:
+        item = await service.ack(request.match_info["id"], actor=actor_of(request), note=note)
+        return web.json_response({"item": item_json(item)})
+    if (
+        isinstance(silence_for, bool)
+        or not isinstance(silence_for, int)
+        or not 1 <= silence_for <= MAX_SILENCE_MS
+    ):
+        raise ApiError(
+            400, "invalid", f"silenceForMs must be a whole number of milliseconds from 1 to {MAX_SILENCE_MS}"
+        )
+    item, silence = await service.ack_and_silence(
+        request.match_info["id"], actor=actor_of(request), note=note, silence_for_ms=silence_for
+    )
+    return web.json_response({"item": item_json(item), "silence": silence.to_json(service.now())})
 
 
 @routes.post("/api/v1/inbox/{id}/resolve")

@@ -20,13 +20,13 @@ MAX_BODY = 256 * 1024
 MAX_LIMIT = 1000
 
 
-def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
+async def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
     """``{"watcher": definition (secrets redacted), "status": …}``."""
     service = service_of(request)
     state = runner.state
     return {
         "watcher": service.watcher_definition(runner),
-        "status": service.watcher_status(runner),
+        "status": service.watcher_status(runner, await service.muting()),
         "runtime": {
             "source": runner.loaded.source.file,
             "lastEventAt": iso(state.last_event_at) if state.last_event_at else None,
@@ -45,13 +45,14 @@ async def list_watchers(request: web.Request) -> web.Response:
     if cursor:
         runners = [r for r in runners if r.id > cursor]
     page = runners[:limit]
+    muting = await service.muting()
     items = [
         {
             "id": r.id,
             "enabled": r.enabled,
             "strategy": r.spec.strategy_name,
             "tags": list(r.spec.tags),
-            "status": service.watcher_status(r),
+            "status": service.watcher_status(r, muting),
         }
         for r in page
     ]
@@ -62,7 +63,7 @@ async def list_watchers(request: web.Request) -> web.Response:
 @routes.get("/api/v1/watchers/{id}")
 async def show_watcher(request: web.Request) -> web.Response:
     runner = service_of(request).watcher(request.match_info["id"])
-    return web.json_response(watcher_json(request, runner))
+    return web.json_response(await watcher_json(request, runner))
 
 
 @routes.post("/api/v1/watchers")
@@ -87,7 +88,7 @@ async def create_watcher(request: web.Request) -> web.Response:
     if isinstance(spec, CommandWatcher) and not allow_command_watchers:
         raise ApiError(403, "forbidden", "command watchers cannot be created through the API")
     runner = await service.create_watcher(spec, data)
-    return web.json_response(watcher_json(request, runner), status=201)
+    return web.json_response(await watcher_json(request, runner), status=201)
 
 
 @routes.patch("/api/v1/watchers/{id}")
@@ -97,7 +98,7 @@ async def patch_watcher(request: web.Request) -> web.Response:
     if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
         raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
     runner = await service.set_watcher_enabled(request.match_info["id"], data["enabled"])
-    return web.json_response(watcher_json(request, runner))
+    return web.json_response(await watcher_json(request, runner))
 
 
 @routes.delete("/api/v1/watchers/{id}")

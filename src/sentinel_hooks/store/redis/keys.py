@@ -23,6 +23,8 @@ inbox-index:all|status:|kind:       zset    listing members
 delivery:{key}                      hash    doc, state
 delivery-due                        zset    pending delivery keys by due ms
 delivery-index:callback:{callback}  zset    listing members, for list_deliveries
+silences                            hash    silence id → Silence JSON
+silence-ends                        zset    silence ids by ``endsAt`` ms (pruning)
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
 lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
 lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
@@ -56,6 +58,8 @@ class RedisKeys:
         self.delivery_doc_prefix = f"{prefix}delivery:"
         self.session_work = f"{prefix}session-work"
         self.sessions = f"{prefix}sessions"
+        self.silences = f"{prefix}silences"
+        self.silence_ends = f"{prefix}silence-ends"
 
     def observations(self, watcher_id: str) -> str:
         return f"{self.prefix}observations:{watcher_id}"

@@ -245,24 +245,24 @@ end
 ACCEPT_CONTRACT = (
     _DEDUPE_FN
     + """
--- KEYS: contract hash, contract-due, index all, by watcher, by state pending,
---       by state+watcher pending, by state deduped, by state+watcher deduped, dedupe key,
+-- KEYS: contract hash, contract-due, index all, by watcher, by state (the contract's),
+--       by state+watcher (the contract's), by state deduped, by state+watcher deduped, dedupe key,
 --       then one per checkpoint
--- ARGV: callback id, pending doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
+-- ARGV: callback id, doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
---       then one value per checkpoint
+--       the contract's state ('pending', or 'silenced': final, never due), then one value per checkpoint
 -- Returns the state stored, or '' when the callback id exists (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
-local state, doc, by_state, by_both = 'pending', ARGV[2], KEYS[5], KEYS[6]
+local state, doc, by_state, by_both = ARGV[11], ARGV[2], KEYS[5], KEYS[6]
 if not fresh then state, doc, by_state, by_both = 'deduped', ARGV[3], KEYS[7], KEYS[8] end
 redis.call('HSET', KEYS[1], 'doc', doc, 'envelope', ARGV[4], 'state', state)
 for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
   redis.call('ZADD', index, 0, ARGV[5])
 end
-if fresh then
+if state == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-  for i = 10, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 1]) end
+  for i = 10, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
 end
 return state
 """
@@ -523,15 +523,16 @@ def accept_contract_call(
     dedupe: tuple[str, int] | None,
     checkpoints: Sequence[tuple[str, str]],
 ) -> Call:
-    """ACCEPT_CONTRACT for ``pending`` (or its deduped record); ``dedupe`` is ``(key, ttl_ms)``."""
+    """ACCEPT_CONTRACT for ``pending`` (or its deduped record; or a silenced contract, stored as it
+    is); ``dedupe`` is ``(key, ttl_ms)``."""
     cid, wid = pending.callback_id, pending.watcher_id
     keys = [
         k.contract(cid),
         k.contract_due,
         k.contract_index(None, None),
         k.contract_index(wid, None),
-        k.contract_index(None, "pending"),
-        k.contract_index(wid, "pending"),
+        k.contract_index(None, pending.state),
+        k.contract_index(wid, pending.state),
         k.contract_index(None, "deduped"),
         k.contract_index(wid, "deduped"),
         k.dedupe(dedupe[0] if dedupe else ""),
@@ -550,6 +551,7 @@ def accept_contract_call(
         now_ms,
         now_ms + ttl_ms,
         ttl_ms,
+        pending.state,
     ]
     for key, text in checkpoints:
         keys.append(k.checkpoint(key))

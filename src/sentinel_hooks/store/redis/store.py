@@ -60,6 +60,7 @@ from sentinel_hooks.store.redis import retention
 from sentinel_hooks.store.redis import scripts as lua
 from sentinel_hooks.store.redis.connection import RedisConnection, as_text
 from sentinel_hooks.store.redis.keys import RedisKeys
+from sentinel_hooks.store.silences import Silence, SilenceState
 from sentinel_hooks.store.urls import redacted_url
 
 R = TypeVar("R", bound=BaseModel)
@@ -167,7 +168,7 @@ class RedisStore:
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> Contract | None:
         """See ``Store.accept_contract`` (one script)."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
         envelope_text = codec.dump_envelope(envelope)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
@@ -175,7 +176,7 @@ class RedisStore:
         state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
         if not state:
             return None
-        return contract if as_text(state) == "pending" else as_deduped(contract)
+        return contract if as_text(state) == contract.state else as_deduped(contract)
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
@@ -510,6 +511,69 @@ class RedisStore:
         written = {as_text(key) for key in done}
         return [d for d in updated if d.key in written], _moved(moved)
 
+    # -- silences ----------------------------------------------------------------------------
+
+    async def put_silence(self, silence: Silence) -> None:
+        """See ``Store.put_silence`` (one MULTI/EXEC: the record and its end in the pruning index)."""
+        doc = codec.dump_record(silence)
+        k = self.keys
+        async with (
+            self._db.translated("put silence"),
+            self._db.client.pipeline(transaction=True) as pipe,
+        ):
+            pipe.hset(k.silences, silence.id, doc)
+            pipe.zadd(k.silence_ends, {silence.id: to_epoch_ms(silence.ends_at)})
+            await pipe.execute()
+
+    async def get_silence(self, silence_id: str) -> Silence | None:
+        """See ``Store.get_silence``."""
+        async with self._db.translated("get silence"):
+            text = await self._db.client.hget(self.keys.silences, silence_id)
+        return None if text is None else codec.load_record(Silence, as_text(text))
+
+    async def list_silences(
+        self,
+        *,
+        now: datetime,
+        state: SilenceState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Silence]:
+        """See ``Store.list_silences``: one HGETALL, filtered and ordered here.
+
+        Silences are few (people make them by hand, and those ended longer ago than
+        ``retention.callbacksDays`` are pruned), so reading them all is cheaper than keeping an
+        index per state whose membership changes with the clock.
+        """
+        after = None if cursor is None else decode_cursor(cursor)
+        check_positive(limit)
+        async with self._db.translated("list silences"):
+            found = await self._db.client.hgetall(self.keys.silences)
+        rows: list[tuple[int, str, str]] = []
+        for text in found.values():
+            silence = codec.load_record(Silence, as_text(text))
+            key = (to_epoch_ms(silence.created_at), silence.id)
+            if (state is None or silence.state_at(now) == state) and (after is None or key < after):
+                rows.append((*key, as_text(text)))
+        rows.sort(reverse=True)
+        return to_page(rows[: limit + 1], limit, lambda doc: codec.load_record(Silence, doc))
+
+    async def _prune_silences(self, ended_before: datetime, limit: int) -> Pruned:
+        """Delete up to ``limit`` silences that ended before ``ended_before``; HDEL counts each once
+        however many replicas race."""
+        k = self.keys
+        async with self._db.translated("prune silences"):
+            ids = await self._db.client.zrangebyscore(
+                k.silence_ends, "-inf", f"({to_epoch_ms(ended_before)}", start=0, num=limit
+            )
+            if not ids:
+                return Pruned()
+            async with self._db.client.pipeline(transaction=True) as pipe:
+                pipe.hdel(k.silences, *ids)
+                pipe.zrem(k.silence_ends, *ids)
+                deleted, _ = await pipe.execute()
+        return Pruned(silences=int(deleted), more=len(ids) == limit)
+
     # -- retention ---------------------------------------------------------------------------
 
     async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
@@ -538,6 +602,8 @@ class RedisStore:
                 "prune sessions", scripts.prune_sessions, [k.sessions], args
             )
             done += Pruned(sessions=sessions, transcript_entries=entries, more=looked == limit)
+        if before.silences is not None:
+            done += await self._prune_silences(before.silences, limit)
         return done
 
 

@@ -123,3 +123,13 @@ def _delete_in(c: Conn, sql: str, ids: Sequence[str]) -> int:
         chunk = ids[start : start + IN_CHUNK]
         deleted += c.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).rowcount
     return deleted
+
+
+def prune_silences(c: Conn, ended_ms: int, limit: int) -> Pruned:
+    """Delete up to ``limit`` silences that ended before ``ended_ms``, the longest ended first."""
+    cur = c.execute(
+        """DELETE FROM silences WHERE id IN
+            (SELECT id FROM silences WHERE ends_ms < ? ORDER BY ends_ms LIMIT ?)""",
+        (ended_ms, limit),
+    )
+    return Pruned(silences=cur.rowcount, more=cur.rowcount == limit)

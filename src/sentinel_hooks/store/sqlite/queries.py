@@ -151,7 +151,8 @@ def accept_contract(
     checkpoints: Sequence[tuple[str, str]],
 ) -> str | None:
     """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
-    (nothing written) when the callback id exists. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
+    (nothing written) when the callback id exists. A silenced contract comes with no dedupe
+    key and no checkpoints, and is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
     ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
@@ -159,7 +160,7 @@ def accept_contract(
     c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
-    return "pending" if fresh else "deduped"
+    return str(pending[2]) if fresh else "deduped"
 
 
 def _add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:
@@ -400,3 +401,23 @@ def write_watcher_batch(
     c.executemany(
         "DELETE FROM watcher_states WHERE watcher_id = ?", [(wid,) for wid, text in states if text is None]
     )
+
+
+def silences_page(
+    c: Conn, now_ms: int, state: str | None, after: tuple[int, str] | None, fetch: int
+) -> list[tuple[int, str, str]]:
+    """Up to ``fetch`` ``(created_ms, id, doc)`` silences, newest first, strictly after ``after``,
+    in ``state`` at ``now_ms`` (``Silence.state_at`` in SQL)."""
+    where = {
+        None: "1",
+        "active": "starts_ms <= :now AND ends_ms > :now",
+        "pending": "starts_ms > :now AND ends_ms > :now",
+        "expired": "ends_ms <= :now",
+    }[state]
+    args: dict[str, Any] = {"now": now_ms, "fetch": fetch, "ms": None, "id": None}
+    if after is not None:
+        where += " AND (created_ms, id) < (:ms, :id)"
+        args.update(ms=after[0], id=after[1])
+    sql = f"""SELECT created_ms, id, doc FROM silences WHERE {where}
+        ORDER BY created_ms DESC, id DESC LIMIT :fetch"""
+    return [(int(ms), str(i), str(doc)) for ms, i, doc in c.execute(sql, args)]

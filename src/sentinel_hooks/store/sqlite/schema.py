@@ -69,7 +69,17 @@ _V2 = (
         FROM transcripts GROUP BY session_key""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2)
+_V3 = (
+    # Silences (SPEC §14): their state is derived from the instants, which are columns so that a
+    # listing by state and the pruning of long-ended silences read an index.
+    """CREATE TABLE silences (
+        id TEXT PRIMARY KEY, created_ms INTEGER NOT NULL, starts_ms INTEGER NOT NULL,
+        ends_ms INTEGER NOT NULL, doc TEXT NOT NULL)""",
+    "CREATE INDEX silences_newest ON silences (created_ms, id)",
+    "CREATE INDEX silences_by_end ON silences (ends_ms)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -47,6 +47,7 @@ from sentinel_hooks.store.records import (
     to_epoch_ms,
     utc_ms,
 )
+from sentinel_hooks.store.silences import Silence, SilenceState
 from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
@@ -200,7 +201,7 @@ class SqliteStore:
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> Contract | None:
         """See ``Store.accept_contract``."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
         envelope_text = codec.dump_envelope(envelope)
         deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
@@ -215,7 +216,7 @@ class SqliteStore:
         state = await self._db.write("accept contract", tx)
         if state is None:
             return None
-        return contract if state == "pending" else deduped
+        return contract if state == contract.state else deduped
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
@@ -405,6 +406,40 @@ class SqliteStore:
         keys, moved = await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
         return Recorded(frozenset(keys), {cid: stored_state(state) for cid, state in moved.items()})
 
+    # -- silences ----------------------------------------------------------------------------
+
+    async def put_silence(self, silence: Silence) -> None:
+        """See ``Store.put_silence``."""
+        row = (
+            silence.id,
+            to_epoch_ms(silence.created_at),
+            to_epoch_ms(silence.starts_at),
+            to_epoch_ms(silence.ends_at),
+            codec.dump_record(silence),
+        )
+        sql = (
+            "INSERT OR REPLACE INTO silences (id, created_ms, starts_ms, ends_ms, doc) VALUES (?, ?, ?, ?, ?)"
+        )
+        await self._exec("put silence", sql, *row)
+
+    async def get_silence(self, silence_id: str) -> Silence | None:
+        """See ``Store.get_silence``."""
+        return await self._record("get silence", Silence, "SELECT doc FROM silences WHERE id = ?", silence_id)
+
+    async def list_silences(
+        self,
+        *,
+        now: datetime,
+        state: SilenceState | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[Silence]:
+        """See ``Store.list_silences``."""
+        after = None if cursor is None else decode_cursor(cursor)
+        read = partial(q.silences_page, now_ms=to_epoch_ms(now), state=state, after=after)
+        rows = await self._db.read("list silences", partial(read, fetch=check_positive(limit) + 1))
+        return to_page(rows, limit, lambda doc: codec.load_record(Silence, doc))
+
     # -- retention ---------------------------------------------------------------------------
 
     async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
@@ -422,4 +457,7 @@ class SqliteStore:
             cutoff_ms = to_epoch_ms(before.sessions)
             step = partial(prune.prune_sessions, checkpoints=before.session_checkpoints)
             done += await self._db.write("prune sessions", lambda c: step(c, cutoff_ms, limit))
+        if before.silences is not None:
+            ended_ms = to_epoch_ms(before.silences)
+            done += await self._db.write("prune silences", lambda c: prune.prune_silences(c, ended_ms, limit))
         return done

@@ -177,7 +177,7 @@
     error.hidden = !message;
     setConnection("Waiting for the API token", true);
     clearData();
-    for (const id of ["inbox-summary", "watchers-summary", "callbacks-summary"]) {
+    for (const id of ["inbox-summary", "watchers-summary", "silences-summary", "callbacks-summary"]) {
       byId(id).textContent = "Enter the API token to load this section.";
     }
     byId("token-input").focus();
@@ -190,6 +190,7 @@
     state.watchers.clear();
     state.seen = null;
     byId("callbacks-body").replaceChildren();
+    byId("silences-body").replaceChildren();
     document.title = "Sentinel";
   }
 
@@ -278,6 +279,11 @@
           return button;
         }),
       );
+      if (item.watcherId && actions.length) {
+        const silence = el("button", { type: "button", class: "secondary", "data-action": "silence", "aria-describedby": entry.titleId }, "Silence watcher");
+        silence.addEventListener("click", () => prepareSilence(item.watcherId, item.reason));
+        entry.buttons.append(silence);
+      }
       entry.actions.hidden = actions.length === 0;
       if (hadFocus && !entry.node.contains(document.activeElement)) {
         (entry.buttons.querySelector("button") || entry.title).focus();
@@ -450,8 +456,10 @@
       let row = state.watchers.get(watcher.id);
       if (!row) {
         row = { button: el("button", { type: "button", class: "secondary" }), node: el("tr") };
-        row.actionCell = cell("Actions", row.button);
+        row.silence = el("button", { type: "button", class: "secondary", "data-action": "silence" }, "Silence");
+        row.actionCell = cell("Actions", row.button, " ", row.silence);
         row.button.addEventListener("click", () => toggleWatcher(row));
+        row.silence.addEventListener("click", () => prepareSilence(row.watcher.id));
         state.watchers.set(watcher.id, row);
       }
       row.watcher = watcher;
@@ -463,6 +471,8 @@
       const error = cell("Last error", status.lastError ? el("span", { class: "error" }, `${status.lastError}${failures}`) : el("span", { class: "muted" }, "—"));
       row.button.textContent = watcher.enabled ? "Disable" : "Enable";
       row.button.setAttribute("aria-label", `${watcher.enabled ? "Disable" : "Enable"} watcher ${watcher.id}`);
+      row.silence.setAttribute("aria-label", `Silence watcher ${watcher.id}`);
+      if (status.silencedBy) statusCell.firstChild.append(el("span", { class: "muted block" }, `silenced by ${status.silencedBy}`));
       row.node.replaceChildren(name, statusCell, next, error, row.actionCell);
       if (body.children[index] !== row.node) body.insertBefore(row.node, body.children[index] || null);
     });
@@ -511,6 +521,80 @@
     byId("callbacks-summary").textContent = rows.length ? `The ${rows.length} newest callbacks.` : "No callbacks yet.";
   }
 
+  // --- silences ------------------------------------------------------------------------------
+
+  function prepareSilence(watcherId, reason) {
+    byId("silence-watcher").value = watcherId;
+    const comment = byId("silence-comment");
+    if (!comment.value && reason) comment.value = `working on: ${reason}`.slice(0, 2000);
+    comment.focus();
+  }
+
+  function matcherText(silence) {
+    const parts = silence.matchers.map((m) => `${m.path} ${m.op}${m.value === undefined || m.value === null ? "" : ` ${JSON.stringify(m.value)}`}`);
+    return parts.join(silence.match === "any" ? " or " : " and ");
+  }
+
+  function renderSilences(active, pending) {
+    const rows = [...active.items, ...pending.items].map((silence) => {
+      const expire = el("button", { type: "button", class: "secondary", "data-action": "expire", "aria-label": `Expire silence ${silence.id}` }, "Expire");
+      expire.addEventListener("click", () => expireSilence(silence, expire));
+      return el(
+        "tr",
+        { "data-silence": silence.id },
+        cell("State", badge("silence", silence.state)),
+        cell("Mutes", el("code", {}, matcherText(silence))),
+        cell("Until", timeEl(silence.endsAt)),
+        cell("Why", silence.comment, el("span", { class: "muted block" }, `by ${silence.createdBy}`)),
+        cell("Actions", expire),
+      );
+    });
+    byId("silences-body").replaceChildren(...rows);
+    byId("silences-summary").textContent = rows.length
+      ? `${active.items.length} active, ${pending.items.length} pending.`
+      : "Nothing is silenced.";
+  }
+
+  async function createSilence(event) {
+    event.preventDefault();
+    const watcher = byId("silence-watcher").value.trim();
+    const comment = byId("silence-comment").value.trim();
+    if (!watcher || !comment) return;
+    const button = byId("silence-submit");
+    button.disabled = true;
+    try {
+      const body = {
+        matchers: [{ path: "watcherId", op: "eq", value: watcher }],
+        durationMs: Number(byId("silence-duration").value),
+        comment,
+      };
+      const answer = await api("POST", "/api/v1/silences", body);
+      byId("silence-comment").value = "";
+      showAlert("");
+      announce(`Watcher ${watcher} silenced until ${new Date(answer.silence.endsAt).toLocaleString()}`);
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken("The token was refused; enter it again.");
+      else showAlert(`Could not silence ${watcher}: ${error.message}`);
+    } finally {
+      button.disabled = false;
+      refreshSoon();
+    }
+  }
+
+  async function expireSilence(silence, button) {
+    button.disabled = true;
+    try {
+      await api("DELETE", `/api/v1/silences/${encodeURIComponent(silence.id)}`);
+      showAlert("");
+      announce(`Silence of ${matcherText(silence)} expired`);
+    } catch (error) {
+      if (error instanceof Unauthorized) askForToken("The token was refused; enter it again.");
+      else showAlert(`Could not expire the silence: ${error.message}`);
+    } finally {
+      refreshSoon();
+    }
+  }
+
   // --- polling ------------------------------------------------------------------------------
 
   function schedule() {
@@ -532,13 +616,16 @@
     }
     state.busy = true;
     try {
-      const [inbox, watchers, callbacks] = await Promise.all([
+      const [inbox, watchers, callbacks, active, pending] = await Promise.all([
         api("GET", inboxPath()),
         api("GET", "/api/v1/watchers?limit=1000"),
         api("GET", `/api/v1/callbacks?limit=${CALLBACK_LIMIT}`),
+        api("GET", "/api/v1/silences?state=active&limit=100"),
+        api("GET", "/api/v1/silences?state=pending&limit=100"),
       ]);
       renderInbox(inbox);
       renderWatchers(watchers);
+      renderSilences(active, pending);
       renderCallbacks(callbacks);
       setConnection(`Updated ${new Date().toLocaleTimeString()}`, false);
     } catch (error) {
@@ -568,6 +655,7 @@
       refresh();
     });
     byId("forget-token").addEventListener("click", () => askForToken(""));
+    byId("silence-form").addEventListener("submit", createSilence);
     const filters = byId("inbox-filters");
     filters.addEventListener("submit", (event) => event.preventDefault());
     filters.addEventListener("change", () => {

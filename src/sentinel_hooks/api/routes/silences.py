@@ -1,0 +1,174 @@
+"""Silence routes (SPEC.md §14): list, show, create, expire; and ``GET /api/v1/status``.
+
+A silence made here applies to this replica's next fire at once and to other replicas' within a
+second (``callbacks.silences``). ``createdBy`` is the ``X-Sentinel-Actor`` header, else ``api``.
+Every bad body is a 400 naming the key: an unknown matcher path or operator, a time that is not
+ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an end in the past.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any, cast, get_args
+
+from aiohttp import web
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
+
+from sentinel_hooks.api.app import service_of
+from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.query import limit_param
+from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.core.conditions import Op
+from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.store.silences import (
+    MAX_COMMENT_CHARS,
+    MAX_MATCHERS,
+    SILENCE_STATES,
+    Silence,
+)
+
+routes = web.RouteTableDef()
+
+MAX_BODY = 64 * 1024
+MAX_LIMIT = 500
+MAX_DURATION_MS = 366 * 24 * 3600 * 1000  # a year and a day: longer is a mistake, not a silence
+BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment"})
+_MATCHERS: TypeAdapter[list[Matcher]] = TypeAdapter(list[Matcher])
+
+
+def silence_json(request: web.Request, silence: Silence) -> dict[str, Any]:
+    """A silence in the API's shape, with its state now."""
+    return silence.to_json(service_of(request).now())
+
+
+def _invalid(key: str, message: str) -> ApiError:
+    return ApiError(400, "invalid", f"{key}: {message}", [{"key": key, "message": message}])
+
+
+def parse_matchers(value: Any, key: str = "matchers") -> list[Matcher]:
+    """``[{path, op, value}]``: 1 to 25 matchers with known paths and operators, else 400."""
+    if not isinstance(value, list) or not 1 <= len(value) <= MAX_MATCHERS:
+        raise _invalid(key, f"give 1 to {MAX_MATCHERS} matchers [{{path, op, value}}]")
+    try:
+        return _MATCHERS.validate_python(value)
+    except ValidationError as exc:
+        details = [
+            {"key": ".".join([key, *(str(p) for p in e["loc"])]), "message": _error_text(e)}
+            for e in exc.errors()
+        ]
+        message = "; ".join(f"{d['key']}: {d['message']}" for d in details)
+        raise ApiError(400, "invalid", message, details) from None
+
+
+def _error_text(error: ErrorDetails) -> str:
+    """A matcher's validation error for people (an unknown operator with a "did you mean")."""
+    if error["type"] == "literal_error":
+        ops = [op for op in get_args(Op) if op != "changed"]
+        given = str(error.get("input"))
+        return f"{given!r} is not one of {', '.join(ops)}{did_you_mean(given, ops)}"
+    return error["msg"].removeprefix("Value error, ")
+
+
+def _instant(value: Any, key: str) -> datetime:
+    if not isinstance(value, str):
+        raise _invalid(key, "must be an ISO 8601 time with a timezone, e.g. 2026-01-01T02:00:00Z")
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise _invalid(key, f"{value!r} is not an ISO 8601 time (e.g. 2026-01-01T02:00:00Z)") from None
+    if parsed.tzinfo is None:
+        raise _invalid(key, f"{value!r} has no timezone; add Z or an offset such as +02:00")
+    return parsed
+
+
+def _duration_ms(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DURATION_MS:
+        raise _invalid("durationMs", f"must be a whole number of milliseconds from 1 to {MAX_DURATION_MS}")
+    return value
+
+
+def parse_body(data: Any, now: datetime) -> dict[str, Any]:
+    """The keyword arguments of ``create_silence`` from a POST body (400 for anything wrong)."""
+    if not isinstance(data, dict):
+        raise ApiError(
+            400, "invalid", "the body must be a JSON object {matchers, endsAt | durationMs, comment}"
+        )
+    unknown = sorted(set(data) - BODY_KEYS)
+    if unknown:
+        raise _invalid(unknown[0], f"unknown key; use {', '.join(sorted(BODY_KEYS))}")
+    matchers = parse_matchers(data.get("matchers"))
+    match = data.get("match", "all")
+    if match not in ("all", "any"):
+        raise _invalid("match", f"{match!r} is not one of all, any")
+    comment = data.get("comment")
+    if not isinstance(comment, str) or not comment.strip() or len(comment) > MAX_COMMENT_CHARS:
+        raise _invalid("comment", f"say why, in 1 to {MAX_COMMENT_CHARS} characters")
+    starts_at = _instant(data["startsAt"], "startsAt") if data.get("startsAt") is not None else None
+    if ("endsAt" in data) == ("durationMs" in data):
+        raise _invalid("endsAt", "give exactly one of endsAt and durationMs")
+    start = starts_at or now
+    if "endsAt" in data:
+        ends_at = _instant(data["endsAt"], "endsAt")
+    else:
+        ends_at = start + timedelta(milliseconds=_duration_ms(data["durationMs"]))
+    if ends_at <= start:
+        raise _invalid("endsAt", "must be after startsAt (or now)")
+    if ends_at <= now:
+        raise _invalid("endsAt", "is in the past: the silence would never apply")
+    if ends_at - start > timedelta(milliseconds=MAX_DURATION_MS):
+        raise _invalid("endsAt", "a silence lasts at most a year and a day")
+    return {
+        "matchers": matchers,
+        "match": cast("MatchMode", match),
+        "starts_at": starts_at,
+        "ends_at": ends_at,
+        "comment": comment.strip(),
+    }
+
+
+@routes.get("/api/v1/silences")
+async def list_silences(request: web.Request) -> web.Response:
+    raw = request.query.get("state") or None
+    if raw is not None and raw not in SILENCE_STATES:
+        raise ApiError(
+            400,
+            "invalid_state",
+            f"state {raw!r} is not one of {', '.join(SILENCE_STATES)}",
+            {"allowed": list(SILENCE_STATES)},
+        )
+    page = await service_of(request).silence_page(
+        raw,
+        limit=limit_param(request, maximum=MAX_LIMIT, default=50),
+        cursor=request.query.get("cursor") or None,
+    )
+    items = [silence_json(request, s) for s in page.items]
+    return web.json_response({"items": items, "nextCursor": page.next_cursor})
+
+
+@routes.post("/api/v1/silences")
+async def create_silence(request: web.Request) -> web.Response:
+    service = service_of(request)
+    actor = actor_of(request)
+    arguments = parse_body(await read_json(request, max_bytes=MAX_BODY), service.now())
+    silence = await service.create_silence(**arguments, actor=actor)
+    return web.json_response({"silence": silence_json(request, silence)}, status=201)
+
+
+@routes.get("/api/v1/silences/{id}")
+async def show_silence(request: web.Request) -> web.Response:
+    silence = await service_of(request).silence(request.match_info["id"])
+    return web.json_response({"silence": silence_json(request, silence)})
+
+
+@routes.delete("/api/v1/silences/{id}")
+async def expire_silence(request: web.Request) -> web.Response:
+    silence = await service_of(request).expire_silence(request.match_info["id"])
+    return web.json_response({"silence": silence_json(request, silence)})
+
+
+@routes.get("/api/v1/status")
+async def status(request: web.Request) -> web.Response:
+    return web.json_response(await service_of(request).status())
