@@ -186,6 +186,11 @@ class ServiceOperations:
         """An event pushed to a ``webhook`` watcher."""
         return await self.manager.ingest(watcher_id, value)
 
+    async def ingest_alerts(self, watcher_id: str, alerts: list[dict[str, Any]]) -> list[Outcome]:
+        """The alerts of a notification pushed to a ``format: alertmanager`` watcher, one
+        observation each (``core.alertmanager.alert_observations`` made them)."""
+        return await self.manager.ingest_alerts(watcher_id, alerts)
+
     # -- the inbox -----------------------------------------------------------------------------
 
     async def inbox_items(

@@ -51,6 +51,7 @@ from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target
 from sentinel_hooks.store import open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
+from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
@@ -186,6 +187,13 @@ class Service(ServiceOperations):
             events=self.events,
             writes=self.watcher_writes,
         )
+        self.alerts = AlertStreams(
+            store=self.store,
+            pipeline=self.pipeline,
+            on_resolved=self.notices.resolved,
+            resolve_items=InboxCloser(self.inbox, self.store),
+            events=self.events,
+        )
         context = StrategyContext(
             http=self.http,
             clock=self.clock,
@@ -204,6 +212,7 @@ class Service(ServiceOperations):
                 redactor=self.redactor,
                 rng=random.Random(),
                 writes=self.watcher_writes,
+                alerts=self.alerts,
             ),
             ownership=self.cluster,
         )

@@ -118,12 +118,15 @@ def test_schemas_are_collected_under_components(document: dict[str, Any]) -> Non
     )
 
 
+INGEST_SECURITY = [{}, {"ingestSignature": []}, {"ingestBearer": []}, {"ingestBasic": []}]
+
+
 def test_open_routes_need_no_token_and_ingest_uses_hmac(document: dict[str, Any]) -> None:
-    """Health routes are open, /hooks/ingest takes an HMAC, the API takes the bearer token."""
+    """Health routes are open, /hooks/ingest takes the watcher's credentials, the API the bearer token."""
     paths = document["paths"]
     assert [] == paths["/healthz"]["get"]["security"]
     assert [] == paths["/readyz"]["get"]["security"]
-    assert [{}, {"ingestSignature": []}] == paths["/hooks/ingest/{id}"]["post"]["security"]
+    assert INGEST_SECURITY == paths["/hooks/ingest/{id}"]["post"]["security"]
     assert [{"bearerAuth": []}] == paths["/api/v1/watchers"]["get"]["security"]
 
 
@@ -255,7 +258,7 @@ async def test_without_a_token_the_document_claims_no_bearer_auth(service: Servi
         claims,
         "bearerAuth" in served["components"]["securitySchemes"],
     )
-    assert [{}, {"ingestSignature": []}] == served["paths"]["/hooks/ingest/{id}"]["post"]["security"]
+    assert INGEST_SECURITY == served["paths"]["/hooks/ingest/{id}"]["post"]["security"]
 
 
 async def test_with_a_token_the_document_claims_bearer_auth(start_service: Starter) -> None:

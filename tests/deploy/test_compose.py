@@ -75,11 +75,14 @@ def compose_config(environ: dict[str, str], tmp_path: Path, *extra: str) -> subp
 
 
 def test_compose_config_is_valid(tmp_path: Path) -> None:
-    """`docker-compose config -q` accepts the compose file, the ollama profile included."""
+    """`docker-compose config -q` accepts the compose file, the ollama and alertmanager profiles included."""
     environ = base_environ()
     plain = compose_config(environ, tmp_path)
     with_ollama = compose_config(environ, tmp_path, "--profile", "ollama")
-    assert (0, 0) == (plain.returncode, with_ollama.returncode), plain.stderr + with_ollama.stderr
+    alerting = compose_config(environ, tmp_path, "--profile", "alertmanager")
+    assert (0, 0, 0) == (plain.returncode, with_ollama.returncode, alerting.returncode), (
+        plain.stderr + with_ollama.stderr + alerting.stderr
+    )
 
 
 def test_compose_refuses_to_start_without_api_token(tmp_path: Path) -> None:
@@ -109,7 +112,13 @@ def test_compose_services_layout() -> None:
         "restart": "unless-stopped",
         "aof": "yes",
         "redis volume": ["/data"],
-        "profiles": {"sentinel": None, "redis": None, "ollama": ["ollama"]},
+        "profiles": {
+            "sentinel": None,
+            "redis": None,
+            "ollama": ["ollama"],
+            "prometheus": ["alertmanager"],
+            "alertmanager": ["alertmanager"],
+        },
     }
     assert expected == actual
 
@@ -153,7 +162,7 @@ def test_example_validates_with_the_token_set() -> None:
         timeout=60,
         check=False,
     )
-    assert (0, 2) == (done.returncode, json.loads(done.stdout or "{}").get("watchers")), done.stderr
+    assert (0, 3) == (done.returncode, json.loads(done.stdout or "{}").get("watchers")), done.stderr
 
 
 @pytest.fixture

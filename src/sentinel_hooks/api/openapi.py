@@ -140,11 +140,15 @@ def _watcher_paths() -> dict[str, Schema]:
             "parameters": [path_param("id", "the id of a `webhook` watcher")],
             "post": operation(
                 "ingest",
-                "push an event to a `webhook` watcher",
+                "push an event to a `webhook` watcher (an Alertmanager notification for `format: "
+                "alertmanager`)",
                 "hooks",
                 answer(202, "accepted (and evaluated)", ref("IngestAnswer")),
                 auth="hmac",
-                body={"description": "any JSON value"},
+                body={
+                    "description": "any JSON value; for `format: alertmanager` an Alertmanager or "
+                    "Grafana alerting webhook body (400 `invalid_alerts` otherwise)"
+                },
                 errors=(404, 409),
             ),
         },

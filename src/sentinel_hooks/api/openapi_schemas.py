@@ -44,7 +44,11 @@ NULLABLE_STRING: Schema = {"type": ["string", "null"]}
 
 ERROR_ANSWERS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "invalid JSON, body, query parameter or cursor (`details` says which)"),
-    401: ("Unauthorized", "missing or wrong bearer token (or, for /hooks/ingest, HMAC signature)"),
+    401: (
+        "Unauthorized",
+        "missing or wrong bearer token (or, for /hooks/ingest, the watcher's HMAC signature, bearer "
+        "token or basic credentials; which part was wrong is not said)",
+    ),
     403: ("Forbidden", "`command` watchers cannot be created through the API"),
     404: ("NotFound", "no such watcher, callback, session, inbox item or silence"),
     409: (
@@ -163,7 +167,16 @@ def _watcher_schemas() -> dict[str, Schema]:
             {"payload": {"description": "the observed value the fire carries (default {})"}},
             optional=("payload",),
         ),
-        "IngestAnswer": closed_object({"accepted": {"const": True}, "fired": BOOLEAN}),
+        "IngestAnswer": closed_object(
+            {
+                "accepted": {"const": True},
+                "fired": {
+                    "oneOf": [BOOLEAN, COUNT],
+                    "description": "format json: whether the event fired; format alertmanager: how "
+                    "many of its alerts fired (repeats of alerts that already fired are not counted)",
+                },
+            }
+        ),
     }
 
 
@@ -322,7 +335,8 @@ SECURITY_SCHEMES: Schema = {
         "scheme": "bearer",
         "description": "`server.apiToken`, needed by /api/*, /hooks/sentinel (and /metrics with "
         "`server.metricsAuth`); the scheme is case-insensitive. /healthz, /readyz and the web page "
-        "(/, /static/*) need no token; /hooks/ingest uses an HMAC instead. A service without a token "
+        "(/, /static/*) need no token; /hooks/ingest uses the watcher's own credentials instead. A "
+        "service without a token "
         "serves a document without this scheme, and answers only Host `localhost`, a 127.0.0.0/8 "
         "address or `[::1]` (421 otherwise).",
     },
@@ -332,6 +346,18 @@ SECURITY_SCHEMES: Schema = {
         "name": "X-Sentinel-Signature",
         "description": "`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook watcher's "
         "`secret` (header name: its `signatureHeader`); needed only when the watcher has a secret.",
+    },
+    "ingestBearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "a webhook watcher's `auth: {bearerToken}` (not the API token); needed only "
+        "by watchers with that auth.",
+    },
+    "ingestBasic": {
+        "type": "http",
+        "scheme": "basic",
+        "description": "a webhook watcher's `auth: {basic: {username, password}}`; needed only by "
+        "watchers with that auth.",
     },
 }
 
@@ -368,7 +394,7 @@ SECURITY: dict[Auth, list[dict[str, list[str]]]] = {
     "open": [],
     "page": [],
     "metrics": [{}, {"bearerAuth": []}],
-    "hmac": [{}, {"ingestSignature": []}],
+    "hmac": [{}, {"ingestSignature": []}, {"ingestBearer": []}, {"ingestBasic": []}],
 }
 
 

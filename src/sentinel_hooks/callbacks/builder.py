@@ -9,7 +9,8 @@ from typing import Any
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
+from sentinel_hooks.core.alertmanager import alert_dedupe_basis
 from sentinel_hooks.core.envelope import (
     Envelope,
     EnvelopeDelivery,
@@ -66,10 +67,13 @@ def render_context(watcher: AnyWatcher, variables: dict[str, Any]) -> dict[str, 
 
 
 def dedupe_key(watcher: AnyWatcher, firing: Firing, variables: dict[str, Any]) -> str:
-    """``fire.dedupeKeyTemplate`` rendered, else the default hash of id, event and payload."""
+    """``fire.dedupeKeyTemplate`` rendered, else the default hash of id, event and payload (of an
+    alert's fingerprint and startsAt for ``format: alertmanager``, so its repeats share a key)."""
     template = watcher.fire.compiled_dedupe_key
     if template is not None:
         return template.render(variables)
+    if isinstance(watcher, WebhookWatcher) and watcher.format == "alertmanager":
+        return default_dedupe_key(watcher.id, watcher.event_name, alert_dedupe_basis(firing.payload))
     return default_dedupe_key(watcher.id, watcher.event_name, firing.payload)
 
 

@@ -13,9 +13,9 @@ from typing import Any
 from sentinel_hooks.config.apprise_urls import parse_apprise_url
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.hosts import host_allowed, url_host
-from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.service import LOOPBACK_HOSTS, ServiceConfig
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec, SlackTargetSpec
-from sentinel_hooks.config.watcher import AnyWatcher, Scheduled
+from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.core.conditions import count_conditions
 
@@ -113,7 +113,25 @@ def check_watcher(
     goal_file = watcher.fire.operator_goal_file
     if goal_file is not None:
         problems.extend(_goal_file_problems(goal_file, base_dir))
+    if isinstance(watcher, WebhookWatcher):
+        problems.extend(_ingest_auth_problems(watcher, config))
     return problems
+
+
+def _ingest_auth_problems(watcher: WebhookWatcher, config: ServiceConfig) -> list[Problem]:
+    """A webhook watcher that says nothing about authentication is fine on loopback only: off it,
+    anyone who reaches the port could push events (SPEC.md §16)."""
+    if watcher.authenticated or watcher.auth == "none" or config.server.host in LOOPBACK_HOSTS:
+        return []
+    return [
+        (
+            ("auth",),
+            f"the service listens on {config.server.host!r}, not loopback only, so pushes to this "
+            "webhook watcher must prove themselves: add secret (HMAC), auth: {bearerToken: "
+            "${env:…}} or auth: {basic: {username, password}}, or write `auth: none` to accept "
+            "unauthenticated pushes",
+        )
+    ]
 
 
 def _goal_file_problems(goal_file: str, base_dir: Path) -> list[Problem]:

@@ -15,6 +15,7 @@ from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_valid
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec
+from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
 from sentinel_hooks.core.conditions import ConditionNode
 from sentinel_hooks.core.evm_abi import (
     AbiError,
@@ -206,9 +207,78 @@ class RedisStreamWatcher(WatcherBase, RedisKeys):
 
 
 class WebhookWatcher(WatcherBase):
+    """A push watcher: sources POST to ``/hooks/ingest/{id}`` (SPEC.md §3, §16).
+
+    ``format`` says what the body is (``json``: the observation; ``alertmanager``: a Prometheus
+    Alertmanager or Grafana alerting notification, one observation per alert). A source proves
+    itself with the HMAC ``secret`` or with ``auth``; ``auth: none`` says in writing that pushes
+    are unauthenticated (refused off loopback when nothing is written: ``config.crosscheck``).
+    """
+
     strategy: Literal["webhook"]
+    format: Literal["json", "alertmanager"] = "json"
     secret: SecretStr | None = None
     signature_header: str = Field(default="X-Sentinel-Signature", min_length=1)
+    auth: IngestAuth | None = None
+    include_headers: list[str] = Field(default_factory=list)
+
+    @field_validator("auth", mode="before")
+    @classmethod
+    def _auth_shape(cls, value: Any) -> Any:
+        if isinstance(value, str) and value != "none":
+            raise ValueError(
+                f"{value!r} is not an auth; write `auth: none`, `auth: {{bearerToken: ...}}` "
+                "or `auth: {basic: {username: ..., password: ...}}`"
+            )
+        return value
+
+    @field_validator("include_headers")
+    @classmethod
+    def _header_names(cls, names: list[str]) -> list[str]:
+        return check_include_headers(names)
+
+    @model_validator(mode="after")
+    def _one_way_in(self) -> WebhookWatcher:
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        if self.secret is not None and self.auth is not None:
+            problems.append(
+                (
+                    ("auth",),
+                    "give either secret (an HMAC signature of the body) or auth, not both "
+                    "(auth: none with a secret says two different things)",
+                )
+            )
+        if self.format == "alertmanager" and self.fire.trigger is not None:
+            problems.append(
+                (
+                    ("fire", "trigger"),
+                    "does not apply to format: alertmanager: each alert fires once, when it first "
+                    "arrives firing (Alertmanager's repeats of it do not fire again); remove it",
+                )
+            )
+        if self.format == "alertmanager" and self.fire.repeat_interval_ms is not None:
+            problems.append(
+                (
+                    ("fire", "repeatIntervalMs"),
+                    "does not apply to format: alertmanager: each alert fires once; Alertmanager's "
+                    "own repeat_interval decides how often it is sent again; remove it",
+                )
+            )
+        if problems:
+            raise key_problems("webhook", problems)
+        return self
+
+    @property
+    def authenticated(self) -> bool:
+        """Whether a push must prove itself (HMAC secret, bearer token or basic credentials)."""
+        return self.secret is not None or isinstance(self.auth, IngestAuthSpec)
+
+    @property
+    def notifies_resolved(self) -> bool:
+        """``fire.notifyResolved``; for ``format: alertmanager`` true unless written false."""
+        if self.format == "alertmanager" and "notify_resolved" not in self.fire.model_fields_set:
+            return True
+        return self.fire.notify_resolved
 
 
 class ProbeSpec(Spec):

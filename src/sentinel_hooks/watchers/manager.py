@@ -269,6 +269,9 @@ class WatcherManager:
     async def ingest(self, watcher_id: str, value: Any) -> Outcome:
         return await self.get(watcher_id).ingest(value)
 
+    async def ingest_alerts(self, watcher_id: str, alerts: list[dict[str, Any]]) -> list[Outcome]:
+        return await self.get(watcher_id).ingest_alerts(alerts)
+
     async def create(self, loaded: LoadedWatcher) -> WatcherRunner:
         """Add an API-created watcher and keep its definition in the store."""
         watcher_id = loaded.spec.id

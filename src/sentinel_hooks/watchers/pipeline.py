@@ -62,6 +62,7 @@ ResolvedHook = Callable[[AnyWatcher, str, str | None], Awaitable[None]]
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
+SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is recorded under
 
 
 @dataclass(frozen=True)
@@ -140,16 +141,7 @@ class FiringPipeline:
         ``previous`` is the watcher's previous observation when the caller remembers it
         (MISSING for none); by default it is read from the store.
         """
-        if previous is UNKNOWN:
-            last = await last_observation(self._store, watcher.id)
-            previous = last.value if last is not None else MISSING
-        observation = Observation(at=observed.at, value=observed.value)
-        if self._writes is not None:
-            await self._writes.observation(watcher.id, observation)
-        else:
-            await self._store.write_watcher_batch([(watcher.id, observation)], {}, keep=HISTORY_KEEP)
-        if observed.ack is not None:
-            await observed.ack()
+        previous = await self.record(watcher.id, observed, previous)
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         unfired = state  # what a muted fire leaves: the edge and episodes as they were
         episode = _NO_EPISODE
@@ -194,6 +186,39 @@ class FiringPipeline:
             unfired=Unfired(unfired, once=once),
         )
         return _remember_fire(outcome)
+
+    async def record(self, watcher_id: str, observed: Observed, previous: Any = UNKNOWN) -> Any:
+        """Store the observation (and ack it to its source); the previous one (``previous`` when
+        the caller knows it, else read from the store first; MISSING for none)."""
+        if previous is UNKNOWN:
+            last = await last_observation(self._store, watcher_id)
+            previous = last.value if last is not None else MISSING
+        observation = Observation(at=observed.at, value=observed.value)
+        if self._writes is not None:
+            await self._writes.observation(watcher_id, observation)
+        else:
+            await self._store.write_watcher_batch([(watcher_id, observation)], {}, keep=HISTORY_KEEP)
+        if observed.ack is not None:
+            await observed.ack()
+        return previous
+
+    async def fire_match(
+        self, watcher: AnyWatcher, payload: Any, previous: Any, state: WatcherState, *, callback_id: str
+    ) -> Outcome:
+        """A ``match`` fire under ``callback_id`` outside the firing lifecycle (an alert of a
+        ``format: alertmanager`` watcher, ``watchers.alerts``); cooldown, dedupe, silences and
+        fireOnce apply. A silenced fire is recorded under ``{callback_id}.silenced``, leaving the id
+        to the alert's fire after the silence. ``CallbackExists`` when the id it needs is taken."""
+        return await self._fire(
+            watcher,
+            "match",
+            payload,
+            previous,
+            state,
+            repeat=False,
+            callback_id=callback_id,
+            silenced_callback_id=f"{callback_id}{SILENCED_SUFFIX}",
+        )
 
     @staticmethod
     def _conditions(
@@ -259,10 +284,15 @@ class FiringPipeline:
         repeat: bool,
         route: Route = "watcher",
         manual: bool = False,
+        callback_id: str | None = None,
         unfired: Unfired | None = None,
+        silenced_callback_id: str | None = None,
     ) -> Outcome:
         """Build the envelope and hand it to the intake. ``unfired`` (not for manual fires) is the
-        state a muted fire leaves behind, and whether its episode is recorded once."""
+        state a muted fire leaves behind, and whether its episode is recorded once.
+        ``callback_id`` names the fire's callback (else a new ULID), ``silenced_callback_id`` the
+        callback a muted fire is recorded under instead (so ``callback_id`` stays free for the
+        fire after the silence)."""
         now = self._clock.now()
         if not manual and self._cooling_down(watcher, state, now):
             return Outcome(state, skipped="cooldown")
@@ -271,7 +301,9 @@ class FiringPipeline:
             kind=kind, payload=payload, at=now, previous=previous, route=route, runtime_context=context
         )
         try:
-            envelope = build_envelope(watcher, self._service, firing, redactor=self._redactor)
+            envelope = build_envelope(
+                watcher, self._service, firing, redactor=self._redactor, callback_id=callback_id
+            )
         except TemplateError as exc:
             error = self._redactor.text(f"template error at fire time: {exc}")
             log.warning(error, extra={"watcherId": watcher.id})
@@ -280,6 +312,8 @@ class FiringPipeline:
         if message_error is not None:
             state = state.evolve(last_error=message_error)
         silenced_by = await self._intake.silenced_by(envelope)
+        if silenced_by is not None and silenced_callback_id is not None:
+            envelope = envelope.model_copy(update={"callback_id": silenced_callback_id})
         if silenced_by is not None and unfired is not None:
             kept = state.evolve(
                 firing=unfired.state.firing,

@@ -50,6 +50,7 @@ from sentinel_hooks.errors import SentinelError, StoreError, TransientError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.shortcuts import put_watcher_state
+from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.schedule import trigger_for
 from sentinel_hooks.watchers.state import WatcherState
@@ -94,6 +95,7 @@ class RunnerDeps:
     redactor: Redactor
     rng: random.Random
     writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
+    alerts: AlertStreams | None = None  # format: alertmanager (None: alerts resolve in the log only)
 
 
 def _retried(exc: BaseException) -> bool:
@@ -429,15 +431,17 @@ class WatcherRunner:
 
     # -- events ------------------------------------------------------------------------------
 
-    async def _handle(self, observed: Observed) -> Outcome:
-        """Run an observation through the pipeline; a store that does not take it raises
-        ``StoreError`` after the watcher was marked failing (``_store_failed``)."""
+    async def _handle(self, observed: Observed, *, alert: bool = False) -> Outcome:
+        """Run an observation through the pipeline (an alert through its stream, ``watchers.alerts``);
+        a store that does not take it raises ``StoreError`` after the watcher was marked failing
+        (``_store_failed``)."""
         async with self._lock:
             if self.needs_lease and not await self._fenced():
                 return Outcome(state=self.state, skipped="lease not held by this replica")
             before = self.state
             self.state = before.succeeded(observed.at)
-            step = self._deps.pipeline.observe(self.spec, observed, self.state, previous=self._previous)
+            observe = self._alerts().observe if alert else self._deps.pipeline.observe
+            step = observe(self.spec, observed, self.state, previous=self._previous)
             outcome = await self._run(step, before)
             self._previous = observed.value  # only once stored: a change not stored is seen again
             if before.consecutive_failures:
@@ -517,6 +521,20 @@ class WatcherRunner:
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (webhook watchers)."""
         return await self._handle(Observed(value=value, at=self._deps.clock.now()))
+
+    async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
+        """The alerts of one pushed notification (``format: alertmanager``), in order; those
+        after a fire that disabled the watcher (fireOnce) are left alone."""
+        outcomes = []
+        for alert in alerts:
+            if not self.enabled:
+                break
+            outcomes.append(await self._handle(Observed(value=alert, at=self._deps.clock.now()), alert=True))
+        return outcomes
+
+    def _alerts(self) -> AlertStreams:
+        """The service's alert streams (built without a service, as in tests: one that logs)."""
+        return self._deps.alerts or AlertStreams(store=self._deps.store, pipeline=self._deps.pipeline)
 
     async def fire_manual(self, payload: Any) -> Outcome:
         """A manual fire (API/CLI)."""

@@ -1,29 +1,36 @@
-"""``POST /hooks/ingest/{watcherId}``: events pushed to ``webhook`` watchers (HMAC, no bearer token)."""
+"""``POST /hooks/ingest/{watcherId}``: events pushed to ``webhook`` watchers (SPEC.md §3, §16).
+
+The watcher says how a push proves itself (``api.ingest_auth``) and what its body is: ``json``,
+the observation (202 ``{"accepted": true, "fired": bool}``), or ``alertmanager``, a notification
+whose alerts are one observation each (202 ``{"accepted": true, "fired": N}``, N the alerts that
+fired; a body that is not a notification is 400).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
+from typing import Any
 
 from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.ingest_auth import credentials_ok, included_headers, signature_ok
+from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.config.watcher import WebhookWatcher
+from sentinel_hooks.core.alertmanager import AlertPayloadError, alert_observations
 from sentinel_hooks.errors import NotFound
 
 routes = web.RouteTableDef()
 
+UNAUTHORIZED = "missing or wrong credentials for this webhook watcher (see its auth in the watcher file)"
 
-def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
-    """Whether ``header`` is ``sha256=<hex HMAC-SHA256 of body>`` (constant-time compare, as bytes:
-    a header with other characters is simply a wrong signature)."""
-    if not header or not header.startswith("sha256="):
-        return False
-    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest().encode()
-    given = header[len("sha256=") :].strip().lower().encode("utf-8", "surrogateescape")
-    return hmac.compare_digest(given, expected)
+
+def _with_headers(value: Any, headers: dict[str, str] | None) -> Any:
+    """An object observation with ``_headers`` (includeHeaders) added; anything else as it is."""
+    if headers is None or not isinstance(value, dict):
+        return value
+    return {**value, "_headers": headers}
 
 
 @routes.post("/hooks/ingest/{id}")
@@ -39,6 +46,10 @@ async def ingest(request: web.Request) -> web.Response:
         raise ApiError(404, "not_found", f"watcher {watcher_id!r} is not a webhook watcher")
     if not runner.enabled:
         raise ApiError(409, "disabled", f"watcher {watcher_id!r} is disabled")
+    if isinstance(spec.auth, IngestAuthSpec) and not credentials_ok(
+        spec.auth, request.headers.get("Authorization", "")
+    ):
+        raise ApiError(401, "unauthorized", UNAUTHORIZED)
     require_json_type(request)
     body = await read_raw(request, max_bytes=service.settings.limits.max_response_bytes)
     if spec.secret is not None:
@@ -48,5 +59,14 @@ async def ingest(request: web.Request) -> web.Response:
                 401, "bad_signature", f"{spec.signature_header} must be sha256=<hex HMAC-SHA256 of the body>"
             )
     value = parse_json(body)
-    outcome = await service.ingest(watcher_id, value)
+    headers = included_headers(spec, request.headers) if spec.include_headers else None
+    if spec.format == "alertmanager":
+        try:
+            alerts = alert_observations(value)
+        except AlertPayloadError as exc:
+            raise ApiError(400, "invalid_alerts", str(exc), {"path": exc.path}) from None
+        outcomes = await service.ingest_alerts(watcher_id, [_with_headers(a, headers) for a in alerts])
+        fired = sum(1 for outcome in outcomes if outcome.fired)
+        return web.json_response({"accepted": True, "fired": fired}, status=202)
+    outcome = await service.ingest(watcher_id, _with_headers(value, headers))
     return web.json_response({"accepted": True, "fired": outcome.fired}, status=202)

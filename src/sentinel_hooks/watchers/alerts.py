@@ -1,0 +1,180 @@
+"""The alerts of a ``format: alertmanager`` webhook watcher, each its own stream (SPEC.md §16).
+
+One watcher receives many different alerts (an Alertmanager receiver routes a whole team's
+alerts to it), so the watcher's own firing lifecycle (edge, repeat, resolved) would mix them up.
+Instead each alert — its fingerprint and startsAt (``core.alertmanager``) — is an independent
+stream with its own episode:
+
+* a ``firing`` alert that matches the conditions fires once, under the callback id
+  ``alert_callback_id`` makes from its identity. Alertmanager sends it again at every
+  ``group_interval``/``repeat_interval`` while it fires: the callback then exists, and the repeat
+  is recorded as an observation and fires nothing (not even a deduped contract). Because the
+  callback id is the record, this holds across restarts and replicas (two replicas taking the
+  same repeat at once: the store accepts one id once) for as long as the callback is kept
+  (``retention.callbacksDays``); no other state is kept per alert.
+* a fire held back by ``cooldownMs`` or a template error leaves no callback, so the alert's next
+  repeat tries again; one refused by the dedupe window (an explicit ``dedupeKeyTemplate``
+  shared with another alert) leaves a ``deduped`` callback and counts as handled.
+* a fire a silence or maintenance window mutes (SPEC §14) is recorded once, as a ``silenced``
+  callback under ``{id}.silenced``: the alert's own id stays free, so its first repeat after
+  the silence fires it (the alert's edge is kept), and repeats during the silence find the
+  silenced record and record nothing more.
+* a ``resolved`` alert ends its stream: when its firing created a callback that went out (not
+  deduped), the resolved line goes to that callback's targets under its id (so it joins the
+  fire's Slack thread, and a resent resolved alert is one delivery: the outbox keys it
+  ``{callbackId}:{target}:resolved``) — unless ``fire.notifyResolved: false`` — and the
+  callback's open or acknowledged escalation items are resolved with actor ``source``.
+* the conditions see each alert as the observation; ``changed`` compares it with the previous
+  alert this watcher received, whatever its fingerprint. ``cooldownMs`` and ``fireOnce`` are the
+  watcher's: a cooldown holds back every alert, fireOnce stops the watcher after its first fire.
+
+The watcher's ``firing`` status flag stays false: its alerts fire and resolve on their own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
+from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
+from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.errors import CallbackExists, Conflict
+from sentinel_hooks.events import Events
+from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.records import Contract, InboxItem, InboxStatus
+from sentinel_hooks.watchers.lifecycle import resolved_message
+from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome, ResolvedHook
+from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategy import Observed
+
+log = logging.getLogger(__name__)
+
+SOURCE_ACTOR = "source"
+RESOLVED_NOTE = "the alert was resolved at its source"
+ITEM_PAGE = 200
+ITEM_PAGES = 25  # open items searched per status for a resolved alert's callback (5,000)
+UNSENT = frozenset({"deduped"})  # a fire in these states reached nobody: nothing to resolve
+
+ItemsResolver = Callable[[str], Awaitable[list[InboxItem]]]
+"""Resolve a callback's open escalation items; the items resolved."""
+
+
+async def _log_resolved(watcher: AnyWatcher, message: str, callback_id: str | None) -> None:
+    log.info("alert resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
+
+
+async def _no_items(callback_id: str) -> list[InboxItem]:
+    return []
+
+
+class InboxCloser:
+    """Resolves the open (or acknowledged) escalation items of a callback, as the source."""
+
+    def __init__(self, inbox: Inbox, store: Store) -> None:
+        self._inbox = inbox
+        self._store = store
+
+    async def __call__(self, callback_id: str) -> list[InboxItem]:
+        resolved: list[InboxItem] = []
+        for item in await self._items(callback_id):
+            try:
+                resolved.append(await self._inbox.resolve(item.id, actor=SOURCE_ACTOR, note=RESOLVED_NOTE))
+            except Conflict:  # someone closed it meanwhile: nothing left to do
+                continue
+        return resolved
+
+    async def _items(self, callback_id: str) -> list[InboxItem]:
+        """The callback's escalation items still open or acknowledged (newest first; bounded)."""
+        found: list[InboxItem] = []
+        statuses: tuple[InboxStatus, ...] = ("open", "acked")
+        for status in statuses:
+            cursor: str | None = None
+            for _ in range(ITEM_PAGES):
+                page = await self._store.list_inbox(
+                    status=status, kind="escalation", limit=ITEM_PAGE, cursor=cursor
+                )
+                found.extend(item for item in page.items if item.callback_id == callback_id)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        return found
+
+
+class AlertStreams:
+    """Runs one alert of a ``format: alertmanager`` watcher through conditions, fire and resolution."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        pipeline: FiringPipeline,
+        on_resolved: ResolvedHook | None = None,
+        resolve_items: ItemsResolver | None = None,
+        events: Events | None = None,
+    ) -> None:
+        self._store = store
+        self._pipeline = pipeline
+        self._on_resolved = on_resolved or _log_resolved
+        self._resolve_items = resolve_items or _no_items
+        self._events = events
+
+    async def observe(
+        self, watcher: AnyWatcher, observed: Observed, state: WatcherState, *, previous: Any = UNKNOWN
+    ) -> Outcome:
+        """Process one alert (an observation from ``core.alertmanager.alert_observations``)."""
+        previous = await self._pipeline.record(watcher.id, observed, previous)
+        state = state.evolve(last_event_at=observed.at, quiet_fired=False)
+        alert: dict[str, Any] = observed.value
+        callback_id = alert_callback_id(watcher.id, alert)
+        if alert.get("status") == "resolved":
+            await self._resolved(watcher, observed, await self._store.get_contract(callback_id))
+            self._evaluated(watcher, matched=False, fired=False)
+            return Outcome(state)
+        matched = evaluate(watcher.conditions, watcher.match, alert, previous).matched
+        if not matched:
+            self._evaluated(watcher, matched=False, fired=False)
+            return Outcome(state)
+        if await self._store.get_contract(callback_id) is not None:
+            self._evaluated(watcher, matched=True, fired=False)
+            return Outcome(state, skipped="repeat")
+        try:
+            outcome = await self._pipeline.fire_match(
+                watcher, alert, previous, state, callback_id=callback_id
+            )
+        except CallbackExists:  # the same alert, taken at the same moment by another request or replica
+            outcome = Outcome(state, skipped="repeat")
+        self._evaluated(watcher, matched=True, fired=outcome.fired)
+        return outcome
+
+    async def _resolved(self, watcher: AnyWatcher, observed: Observed, fired: Contract | None) -> None:
+        """The alert is over: tell its fire's targets and close its fire's escalation items.
+
+        The line says how long the alert fired (endsAt - startsAt; since the fire when the source
+        does not say)."""
+        if fired is None or fired.state in UNSENT:
+            return  # it never fired here (no match, held back, or a repeat of another's key)
+        alert: dict[str, Any] = observed.value
+        if isinstance(watcher, WebhookWatcher) and watcher.notifies_resolved:
+            seconds = alert_duration_s(alert)
+            if seconds is None:
+                seconds = max(0.0, (observed.at - fired.created_at).total_seconds())
+            message = resolved_message(watcher.event_name, watcher.id, seconds)
+            name = alert_name(alert)
+            if name is not None:
+                message = f"{message[:-1]} (alert {name})."
+            await self._on_resolved(watcher, message, fired.callback_id)
+        closed = await self._resolve_items(fired.callback_id)
+        if closed:
+            log.info(
+                "alert resolved at its source: closed %d escalation item(s) of %s",
+                len(closed),
+                fired.callback_id,
+                extra={"watcherId": watcher.id, "callbackId": fired.callback_id},
+            )
+
+    def _evaluated(self, watcher: AnyWatcher, *, matched: bool, fired: bool) -> None:
+        if self._events is not None:
+            self._events.evaluation(watcher.id, matched=matched, fired=fired, trigger=None)
