@@ -194,9 +194,16 @@ async def test_steps_sent_are_counted_by_policy_and_step(
     """sentinel_escalation_steps_sent counts accepted step deliveries by policy and policy step."""
     await create()
     await wait_for(lambda: len(sink.received) >= 4, timeout_s=10, what="every step")
-    text = service.metrics.render().decode()
-    assert 'sentinel_escalation_steps_sent_total{policy="chain",step="2"} 2.0' in text
-    assert 'sentinel_escalation_steps_sent_total{policy="chain",step="1"} 1.0' in text
+    expected = [
+        'sentinel_escalation_steps_sent_total{policy="chain",step="2"} 2.0',
+        'sentinel_escalation_steps_sent_total{policy="chain",step="1"} 1.0',
+    ]
+    # a step is counted once its send returned, a moment after the receiver has it
+    await wait_for(
+        lambda: all(line in service.metrics.render().decode() for line in expected),
+        timeout_s=5,
+        what="the steps counted",
+    )
 
 
 async def cancelled(service: Service, item_id: str, key: str) -> bool:

@@ -154,7 +154,12 @@ async def test_failures_warn_and_are_written_on_transitions_only(
 
     # written at the transition, well before the periodic flush (STATE_FLUSH_S) would
     await wait_for(recovery_stored, timeout_s=STATE_FLUSH_S / 2, what="the recovery to be stored")
-    assert any("recovered after" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
+    # the runner logs the recovery a moment after storing it (one more await in between)
+    await wait_for(
+        lambda: any("recovered after" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO),
+        timeout_s=5,
+        what="the recovery logged",
+    )
 
     failing = True
     await wait_for(lambda: runner.state.consecutive_failures >= 2, what="a second streak")
