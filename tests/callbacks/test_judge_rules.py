@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.testing import FakeOpenAIServer
+from tests.cli.conftest import sentinel_command
 from tests.support import Sink, wait_for
 
 CONFIG = """\
@@ -486,3 +489,34 @@ async def test_an_allowed_action_resets_the_count(start: Start, model: FakeOpenA
     assert "done" == await finished(service, contract)
     assert 4 == len(agent_requests(model))
     assert [] == (await service.store.list_inbox(kind="escalation")).items
+
+
+@pytest.mark.slow
+async def test_callbacks_show_prints_each_decision_and_verdict(
+    start: Start, model: FakeOpenAIServer, verdicts: Verdicts, tmp_path: Path
+) -> None:
+    """`sentinel callbacks show ID` prints the decision, its rule and reason, and each verdict with
+    its outcome, confidence, model and time, one line each."""
+    verdicts.verdict(DESTROY, True, 0.93, "it deletes [backups]")
+    model.reply_tool_calls([run("purge")])
+    service = await start(judge_rule("no-destroy", DESTROY))
+    contract = await fire(service)
+    assert "done" == await finished(service, contract)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*sentinel_command(), "callbacks", "show", contract.callback_id, "--url", service.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "COLUMNS": "250"},
+        cwd=tmp_path,
+    )
+    assert 0 == done.returncode, done.stderr
+    lines = done.stdout.splitlines()
+    policy = next(line for line in lines if line.strip().startswith("policy "))
+    judged = next(line for line in lines if line.strip().startswith("judge "))
+    assert policy.strip().startswith("policy sentinel_act: DENY by no-destroy in ")
+    assert "it deletes [backups]" in policy  # model text is printed as written, not as markup
+    assert "judge no-destroy: violation confidence 0.93 → deny (model judge, " in judged
