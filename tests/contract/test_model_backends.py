@@ -9,7 +9,6 @@ Request shapes particular to one API are tested in tests/callbacks/backends/test
 from __future__ import annotations
 
 import json
-
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
