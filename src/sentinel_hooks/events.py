@@ -1,8 +1,9 @@
 """What happened, for people who run Sentinel: Prometheus metrics and the optional JSONL telemetry file.
 
 Components report through ``Events`` (one per service): an evaluation, a fire, a settled
-contract, a tool call, a session's end, a delivery attempt. Each updates the metrics and, when
-``telemetry.eventsFile`` is set, appends one JSON line (secrets redacted) to that file.
+contract, a tool call and its policy decision, a session's end, a delivery attempt. Each
+updates the metrics and, when ``telemetry.eventsFile`` is set, appends one JSON line (secrets
+redacted) to that file.
 """
 
 from __future__ import annotations
@@ -81,6 +82,11 @@ class Events:
     def tool_call(self, callback_id: str, tool: str, *, decision: str, ok: bool) -> None:
         self.metrics.tool_calls.labels(tool, decision).inc()
         self._write("tool_call", {"callbackId": callback_id, "tool": tool, "decision": decision, "ok": ok})
+
+    def policy_decision(self, callback_id: str, tool: str, policy: dict[str, Any]) -> None:
+        """An action-policy decision: rule id, decision, reason, elapsed time and the judges' verdicts
+        (each with its rule id, model, confidence, reason and elapsed time)."""
+        self._write("policy_decision", {"callbackId": callback_id, "tool": tool, **policy})
 
     def session(self, callback_id: str, status: str) -> None:
         self.metrics.sessions.labels(status).inc()

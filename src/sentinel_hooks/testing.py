@@ -16,7 +16,9 @@ messages (tool results included)::
 When the script is exhausted every request gets the plain text ``done``. ``fail(500)`` answers
 one request with an error status; ``hang()`` never answers one (until ``stop()``), to test timeouts.
 ``reply_text_when(match, text)`` answers every request that ``match`` picks, ahead of the script,
-for requests whose place in the order a test cannot know (a compaction's summary request).
+for requests whose place in the order a test cannot know (a compaction's summary request);
+``answer_when(match, answer)`` does the same with text computed (and possibly held) per request,
+e.g. a judge rule's verdict.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import itertools
 import json
 from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, ClassVar, Self
@@ -34,6 +36,8 @@ from typing import Any, ClassVar, Self
 from aiohttp import web
 
 HOST = "127.0.0.1"
+Answer = Callable[[dict[str, Any]], Awaitable[str]]
+"""Computes the text of a reply from the request body (``answer_when``)."""
 DONE_TEXT = "done"
 
 
@@ -74,6 +78,7 @@ class FakeModelServer(ABC):
     def __init__(self) -> None:
         self.script: deque[CannedReply] = deque()
         self.standing: list[tuple[Callable[[dict[str, Any]], bool], CannedReply]] = []
+        self.answerers: list[tuple[Callable[[dict[str, Any]], bool], Answer]] = []
         self._recorded = _Recorded()
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
@@ -110,6 +115,13 @@ class FakeModelServer(ABC):
     def reply_text_when(self, match: Callable[[dict[str, Any]], bool], text: str) -> Self:
         """Answer every request whose body ``match`` accepts with plain text, ahead of the script."""
         self.standing.append((match, CannedReply(text=text)))
+        return self
+
+    def answer_when(self, match: Callable[[dict[str, Any]], bool], answer: Answer) -> Self:
+        """Answer every request whose body ``match`` accepts with the text ``answer(body)`` returns,
+        ahead of everything else. ``answer`` is a coroutine function, so it may hold a request
+        (until another arrives, or for ever: a timeout) or raise to fail it with a 500."""
+        self.answerers.append((match, answer))
         return self
 
     def reply_tool_call(
@@ -180,6 +192,13 @@ class FakeModelServer(ABC):
         self._recorded.bodies.append(body)
         self._recorded.sizes.append(len(raw))
         self._recorded.headers.append({k.lower(): v for k, v in request.headers.items()})
+        answer = next((answer for match, answer in self.answerers if match(body)), None)
+        if answer is not None:
+            try:
+                text = await answer(body)
+            except Exception as exc:  # the answerer's way of failing a request on purpose
+                return web.json_response(self.error_body(500, str(exc)), status=500)
+            return web.json_response(self.render(CannedReply(text=text), body))
         standing = next((reply for match, reply in self.standing if match(body)), None)
         canned = standing or (self.script.popleft() if self.script else CannedReply(text=DONE_TEXT))
         if canned.hang:

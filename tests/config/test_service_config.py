@@ -45,6 +45,7 @@ def test_defaults_match_the_spec() -> None:
             "rules": [],
             "loopGuard": 3,
             "approvalTimeoutMs": 900000,
+            "circuitBreaker": 5,
         },
         "limits": {
             "maxWatchers": 100000,

@@ -8,6 +8,7 @@ Request shapes particular to one API are tested in tests/callbacks/backends/test
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -176,6 +177,20 @@ async def test_the_fake_answers_matching_requests_ahead_of_its_script(wire: Wire
     asked = [{"role": "user", "content": "please summarise"}]
     texts = [(await backend.complete(m, TOOLS)).text for m in (asked, HELLO, asked)]
     assert ["a summary", "scripted", "a summary"] == texts
+
+
+async def test_a_judge_question_is_one_completion_without_tools(wire: Wire) -> None:
+    """A judge rule's call: system and user messages, no tools; answer_when computes the verdict text."""
+
+    async def verdict(body: dict[str, Any]) -> str:
+        return json.dumps({"violation": True, "confidence": 0.9, "reason": f"{len(body['messages'])} turns"})
+
+    wire.server.answer_when(lambda body: "Rule:" in str(body["messages"]), verdict)
+    asked = [{"role": "system", "content": "You judge."}, {"role": "user", "content": "Rule: read only"}]
+    reply = await wire.make().complete(asked, [])
+    assert ([], "tools" in wire.server.requests[0]) == (reply.tool_calls, False)
+    assert reply.text is not None
+    assert '"violation": true' in reply.text
 
 
 async def test_the_fake_records_each_request_bodys_size(wire: Wire) -> None:

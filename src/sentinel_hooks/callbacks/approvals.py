@@ -6,8 +6,10 @@ at once; ``deny`` answers the agent with the reason; ``needs_approval`` files an
 item (with the real program when its name differs from the command's) and pauses the session
 durably. Approving runs the exact command recorded in the item, provided its name still leads
 to the program that was approved, and resumes the session with its result; denying, or
-``approvalTimeoutMs`` passing, resumes it with a denial. Every decision and command result is
-in the transcript (as the tool result) and in the inbox audit trail.
+``approvalTimeoutMs`` passing, resumes it with a denial. A command the plain rules allow is
+then put to the judge rules in scope (``judge.py``), which may deny it or ask for approval.
+Every decision and command result is in the transcript (as the tool result) and in the inbox
+audit trail.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ import contextlib
 import json
 import logging
 import posixpath
+import time
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,6 +29,7 @@ from typing import Any
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
 from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
+from sentinel_hooks.callbacks.judge import Judges, overrule
 from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
 from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
@@ -52,8 +57,10 @@ class CommandGate:
         work_dir: Path,
         secrets: Collection[str],
         path: str = SAFE_PATH,
+        judges: Judges | None = None,
     ) -> None:
         self._policy = policy
+        self._judges = judges
         self._inbox = inbox
         self._work_dir = work_dir
         self._secrets = list(secrets)
@@ -77,9 +84,14 @@ class CommandGate:
     async def request(
         self, box: ToolBox, call: ToolCall, act: ActArgs, *, history: list[str]
     ) -> dict[str, Any]:
+        started = time.perf_counter()
         request, located, decision = self.judge(
             act, watcher_id=box.contract.watcher_id, skill_id=box.skill_id, history=history
         )
+        if decision.decision == "auto" and self._judges:
+            proposal = {"action": "run_command", "argv": request.argv, "program": request.executable}
+            decision = overrule(decision, await self._judges.review("run_command", request.facts(), proposal))
+        decision = replace(decision, elapsed_ms=(time.perf_counter() - started) * 1000)
         timeout_ms = act.timeoutMs or DEFAULT_TIMEOUT_MS
         if decision.decision == "deny":
             return {
@@ -113,7 +125,7 @@ class CommandGate:
         # After the item: a crash in between leaves the contract pending (its fallback still
         # comes), never paused with no approval that could ever resume it.
         await box.relay.approval_requested(box.contract.callback_id)
-        raise Paused(item.id, call, request.argv, timeout_ms / 1000)
+        raise Paused(item.id, call, request.argv, timeout_ms / 1000, policy=decision.to_json())
 
     async def run(
         self, argv: list[str], timeout_ms: int, *, located: Located | None = None

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
+from sentinel_hooks.callbacks.judge import Judges
 from sentinel_hooks.callbacks.session import SessionDeps, SessionRunner
 from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
 from sentinel_hooks.clock import Clock
@@ -64,8 +65,13 @@ class HookSessions:
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
         }
+        judges = Judges(service.action_policy.judge_rules, self.backends)
         self.gate = CommandGate(
-            policy=service.action_policy, inbox=inbox, work_dir=work_dir, secrets=redactor.secrets
+            policy=service.action_policy,
+            inbox=inbox,
+            work_dir=work_dir,
+            secrets=redactor.secrets,
+            judges=judges,
         )
         self.runner = SessionRunner(
             SessionDeps(
@@ -80,6 +86,7 @@ class HookSessions:
                 skill=skill,
                 redactor=redactor,
                 events=events,
+                judges=judges,
             )
         )
         context = QueueContext(

@@ -231,6 +231,8 @@ def _status(entry: Mapping[str, Any]) -> str:
         return f"paused: waiting for approval to run `{cut(argv, QUOTE_CHARS)}`"
     if status == "failed":
         return f"session failed: {cut(str(entry.get('error', '')), QUOTE_CHARS)}"
+    if status == "circuitBreaker":
+        return f"stopped by the circuit breaker after {entry.get('denials')} denied actions in a row"
     if status == "maxTurns":
         return f"stopped after {entry.get('turns')} model turns (maxTurns)"
     return status

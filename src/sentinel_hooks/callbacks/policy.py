@@ -67,10 +67,17 @@ class PolicyDecision:
     decision: Decision
     rule_id: str | None
     reason: str
+    verdicts: tuple[dict[str, Any], ...] = ()  # the judge rules' answers (``judge.Verdict.to_json``)
+    elapsed_ms: float | None = None  # plain rules and judges together, when measured
 
     def to_json(self) -> dict[str, Any]:
-        """The decision as recorded in transcripts and the audit trail."""
-        return {"decision": self.decision, "ruleId": self.rule_id, "reason": self.reason}
+        """The decision as recorded in transcripts and the audit trail (verdicts when judges were asked)."""
+        found: dict[str, Any] = {"decision": self.decision, "ruleId": self.rule_id, "reason": self.reason}
+        if self.verdicts:
+            found["verdicts"] = list(self.verdicts)
+        if self.elapsed_ms is not None:
+            found["elapsedMs"] = round(self.elapsed_ms, 1)
+        return found
 
 
 def decide(policy: ActionPolicySpec, request: CommandRequest, *, history: Sequence[str]) -> PolicyDecision:
@@ -79,9 +86,9 @@ def decide(policy: ActionPolicySpec, request: CommandRequest, *, history: Sequen
     ``history`` holds the ``command`` facts of the commands already run or requested in this
     callback, oldest first. The loop guard is checked first: when the last ``loopGuard - 1``
     entries all equal this command, this is its ``loopGuard``-th request in a row and it is
-    denied. Otherwise the rules are tried by ``priority``, highest first (equal priorities in
-    file order); the first whose conditions match (combined with its ``match``) decides, and
-    when none matches ``policy.default`` does.
+    denied. Otherwise the enabled plain rules are tried by ``priority``, highest first (equal
+    priorities in file order; judge rules are ``judge.py``'s); the first whose conditions
+    match (combined with its ``match``) decides, and when none matches ``policy.default`` does.
     """
     facts = request.facts()
     command = facts["command"]
@@ -96,7 +103,7 @@ def decide(policy: ActionPolicySpec, request: CommandRequest, *, history: Sequen
                 "Try something different or report what you found."
             ),
         )
-    for rule in _by_priority(policy.rules):
+    for rule in _by_priority(policy.plain_rules):
         if evaluate(rule.conditions, rule.match, facts).matched:
             return PolicyDecision(
                 decision=rule.decision,

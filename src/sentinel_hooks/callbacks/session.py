@@ -27,6 +27,7 @@ from sentinel_hooks.callbacks.backends.base import (
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
 from sentinel_hooks.callbacks.intake import message_key
+from sentinel_hooks.callbacks.judge import Judges
 from sentinel_hooks.callbacks.prompt import system_message, user_message
 from sentinel_hooks.callbacks.tools import CommandGate, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
@@ -46,6 +47,8 @@ from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
 log = logging.getLogger(__name__)
 
 FINAL = frozenset({"done", "failed", "paused", "skipped"})
+BREAKER_REASON = "the agent kept proposing denied actions"
+MODEL_SEES = ("decision", "ruleId", "reason")  # of a policy decision, in the tool result
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 
 
@@ -66,6 +69,7 @@ class SessionDeps:
     skill: Callable[[str], Skill | None]  # the skill loaded now: a reload (SIGHUP) may change it
     redactor: Redactor
     events: Events | None = None
+    judges: Judges | None = None
 
 
 def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:
@@ -131,6 +135,7 @@ class SessionRunner:
             commands=deps.gate,
             skill_id=envelope.watcher.skill_id,
             events=deps.events,
+            judges=deps.judges,
         )
         own = await self._own_entries(contract)
         messages = [message for _, message in compaction.apply(own)]
@@ -254,10 +259,14 @@ class SessionRunner:
             if last.get("role") == "assistant" and not last.get("toolCalls"):
                 break
             if last.get("role") == "assistant" or (last.get("role") == "tool" and self._open_calls(messages)):
-                paused = await self._run_tools(contract, box, messages)
-                if paused:
+                stopped = await self._run_tools(contract, box, messages)
+                if stopped == "paused":
                     return "paused"
+                if stopped == "tripped":
+                    return await self._trip(contract, box, messages)
                 continue
+            if self._tripped(messages):
+                return await self._trip(contract, box, messages)
             if turns >= backend.max_turns:
                 await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
                 break
@@ -280,11 +289,41 @@ class SessionRunner:
         answered = {m.get("toolCallId") for m in messages if m.get("role") == "tool"}
         return [c for c in last_assistant.get("toolCalls") or [] if c.get("id") not in answered]
 
-    async def _run_tools(self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]) -> bool:
-        """Execute the unanswered tool calls in order; True when the session paused for an approval."""
+    def _tripped(self, messages: list[dict[str, Any]]) -> bool:
+        """Whether the circuit breaker trips: ``circuitBreaker`` denials in a row in this callback."""
+        return denial_streak(messages) >= self._deps.service.action_policy.circuit_breaker
+
+    async def _trip(self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]) -> str:
+        """Stop the session and escalate (SPEC §5.4): the model is not asked again, nothing more runs.
+
+        The escalation is filed like ``sentinel_escalate``'s, so the fallback text carries it and
+        people are still reached at the deadline; the breaker never allows anything.
+        """
+        streak = denial_streak(messages)
+        log.warning(
+            "session for %s stopped by the circuit breaker after %d denials in a row",
+            contract.callback_id,
+            streak,
+            extra={"callbackId": contract.callback_id},
+        )
+        await self.append(contract, {"kind": "status", "status": "circuitBreaker", "denials": streak})
+        await box.escalate(BREAKER_REASON, actor="sentinel")
+        await self._progress(contract, "done", stopped="circuitBreaker", denials=streak)
+        return "done"
+
+    async def _run_tools(
+        self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]
+    ) -> str | None:
+        """Execute the unanswered tool calls in order, recording each policy decision.
+
+        ``"paused"`` when the session paused for an approval, ``"tripped"`` when the circuit
+        breaker stops it before the next call (that call is never executed), else None.
+        """
         import json
 
         for raw_call in self._open_calls(messages):
+            if self._tripped(messages):
+                return "tripped"
             call = ToolCall(
                 str(raw_call.get("id")), str(raw_call.get("name")), raw_call.get("arguments") or {}
             )
@@ -293,6 +332,8 @@ class SessionRunner:
                 result = await box.execute(call, history=history)
             except Paused as paused:
                 self._tool_event(contract, call.name, "needs_approval", ok=False)
+                if paused.policy is not None:
+                    await self._record_policy(contract, call, dict(paused.policy))
                 await self.append(
                     contract,
                     {
@@ -304,8 +345,12 @@ class SessionRunner:
                     },
                 )
                 await self._progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
-                return True
+                return "paused"
             policy = result.get("policy") if isinstance(result.get("policy"), dict) else None
+            if policy is not None:
+                # the model is told the decision and its reason; the verdicts are for people
+                result = {**result, "policy": {k: v for k, v in policy.items() if k in MODEL_SEES}}
+                await self._record_policy(contract, call, policy)
             decision = str(policy["decision"]) if policy else ("ok" if result.get("ok") else "error")
             self._tool_event(contract, call.name, decision, ok=bool(result.get("ok")))
             message = {
@@ -316,7 +361,13 @@ class SessionRunner:
             }
             stored = await self.append(contract, {"kind": "message", "message": message})
             messages.append(stored["message"])
-        return False
+        return None
+
+    async def _record_policy(self, contract: Contract, call: ToolCall, policy: dict[str, Any]) -> None:
+        """One policy decision in the transcript (``kind: policy``) and in telemetry."""
+        await self.append(contract, {"kind": "policy", "toolCallId": call.id, "tool": call.name, **policy})
+        if self._deps.events is not None:
+            self._deps.events.policy_decision(contract.callback_id, call.name, policy)
 
     def _tool_event(self, contract: Contract, tool: str, decision: str, *, ok: bool) -> None:
         if self._deps.events is not None:
@@ -363,6 +414,32 @@ def _command_history(messages: list[dict[str, Any]]) -> list[str]:
             ):
                 found.append(" ".join([str(args.get("command", "")), *map(str, args.get("args") or [])]))
     return found[:-1] if found else found
+
+
+def denial_streak(messages: list[dict[str, Any]]) -> int:
+    """How many of this callback's latest tool results in a row are denials: refused by the
+    policy (a rule, a judge or the loop guard), or an approval denied or expired."""
+    import json
+
+    streak = 0
+    for message in messages:
+        if message.get("role") != "tool":
+            continue
+        try:
+            result = json.loads(message.get("content") or "{}")
+        except (TypeError, ValueError):
+            result = None
+        streak = streak + 1 if _is_denial(result) else 0
+    return streak
+
+
+def _is_denial(result: object) -> bool:
+    if not isinstance(result, dict):
+        return False
+    policy, approval = result.get("policy"), result.get("approval")
+    if isinstance(policy, dict) and policy.get("decision") == "deny":
+        return True
+    return isinstance(approval, dict) and approval.get("status") in ("denied", "expired")
 
 
 RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
+from sentinel_hooks.callbacks.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy import PolicyDecision
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
@@ -143,12 +146,21 @@ def tools_for(autonomy: str) -> list[str]:
 class Paused(Exception):
     """run_command needs approval: the session pauses until the approval item is decided."""
 
-    def __init__(self, item_id: str, call: ToolCall, argv: list[str], timeout_s: float) -> None:
+    def __init__(
+        self,
+        item_id: str,
+        call: ToolCall,
+        argv: list[str],
+        timeout_s: float,
+        *,
+        policy: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(item_id)
         self.item_id = item_id
         self.call = call
         self.argv = argv
         self.timeout_s = timeout_s
+        self.policy = policy  # the decision that asked for approval (PolicyDecision.to_json)
 
 
 class CommandGate(Protocol):
@@ -199,6 +211,7 @@ class ToolBox:
     commands: CommandGate
     skill_id: str | None = None
     events: Events | None = None
+    judges: Judges | None = None  # the judge rules that check notify messages (appliesTo: notify)
     notified: int = 0
 
     @property
@@ -262,6 +275,13 @@ class ToolBox:
             }
         if not targets:
             return {"ok": False, "error": "no targets: this watcher has no deliveryTargets"}
+        judged = await self._judge_notify(text, targets)
+        if judged is not None and judged.decision != "auto":
+            return {
+                "ok": False,
+                "error": f"denied by policy: {judged.reason}; nothing was sent",
+                "policy": judged.to_json(),
+            }
         routed = ["console"] if self.envelope.mode.environment == "test" else targets
         ordinal = self.notified + 1
         message = Message(
@@ -285,6 +305,8 @@ class ToolBox:
             "failed": outcome.failed,
             "contract": outcome.state,
         }
+        if judged is not None:
+            result["policy"] = judged.to_json()
         if not outcome.delivered and outcome.retrying:
             result["note"] = (
                 "no target accepted it yet; it is being retried, so do not send it again "
@@ -297,7 +319,24 @@ class ToolBox:
             )
         return result
 
-    async def _escalate(self, args: EscalateArgs) -> dict[str, Any]:
+    async def _judge_notify(self, text: str, targets: list[str]) -> PolicyDecision | None:
+        """The judge rules' decision about this message (None when no rule checks notifies here)."""
+        if not self.judges:
+            return None
+        started = time.perf_counter()
+        facts = {"watcherId": self.contract.watcher_id, "skillId": self.skill_id}
+        proposal = {"action": "notify", "message": text, "targets": targets}
+        verdicts = await self.judges.review("notify", facts, proposal)
+        if not verdicts:
+            return None
+        allowed = PolicyDecision("auto", None, "No judge rule in scope objected to the message.")
+        return replace(overrule(allowed, verdicts), elapsed_ms=(time.perf_counter() - started) * 1000)
+
+    async def escalate(self, reason: str, *, actor: str) -> dict[str, Any]:
+        """File a warning escalation for this callback, as ``sentinel_escalate`` does, by ``actor``."""
+        return await self._escalate(EscalateArgs(reason=reason), actor=actor)
+
+    async def _escalate(self, args: EscalateArgs, *, actor: str = "agent") -> dict[str, Any]:
         item = await self.inbox.create(
             "escalation",
             severity=args.severity,
@@ -306,7 +345,7 @@ class ToolBox:
             callback_id=self.contract.callback_id,
             session_key=self.contract.session_key,
             detail={"envelope": self.envelope.to_json()},
-            actor="agent",
+            actor=actor,
         )
         await self.store.put_checkpoint(
             escalation_key(self.contract.callback_id), {"severity": args.severity, "reason": args.reason}

@@ -103,7 +103,7 @@ def show(
         console.print(f"  {delivery['target']} {delivery['kind']}: {delivery['state']} ({attempts}){error}")
     console.print("transcript:")
     for entry in body["transcript"]:
-        console.print("  " + _entry_line(entry["entry"]))
+        console.print("  " + _entry_line(entry["entry"]), markup=False)  # model text is not markup
     console.print("envelope:")
     console.print_json(json.dumps(body["envelope"]))
 
@@ -123,4 +123,37 @@ def _entry_line(entry: dict[str, Any]) -> str:
         return f"{role}: {compact(message.get('content'), 160)}"
     if kind == "model":
         return f"model {entry.get('model')} (entry {entry.get('entry')}, via {entry.get('via')})"
+    if kind == "policy":
+        return policy_lines(entry)
+    if kind == "status" and entry.get("status") == "circuitBreaker":
+        return (
+            f"stopped by the circuit breaker after {entry.get('denials')} denials in a row "
+            "(escalated: the agent kept proposing denied actions)"
+        )
     return compact(entry, 200)
+
+
+def policy_lines(entry: dict[str, Any]) -> str:
+    """A policy decision as people read it: the decision, the deciding rule and why, then one
+    line per judge verdict (rule, outcome, confidence, model, time, reason)."""
+    rule = entry.get("ruleId") or "default"
+    took = f" in {entry['elapsedMs']:g} ms" if isinstance(entry.get("elapsedMs"), int | float) else ""
+    lines = [
+        f"policy {entry.get('tool')}: {str(entry.get('decision')).upper()} by {rule}{took} — "
+        f"{_cut(entry.get('reason'), 200)}"
+    ]
+    for verdict in entry.get("verdicts") or []:
+        confidence = verdict.get("confidence")
+        sure = f" confidence {confidence:g}" if isinstance(confidence, int | float) else ""
+        lines.append(
+            f"    judge {verdict.get('ruleId')}: {verdict.get('outcome')}{sure} → {verdict.get('decision')} "
+            f"(model {verdict.get('model')}, {verdict.get('elapsedMs')} ms) — "
+            f"{_cut(verdict.get('reason'), 160)}"
+        )
+    return "\n".join(lines)
+
+
+def _cut(text: object, limit: int) -> str:
+    """Text shortened to ``limit`` characters (a reason is read, not parsed: no JSON quotes)."""
+    shown = str(text) if text is not None else ""
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"

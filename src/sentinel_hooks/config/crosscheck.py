@@ -13,7 +13,7 @@ from typing import Any
 from sentinel_hooks.config.apprise_urls import parse_apprise_url
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.hosts import host_allowed, url_host
-from sentinel_hooks.config.service import LOOPBACK_HOSTS, ServiceConfig
+from sentinel_hooks.config.service import LOOPBACK_HOSTS, JudgeRule, ScriptedModel, ServiceConfig
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec, SlackTargetSpec
 from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.config.yamlfile import Loc
@@ -164,6 +164,7 @@ def check_service(config: ServiceConfig) -> list[Problem]:
         if name not in config.targets:
             problems.append((("escalationTargets", index), _unknown("target", name, list(config.targets))))
     problems.extend(_policy_problems(config))
+    problems.extend(_judge_model_problems(config))
     for name, target in config.targets.items():
         if isinstance(target, AppriseTargetSpec):
             problems.extend(_apprise_host_problems(name, target, config.allowed_hosts))
@@ -208,6 +209,23 @@ def _policy_problems(config: ServiceConfig) -> list[Problem]:
                 if target not in config.targets:
                     loc = ("escalationPolicies", name, "steps", index, "targets", position)
                     problems.append((loc, _unknown("target", target, known)))
+    return problems
+
+
+def _judge_model_problems(config: ServiceConfig) -> list[Problem]:
+    """A judge rule's ``model`` names an entry of ``models`` that is a real model (not scripted)."""
+    problems: list[Problem] = []
+    for index, rule in enumerate(config.action_policy.rules):
+        if not isinstance(rule, JudgeRule):
+            continue
+        loc: Loc = ("actionPolicy", "rules", index, "model")
+        spec = config.models.get(rule.model)
+        if spec is None:
+            problems.append((loc, _unknown("model", rule.model, list(config.models))))
+        elif isinstance(spec, ScriptedModel):
+            problems.append(
+                (loc, f"model {rule.model!r} is scripted and cannot judge; name an openai or anthropic model")
+            )
     return problems
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, ValidationInfo, field_validator
+from pydantic import Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.escalation import EscalationPolicySpec
@@ -127,41 +127,114 @@ def walk_leaves(nodes: Sequence[ConditionNode]) -> Iterator[Condition]:
             yield node
 
 
+def _policy_paths(nodes: list[ConditionNode]) -> list[ConditionNode]:
+    """Every leaf condition of a policy rule tests one of ``POLICY_PATHS``."""
+    for leaf in walk_leaves(nodes):
+        if leaf.path not in POLICY_PATHS:
+            raise ValueError(f"policy condition path {leaf.path!r} is not one of {', '.join(POLICY_PATHS)}")
+    return nodes
+
+
 class PolicyRule(Spec):
-    """One action-policy rule; the first matching rule by descending priority decides."""
+    """One plain action-policy rule; the first enabled match by descending priority decides."""
 
     id: Name
+    kind: Literal["plain"] = "plain"
     priority: int = 0
+    enabled: bool = True
     decision: Literal["auto", "needs_approval", "deny"]
     conditions: list[ConditionNode] = Field(default_factory=list)
     match: Literal["all", "any"] = "all"
 
-    @field_validator("conditions")
+    _paths_are_policy_fields = field_validator("conditions")(_policy_paths)
+
+
+JudgedAction = Literal["run_command", "notify"]
+JUDGED_BY_DEFAULT: tuple[JudgedAction, ...] = ("run_command",)
+"""What a judge rule checks when it names no ``appliesTo``: the actions a session proposes
+(``notify`` messages only when asked for: most rules are about what an action does)."""
+
+
+class JudgeRule(Spec):
+    """A semantic rule (SPEC §5.4): one small model call asks whether the action breaks ``prompt``.
+
+    Asked only once the plain rules allowed the action, and only when its ``conditions`` (its
+    scope) match. A ``notify`` cannot wait for a person (its contract's deadline runs), so a rule
+    that checks notifies must ``deny``.
+    """
+
+    id: Name
+    kind: Literal["judge"]
+    priority: int = 0  # orders the reasons when several judge rules object
+    enabled: bool = True
+    model: str = Field(min_length=1)
+    prompt: str = Field(min_length=1, max_length=4000)
+    decision: Literal["needs_approval", "deny"]
+    conditions: list[ConditionNode] = Field(default_factory=list)
+    match: Literal["all", "any"] = "all"
+    confidence_threshold: float = Field(default=0.7, ge=0, le=1)
+    timeout_ms: int = Field(default=5000, ge=100, le=120000)
+    fail_open: bool = False
+    applies_to: list[JudgedAction] = Field(default_factory=lambda: list(JUDGED_BY_DEFAULT), min_length=1)
+
+    _paths_are_policy_fields = field_validator("conditions")(_policy_paths)
+
+    @field_validator("applies_to")
     @classmethod
-    def _paths_are_policy_fields(cls, nodes: list[ConditionNode]) -> list[ConditionNode]:
-        for leaf in walk_leaves(nodes):
-            if leaf.path not in POLICY_PATHS:
-                raise ValueError(
-                    f"policy condition path {leaf.path!r} is not one of {', '.join(POLICY_PATHS)}"
-                )
-        return nodes
+    def _notify_is_denied_or_allowed(
+        cls, kinds: list[JudgedAction], info: ValidationInfo
+    ) -> list[JudgedAction]:
+        if "notify" in kinds and info.data.get("decision") == "needs_approval":
+            raise ValueError(
+                "a judge rule that checks notify messages must have decision: deny "
+                "(a message cannot wait for an approval: its response deadline runs)"
+            )
+        return kinds
+
+
+def _rule_kind(value: object) -> str:
+    if isinstance(value, dict):
+        kind = value.get("kind", "plain")
+        return kind if isinstance(kind, str) else "plain"
+    return str(getattr(value, "kind", "plain"))
+
+
+AnyPolicyRule = Annotated[
+    Annotated[PolicyRule, Tag("plain")] | Annotated[JudgeRule, Tag("judge")],
+    Discriminator(
+        _rule_kind,
+        custom_error_type="rule_kind",
+        custom_error_message="kind must be plain (the default) or judge",
+    ),
+]
 
 
 class ActionPolicySpec(Spec):
     default: Literal["auto", "needs_approval", "deny"] = "needs_approval"
-    rules: list[PolicyRule] = Field(default_factory=list)
+    rules: list[AnyPolicyRule] = Field(default_factory=list)
     loop_guard: int = Field(default=3, ge=2)  # the loopGuard-th identical request in a row is refused
     approval_timeout_ms: PositiveMs = 900000
+    circuit_breaker: int = Field(default=5, ge=1)  # this many denials in a row stop the session
 
     @field_validator("rules")
     @classmethod
-    def _unique_rule_ids(cls, rules: list[PolicyRule]) -> list[PolicyRule]:
+    def _unique_rule_ids(cls, rules: list[PolicyRule | JudgeRule]) -> list[PolicyRule | JudgeRule]:
         seen: set[str] = set()
         for rule in rules:
             if rule.id in seen:
                 raise ValueError(f"rule id {rule.id!r} is used twice")
             seen.add(rule.id)
         return rules
+
+    @property
+    def plain_rules(self) -> list[PolicyRule]:
+        """The enabled plain rules, in file order."""
+        return [r for r in self.rules if isinstance(r, PolicyRule) and r.enabled]
+
+    @property
+    def judge_rules(self) -> list[JudgeRule]:
+        """The enabled judge rules, in file order."""
+        return [r for r in self.rules if isinstance(r, JudgeRule) and r.enabled]
 
 
 class LimitsSpec(Spec):
