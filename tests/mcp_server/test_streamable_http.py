@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from sentinel_hooks.mcp_server.tools import offered_tools
 from sentinel_hooks.service import Service
 from tests.mcp_server.conftest import (
     BASE_TOOLS,
@@ -250,3 +251,48 @@ async def test_stop_with_a_client_connected(start_service: Starter) -> None:
         await client.list_tools()
         await service.stop()
     assert [] == [t for t in asyncio.all_tasks() if t.get_name() == "sentinel-mcp"]
+
+
+SAME_AS_THE_API = [
+    ("list_watchers", {"limit": 1}),
+    ("list_watchers", {"cursor": "hook"}),
+    ("get_watcher", {"watcherId": "hook"}),
+    ("get_watcher", {"watcherId": "a/b c"}),
+    ("set_watcher_enabled", {"watcherId": "nope", "enabled": False}),
+    ("delete_watcher", {"watcherId": "hook"}),
+    ("fire_watcher", {"watcherId": "nope", "payload": {"x": 1}}),
+    ("create_watcher", {"watcher": {"id": "bad", "strategy": "http-poll"}}),
+    ("create_watcher", {"watcher": {**NEW_WATCHER, "endpoint": "${env:HOME}"}}),
+    ("create_watcher", {"watcher": COMMAND_WATCHER}),
+    ("list_callbacks", {"watcherId": "hook", "state": "pending", "limit": 5}),
+    ("list_callbacks", {"cursor": "not-a-cursor"}),
+    ("get_callback", {"callbackId": "nope"}),
+    ("list_inbox", {"status": "open", "kind": "approval"}),
+    ("list_inbox", {"cursor": "not-a-cursor"}),
+    ("ack_inbox_item", {"itemId": "nope", "note": "x"}),
+    ("resolve_inbox_item", {"itemId": "nope"}),
+    ("approve", {"itemId": "nope"}),
+    ("deny", {"itemId": "nope", "note": "no"}),
+    ("list_silences", {"state": "expired"}),
+    (
+        "add_silence",
+        {"matchers": [{"path": "colour", "op": "eq", "value": 1}], "durationMs": 1, "comment": "x"},
+    ),
+    (
+        "add_silence",
+        {"matchers": [{"path": "watcherId", "op": "eq"}], "endsAt": "2001-01-01T00:00:00Z", "comment": "x"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("tool", "arguments"), SAME_AS_THE_API, ids=lambda v: str(v)[:40])
+async def test_tool_answers_as_the_api(start_service: Starter, tool: str, arguments: dict[str, Any]) -> None:
+    """In-process, each tool answers exactly what its API request answers (body, error or not)."""
+    service = await started(start_service, approvals=True)
+    request = offered_tools(approvals=True)[tool].request(arguments)
+    status, expected = await call(
+        service, request.method, request.path_and_query, body=request.body, headers=AUTH
+    )
+    async with connect(service) as client:
+        result = await client.call_tool(tool, arguments)
+    assert (status >= 400, expected) == (result.is_error, body_of(result))

@@ -22,6 +22,7 @@ aiohttp handler through a twenty-line ASGI bridge (``_asgi``). Why this way:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -118,8 +119,10 @@ class McpEndpoint:
         started = asyncio.create_task(self._started.wait())
         await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
         started.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await started
         if task.done():
-            task.result()  # raise what stopped it
+            task.result()  # the manager could not start: raise why
         try:
             yield
         finally:

@@ -20,6 +20,10 @@ from sentinel_hooks.mcp_server.backend import Answer, Backend, error_body
 from sentinel_hooks.mcp_server.tools import ApiCall, Tool, offered_tools
 
 SERVER_NAME = "sentinel"
+NO_APPROVALS = (
+    " (approvals are a person's decision: the service offers them to agents only with "
+    "server.mcpApprovals: true)"
+)
 INSTRUCTIONS = (
     "Sentinel watches APIs, feeds and processes and wakes an agent only when something matters. "
     "These tools manage its watchers (list, inspect, create, enable, disable, delete, fire), follow "
@@ -51,9 +55,8 @@ def _error_result(code: str, message: str, details: Any = None) -> types.CallToo
     )
 
 
-def _argument_errors(tool: Tool, arguments: dict[str, Any]) -> list[dict[str, str]]:
+def _argument_errors(validator: Draft202012Validator, arguments: dict[str, Any]) -> list[dict[str, str]]:
     """Each problem of ``arguments`` against the tool's schema as ``{key, message}``."""
-    validator = Draft202012Validator(tool.schema)
     found = sorted(validator.iter_errors(arguments), key=lambda e: list(map(str, e.absolute_path)))
     return [{"key": ".".join(map(str, e.absolute_path)) or "arguments", "message": e.message} for e in found]
 
@@ -75,6 +78,7 @@ def build_server(backend: Backend, *, approvals: bool) -> Server[Any]:
     """An MCP server offering Sentinel's tools (approve/deny only with ``approvals``)."""
     tools = offered_tools(approvals=approvals)
     listed = [_describe(tool) for tool in tools.values()]
+    validators = {name: Draft202012Validator(tool.schema) for name, tool in tools.items()}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed)
@@ -82,17 +86,10 @@ def build_server(backend: Backend, *, approvals: bool) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = tools.get(params.name)
         if tool is None:
-            hint = (
-                ""
-                if approvals or params.name not in ("approve", "deny")
-                else (
-                    " (approvals are a person's decision: the service offers them to agents only with "
-                    "server.mcpApprovals: true)"
-                )
-            )
+            hint = "" if approvals or params.name not in ("approve", "deny") else NO_APPROVALS
             return _error_result("unknown_tool", f"no tool {params.name!r}{hint}", {"tools": list(tools)})
         arguments = params.arguments or {}
-        problems = _argument_errors(tool, arguments)
+        problems = _argument_errors(validators[tool.name], arguments)
         if problems:
             text = "; ".join(f"{p['key']}: {p['message']}" for p in problems[:5])
             return _error_result("invalid", f"invalid arguments: {text}", problems)
