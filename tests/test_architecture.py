@@ -31,6 +31,7 @@ FLOORS: list[set[str]] = [
     {"retention"},  # prunes what every stage left behind
     {"operations"},  # what the faces ask of a service (mixed into Service)
     {"service"},  # wires the stages together
+    {"mcp_server"},  # the MCP tools and server, reached over HTTP (cli) or in-process (api)
     {"api", "cli"},  # the faces
     {"__main__", "testing", "__init__"},
 ]

@@ -20,6 +20,7 @@ def test_defaults_match_the_spec() -> None:
             "apiToken": None,
             "metricsAuth": False,
             "allowCommandWatchers": False,
+            "mcpApprovals": False,
             "publicUrl": None,
         },
         "allowedHosts": [],

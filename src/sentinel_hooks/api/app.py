@@ -17,6 +17,7 @@ SERVICE: web.AppKey[Service] = web.AppKey("service")
 
 def build_app(service: Service) -> web.Application:
     """The HTTP API of ``service`` (SPEC.md §9)."""
+    from sentinel_hooks.api.mcp import add_mcp
     from sentinel_hooks.api.routes import callbacks, health, inbox, ingest, silences, watchers
     from sentinel_hooks.api.routes import openapi as openapi_route
     from sentinel_hooks.api.routes import web as web_page
@@ -37,6 +38,7 @@ def build_app(service: Service) -> web.Application:
     app.add_routes(silences.routes)
     app.add_routes(web_page.routes)
     app.add_routes(openapi_route.routes)
+    add_mcp(app, service)
     return app
 
 

@@ -33,9 +33,12 @@ class ApiError(Exception):
         self.details = details
 
 
+def error_body(code: str, message: str, details: Any = None) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, "details": details}}
+
+
 def error_response(status: int, code: str, message: str, details: Any = None) -> web.Response:
-    body = {"error": {"code": code, "message": message, "details": details}}
-    return web.json_response(body, status=status)
+    return web.json_response(error_body(code, message, details), status=status)
 
 
 _HTTP_CODES = {
@@ -60,28 +63,33 @@ def _from_http_exception(exc: web.HTTPException) -> web.Response:
     return response
 
 
-def _from_exception(exc: Exception) -> web.Response:
+def error_of(exc: Exception) -> tuple[int, dict[str, Any]]:
+    """The status and ``{"error": …}`` body of an exception raised by a route or an operation
+    (anything not ours is a 500 with a plain message)."""
     if isinstance(exc, ApiError):
-        return error_response(exc.status, exc.code, exc.message, exc.details)
-    if isinstance(exc, web.HTTPException):
-        return _from_http_exception(exc)
+        return exc.status, error_body(exc.code, exc.message, exc.details)
     if isinstance(exc, ConfigError):
         details = [{"key": i.key, "message": i.message} for i in exc.issues]
-        return error_response(
-            400, "invalid", "; ".join(f"{d['key']}: {d['message']}" for d in details), details
-        )
+        return 400, error_body("invalid", "; ".join(f"{d['key']}: {d['message']}" for d in details), details)
     if isinstance(exc, NotFound):
-        return error_response(404, "not_found", str(exc))
+        return 404, error_body("not_found", str(exc))
     if isinstance(exc, CallbackExists):
         taken = {"callbackId": exc.callback_id, "state": exc.state}
-        return error_response(409, "callback_exists", str(exc), taken)
+        return 409, error_body("callback_exists", str(exc), taken)
     if isinstance(exc, Conflict):
-        return error_response(409, "conflict", str(exc))
+        return 409, error_body("conflict", str(exc))
     if isinstance(exc, InvalidCursor):
-        return error_response(400, "invalid_cursor", str(exc))
+        return 400, error_body("invalid_cursor", str(exc))
     if isinstance(exc, StoreUnavailable):  # a full disk, Redis down: the client may retry later
-        return error_response(503, "store_unavailable", STORE_UNAVAILABLE_MESSAGE)
-    return error_response(500, "internal", INTERNAL_MESSAGE)
+        return 503, error_body("store_unavailable", STORE_UNAVAILABLE_MESSAGE)
+    return 500, error_body("internal", INTERNAL_MESSAGE)
+
+
+def _from_exception(exc: Exception) -> web.Response:
+    if isinstance(exc, web.HTTPException):
+        return _from_http_exception(exc)
+    status, body = error_of(exc)
+    return web.json_response(body, status=status)
 
 
 def _render(request: web.Request, exc: Exception) -> web.Response:

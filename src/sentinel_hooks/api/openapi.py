@@ -317,6 +317,25 @@ def _silence_paths() -> dict[str, Schema]:
     }
 
 
+def _mcp_paths() -> dict[str, Schema]:
+    message = {"type": "object", "description": "a JSON-RPC 2.0 message of the Model Context Protocol"}
+    answers = {
+        **answer(200, "the JSON-RPC answer (one JSON body: the endpoint is stateless)", message),
+        **answer(202, "a notification or response from the client, accepted"),
+    }
+    return {
+        "/mcp": {
+            "post": operation(
+                "mcp",
+                "Sentinel's MCP tools over streamable HTTP (docs/mcp.md)",
+                "mcp",
+                answers,
+                body=message,
+            )
+        }
+    }
+
+
 def _without_bearer(document: dict[str, Any]) -> dict[str, Any]:
     """``document`` for a service without ``server.apiToken``: nothing asks for the bearer token
     (and no answer is a 401 because of it), so clients and fuzzers do not send one."""
@@ -346,7 +365,17 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
         },
         "tags": [
             {"name": name}
-            for name in ("health", "meta", "web", "watchers", "callbacks", "inbox", "silences", "hooks")
+            for name in (
+                "health",
+                "meta",
+                "web",
+                "watchers",
+                "callbacks",
+                "inbox",
+                "silences",
+                "hooks",
+                "mcp",
+            )
         ],
         "security": SECURITY["bearer"],
         "paths": {
@@ -356,6 +385,7 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
             **_callback_paths(),
             **_inbox_paths(),
             **_silence_paths(),
+            **_mcp_paths(),
         },
         "components": {
             "schemas": {**model_schemas(), **api_schemas()},

@@ -8,8 +8,7 @@ reaches a store.
 from __future__ import annotations
 
 import re
-
-from aiohttp import web
+from collections.abc import Mapping
 
 from sentinel_hooks.api.errors import ApiError
 
@@ -17,10 +16,13 @@ INT64_MAX = 2**63 - 1
 DIGITS = re.compile(r"[0-9]{1,19}")
 
 
-def int_param(request: web.Request, name: str, *, default: int, minimum: int, maximum: int, code: str) -> int:
-    """The query parameter ``name`` as an int in ``[minimum, maximum]``; ``default`` when absent
-    or empty; ApiError(400, ``code``) naming the range otherwise."""
-    raw = request.query.get(name, "")
+def int_param(
+    query: Mapping[str, str], name: str, *, default: int, minimum: int, maximum: int, code: str
+) -> int:
+    """The query parameter ``name`` (of a request's query, or an MCP tool call's) as an int in
+    ``[minimum, maximum]``; ``default`` when absent or empty; ApiError(400, ``code``) naming the
+    range otherwise."""
+    raw = query.get(name, "")
     if raw == "":
         return default
     if DIGITS.fullmatch(raw) is None or not minimum <= int(raw) <= maximum:
@@ -28,6 +30,6 @@ def int_param(request: web.Request, name: str, *, default: int, minimum: int, ma
     return int(raw)
 
 
-def limit_param(request: web.Request, *, maximum: int, default: int) -> int:
+def limit_param(query: Mapping[str, str], *, maximum: int, default: int) -> int:
     """The ``limit`` of a listing: 1 to ``maximum``."""
-    return int_param(request, "limit", default=default, minimum=1, maximum=maximum, code="invalid_limit")
+    return int_param(query, "limit", default=default, minimum=1, maximum=maximum, code="invalid_limit")

@@ -1,6 +1,6 @@
 """Who may call the API: bearer token, loopback Host without a token, JSON-only writes.
 
-- With ``server.apiToken``: ``/api/*``, ``/hooks/sentinel`` (and ``/metrics`` with
+- With ``server.apiToken``: ``/api/*``, ``/hooks/sentinel``, ``/mcp`` (and ``/metrics`` with
   ``metricsAuth``) need ``Authorization: Bearer <token>``. The scheme is case-insensitive
   (RFC 7235), the token is compared in constant time, and nothing else carries it (no other
   header, no query string).
@@ -85,7 +85,7 @@ def token_matches(authorization: str, expected: bytes) -> bool:
 
 
 def needs_token(path: str, *, metrics_auth: bool) -> bool:
-    if path.startswith("/api/") or path == "/hooks/sentinel":
+    if path.startswith("/api/") or path in ("/hooks/sentinel", "/mcp"):
         return True
     return path == "/metrics" and metrics_auth
 

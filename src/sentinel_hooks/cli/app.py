@@ -201,6 +201,7 @@ def _register_service_commands() -> None:
     from sentinel_hooks.cli.callbacks import callbacks
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
+    from sentinel_hooks.cli.mcp import mcp_command
     from sentinel_hooks.cli.silences import silences, status
     from sentinel_hooks.cli.watchers import run, watchers
 
@@ -212,6 +213,7 @@ def _register_service_commands() -> None:
     app.add_command(import_group)
     app.add_command(silences)
     app.add_command(status)
+    app.add_command(mcp_command)
 
 
 _register_service_commands()

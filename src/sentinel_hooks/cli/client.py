@@ -53,6 +53,24 @@ class Client:
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         """Send a request; the decoded JSON answer (None for 204)."""
+        try:
+            return self._send(method, path, body)[1]
+        except urllib.error.HTTPError as exc:
+            raise _refused(exc) from None
+
+    def answer(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """Send a request; the status and decoded JSON answer, error answers included (the MCP
+        tools hand the API's error JSON to the agent as it is)."""
+        try:
+            return self._send(method, path, body)
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                return exc.code, json.loads(raw)
+            except ValueError:
+                return exc.code, _error_json(exc.code, raw.decode(errors="replace")[:200] or exc.reason)
+
+    def _send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None or method in ("POST", "PATCH"):
@@ -65,16 +83,20 @@ class Client:
             request.add_header("X-Sentinel-Actor", self.actor)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as exc:
-            raise _refused(exc) from None
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError:
+            raise
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise ServiceUnreachable(
                 f"no Sentinel service answers at {self.url} ({reason}); "
                 "start one with `sentinel run`, or pass --url"
             ) from exc
-        return json.loads(raw) if raw else None
+        return status, json.loads(raw) if raw else None
+
+
+def _error_json(status: int, message: str) -> dict[str, Any]:
+    return {"error": {"code": f"http_{status}", "message": message, "details": None}}
 
 
 def _refused(exc: urllib.error.HTTPError) -> ApiRefused:

@@ -29,6 +29,7 @@ class ServerSpec(Spec):
     port: int = Field(default=8765, ge=0, le=65535)
     metrics_auth: bool = False
     allow_command_watchers: bool = False
+    mcp_approvals: bool = False  # offer approve/deny to MCP clients (SPEC §17): a person's call by default
     public_url: str | None = None  # base URL of the web page, linked from messages (…/#inbox/{id})
 
     @field_validator("api_token")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import get_args
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, get_args
 
 from aiohttp import web
 from pydantic import ValidationError
@@ -15,6 +16,9 @@ from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import ContractState
+
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
 
 routes = web.RouteTableDef()
 
@@ -55,36 +59,42 @@ async def external_callback(request: web.Request) -> web.Response:
     return web.json_response({"callbackId": contract.callback_id, "state": contract.state}, status=202)
 
 
-@routes.get("/api/v1/callbacks")
-async def list_callbacks(request: web.Request) -> web.Response:
-    service = service_of(request)
-    state = request.query.get("state") or None
+async def callback_page(service: Service, query: Mapping[str, str]) -> dict[str, Any]:
+    """``{"items", "nextCursor"}`` for the ``watcherId``, ``state``, ``limit`` and ``cursor`` of ``query``."""
+    state = query.get("state") or None
     if state is not None and state not in STATES:
         raise ApiError(400, "invalid_state", f"state {state!r} is not one of {', '.join(STATES)}")
     page = await service.callbacks(
-        request.query.get("watcherId") or None,
+        query.get("watcherId") or None,
         state,  # type: ignore[arg-type]  # checked against STATES above
-        limit=limit_param(request, maximum=500, default=50),
-        cursor=request.query.get("cursor") or None,
+        limit=limit_param(query, maximum=500, default=50),
+        cursor=query.get("cursor") or None,
     )
     items = [c.model_dump(mode="json", by_alias=True) for c in page.items]
-    return web.json_response({"items": items, "nextCursor": page.next_cursor})
+    return {"items": items, "nextCursor": page.next_cursor}
+
+
+async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
+    """``{"callback", "envelope", "transcript", "deliveries"}``; 404 for an unknown id."""
+    found = await service.callback(callback_id)
+    if found is None:
+        raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
+    return {
+        "callback": found.contract.model_dump(mode="json", by_alias=True),
+        "envelope": None if found.envelope is None else found.envelope.to_json(),
+        "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
+        "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
+    }
+
+
+@routes.get("/api/v1/callbacks")
+async def list_callbacks(request: web.Request) -> web.Response:
+    return web.json_response(await callback_page(service_of(request), request.query))
 
 
 @routes.get("/api/v1/callbacks/{id}")
 async def show_callback(request: web.Request) -> web.Response:
-    callback_id = request.match_info["id"]
-    found = await service_of(request).callback(callback_id)
-    if found is None:
-        raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
-    return web.json_response(
-        {
-            "callback": found.contract.model_dump(mode="json", by_alias=True),
-            "envelope": None if found.envelope is None else found.envelope.to_json(),
-            "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
-            "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
-        }
-    )
+    return web.json_response(await callback_json(service_of(request), request.match_info["id"]))
 
 
 @routes.get("/api/v1/sessions/{key}")
@@ -92,8 +102,10 @@ async def show_session(request: web.Request) -> web.Response:
     """A hook session's transcript (every callback of the session, in order)."""
     service = service_of(request)
     key = request.match_info["key"]
-    limit = limit_param(request, maximum=500, default=500)
-    after = int_param(request, "afterSeq", default=0, minimum=0, maximum=INT64_MAX, code="invalid_after")
+    limit = limit_param(request.query, maximum=500, default=500)
+    after = int_param(
+        request.query, "afterSeq", default=0, minimum=0, maximum=INT64_MAX, code="invalid_after"
+    )
     entries = await service.transcript(key, after_seq=after, limit=limit)
     if not entries and (after == 0 or not await service.transcript(key, limit=1)):
         raise ApiError(404, "not_found", f"session {key!r} has no transcript")

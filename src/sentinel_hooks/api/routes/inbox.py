@@ -7,7 +7,8 @@ page ``web``), else ``api``; it is recorded on the item and in its history. Refu
 
 from __future__ import annotations
 
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web
 
@@ -17,6 +18,9 @@ from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
 from sentinel_hooks.store.records import InboxHistoryEntry, InboxItem, InboxKind, InboxStatus
+
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
 
 routes = web.RouteTableDef()
 
@@ -40,8 +44,8 @@ def history_json(entry: InboxHistoryEntry) -> dict[str, Any]:
     return entry.model_dump(mode="json", by_alias=True)
 
 
-def _choice(request: web.Request, name: str, allowed: tuple[str, ...]) -> str | None:
-    raw = request.query.get(name)
+def _choice(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> str | None:
+    raw = query.get(name)
     if raw is None or raw == "":
         return None
     if raw not in allowed:
@@ -64,15 +68,17 @@ def actor_of(request: web.Request) -> str:
     return actor or DEFAULT_ACTOR
 
 
-async def note_of(request: web.Request) -> str | None:
-    """The optional ``note`` of a ``{note?}`` body (no body and ``{}`` are fine)."""
-    return _note(await _body(request, {"note"}, 'the body must be {} or {"note": "…"}'))
+def note_of(data: Any) -> str | None:
+    """The optional ``note`` of a ``{note?}`` body (``{}`` is fine)."""
+    return _note(_shaped(data, {"note"}, 'the body must be {} or {"note": "…"}'))
 
 
-async def _body(request: web.Request, keys: set[str], shape: str) -> dict[str, Any]:
-    data: Any = {}
-    if request.can_read_body:
-        data = await read_json(request, max_bytes=MAX_BODY)
+async def _body(request: web.Request) -> Any:
+    """The JSON body, ``{}`` when there is none."""
+    return await read_json(request, max_bytes=MAX_BODY) if request.can_read_body else {}
+
+
+def _shaped(data: Any, keys: set[str], shape: str) -> dict[str, Any]:
     if not isinstance(data, dict) or set(data) - keys:
         raise ApiError(400, "invalid", shape)
     return data
@@ -89,20 +95,57 @@ def _note(data: dict[str, Any]) -> str | None:
     return note
 
 
-@routes.get("/api/v1/inbox")
-async def list_items(request: web.Request) -> web.Response:
-    status = cast("InboxStatus | None", _choice(request, "status", INBOX_STATUSES))
-    kind = cast("InboxKind | None", _choice(request, "kind", INBOX_KINDS))
-    service = service_of(request)
+async def inbox_page(service: Service, query: Mapping[str, str]) -> dict[str, Any]:
+    """``{"items", "nextCursor"}`` for the ``status``, ``kind``, ``limit`` and ``cursor`` of ``query``."""
+    status = cast("InboxStatus | None", _choice(query, "status", INBOX_STATUSES))
+    kind = cast("InboxKind | None", _choice(query, "kind", INBOX_KINDS))
     page = await service.inbox_items(
         status,
         kind,
-        limit=limit_param(request, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
-        cursor=request.query.get("cursor") or None,
+        limit=limit_param(query, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
+        cursor=query.get("cursor") or None,
     )
     chains = await service.escalation_status(page.items)
     items = [item_json(i, chains.get(i.id)) for i in page.items]
-    return web.json_response({"items": items, "nextCursor": page.next_cursor})
+    return {"items": items, "nextCursor": page.next_cursor}
+
+
+async def move_from(service: Service, action: Action, item_id: str, data: Any, actor: str) -> dict[str, Any]:
+    """Resolve, approve or deny the item with a ``{note?}`` body: ``{"item"}``."""
+    note = note_of(data)
+    moves = {
+        "ack": service.ack,
+        "resolve": service.resolve,
+        "approve": service.approve,
+        "deny": service.deny,
+    }
+    item = await moves[action](item_id, actor=actor, note=note)
+    chain = (await service.escalation_status([item])).get(item.id)
+    return {"item": item_json(item, chain)}
+
+
+async def ack_from(service: Service, item_id: str, data: Any, actor: str) -> dict[str, Any]:
+    """Ack the item with a ``{note?, silenceForMs?}`` body: with ``silenceForMs`` the item's
+    watcher is silenced that long too (SPEC §14), and the answer carries the ``silence``."""
+    data = _shaped(data, {"note", "silenceForMs"}, 'the body must be {} or {"note"?, "silenceForMs"?}')
+    note, silence_for = _note(data), data.get("silenceForMs")
+    if silence_for is None:
+        return {"item": item_json(await service.ack(item_id, actor=actor, note=note))}
+    if (
+        isinstance(silence_for, bool)
+        or not isinstance(silence_for, int)
+        or not 1 <= silence_for <= MAX_SILENCE_MS
+    ):
+        raise ApiError(
+            400, "invalid", f"silenceForMs must be a whole number of milliseconds from 1 to {MAX_SILENCE_MS}"
+        )
+    item, silence = await service.ack_and_silence(item_id, actor=actor, note=note, silence_for_ms=silence_for)
+    return {"item": item_json(item), "silence": silence.to_json(service.now())}
+
+
+@routes.get("/api/v1/inbox")
+async def list_items(request: web.Request) -> web.Response:
+    return web.json_response(await inbox_page(service_of(request), request.query))
 
 
 @routes.get("/api/v1/inbox/{id}")
@@ -114,41 +157,17 @@ async def show_item(request: web.Request) -> web.Response:
 
 
 async def _move(request: web.Request, action: Action) -> web.Response:
-    note = await note_of(request)
-    service = service_of(request)
-    moves = {
-        "ack": service.ack,
-        "resolve": service.resolve,
-        "approve": service.approve,
-        "deny": service.deny,
-    }
-    item = await moves[action](request.match_info["id"], actor=actor_of(request), note=note)
-    chain = (await service.escalation_status([item])).get(item.id)
-    return web.json_response({"item": item_json(item, chain)})
+    data = await _body(request)
+    answer = await move_from(service_of(request), action, request.match_info["id"], data, actor_of(request))
+    return web.json_response(answer)
 
 
 @routes.post("/api/v1/inbox/{id}/ack")
 async def ack_item(request: web.Request) -> web.Response:
-    """``{note?, silenceForMs?}``: with ``silenceForMs`` the item's watcher is silenced that long
-    too (SPEC §14), and the answer carries the ``silence``."""
-    data = await _body(request, {"note", "silenceForMs"}, 'the body must be {} or {"note"?, "silenceForMs"?}')
-    note, silence_for = _note(data), data.get("silenceForMs")
-    service = service_of(request)
-    if silence_for is None:
-        item = await service.ack(request.match_info["id"], actor=actor_of(request), note=note)
-        return web.json_response({"item": item_json(item)})
-    if (
-        isinstance(silence_for, bool)
-        or not isinstance(silence_for, int)
-        or not 1 <= silence_for <= MAX_SILENCE_MS
-    ):
-        raise ApiError(
-            400, "invalid", f"silenceForMs must be a whole number of milliseconds from 1 to {MAX_SILENCE_MS}"
-        )
-    item, silence = await service.ack_and_silence(
-        request.match_info["id"], actor=actor_of(request), note=note, silence_for_ms=silence_for
-    )
-    return web.json_response({"item": item_json(item), "silence": silence.to_json(service.now())})
+    """``{note?, silenceForMs?}`` (``ack_from``)."""
+    data = await _body(request)
+    answer = await ack_from(service_of(request), request.match_info["id"], data, actor_of(request))
+    return web.json_response(answer)
 
 
 @routes.post("/api/v1/inbox/{id}/resolve")

@@ -8,8 +8,9 @@ ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an e
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, cast, get_args
+from typing import TYPE_CHECKING, Any, cast, get_args
 
 from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
@@ -30,6 +31,9 @@ from sentinel_hooks.store.silences import (
     Silence,
 )
 
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
+
 routes = web.RouteTableDef()
 
 MAX_BODY = 64 * 1024
@@ -42,6 +46,31 @@ _MATCHERS: TypeAdapter[list[Matcher]] = TypeAdapter(list[Matcher])
 def silence_json(request: web.Request, silence: Silence) -> dict[str, Any]:
     """A silence in the API's shape, with its state now."""
     return silence.to_json(service_of(request).now())
+
+
+async def silence_page(service: Service, query: Mapping[str, str]) -> dict[str, Any]:
+    """``{"items", "nextCursor"}`` for the ``state``, ``limit`` and ``cursor`` of ``query``."""
+    raw = query.get("state") or None
+    if raw is not None and raw not in SILENCE_STATES:
+        raise ApiError(
+            400,
+            "invalid_state",
+            f"state {raw!r} is not one of {', '.join(SILENCE_STATES)}",
+            {"allowed": list(SILENCE_STATES)},
+        )
+    page = await service.silence_page(
+        raw,
+        limit=limit_param(query, maximum=MAX_LIMIT, default=50),
+        cursor=query.get("cursor") or None,
+    )
+    now = service.now()
+    return {"items": [s.to_json(now) for s in page.items], "nextCursor": page.next_cursor}
+
+
+async def create_from(service: Service, data: Any, actor: str) -> dict[str, Any]:
+    """A new silence from a POST body: ``{"silence"}``, the answer of a 201."""
+    silence = await service.create_silence(**parse_body(data, service.now()), actor=actor)
+    return {"silence": silence.to_json(service.now())}
 
 
 def _invalid(key: str, message: str) -> ApiError:
@@ -131,30 +160,14 @@ def parse_body(data: Any, now: datetime) -> dict[str, Any]:
 
 @routes.get("/api/v1/silences")
 async def list_silences(request: web.Request) -> web.Response:
-    raw = request.query.get("state") or None
-    if raw is not None and raw not in SILENCE_STATES:
-        raise ApiError(
-            400,
-            "invalid_state",
-            f"state {raw!r} is not one of {', '.join(SILENCE_STATES)}",
-            {"allowed": list(SILENCE_STATES)},
-        )
-    page = await service_of(request).silence_page(
-        raw,
-        limit=limit_param(request, maximum=MAX_LIMIT, default=50),
-        cursor=request.query.get("cursor") or None,
-    )
-    items = [silence_json(request, s) for s in page.items]
-    return web.json_response({"items": items, "nextCursor": page.next_cursor})
+    return web.json_response(await silence_page(service_of(request), request.query))
 
 
 @routes.post("/api/v1/silences")
 async def create_silence(request: web.Request) -> web.Response:
-    service = service_of(request)
     actor = actor_of(request)
-    arguments = parse_body(await read_json(request, max_bytes=MAX_BODY), service.now())
-    silence = await service.create_silence(**arguments, actor=actor)
-    return web.json_response({"silence": silence_json(request, silence)}, status=201)
+    data = await read_json(request, max_bytes=MAX_BODY)
+    return web.json_response(await create_from(service_of(request), data, actor), status=201)
 
 
 @routes.get("/api/v1/silences/{id}")

@@ -1,8 +1,14 @@
-"""Watcher routes (SPEC.md §9): list, show, create, enable/disable, delete, manual fire."""
+"""Watcher routes (SPEC.md §9): list, show, create, enable/disable, delete, manual fire.
+
+Each route parses HTTP and calls a function of the service and the parsed values (``watcher_page``,
+``create_from``, …) that checks them and shapes the answer; the MCP tools call the same functions,
+so both faces answer with the same JSON and the same errors.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
@@ -14,15 +20,17 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.config.watcher import CommandWatcher
 from sentinel_hooks.watchers.runner import WatcherRunner
 
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
+
 routes = web.RouteTableDef()
 
 MAX_BODY = 256 * 1024
 MAX_LIMIT = 1000
 
 
-async def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str, Any]:
+async def watcher_json(service: Service, runner: WatcherRunner) -> dict[str, Any]:
     """``{"watcher": definition (secrets redacted), "status": …}``."""
-    service = service_of(request)
     state = runner.state
     return {
         "watcher": service.watcher_definition(runner),
@@ -36,11 +44,10 @@ async def watcher_json(request: web.Request, runner: WatcherRunner) -> dict[str,
     }
 
 
-@routes.get("/api/v1/watchers")
-async def list_watchers(request: web.Request) -> web.Response:
-    service = service_of(request)
-    limit = limit_param(request, maximum=MAX_LIMIT, default=100)
-    cursor = request.query.get("cursor")
+async def watcher_page(service: Service, query: Mapping[str, str]) -> dict[str, Any]:
+    """``{"items", "nextCursor"}`` for the ``limit`` and ``cursor`` of ``query``."""
+    limit = limit_param(query, maximum=MAX_LIMIT, default=100)
+    cursor = query.get("cursor")
     runners = service.watchers()
     if cursor:
         runners = [r for r in runners if r.id > cursor]
@@ -57,19 +64,12 @@ async def list_watchers(request: web.Request) -> web.Response:
         for r in page
     ]
     next_cursor = page[-1].id if len(runners) > limit else None
-    return web.json_response({"items": items, "nextCursor": next_cursor})
+    return {"items": items, "nextCursor": next_cursor}
 
 
-@routes.get("/api/v1/watchers/{id}")
-async def show_watcher(request: web.Request) -> web.Response:
-    runner = service_of(request).watcher(request.match_info["id"])
-    return web.json_response(await watcher_json(request, runner))
-
-
-@routes.post("/api/v1/watchers")
-async def create_watcher(request: web.Request) -> web.Response:
-    service = service_of(request)
-    data = await read_json(request, max_bytes=MAX_BODY)
+async def create_from(service: Service, data: Any) -> dict[str, Any]:
+    """Create the watcher ``data`` describes, checked as a file's; 403 for a ``command`` watcher
+    unless ``server.allowCommandWatchers``. The answer of a 201."""
     if not isinstance(data, dict):
         raise ApiError(400, "invalid", "the body must be a JSON object describing one watcher")
     if "${env:" in str(data):
@@ -87,18 +87,50 @@ async def create_watcher(request: web.Request) -> web.Response:
     spec = service.validate_watcher(data)
     if isinstance(spec, CommandWatcher) and not allow_command_watchers:
         raise ApiError(403, "forbidden", "command watchers cannot be created through the API")
-    runner = await service.create_watcher(spec, data)
-    return web.json_response(await watcher_json(request, runner), status=201)
+    return await watcher_json(service, await service.create_watcher(spec, data))
+
+
+async def set_enabled_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
+    """Enable or disable from a ``{"enabled": bool}`` body."""
+    if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
+        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
+    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, data["enabled"]))
+
+
+async def fire_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
+    """A manual fire from a ``{}`` or ``{"payload": …}`` body; the answer of a 202."""
+    runner = service.watcher(watcher_id)
+    if not isinstance(data, dict) or set(data) - {"payload"}:
+        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
+    outcome = await service.fire(runner.id, data.get("payload", {}))
+    if outcome.contract is None:
+        raise ApiError(
+            400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
+        )
+    return {"callbackId": outcome.contract.callback_id, "state": outcome.contract.state}
+
+
+@routes.get("/api/v1/watchers")
+async def list_watchers(request: web.Request) -> web.Response:
+    return web.json_response(await watcher_page(service_of(request), request.query))
+
+
+@routes.get("/api/v1/watchers/{id}")
+async def show_watcher(request: web.Request) -> web.Response:
+    service = service_of(request)
+    return web.json_response(await watcher_json(service, service.watcher(request.match_info["id"])))
+
+
+@routes.post("/api/v1/watchers")
+async def create_watcher(request: web.Request) -> web.Response:
+    data = await read_json(request, max_bytes=MAX_BODY)
+    return web.json_response(await create_from(service_of(request), data), status=201)
 
 
 @routes.patch("/api/v1/watchers/{id}")
 async def patch_watcher(request: web.Request) -> web.Response:
-    service = service_of(request)
     data = await read_json(request, max_bytes=MAX_BODY)
-    if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
-        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
-    runner = await service.set_watcher_enabled(request.match_info["id"], data["enabled"])
-    return web.json_response(await watcher_json(request, runner))
+    return web.json_response(await set_enabled_from(service_of(request), request.match_info["id"], data))
 
 
 @routes.delete("/api/v1/watchers/{id}")
@@ -110,17 +142,8 @@ async def delete_watcher(request: web.Request) -> web.Response:
 @routes.post("/api/v1/watchers/{id}/fire")
 async def fire_watcher(request: web.Request) -> web.Response:
     service = service_of(request)
-    runner = service.watcher(request.match_info["id"])
+    service.watcher(request.match_info["id"])  # 404 before reading the body
     data: Any = {}
     if request.can_read_body:
         data = await read_json(request, max_bytes=max(MAX_BODY, service.settings.limits.max_response_bytes))
-    if not isinstance(data, dict) or set(data) - {"payload"}:
-        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
-    outcome = await service.fire(runner.id, data.get("payload", {}))
-    if outcome.contract is None:
-        raise ApiError(
-            400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
-        )
-    return web.json_response(
-        {"callbackId": outcome.contract.callback_id, "state": outcome.contract.state}, status=202
-    )
+    return web.json_response(await fire_from(service, request.match_info["id"], data), status=202)

@@ -1,0 +1,193 @@
+"""``/mcp``: Sentinel's MCP tools over streamable HTTP, on the service's own aiohttp server.
+
+The tools are answered in-process (``ServiceBackend``) by the functions the API's routes call,
+so a tool's result is the body the route would return and its errors the route's errors.
+
+Transport: the SDK's streamable HTTP transport is an ASGI app, the service is aiohttp. We use the
+SDK's ``StreamableHTTPSessionManager`` in *stateless, JSON-response* mode and drive it from one
+aiohttp handler through a twenty-line ASGI bridge (``_asgi``). Why this way:
+
+- the SDK keeps the whole protocol (JSON-RPC framing, version negotiation, Accept and Content-Type
+  checks, error codes); we write none of it;
+- stateless + JSON means every POST is answered by one JSON body and nothing outlives the request:
+  no session table, no SSE streams held open, nothing to reap or to lose on restart or on another
+  replica (Sentinel's tools never call back into the client, so nothing needs a session);
+- authentication and the Host check stay in our security middleware, as for every other route
+  (``needs_token`` covers ``/mcp``), so the SDK's own DNS-rebinding check is turned off;
+- the manager's task group runs in a task of its own (``McpEndpoint.run``), started and stopped
+  with the aiohttp app (``cleanup_ctx``): anyio task groups must be entered and left by the same
+  task, and stopping the app cancels whatever the manager still runs, so nothing leaks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from sentinel_hooks.api.errors import error_of
+from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
+from sentinel_hooks.mcp_server.backend import Answer
+from sentinel_hooks.mcp_server.server import build_server
+from sentinel_hooks.mcp_server.tools import ApiCall
+
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
+
+log = logging.getLogger(__name__)
+
+ACTOR = "mcp"  # who acted, in inbox histories and silences' createdBy
+MAX_BODY = 4 * 1024 * 1024  # the SDK's own limit for a request body
+
+Handler = Callable[["Service", ApiCall], Awaitable[Any]]
+
+
+async def _delete(service: Service, call: ApiCall) -> None:
+    await service.delete_watcher(call.ids["id"])
+
+
+async def _get_watcher(service: Service, call: ApiCall) -> dict[str, Any]:
+    return await watchers.watcher_json(service, service.watcher(call.ids["id"]))
+
+
+HANDLERS: dict[str, tuple[int, Handler]] = {
+    "list_watchers": (200, lambda s, c: watchers.watcher_page(s, c.query)),
+    "get_watcher": (200, _get_watcher),
+    "create_watcher": (201, lambda s, c: watchers.create_from(s, c.body)),
+    "set_watcher_enabled": (200, lambda s, c: watchers.set_enabled_from(s, c.ids["id"], c.body)),
+    "delete_watcher": (204, _delete),
+    "fire_watcher": (202, lambda s, c: watchers.fire_from(s, c.ids["id"], c.body)),
+    "list_callbacks": (200, lambda s, c: callbacks.callback_page(s, c.query)),
+    "get_callback": (200, lambda s, c: callbacks.callback_json(s, c.ids["id"])),
+    "list_inbox": (200, lambda s, c: inbox.inbox_page(s, c.query)),
+    "ack_inbox_item": (200, lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, ACTOR)),
+    "resolve_inbox_item": (200, lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, ACTOR)),
+    "approve": (200, lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, ACTOR)),
+    "deny": (200, lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, ACTOR)),
+    "list_silences": (200, lambda s, c: silences.silence_page(s, c.query)),
+    "add_silence": (201, lambda s, c: silences.create_from(s, c.body, ACTOR)),
+}
+
+
+class ServiceBackend:
+    """Answers a tool's API call in-process, with the route's status, body and errors."""
+
+    def __init__(self, service: Service) -> None:
+        self._service = service
+
+    async def send(self, call: ApiCall) -> Answer:
+        status, handler = HANDLERS[call.tool]
+        try:
+            return Answer(status, await handler(self._service, call))
+        except Exception as exc:
+            failed, body = error_of(exc)
+            if failed >= 500:
+                log.error("MCP tool %s failed (%d): %s", call.tool, failed, exc, exc_info=exc)
+            return Answer(failed, body)
+
+
+class McpEndpoint:
+    """The SDK's session manager for one app, its lifetime and the aiohttp handler in front of it."""
+
+    def __init__(self, service: Service) -> None:
+        server = build_server(ServiceBackend(service), approvals=service.settings.server.mcp_approvals)
+        self._manager = StreamableHTTPSessionManager(
+            app=server,
+            json_response=True,
+            stateless=True,
+            security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=MAX_BODY,
+        )
+        self._started = asyncio.Event()
+        self._stopping = asyncio.Event()
+
+    async def run(self) -> None:
+        """Run the manager until ``lifetime`` ends (in a task of its own: see the module docstring)."""
+        async with self._manager.run():
+            self._started.set()
+            await self._stopping.wait()
+
+    async def lifetime(self, app: web.Application) -> AsyncIterator[None]:
+        """``cleanup_ctx``: the manager runs while the app does."""
+        task = asyncio.create_task(self.run(), name="sentinel-mcp")
+        started = asyncio.create_task(self._started.wait())
+        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await started
+        if task.done():
+            task.result()  # the manager could not start: raise why
+        try:
+            yield
+        finally:
+            self._stopping.set()
+            await task
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """``POST /mcp`` (a stateless endpoint has no GET stream and no session to DELETE: aiohttp
+        answers those 405)."""
+        return await _asgi(self._manager.handle_request, request)
+
+
+async def _asgi(app: Callable[..., Awaitable[None]], request: web.Request) -> web.StreamResponse:
+    """Run an ASGI app for one aiohttp request: the body is read whole (the SDK reads it whole
+    too, and caps it), the response is streamed back as the app sends it."""
+    body = await request.read()
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": f"{request.version.major}.{request.version.minor}",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.raw_path.split("?", 1)[0].encode(),
+        "query_string": request.query_string.encode(),
+        "root_path": "",
+        "headers": [(name.lower(), value) for name, value in request.raw_headers],
+        "client": None,
+        "server": None,
+    }
+    done = asyncio.Event()
+    sent_body = False
+    response: web.StreamResponse | None = None
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent_body
+        if not sent_body:
+            sent_body = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal response
+        if message["type"] == "http.response.start":
+            response = web.StreamResponse(status=message["status"])
+            for key, value in message.get("headers", []):
+                response.headers.add(key.decode("latin-1"), value.decode("latin-1"))
+            await response.prepare(request)
+        elif message["type"] == "http.response.body" and response is not None:
+            await response.write(message.get("body", b""))
+            if not message.get("more_body", False):
+                await response.write_eof()
+
+    try:
+        await app(scope, receive, send)
+    finally:
+        done.set()
+    if response is None:  # the app answered nothing: never expected from the SDK
+        raise web.HTTPInternalServerError()
+    return response
+
+
+def add_mcp(app: web.Application, service: Service) -> None:
+    """Serve ``/mcp`` on ``app`` for the life of the app."""
+    endpoint = McpEndpoint(service)
+    app.cleanup_ctx.append(endpoint.lifetime)
+    app.router.add_post("/mcp", endpoint.handle)

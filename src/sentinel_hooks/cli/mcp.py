@@ -1,0 +1,79 @@
+"""``sentinel mcp``: Sentinel's MCP tools over stdio, for an agent that starts it as a subprocess.
+
+Like the other management commands it talks to the running service's HTTP API (``--url``,
+``--token``, ``--actor``, ``-c``), so each tool call is one API request and its result the API's
+JSON. Whether ``approve``/``deny`` are offered is the config's ``server.mcpApprovals`` (the
+config found as ``-c``, $SENTINEL_CONFIG or ./sentinel.yaml; without one, they are not).
+stdout carries the protocol only: every message for people goes to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+
+import click
+
+from sentinel_hooks.cli.client import Client
+from sentinel_hooks.config.loader import IssueCollector, config_path, load_service
+from sentinel_hooks.errors import SentinelError
+from sentinel_hooks.mcp_server.backend import Answer, error_body
+from sentinel_hooks.mcp_server.tools import ApiCall
+
+DEFAULT_ACTOR = "mcp"
+
+
+class HttpBackend:
+    """Carries each tool's API call to the service over HTTP (the blocking client, in a thread)."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    async def send(self, call: ApiCall) -> Answer:
+        try:
+            status, body = await asyncio.to_thread(
+                self._client.answer, call.method, call.path_and_query, call.body
+            )
+        except SentinelError as exc:  # the service is not running, or not at this URL
+            return Answer(503, error_body("unreachable", str(exc)))
+        return Answer(status, body)
+
+
+def approvals_enabled(config: str | None) -> bool:
+    """``server.mcpApprovals`` of the config, False without a readable one."""
+    path = config_path(config, os.environ)
+    if not path.exists():
+        if config is not None:
+            raise SentinelError(f"config {config!r} not found")
+        return False
+    service = load_service(path.absolute(), os.environ, IssueCollector())
+    return service is not None and service.server.mcp_approvals
+
+
+async def serve_stdio(backend: HttpBackend, *, approvals: bool) -> None:
+    """Serve the tools on stdin/stdout until the client closes them."""
+    from mcp.server.stdio import stdio_server  # loaded by this command only (0.5 s)
+
+    from sentinel_hooks.mcp_server.server import build_server
+
+    server = build_server(backend, approvals=approvals)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+@click.command("mcp")
+@click.option(
+    "--actor", default=None, help=f"who is acting (recorded in audit trails; default {DEFAULT_ACTOR})"
+)
+@click.option("--token", default=None, help="API token (default: $SENTINEL_API_TOKEN, else the config)")
+@click.option("--url", default=None, help="service URL (default: from the config's server)")
+@click.option("--config", "-c", "config", default=None, metavar="FILE", help="sentinel.yaml")
+def mcp_command(config: str | None, url: str | None, token: str | None, actor: str | None) -> None:
+    """Serve Sentinel's MCP tools over stdio (for Claude Code, Cursor, agent frameworks)."""
+    client = Client.from_options(url=url, token=token, config=config, actor=actor or DEFAULT_ACTOR)
+    backend = HttpBackend(client)
+    approvals = approvals_enabled(config)
+    import anyio
+
+    anyio.run(functools.partial(serve_stdio, backend, approvals=approvals))
