@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -18,11 +19,18 @@ from typing import Any
 import aiohttp
 import pytest
 
+from sentinel_hooks.callbacks.mcp_calls import McpGate
+from sentinel_hooks.callbacks.mcp_client import McpServers
+from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.mcp import StdioMcpServer
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.errors import ConfigError
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeOpenAIServer
+from tests.cli.conftest import sentinel_command
 from tests.support import Sink, wait_for
 
 SERVER = Path(__file__).with_name("mcp_logs_server.py")
@@ -293,6 +301,31 @@ async def test_a_server_that_cannot_start_is_an_error_result_and_in_status(
 
 
 @pytest.mark.parametrize("logs_server", ["stdio"], indirect=True)
+async def test_sentinel_status_prints_each_mcp_server(start: Start, tmp_path: Path) -> None:
+    """`sentinel status` (a subprocess against the running service) shows the states and why."""
+    service = await start()
+    await wait_for(lambda: service.mcp.status()["logs"]["state"] == "ready", timeout_s=30)
+    await wait_for(lambda: service.mcp.status()["broken"]["state"] == "failed", timeout_s=30)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    child = await asyncio.create_subprocess_exec(
+        *sentinel_command(),
+        "status",
+        "--url",
+        service.url,
+        "-c",
+        str(tmp_path / "sentinel.yaml"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env, "COLUMNS": "250", "PYTHONPATH": os.environ.get("PYTHONPATH", "")},
+    )
+    out, err = await asyncio.wait_for(child.communicate(), 60)
+    text = out.decode()
+    assert 0 == child.returncode, err.decode()
+    assert "mcp server logs (stdio): ready, 2 tool(s)" in text
+    assert "mcp server broken (stdio): failed, 0 tool(s): FileNotFoundError" in text
+
+
+@pytest.mark.parametrize("logs_server", ["stdio"], indirect=True)
 async def test_the_stdio_server_process_is_gone_after_stop(start: Start, tmp_path: Path) -> None:
     service = await start()
     await wait_for(lambda: service.mcp.status()["logs"]["state"] == "ready", timeout_s=30)
@@ -303,6 +336,64 @@ async def test_the_stdio_server_process_is_gone_after_stop(start: Start, tmp_pat
         os.kill(pid, 0)
     assert "stopped" == service.mcp.status()["logs"]["state"]
     assert not [t for t in asyncio.all_tasks() if t.get_name().startswith("mcp:")]
+
+
+@pytest.fixture
+async def servers(tmp_path: Path, calls_file: Path) -> AsyncIterator[McpGate]:
+    """The stdio test server behind a gate, without a service (retried at once after a failure)."""
+    spec = StdioMcpServer.model_validate(
+        {
+            "command": [sys.executable, str(SERVER), "stdio"],
+            "env": {"MCP_CALLS_FILE": str(calls_file), "MCP_PID_FILE": str(tmp_path / "pid")},
+        }
+    )
+    connections = McpServers(
+        {"logs": spec}, base_dir=tmp_path, redactor=Redactor(), clock=SystemClock(), retry_s=0
+    )
+    connections.start()
+    gate = McpGate(servers=connections, policy=ActionPolicySpec(), inbox=None, redactor=Redactor())  # type: ignore[arg-type]
+    yield gate
+    await connections.stop()
+
+
+async def test_concurrent_calls_share_one_connection(servers: McpGate, calls_file: Path) -> None:
+    """Twenty calls at once over the one shared connection: each gets its own answer."""
+    results = await asyncio.gather(
+        *(servers.call("logs", "search", {"service": f"s{i}", "lines": 1}) for i in range(20))
+    )
+    assert [f"s{i}: ERROR connection refused () #0" for i in range(20)] == [r["content"] for r in results]
+    assert 20 == len(seen(calls_file))
+
+
+async def test_a_server_that_dies_is_an_error_result_then_comes_back(
+    servers: McpGate, tmp_path: Path
+) -> None:
+    """The stdio server is killed: the next call is an error result (never an exception); a later
+    call starts a new server process (retried at once here: retry_s=0)."""
+    assert (await servers.call("logs", "search", {"service": "api"}))["ok"] is True
+    first = int((tmp_path / "pid").read_text())
+    os.kill(first, signal.SIGKILL)
+    failed = await servers.call("logs", "search", {"service": "api"})
+    assert failed["ok"] is False, failed
+    assert "MCP server 'logs'" in failed["error"]
+    back = await wait_for(
+        lambda: _ok(servers.call("logs", "search", {"service": "api"})), timeout_s=30, what="a new server"
+    )
+    assert back["ok"] is True
+    assert first != int((tmp_path / "pid").read_text())
+    assert "ready" == servers.servers.status()["logs"]["state"]
+
+
+async def _ok(call: Awaitable[dict[str, Any]]) -> dict[str, Any] | None:
+    result = await call
+    return result if result["ok"] else None
+
+
+async def test_an_unknown_tool_is_an_error_result(servers: McpGate) -> None:
+    result = await servers.call("logs", "nope", {})
+    assert result["ok"] is False
+    assert "Unknown tool" in result["content"]
+    assert "ready" == servers.servers.status()["logs"]["state"]
 
 
 def write_project(tmp_path: Path, servers: str, tools: str) -> Path:

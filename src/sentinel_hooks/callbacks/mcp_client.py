@@ -32,6 +32,8 @@ from sentinel_hooks.config.secrets import Redactor
 
 log = logging.getLogger(__name__)
 
+CONNECTION_CLOSED = -32000  # JSON-RPC codes the SDK raises as MCPError when no answer can come
+REQUEST_TIMEOUT = -32001
 RETRY_S = 10.0  # a failed server is tried again on use, at most this often
 MAX_TOOL_PAGES = 20  # tools/list pages read from one server
 STOP_S = 5.0  # how long a stop waits for a connection to close before cancelling its owner
@@ -75,8 +77,18 @@ def _reason(exc: BaseException) -> str:
 class McpConnection:
     """One configured server: its owner task, its client while connected, and its status."""
 
-    def __init__(self, name: str, spec: McpServerSpec, *, base_dir: Path, redactor: Redactor, clock: Clock):
+    def __init__(
+        self,
+        name: str,
+        spec: McpServerSpec,
+        *,
+        base_dir: Path,
+        redactor: Redactor,
+        clock: Clock,
+        retry_s: float = RETRY_S,
+    ):
         self.name = name
+        self._retry_s = retry_s
         self.spec = spec
         self._base_dir = base_dir
         self._redactor = redactor
@@ -121,7 +133,7 @@ class McpConnection:
 
     async def ready(self) -> bool:
         """Wait (up to the server's timeout) for the connection; reconnect a failed one when due."""
-        if self.state == "failed" and asyncio.get_running_loop().time() - self._attempted_at >= RETRY_S:
+        if self.state == "failed" and asyncio.get_running_loop().time() - self._attempted_at >= self._retry_s:
             self.connect()
         if self.state == "starting":
             with contextlib.suppress(TimeoutError):
@@ -141,7 +153,13 @@ class McpConnection:
                 client.call_tool(tool, arguments, read_timeout_seconds=self.timeout_s), self.timeout_s + 5
             )
         except MCPError as exc:
-            raise McpCallError(self._redactor.text(f"MCP server {self.name!r}: {exc}")) from None
+            if exc.code not in (CONNECTION_CLOSED, REQUEST_TIMEOUT):
+                raise McpCallError(self._redactor.text(f"MCP server {self.name!r}: {exc}")) from None
+            reason = self._redactor.text(str(exc) or "connection closed")
+            if exc.code == REQUEST_TIMEOUT:
+                reason = f"no answer within {self.timeout_s:g} s (timeoutMs)"
+            self._broken(reason)
+            raise McpUnavailable(f"MCP server {self.name!r} did not answer: {reason}") from None
         except Exception as exc:  # the connection is broken (process gone, stream closed, no answer)
             reason = self._redactor.text(_reason(exc))
             if isinstance(exc, TimeoutError):
@@ -179,20 +197,26 @@ class McpConnection:
         self.state, self.error = state, error
 
     async def _own(self) -> None:
-        """Connect, list tools, publish the client, wait to be closed; record why it ended."""
+        """Connect, list tools, publish the client, wait to be closed; record why it ended.
+
+        Touches only its own generation's events and client: after a failure a new owner may
+        already run while this one is still closing.
+        """
         import anyio
 
-        closing = self._closing
+        closing, ready = self._closing, self._ready
+        mine: Any = None
         try:
             with anyio.CancelScope() as scope:
                 scope.deadline = anyio.current_time() + self.timeout_s
                 async with self._open() as client:
                     tools = await _list_tools(client)
                     scope.deadline = math.inf
+                    mine = client
                     self.tools = tools
                     self._client = client
                     self._set("ready", None)
-                    self._ready.set()
+                    ready.set()
                     log.info("MCP server %s ready with %d tool(s)", self.name, len(tools))
                     await closing.wait()
             if scope.cancelled_caught:
@@ -200,8 +224,9 @@ class McpConnection:
         except Exception as exc:
             self._fail(self._redactor.text(_reason(exc)), closing)
         finally:
-            self._client = None
-            self._ready.set()
+            if mine is not None and self._client is mine:
+                self._client = None
+            ready.set()
 
     def _fail(self, reason: str, closing: asyncio.Event) -> None:
         """The connection ended without being asked to (asked: ``stop``/``_broken`` set the state)."""
@@ -264,10 +289,18 @@ class McpServers:
     """Every configured server's connection: started with the service, stopped with it."""
 
     def __init__(
-        self, specs: Mapping[str, McpServerSpec], *, base_dir: Path, redactor: Redactor, clock: Clock
+        self,
+        specs: Mapping[str, McpServerSpec],
+        *,
+        base_dir: Path,
+        redactor: Redactor,
+        clock: Clock,
+        retry_s: float = RETRY_S,
     ) -> None:
         self.connections = {
-            name: McpConnection(name, spec, base_dir=base_dir, redactor=redactor, clock=clock)
+            name: McpConnection(
+                name, spec, base_dir=base_dir, redactor=redactor, clock=clock, retry_s=retry_s
+            )
             for name, spec in specs.items()
         }
 
