@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
@@ -77,6 +78,7 @@ class ServiceOperations:
     manager: WatcherManager
     silences: Silences
     clock: Clock
+    mcp: McpServers
 
     @property
     def settings(self) -> ServiceConfig:
@@ -88,6 +90,11 @@ class ServiceOperations:
     async def check_writes(self) -> None:
         """Raise ``StoreError`` unless the store takes writes now (what /readyz asks)."""
         await self.write_check.check()
+
+    def mcp_states(self) -> dict[str, str]:
+        """Each MCP server's state, for /readyz's details: a failed server is not the service's
+        health (its sessions get error results), so it never makes the service unready."""
+        return {name: status["state"] for name, status in self.mcp.status().items()}
 
     def watcher_count(self) -> int:
         return sum(1 for _ in self.manager.runners())
@@ -349,6 +356,7 @@ class ServiceOperations:
                     for w in muting.windows
                 ],
             },
+            "mcpServers": self.mcp.status(),
         }
 
     async def _count_contracts(self, state: ContractState) -> int:

@@ -25,6 +25,7 @@ from aiohttp import web
 from sentinel_hooks.api.app import build_app
 from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.callbacks.session_stream import StreamSettings
 from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.canonical import sha256_hex
@@ -151,6 +152,9 @@ class Service(ServiceOperations):
                 lease_ms=service.cluster.lease_ms,
                 clock=self.clock,
             )
+        self.mcp = McpServers(
+            service.mcp_servers, base_dir=config.base_dir, redactor=self.redactor, clock=self.clock
+        )
         self.sessions = HookSessions(
             store=self.store,
             clock=self.clock,
@@ -164,6 +168,7 @@ class Service(ServiceOperations):
             events=self.events,
             stream=self._session_stream(),
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
+            mcp=self.mcp,
         )
         self.silences = Silences(self.store, self.clock, service.maintenance_windows)
         self.intake = CallbackIntake(
@@ -256,6 +261,7 @@ class Service(ServiceOperations):
             await self.cluster.start(
                 self.manager.lease_acquired, self.manager.lease_lost, self.manager.changed_elsewhere
             )
+        self.mcp.start()  # in the background: a slow or broken MCP server delays nothing
         await self.sessions.start()
         self.pruner.start()
         await self._start_api()
@@ -290,6 +296,7 @@ class Service(ServiceOperations):
         await self.manager.stop()
         await self.watcher_writes.drain()
         await self.sessions.stop()
+        await self.mcp.stop()  # after the sessions: none is left calling a tool
         await self.relay.stop()
         await self.dispatcher.stop()
         for target in self.targets.values():

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.callbacks import policy as policy_module
-from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.policy import CommandRequest, McpRequest, PolicyDecision, decide
 from sentinel_hooks.config.service import ActionPolicySpec
 from tests.test_architecture import imported_roots
 
@@ -37,8 +37,9 @@ def decided(
 
 
 def test_facts_name_every_policy_path() -> None:
-    """facts() gives command (argv joined), argv0, args, watcherId and skillId."""
+    """facts() gives action, command (argv joined), argv0, args, watcherId and skillId."""
     expected = {
+        "action": "run_command",
         "command": "/bin/rm -rf /tmp/x",
         "argv0": "rm",
         "args": ["-rf", "/tmp/x"],
@@ -46,6 +47,61 @@ def test_facts_name_every_policy_path() -> None:
         "skillId": "ops",
     }
     assert expected == request("/bin/rm", "-rf", "/tmp/x", skill_id="ops").facts()
+
+
+def test_mcp_facts_name_action_tool_and_arguments() -> None:
+    """An MCP call's facts: action mcp, tool server.tool, arguments (arguments.<path> resolves in them)."""
+    req = McpRequest("logs.search", {"service": "api", "filter": {"level": "error"}}, "disk", "ops")
+    expected = {
+        "action": "mcp",
+        "tool": "logs.search",
+        "arguments": {"service": "api", "filter": {"level": "error"}},
+        "watcherId": "disk",
+        "skillId": "ops",
+    }
+    assert expected == req.facts()
+
+
+def test_rules_match_mcp_calls_by_tool_and_argument_paths() -> None:
+    """arguments.<path> reaches into nested arguments; command rules never match an MCP call."""
+    policy = ActionPolicySpec.model_validate(
+        {
+            "default": "auto",
+            "rules": [
+                {
+                    "id": "no-rm",
+                    "decision": "deny",
+                    "conditions": [{"path": "argv0", "op": "eq", "value": "rm"}],
+                },
+                {
+                    "id": "no-errors-wipe",
+                    "priority": 5,
+                    "decision": "needs_approval",
+                    "conditions": [
+                        {"path": "tool", "op": "eq", "value": "logs.delete"},
+                        {"path": "arguments.filter.level", "op": "eq", "value": "error"},
+                    ],
+                },
+            ],
+        }
+    )
+    wipe = McpRequest("logs.delete", {"filter": {"level": "error"}}, "disk")
+    keep = McpRequest("logs.delete", {"filter": {"level": "debug"}}, "disk")
+    assert ("needs_approval", "no-errors-wipe") == _decided(policy, wipe)
+    assert ("auto", None) == _decided(policy, keep)
+
+
+def test_the_loop_guard_counts_the_same_mcp_call() -> None:
+    policy = ActionPolicySpec.model_validate({"default": "auto", "loopGuard": 3})
+    call = McpRequest("logs.search", {"q": "x"}, "disk")
+    assert "auto" == decide(policy, call, history=[call.summary]).decision
+    refused = decide(policy, call, history=[call.summary, call.summary])
+    assert ("deny", "loop-guard") == (refused.decision, refused.rule_id)
+
+
+def _decided(policy: ActionPolicySpec, req: McpRequest) -> tuple[str, str | None]:
+    decision = decide(policy, req, history=[])
+    return decision.decision, decision.rule_id
 
 
 def test_argv0_names_the_real_program_and_command_what_was_given() -> None:

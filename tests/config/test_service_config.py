@@ -64,6 +64,7 @@ def test_defaults_match_the_spec() -> None:
             "transcriptsDays": 30,
         },
         "maintenanceWindows": [],
+        "mcpServers": {},
     }
     assert expected == config.model_dump(mode="json")
 

@@ -251,7 +251,19 @@ def api_schemas() -> dict[str, Schema]:
     return {
         "Error": error,
         "Health": closed_object({"status": {"const": "ok"}}),
-        "Ready": closed_object({"status": {"const": "ready"}, "watchers": COUNT}),
+        "Ready": closed_object(
+            {
+                "status": {"const": "ready"},
+                "watchers": COUNT,
+                "mcpServers": {
+                    "type": "object",
+                    "description": "each MCP server's state (details only: a failed one leaves the "
+                    "service ready; `sentinel status` says why); absent without mcpServers",
+                    "additionalProperties": {"enum": ["starting", "ready", "failed", "stopped"]},
+                },
+            },
+            optional=("mcpServers",),
+        ),
         **_watcher_schemas(),
         **_callback_and_inbox_schemas(),
         **_silence_schemas(),
@@ -310,6 +322,19 @@ def _silence_schemas() -> dict[str, Schema]:
             "silences": closed_object(
                 {"active": COUNT, "items": array_of(ref("Silence")), "windows": array_of(window)}
             ),
+            "mcpServers": {
+                "type": "object",
+                "description": "each server of mcpServers (SPEC §17) by name",
+                "additionalProperties": closed_object(
+                    {
+                        "transport": {"enum": ["stdio", "http"]},
+                        "state": {"enum": ["starting", "ready", "failed", "stopped"]},
+                        "since": NULLABLE_TIME,
+                        "error": NULLABLE_STRING,
+                        "tools": COUNT,
+                    }
+                ),
+            },
         },
         about="what `sentinel status` prints",
     )

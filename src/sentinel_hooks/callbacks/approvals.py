@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
@@ -39,6 +39,9 @@ from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
+
+if TYPE_CHECKING:
+    from sentinel_hooks.callbacks.mcp_calls import McpGate
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +177,7 @@ class ApprovalResumer:
         requeue: Callable[[Contract], Awaitable[None]],
         append: Callable[[Contract, dict[str, Any]], Any],
         timeout_ms: int,
+        mcp: McpGate | None = None,
     ) -> None:
         self._store = store
         self._clock = clock
@@ -183,6 +187,7 @@ class ApprovalResumer:
         self._requeue = requeue
         self._append = append
         self._timeout_ms = timeout_ms
+        self._mcp = mcp
         self._loop = BackgroundTask()
 
     async def decided(self, item: InboxItem) -> None:
@@ -198,7 +203,14 @@ class ApprovalResumer:
         if contract is None or progress.get("status") != "paused" or progress.get("approvalId") != item.id:
             return
         call_id = str(item.detail.get("toolCallId"))
-        if item.status == "approved":
+        mcp = item.detail.get("mcp")
+        if item.status == "approved" and isinstance(mcp, dict):
+            if self._mcp is None:
+                result = {"ok": False, "error": "MCP servers are not available in this process"}
+            else:
+                result = await self._mcp.run_approved(mcp)
+            result = {**result, "approval": {"status": "approved", "by": item.actor, "note": item.note}}
+        elif item.status == "approved":
             executable = item.detail.get("executable")
             result = await self._gate.run_approved(
                 list(item.detail.get("argv", [])),
@@ -209,16 +221,17 @@ class ApprovalResumer:
         else:
             why = "the approval timed out" if item.status == "expired" else f"denied by {item.actor}"
             note = f" ({item.note})" if item.note else ""
+            what = "the tool was not called" if isinstance(mcp, dict) else "the command did not run"
             result = {
                 "ok": False,
                 "code": None,
-                "error": f"{why}{note}; the command did not run",
+                "error": f"{why}{note}; {what}",
                 "approval": {"status": item.status, "by": item.actor, "note": item.note},
             }
         message = {
             "role": "tool",
             "toolCallId": call_id,
-            "name": "sentinel_act",
+            "name": str(item.detail.get("toolName") or "sentinel_act"),
             "content": json.dumps(result, ensure_ascii=False, default=str),
         }
         await self._append(contract, {"kind": "message", "message": message})

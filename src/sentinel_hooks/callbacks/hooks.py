@@ -21,6 +21,8 @@ from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.judge import Judges
+from sentinel_hooks.callbacks.mcp_calls import McpGate
+from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.callbacks.session import SessionDeps, SessionRunner
 from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
 from sentinel_hooks.clock import Clock
@@ -59,9 +61,11 @@ class HookSessions:
         events: Events | None = None,
         stream: StreamSettings | None = None,
         requeue: Callable[[Contract], Awaitable[None]] | None = None,
+        mcp: McpServers | None = None,
     ) -> None:
         """``requeue``: where a session goes once its approval is decided (default: this queue;
-        a service whose callbacks go to another sink sends them there too)."""
+        a service whose callbacks go to another sink sends them there too). ``mcp``: the
+        connections to ``mcpServers`` (started and stopped by the service)."""
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
         }
@@ -72,6 +76,11 @@ class HookSessions:
             work_dir=work_dir,
             secrets=redactor.secrets,
             judges=judges,
+        )
+        self.mcp = (
+            McpGate(servers=mcp, policy=service.action_policy, inbox=inbox, redactor=redactor, judges=judges)
+            if mcp is not None
+            else None
         )
         self.runner = SessionRunner(
             SessionDeps(
@@ -87,6 +96,7 @@ class HookSessions:
                 redactor=redactor,
                 events=events,
                 judges=judges,
+                mcp=self.mcp,
             )
         )
         context = QueueContext(
@@ -104,6 +114,7 @@ class HookSessions:
             requeue=requeue or self.queue.requeue,
             append=self.runner.append,
             timeout_ms=service.action_policy.approval_timeout_ms,
+            mcp=self.mcp,
         )
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:

@@ -1,8 +1,11 @@
-"""The action policy (SPEC §5.4): whether an agent's ``run_command`` runs, waits for a human, or is refused.
+"""The action policy (SPEC §5.4): whether an agent's action runs, waits for a human, or is refused.
+
+An action is a ``run_command`` (``CommandRequest``) or a call of an MCP tool (``McpRequest``, §17).
 
 A pure function of the configured ``actionPolicy``, the request and the commands already asked for
 in the same callback. Rules are ordinary conditions (``core/conditions.py``) evaluated against
-the request's facts — ``command``, ``argv0``, ``args``, ``watcherId``, ``skillId`` — so every operator
+the request's facts — ``action``, ``command``, ``argv0``, ``args``, ``tool``, ``arguments``, ``watcherId``,
+``skillId`` — so every operator
 of §4 works here with the same semantics. The session records each decision's ``reason`` in the
 transcript and the audit trail, so reasons are sentences a person reads.
 
@@ -14,6 +17,7 @@ syntactic: they match strings and lists, never what a program does with its argu
 
 from __future__ import annotations
 
+import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -22,7 +26,16 @@ from typing import Any, Literal
 from sentinel_hooks.config.service import ActionPolicySpec, PolicyRule
 from sentinel_hooks.core.conditions import evaluate
 
-__all__ = ["LOOP_GUARD_RULE", "CommandRequest", "Decision", "PolicyDecision", "decide"]
+__all__ = [
+    "LOOP_GUARD_RULE",
+    "ActionRequest",
+    "CommandRequest",
+    "Decision",
+    "McpRequest",
+    "PolicyDecision",
+    "decide",
+    "mcp_summary",
+]
 
 Decision = Literal["auto", "needs_approval", "deny"]
 
@@ -49,15 +62,54 @@ class CommandRequest:
         """The executable as given followed by its arguments."""
         return [self.command, *self.args]
 
+    @property
+    def summary(self) -> str:
+        """The action in one line (reasons, the loop guard): the argv joined with spaces."""
+        return " ".join(self.argv)
+
     def facts(self) -> dict[str, Any]:
         """The values policy conditions test, keyed by their paths (``POLICY_PATHS``)."""
         return {
+            "action": "run_command",
             "command": " ".join(self.argv),
             "argv0": posixpath.basename(self.executable or self.command),
             "args": list(self.args),
             "watcherId": self.watcher_id,
             "skillId": self.skill_id,
         }
+
+
+def mcp_summary(tool: str, arguments: dict[str, Any]) -> str:
+    """An MCP call in one line: ``server.tool`` and its arguments as compact, sorted JSON."""
+    return f"{tool} {json.dumps(arguments, sort_keys=True, separators=(',', ':'), default=str)}"
+
+
+@dataclass(frozen=True)
+class McpRequest:
+    """A call of an MCP tool the agent asked for (SPEC §17); ``tool`` is ``server.tool``."""
+
+    tool: str
+    arguments: dict[str, Any]
+    watcher_id: str
+    skill_id: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """The call in one line (reasons, the loop guard)."""
+        return mcp_summary(self.tool, self.arguments)
+
+    def facts(self) -> dict[str, Any]:
+        """The values policy conditions test: ``arguments.<path>`` resolves into ``arguments``."""
+        return {
+            "action": "mcp",
+            "tool": self.tool,
+            "arguments": self.arguments,
+            "watcherId": self.watcher_id,
+            "skillId": self.skill_id,
+        }
+
+
+ActionRequest = CommandRequest | McpRequest
 
 
 @dataclass(frozen=True)
@@ -80,10 +132,10 @@ class PolicyDecision:
         return found
 
 
-def decide(policy: ActionPolicySpec, request: CommandRequest, *, history: Sequence[str]) -> PolicyDecision:
+def decide(policy: ActionPolicySpec, request: ActionRequest, *, history: Sequence[str]) -> PolicyDecision:
     """Decide ``request`` under ``policy``.
 
-    ``history`` holds the ``command`` facts of the commands already run or requested in this
+    ``history`` holds the ``summary`` of the actions already run or requested in this
     callback, oldest first. The loop guard is checked first: when the last ``loopGuard - 1``
     entries all equal this command, this is its ``loopGuard``-th request in a row and it is
     denied. Otherwise the enabled plain rules are tried by ``priority``, highest first (equal
@@ -91,7 +143,7 @@ def decide(policy: ActionPolicySpec, request: CommandRequest, *, history: Sequen
     match (combined with its ``match``) decides, and when none matches ``policy.default`` does.
     """
     facts = request.facts()
-    command = facts["command"]
+    command = request.summary
     repeats = _trailing_repeats(history, command)
     if repeats >= policy.loop_guard - 1:
         return PolicyDecision(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import (
@@ -28,8 +28,9 @@ from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.judge import Judges
+from sentinel_hooks.callbacks.policy import mcp_summary
 from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import CommandGate, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
@@ -43,6 +44,9 @@ from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, ContractState
 from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
+
+if TYPE_CHECKING:
+    from sentinel_hooks.callbacks.mcp_calls import McpGate
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +74,7 @@ class SessionDeps:
     redactor: Redactor
     events: Events | None = None
     judges: Judges | None = None
+    mcp: McpGate | None = None
 
 
 def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:
@@ -136,6 +141,8 @@ class SessionRunner:
             skill_id=envelope.watcher.skill_id,
             events=deps.events,
             judges=deps.judges,
+            mcp=deps.mcp,
+            mcp_tools=await self._mcp_tools(watcher, envelope),
         )
         own = await self._own_entries(contract)
         messages = [message for _, message in compaction.apply(own)]
@@ -163,6 +170,14 @@ class SessionRunner:
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
+
+    async def _mcp_tools(self, watcher: AnyWatcher | None, envelope: Envelope) -> dict[str, McpTool]:
+        """The MCP tools of ``fire.tools`` (SPEC §17): none without a watcher, and none unless
+        the callback's autonomy is ``act`` (notify_only and escalate_only offer no MCP tools)."""
+        mcp = self._deps.mcp
+        if mcp is None or watcher is None or not watcher.fire.tools or envelope.mode.autonomy != "act":
+            return {}
+        return await mcp.offer(watcher.fire.tools)
 
     def _backend(
         self, watcher: AnyWatcher | None, envelope: Envelope, rendered: dict[str, Any]
@@ -327,7 +342,7 @@ class SessionRunner:
             call = ToolCall(
                 str(raw_call.get("id")), str(raw_call.get("name")), raw_call.get("arguments") or {}
             )
-            history = _command_history(messages)
+            history = _command_history(messages, box.mcp_tools)
             try:
                 result = await box.execute(call, history=history)
             except Paused as paused:
@@ -401,13 +416,20 @@ def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
     return recover_tool_calls(reply, names)
 
 
-def _command_history(messages: list[dict[str, Any]]) -> list[str]:
-    """Commands requested so far in this callback (for the loop guard), in order."""
+def _command_history(
+    messages: list[dict[str, Any]], mcp_tools: dict[str, McpTool] | None = None
+) -> list[str]:
+    """Actions requested so far in this callback (for the loop guard), in order: commands, and
+    calls of the callback's MCP tools (``policy.mcp_summary``)."""
     found: list[str] = []
+    mcp_tools = mcp_tools or {}
     for message in messages:
         for call in message.get("toolCalls") or []:
             args = call.get("arguments")
-            if (
+            offered = mcp_tools.get(str(call.get("name")))
+            if offered is not None and isinstance(args, dict):
+                found.append(mcp_summary(offered.tool, args))
+            elif (
                 call.get("name") == "sentinel_act"
                 and isinstance(args, dict)
                 and args.get("action") == "run_command"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -163,6 +163,29 @@ class Paused(Exception):
         self.policy = policy  # the decision that asked for approval (PolicyDecision.to_json)
 
 
+@dataclass(frozen=True)
+class McpTool:
+    """An MCP tool offered to one callback (SPEC §17): ``name`` (``server__tool``) is what the
+    model calls, ``tool`` (``server.tool``) what the policy and people see."""
+
+    name: str
+    server: str
+    tool_name: str
+    spec: ToolSpec
+
+    @property
+    def tool(self) -> str:
+        return f"{self.server}.{self.tool_name}"
+
+
+class McpCaller(Protocol):
+    """Decides and runs calls of MCP tools (policy, approvals, the server)."""
+
+    async def request(
+        self, box: ToolBox, call: ToolCall, tool: McpTool, arguments: dict[str, Any], *, history: list[str]
+    ) -> dict[str, Any]: ...
+
+
 class CommandGate(Protocol):
     """Decides and runs ``run_command`` requests (policy, approvals, execution)."""
 
@@ -213,15 +236,17 @@ class ToolBox:
     events: Events | None = None
     judges: Judges | None = None  # the judge rules that check notify messages (appliesTo: notify)
     notified: int = 0
+    mcp: McpCaller | None = None
+    mcp_tools: dict[str, McpTool] = field(default_factory=dict)  # by the name the model calls
 
     @property
     def offered(self) -> list[str]:
-        return tools_for(self.envelope.mode.autonomy)
+        return [*tools_for(self.envelope.mode.autonomy), *self.mcp_tools]
 
     @property
     def specs(self) -> list[ToolSpec]:
-        """The tools sent to the model (``tool_specs`` of this callback's autonomy)."""
-        return tool_specs(self.envelope.mode.autonomy)
+        """The tools sent to the model (``tool_specs`` of this callback's autonomy, then its MCP tools)."""
+        return [*tool_specs(self.envelope.mode.autonomy), *(t.spec for t in self.mcp_tools.values())]
 
     async def execute(self, call: ToolCall, *, history: list[str]) -> dict[str, Any]:
         """The JSON result of ``call`` (errors are results too); raises Paused for approvals."""
@@ -236,6 +261,9 @@ class ToolBox:
                 return {"ok": False, "error": f"arguments are not valid JSON ({exc.msg}); send a JSON object"}
         if not isinstance(arguments, dict):
             return {"ok": False, "error": "arguments must be a JSON object"}
+        mcp_tool = self.mcp_tools.get(call.name)
+        if mcp_tool is not None and self.mcp is not None:
+            return await self.mcp.request(self, call, mcp_tool, arguments, history=history)
         try:
             if call.name == "sentinel_act":
                 act = ActArgs.model_validate(arguments)

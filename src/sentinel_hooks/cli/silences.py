@@ -239,3 +239,8 @@ def status(**options: Any) -> None:
     )
     if muted["items"]:
         print_table(silences_table(muted["items"]), console)
+    for name, server in (body.get("mcpServers") or {}).items():
+        why = f": {server['error']}" if server.get("error") else ""
+        console.print(
+            f"mcp server {name} ({server['transport']}): {server['state']}, {server['tools']} tool(s){why}"
+        )

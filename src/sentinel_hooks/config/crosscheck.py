@@ -13,6 +13,7 @@ from typing import Any
 from sentinel_hooks.config.apprise_urls import parse_apprise_url
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.hosts import host_allowed, url_host
+from sentinel_hooks.config.mcp import UrlMcpServer, pattern_server
 from sentinel_hooks.config.service import LOOPBACK_HOSTS, JudgeRule, ScriptedModel, ServiceConfig
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec, SlackTargetSpec
 from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
@@ -110,6 +111,17 @@ def check_watcher(
                 f"{config.skills_dir}/{watcher.skill_id}/SKILL.md{did_you_mean(watcher.skill_id, skills)}",
             )
         )
+    for index, pattern in enumerate(watcher.fire.tools):
+        server = pattern_server(pattern)
+        if server not in config.mcp_servers:
+            known = list(config.mcp_servers)
+            listed = ", ".join(known) if known else "none (add one under mcpServers: in sentinel.yaml)"
+            problems.append(
+                (
+                    ("fire", "tools", index),
+                    f"unknown MCP server {server!r}{did_you_mean(server, known)}; known servers: {listed}",
+                )
+            )
     goal_file = watcher.fire.operator_goal_file
     if goal_file is not None:
         problems.extend(_goal_file_problems(goal_file, base_dir))
@@ -165,6 +177,11 @@ def check_service(config: ServiceConfig) -> list[Problem]:
             problems.append((("escalationTargets", index), _unknown("target", name, list(config.targets))))
     problems.extend(_policy_problems(config))
     problems.extend(_judge_model_problems(config))
+    for name, server in config.mcp_servers.items():
+        if isinstance(server, UrlMcpServer):
+            reason = host_problem(server.url, config.allowed_hosts)
+            if reason is not None:
+                problems.append((("mcpServers", name, "url"), reason))
     for name, target in config.targets.items():
         if isinstance(target, AppriseTargetSpec):
             problems.extend(_apprise_host_problems(name, target, config.allowed_hosts))

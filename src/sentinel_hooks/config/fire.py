@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
+from sentinel_hooks.config.mcp import check_tool_pattern
 from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.core.templates.render import (
     CompiledText,
@@ -77,6 +78,7 @@ class FireSpec(Spec):
     message_template: str | None = Field(default=None, min_length=1)
     escalate: bool = False
     notification_payload_mode: Literal["inherit", "none", "concise", "debug"] = "inherit"
+    tools: list[str] = Field(default_factory=list)  # MCP tools offered: "server.tool" patterns (§17)
 
     _payload: CompiledValue | None = PrivateAttr(default=None)
     _context: CompiledValue | None = PrivateAttr(default=None)
@@ -97,6 +99,19 @@ class FireSpec(Spec):
     @classmethod
     def _dedupe_template_compiles(cls, value: str | None) -> str | None:
         return _checked_text(value, "fire.dedupeKeyTemplate")
+
+    @field_validator("tools")
+    @classmethod
+    def _tool_patterns(cls, patterns: list[str]) -> list[str]:
+        problems = []
+        for index, pattern in enumerate(patterns):
+            try:
+                check_tool_pattern(pattern)
+            except ValueError as exc:
+                problems.append(((index,), str(exc)))
+        if problems:
+            raise key_problems("fire.tools", problems)
+        return patterns
 
     @field_validator("message_template")
     @classmethod

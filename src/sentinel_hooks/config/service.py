@@ -11,6 +11,7 @@ from pydantic import Discriminator, Field, SecretStr, Tag, ValidationInfo, field
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
+from sentinel_hooks.config.mcp import McpServerSpec, ServerName
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 
@@ -114,7 +115,13 @@ class ClusterSpec(Spec):
     lease_ms: int = Field(default=10000, ge=1000)
 
 
-POLICY_PATHS = ("command", "argv0", "args", "watcherId", "skillId")
+POLICY_PATHS = ("action", "command", "argv0", "args", "tool", "watcherId", "skillId")
+ARGUMENTS_PATH = "arguments"  # ``arguments.<path>``: into an MCP call's arguments
+
+
+def is_policy_path(path: str) -> bool:
+    """Whether a policy condition may test ``path``: one of ``POLICY_PATHS`` or ``arguments.<path>``."""
+    return path in POLICY_PATHS or path == ARGUMENTS_PATH or path.startswith(ARGUMENTS_PATH + ".")
 
 
 def walk_leaves(nodes: Sequence[ConditionNode]) -> Iterator[Condition]:
@@ -131,8 +138,11 @@ def walk_leaves(nodes: Sequence[ConditionNode]) -> Iterator[Condition]:
 def _policy_paths(nodes: list[ConditionNode]) -> list[ConditionNode]:
     """Every leaf condition of a policy rule tests one of ``POLICY_PATHS``."""
     for leaf in walk_leaves(nodes):
-        if leaf.path not in POLICY_PATHS:
-            raise ValueError(f"policy condition path {leaf.path!r} is not one of {', '.join(POLICY_PATHS)}")
+        if not is_policy_path(leaf.path):
+            raise ValueError(
+                f"policy condition path {leaf.path!r} is not one of {', '.join(POLICY_PATHS)} "
+                "or arguments.<path>"
+            )
     return nodes
 
 
@@ -150,8 +160,8 @@ class PolicyRule(Spec):
     _paths_are_policy_fields = field_validator("conditions")(_policy_paths)
 
 
-JudgedAction = Literal["run_command", "notify"]
-JUDGED_BY_DEFAULT: tuple[JudgedAction, ...] = ("run_command",)
+JudgedAction = Literal["run_command", "mcp", "notify"]
+JUDGED_BY_DEFAULT: tuple[JudgedAction, ...] = ("run_command", "mcp")
 """What a judge rule checks when it names no ``appliesTo``: the actions a session proposes
 (``notify`` messages only when asked for: most rules are about what an action does)."""
 
@@ -293,6 +303,7 @@ class ServiceConfig(Spec):
     telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
     retention: RetentionSpec = Field(default_factory=RetentionSpec)
     maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
+    mcp_servers: dict[ServerName, McpServerSpec] = Field(default_factory=dict)
 
     @field_validator("maintenance_windows")
     @classmethod

@@ -23,7 +23,8 @@ async def healthz(request: web.Request) -> web.Response:
 
 @routes.get("/readyz")
 async def readyz(request: web.Request) -> web.Response:
-    """The store takes writes (``store.health``) and the watchers are loaded."""
+    """The store takes writes (``store.health``) and the watchers are loaded. MCP servers' states
+    are details only: one that failed leaves the service ready (``sentinel status`` says why)."""
     service = service_of(request)
     try:
         await service.check_writes()
@@ -31,7 +32,11 @@ async def readyz(request: web.Request) -> web.Response:
         return error_response(503, "not_ready", STORE_NOT_WRITABLE)
     if not service.ready:
         return error_response(503, "not_ready", "watchers are still loading")
-    return web.json_response({"status": "ready", "watchers": service.watcher_count()})
+    answer: dict[str, object] = {"status": "ready", "watchers": service.watcher_count()}
+    mcp = service.mcp_states()
+    if mcp:
+        answer["mcpServers"] = mcp
+    return web.json_response(answer)
 
 
 @routes.get("/metrics")
