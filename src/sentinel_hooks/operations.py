@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
 from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
@@ -43,7 +43,7 @@ from sentinel_hooks.store.records import (
     Page,
     TranscriptEntry,
 )
-from sentinel_hooks.store.shortcuts import get_envelope
+from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
 from sentinel_hooks.store.silences import Silence, SilenceState
 from sentinel_hooks.watchers.manager import WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import Outcome
@@ -62,6 +62,7 @@ class CallbackDetail:
     envelope: Envelope | None
     transcript: list[TranscriptEntry]
     deliveries: list[Delivery]
+    conditions: list[dict[str, Any]] | None = None  # a match's leaves with their actual values
 
 
 class ServiceOperations:
@@ -275,7 +276,15 @@ class ServiceOperations:
         envelope = await get_envelope(self.store, callback_id)
         entries = await self.store.get_transcript(contract.session_key, limit=CALLBACK_TRANSCRIPT)
         mine = [e for e in entries if e.entry.get("callbackId") == callback_id]
-        return CallbackDetail(contract, envelope, mine, await self.store.list_deliveries(callback_id))
+        fired = await get_checkpoint(self.store, message_key(callback_id)) or {}
+        conditions = fired.get("conditions")
+        return CallbackDetail(
+            contract,
+            envelope,
+            mine,
+            await self.store.list_deliveries(callback_id),
+            conditions if isinstance(conditions, list) else None,
+        )
 
     async def transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None

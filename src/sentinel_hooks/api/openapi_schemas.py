@@ -189,6 +189,25 @@ def _callback_and_inbox_schemas() -> dict[str, Schema]:
         {
             "callback": ref("Contract"),
             "envelope": {"anyOf": [ref("Envelope"), {"type": "null"}]},
+            "conditions": {
+                "anyOf": [
+                    array_of(
+                        closed_object(
+                            {
+                                "path": STRING,
+                                "op": STRING,
+                                "value": {},
+                                "actual": {},
+                                "missing": {"type": "boolean"},
+                                "result": {"type": "boolean"},
+                            },
+                            about="a leaf condition at the fire: its actual value (cut when long) and result",
+                        )
+                    ),
+                    {"type": "null"},
+                ],
+                "description": "why a match fired; null for other triggers, manual and external callbacks",
+            },
             "transcript": array_of(ref("TranscriptEntry")),
             "deliveries": array_of(ref("Delivery")),
         }

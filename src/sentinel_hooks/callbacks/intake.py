@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 from datetime import UTC, datetime, timedelta
-from typing import Final, Protocol
+from typing import Any, Final, Protocol
 
 from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.clock import Clock
@@ -75,7 +75,8 @@ def _parse_instant(text: str) -> datetime | None:
 
 
 def message_key(callback_id: str) -> str:
-    """Where the fire's rendered message (and any messageTemplate error) is kept for the session."""
+    """Where the fire's rendered message (and any messageTemplate error) is kept for the session,
+    with the conditions that matched and their actual values (``sentinel callbacks show``)."""
     return f"message:{callback_id}"
 
 
@@ -131,6 +132,7 @@ class CallbackIntake:
         bypass_dedupe: bool = False,
         fanout: Fanout | None = None,
         silenced_by: str | _Ask | None = ASK_SILENCES,
+        conditions: list[dict[str, Any]] | None = None,
     ) -> Contract:
         """The contract for ``envelope``: pending (handed on), deduped (inside the window) or
         silenced (a silence or maintenance window matched it: recorded, not handed on).
@@ -146,6 +148,8 @@ class CallbackIntake:
         ``fanout`` defaults to the service's notificationPayloadMode with the default line.
         The contract's session key is ``session_key`` of the envelope's watcher and
         ``session_group`` (a watcher's ``fire.sessionGroup``; None for an external envelope).
+        ``conditions`` (each leaf's path, op, value, actual value and result, for a match) is kept
+        with the fire's message, so the callback can be explained later.
         """
         now = self._clock.now()
         dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
@@ -178,7 +182,13 @@ class CallbackIntake:
             envelope,
             dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
             dedupe_ttl_ms=window,
-            checkpoints={message_key(pending.callback_id): {"text": chosen.rendered, "error": chosen.error}},
+            checkpoints={
+                message_key(pending.callback_id): {
+                    "text": chosen.rendered,
+                    "error": chosen.error,
+                    "conditions": conditions,
+                }
+            },
         )
         if contract is None:
             existing = await self._store.get_contract(envelope.callback_id)

@@ -83,6 +83,7 @@ def show(
         return
     console = stdout_console()
     contract = body["callback"]
+    console.print(_headline(contract, body.get("envelope")), markup=False)
     for key in (
         "callbackId",
         "watcherId",
@@ -96,6 +97,12 @@ def show(
         console.print(f"{key}: {compact(contract.get(key), 200)}")
     if contract.get("silencedBy"):
         console.print(f"silencedBy: {contract['silencedBy']}")
+    conditions = body.get("conditions")
+    if conditions:
+        match = ((body.get("envelope") or {}).get("watcher") or {}).get("match", "all")
+        console.print(f"conditions (match {match}):")
+        for condition in conditions:
+            console.print("  " + _condition_line(condition), markup=False)
     console.print("deliveries:")
     for delivery in body["deliveries"]:
         error = f" — {delivery['lastError']}" if delivery.get("lastError") else ""
@@ -119,7 +126,8 @@ def _entry_line(entry: dict[str, Any]) -> str:
             )
             return f"assistant → {calls}"
         if role == "tool":
-            return f"tool {message.get('name')} → {compact(message.get('content'), 160)}"
+            line = f"tool {message.get('name')} → {compact(message.get('content'), 160)}"
+            return line + _approval_of(message.get("content"))
         return f"{role}: {compact(message.get('content'), 160)}"
     if kind == "model":
         return f"model {entry.get('model')} (entry {entry.get('entry')}, via {entry.get('via')})"
@@ -131,6 +139,39 @@ def _entry_line(entry: dict[str, Any]) -> str:
             "(escalated: the agent kept proposing denied actions)"
         )
     return compact(entry, 200)
+
+
+def _headline(contract: dict[str, Any], envelope: dict[str, Any] | None) -> str:
+    """What happened, in one line: the fire, when, and how it ended."""
+    trigger = contract.get("trigger") or {}
+    event = ((envelope or {}).get("watcher") or {}).get("eventName") or contract.get("watcherId")
+    ended = f" at {contract['settledAt']}" if contract.get("settledAt") else ""
+    return (
+        f"{event} fired on {contract.get('watcherId')} ({trigger.get('kind')}, {trigger.get('priority')}) "
+        f"at {contract.get('createdAt')} → {contract.get('state')}{ended}"
+    )
+
+
+def _condition_line(condition: dict[str, Any]) -> str:
+    """``✓ price lt 2000 — actual 1999.5``: one leaf condition as it stood at the fire."""
+    mark = "✓" if condition.get("result") else "✗"
+    unary = condition.get("op") in ("exists", "absent", "changed")
+    value = "" if unary else " " + compact(condition.get("value"), 60)
+    actual = "missing" if condition.get("missing") else compact(condition.get("actual"), 120)
+    return f"{mark} {condition.get('path')} {condition.get('op')}{value} — actual {actual}"
+
+
+def _approval_of(content: object) -> str:
+    """`` (approval approved by alice: "ok")`` when a tool result says who decided its approval."""
+    try:
+        result = json.loads(content) if isinstance(content, str) else None
+    except ValueError:
+        return ""
+    approval = result.get("approval") if isinstance(result, dict) else None
+    if not isinstance(approval, dict):
+        return ""
+    note = f": {_cut(approval.get('note'), 80)!r}" if approval.get("note") else ""
+    return f" (approval {approval.get('status')} by {approval.get('by')}{note})"
 
 
 def policy_lines(entry: dict[str, Any]) -> str:

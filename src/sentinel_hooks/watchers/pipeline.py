@@ -22,6 +22,7 @@ against the conditions: it says nothing about the job.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -100,6 +101,15 @@ def _remember_fire(outcome: Outcome) -> Outcome:
         return outcome
     firing = replace(outcome.state.firing, callback_id=outcome.contract.callback_id)
     return replace(outcome, state=outcome.state.evolve(firing=firing))
+
+
+EXPLAINED_VALUE_CHARS = 200  # an actual value longer than this (as JSON) is kept cut, as text
+
+
+def _shown(value: Any) -> Any:
+    """``value`` as kept in a fire's explanation: itself when short, else its JSON cut."""
+    text = json.dumps(value, ensure_ascii=False, default=str, separators=(",", ":"))
+    return value if len(text) <= EXPLAINED_VALUE_CHARS else text[: EXPLAINED_VALUE_CHARS - 1] + "…"
 
 
 async def _no_resolved_hook(watcher: AnyWatcher, message: str, callback_id: str | None) -> None:
@@ -329,6 +339,7 @@ class FiringPipeline:
             bypass_dedupe=repeat,
             fanout=fanout,
             silenced_by=silenced_by,
+            conditions=self._explained(watcher, payload, previous) if kind == "match" else None,
         )
         if contract.state == "silenced":
             return Outcome(state, contract=contract)
@@ -339,6 +350,25 @@ class FiringPipeline:
         if watcher.fire_once and not manual:
             state = state.evolve(enabled=False, disabled_reason="fireOnce")
         return Outcome(state, contract=contract)
+
+    def _explained(self, watcher: AnyWatcher, payload: Any, previous: Any) -> list[dict[str, Any]]:
+        """Each leaf condition of a match with its actual value and result (secrets masked, a
+        long value cut), kept with the fire so ``sentinel callbacks show`` can say why it fired.
+        Evaluated once more here: a fire is rare next to the observations that did not fire."""
+        results = evaluate(watcher.conditions, watcher.match, payload, previous).results
+        return [
+            self._redactor.data(
+                {
+                    "path": r.path,
+                    "op": r.op,
+                    "value": r.value,
+                    "actual": None if r.missing else _shown(r.actual),
+                    "missing": r.missing,
+                    "result": r.result,
+                }
+            )
+            for r in results
+        ]
 
     def _fanout(self, watcher: AnyWatcher, firing: Firing) -> tuple[Fanout, str | None]:
         """The fan-out mode and line (messageTemplate rendered); a template error is returned, not raised."""

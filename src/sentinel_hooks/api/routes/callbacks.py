@@ -75,13 +75,15 @@ async def callback_page(service: Service, query: Mapping[str, str]) -> dict[str,
 
 
 async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
-    """``{"callback", "envelope", "transcript", "deliveries"}``; 404 for an unknown id."""
+    """``{"callback", "envelope", "conditions", "transcript", "deliveries"}``; 404 for an unknown
+    id. ``conditions`` are a match's leaves with their actual values at the fire (else null)."""
     found = await service.callback(callback_id)
     if found is None:
         raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
     return {
         "callback": found.contract.model_dump(mode="json", by_alias=True),
         "envelope": None if found.envelope is None else found.envelope.to_json(),
+        "conditions": found.conditions,
         "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
         "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
     }
