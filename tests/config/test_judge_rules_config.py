@@ -27,14 +27,15 @@ def policy(rules: str, extra: str = "") -> str:
 
 
 def test_a_judge_rule_loads_with_its_defaults(project: Writer) -> None:
-    """A judge rule gets threshold 0.7, 5000 ms, fails closed, judges run_command; the breaker is 5."""
+    """A judge rule gets threshold 0.7, 5000 ms, fails closed, judges the actions a session proposes
+    (run_command and MCP tool calls); the breaker is 5."""
     text = policy(
         "    - {id: no-destroy, kind: judge, model: judge, prompt: never delete data, decision: deny}\n"
     )
     loaded = load_config(project(text), environ={}).service.action_policy
     [rule] = loaded.rules
     assert isinstance(rule, JudgeRule)
-    assert (0.7, 5000, False, ["run_command"], True, 5) == (
+    assert (0.7, 5000, False, ["run_command", "mcp"], True, 5) == (
         rule.confidence_threshold,
         rule.timeout_ms,
         rule.fail_open,
