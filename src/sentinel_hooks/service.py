@@ -153,7 +153,11 @@ class Service(ServiceOperations):
                 clock=self.clock,
             )
         self.mcp = McpServers(
-            service.mcp_servers, base_dir=config.base_dir, redactor=self.redactor, clock=self.clock
+            service.mcp_servers,
+            base_dir=config.base_dir,
+            redactor=self.redactor,
+            clock=self.clock,
+            policy=self.http.policy,
         )
         self.sessions = HookSessions(
             store=self.store,

@@ -24,10 +24,11 @@ from sentinel_hooks.callbacks.mcp_calls import McpGate
 from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import load_config
-from sentinel_hooks.config.mcp import StdioMcpServer
+from sentinel_hooks.config.mcp import StdioMcpServer, UrlMcpServer
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.errors import ConfigError
+from sentinel_hooks.net.policy import HostPolicy
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeOpenAIServer
@@ -386,6 +387,36 @@ async def servers(tmp_path: Path, calls_file: Path) -> AsyncIterator[McpGate]:
     gate = McpGate(servers=connections, policy=ActionPolicySpec(), inbox=None, redactor=Redactor())  # type: ignore[arg-type]
     yield gate
     await connections.stop()
+
+
+@pytest.mark.parametrize("logs_server", ["http"], indirect=True)
+@pytest.mark.parametrize(
+    ("allowed", "state"),
+    [(("localhost",), "failed"), (("localhost", "127.0.0.1"), "ready")],
+    ids=["private-address-refused", "listed-address-allowed"],
+)
+async def test_a_url_server_obeys_the_host_policy_where_it_connects(
+    logs_server: str, tmp_path: Path, allowed: tuple[str, ...], state: str
+) -> None:
+    """A URL server's name is checked at load; where it connects is checked too: ``localhost``
+    is allowed by name, but the loopback address it resolves to is private, refused unless listed
+    (the SDK's own HTTP client is guarded like Apprise's connections)."""
+    url = json.loads(logs_server)["url"].replace("127.0.0.1", "localhost")
+    spec = UrlMcpServer.model_validate({"url": url, "timeoutMs": 10000})
+    servers = McpServers(
+        {"logs": spec},
+        base_dir=tmp_path,
+        redactor=Redactor(),
+        clock=SystemClock(),
+        policy=HostPolicy(allowed),
+    )
+    servers.start()
+    connection = servers.connections["logs"]
+    try:
+        await wait_for(lambda: connection.state in ("ready", "failed"), timeout_s=20, what="the connection")
+        assert state == connection.state, connection.error
+    finally:
+        await servers.stop()
 
 
 async def test_concurrent_calls_share_one_connection(servers: McpGate, calls_file: Path) -> None:

@@ -29,6 +29,8 @@ from typing import Any, Literal
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.mcp import McpServerSpec, StdioMcpServer, UrlMcpServer
 from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.net.guard import guarded
+from sentinel_hooks.net.policy import HostPolicy
 
 log = logging.getLogger(__name__)
 
@@ -86,9 +88,11 @@ class McpConnection:
         redactor: Redactor,
         clock: Clock,
         retry_s: float = RETRY_S,
+        policy: HostPolicy | None = None,
     ):
         self.name = name
         self._retry_s = retry_s
+        self._policy = policy
         self.spec = spec
         self._base_dir = base_dir
         self._redactor = redactor
@@ -250,6 +254,11 @@ class McpConnection:
                 client = Client(params, read_timeout_seconds=self.timeout_s, cache=None)
             else:
                 assert isinstance(spec, UrlMcpServer)
+                if self._policy is not None:
+                    # the SDK connects with its own HTTP client, not SafeHttp: the guard applies the
+                    # host policy to every address it resolves and connects to (private networks
+                    # too), in this owner task and the transport's tasks, which copy its context
+                    stack.enter_context(guarded(self._policy))
                 http = await stack.enter_async_context(create_mcp_http_client(headers=dict(spec.headers)))
                 transport = streamable_http_client(spec.url, http_client=http)
                 client = Client(transport, read_timeout_seconds=self.timeout_s, cache=None)
@@ -296,10 +305,18 @@ class McpServers:
         redactor: Redactor,
         clock: Clock,
         retry_s: float = RETRY_S,
+        policy: HostPolicy | None = None,
     ) -> None:
+        """``policy`` is the service's host policy, applied to URL servers' connections."""
         self.connections = {
             name: McpConnection(
-                name, spec, base_dir=base_dir, redactor=redactor, clock=clock, retry_s=retry_s
+                name,
+                spec,
+                base_dir=base_dir,
+                redactor=redactor,
+                clock=clock,
+                retry_s=retry_s,
+                policy=policy,
             )
             for name, spec in specs.items()
         }
