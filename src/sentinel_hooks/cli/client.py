@@ -11,6 +11,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,20 @@ class ApiRefused(SentinelError):
         super().__init__(message)
         self.status = status
         self.body = body
+
+
+CLI_ACTOR = "cli"  # who an operator command acts as, unless --actor says
+
+
+def operator_client(options: Mapping[str, Any]) -> Client:
+    """The client of an inbox or silences command (its ``remote_options``): it acts as ``cli``
+    unless ``--actor`` names someone, so the audit trail says where a change came from."""
+    return Client.from_options(
+        url=options["url"],
+        token=options["token"],
+        config=options["config"],
+        actor=options["actor"] or CLI_ACTOR,
+    )
 
 
 @dataclass(frozen=True)

@@ -15,13 +15,12 @@ from urllib.parse import quote, urlencode
 import click
 from rich import box
 
-from sentinel_hooks.cli.client import Client
-from sentinel_hooks.cli.output import new_table, print_json, print_table, stdout_console
+from sentinel_hooks.cli.client import operator_client
+from sentinel_hooks.cli.output import new_table, print_json, print_table, show_answer, stdout_console
 from sentinel_hooks.cli.watchers import remote_options
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 
-CLI_ACTOR = "cli"
 ITEM_FIELDS = (
     "id",
     "kind",
@@ -38,13 +37,8 @@ ITEM_FIELDS = (
 )
 
 
-def _client(options: dict[str, Any]) -> Client:
-    return Client.from_options(
-        url=options["url"],
-        token=options["token"],
-        config=options["config"],
-        actor=options["actor"] or CLI_ACTOR,
-    )
+def _moved(answer: dict[str, Any]) -> None:
+    stdout_console().print(f"{answer['item']['id']}: {answer['item']['status']}")
 
 
 def age(created_at: str, now: datetime) -> str:
@@ -65,7 +59,7 @@ def escalation_line(chain: dict[str, Any]) -> str:
 
 def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None:
     as_json = options.pop("as_json")
-    body = _client(options).call("GET", "/api/v1/inbox?" + urlencode(query))
+    body = operator_client(options).call("GET", "/api/v1/inbox?" + urlencode(query))
     if as_json:
         print_json(body)
         return
@@ -94,11 +88,8 @@ def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None
 def _move(item_id: str, path: str, note: str | None, options: dict[str, Any]) -> None:
     as_json = options.pop("as_json")
     body = {} if note is None else {"note": note}
-    answer = _client(options).call("POST", path.format(id=quote(item_id, safe="")), body)
-    if as_json:
-        print_json(answer)
-    else:
-        stdout_console().print(f"{answer['item']['id']}: {answer['item']['status']}")
+    answer = operator_client(options).call("POST", path.format(id=quote(item_id, safe="")), body)
+    show_answer(answer, as_json=as_json, show=_moved)
 
 
 def _paging(function: Any) -> Any:
@@ -135,7 +126,7 @@ def list_items(status: str | None, kind: str | None, limit: int, cursor: str | N
 def show(item_id: str, **options: Any) -> None:
     """Show one item, its detail and its history (who changed what, when)."""
     as_json = options.pop("as_json")
-    body = _client(options).call("GET", f"/api/v1/inbox/{quote(item_id, safe='')}")
+    body = operator_client(options).call("GET", f"/api/v1/inbox/{quote(item_id, safe='')}")
     if as_json:
         print_json(body)
         return
@@ -173,7 +164,7 @@ def ack(item_id: str, note: str | None, silence: str | None, **options: Any) -> 
     body: dict[str, Any] = {"silenceForMs": parse_duration(silence, "--silence")}
     if note is not None:
         body["note"] = note
-    answer = _client(options).call("POST", f"/api/v1/inbox/{quote(item_id, safe='')}/ack", body)
+    answer = operator_client(options).call("POST", f"/api/v1/inbox/{quote(item_id, safe='')}/ack", body)
     if as_json:
         print_json(answer)
         return

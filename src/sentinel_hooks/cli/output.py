@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -65,3 +65,12 @@ def compact(value: Any, limit: int = 60) -> str:
     """A value as short compact JSON for a table cell."""
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def show_answer(answer: Any, *, as_json: bool, show: Callable[[Any], None]) -> None:
+    """An API answer: printed as the API's JSON with ``--json``, else handed to ``show`` to say
+    in words (every management command offers both, SPEC §10)."""
+    if as_json:
+        print_json(answer)
+    else:
+        show(answer)

@@ -15,12 +15,18 @@ from urllib.parse import quote, urlencode
 import click
 from rich import box
 
-from sentinel_hooks.cli.client import Client
-from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
+from sentinel_hooks.cli.client import operator_client
+from sentinel_hooks.cli.output import (
+    compact,
+    new_table,
+    print_json,
+    print_table,
+    show_answer,
+    stdout_console,
+)
 from sentinel_hooks.cli.watchers import remote_options
 from sentinel_hooks.errors import SentinelError
 
-CLI_ACTOR = "cli"
 # store.silences.SILENCE_STATES, spelled out: importing the store would load every backend
 # (tests/service/test_silences_cli.py checks that the two agree)
 SILENCE_STATES = ("active", "pending", "expired")
@@ -38,15 +44,6 @@ def parse_duration(text: str, option: str) -> int:
     if total < 1:
         raise SentinelError(f"{option}: {text!r} is no time at all; write e.g. 30m, 2h or 1d")
     return total
-
-
-def _client(options: dict[str, Any]) -> Client:
-    return Client.from_options(
-        url=options["url"],
-        token=options["token"],
-        config=options["config"],
-        actor=options["actor"] or CLI_ACTOR,
-    )
 
 
 def matcher_text(matchers: list[dict[str, Any]], match: str) -> str:
@@ -100,7 +97,7 @@ def list_silences(state: str | None, limit: int, cursor: str | None, **options: 
         **({"state": state} if state else {}),
         **({"cursor": cursor} if cursor else {}),
     }
-    body = _client(options).call("GET", "/api/v1/silences?" + urlencode(query))
+    body = operator_client(options).call("GET", "/api/v1/silences?" + urlencode(query))
     if as_json:
         print_json(body)
         return
@@ -125,11 +122,16 @@ def _print_silence(silence: dict[str, Any]) -> None:
 def show(silence_id: str, **options: Any) -> None:
     """Show one silence."""
     as_json = options.pop("as_json")
-    body = _client(options).call("GET", f"/api/v1/silences/{quote(silence_id, safe='')}")
-    if as_json:
-        print_json(body)
-    else:
-        _print_silence(body["silence"])
+    body = operator_client(options).call("GET", f"/api/v1/silences/{quote(silence_id, safe='')}")
+    show_answer(body, as_json=as_json, show=lambda b: _print_silence(b["silence"]))
+
+
+def _expired(answer: dict[str, Any]) -> None:
+    stdout_console().print(f"{answer['silence']['id']}: expired")
+
+
+def _added(silence: dict[str, Any]) -> str:
+    return f"{silence['id']} ({silence['state']} until {silence['endsAt']})"
 
 
 def _value(text: str) -> Any:
@@ -187,12 +189,8 @@ def add(
         body["endsAt"] = until
     if starts is not None:
         body["startsAt"] = starts
-    answer = _client(options).call("POST", "/api/v1/silences", body)
-    if as_json:
-        print_json(answer)
-    else:
-        silence = answer["silence"]
-        stdout_console().print(f"{silence['id']} ({silence['state']} until {silence['endsAt']})")
+    answer = operator_client(options).call("POST", "/api/v1/silences", body)
+    show_answer(answer, as_json=as_json, show=lambda a: stdout_console().print(_added(a["silence"])))
 
 
 @silences.command("expire")
@@ -201,11 +199,8 @@ def add(
 def expire(silence_id: str, **options: Any) -> None:
     """End a silence now."""
     as_json = options.pop("as_json")
-    answer = _client(options).call("DELETE", f"/api/v1/silences/{quote(silence_id, safe='')}")
-    if as_json:
-        print_json(answer)
-    else:
-        stdout_console().print(f"{answer['silence']['id']}: expired")
+    answer = operator_client(options).call("DELETE", f"/api/v1/silences/{quote(silence_id, safe='')}")
+    show_answer(answer, as_json=as_json, show=_expired)
 
 
 @click.command()
@@ -213,7 +208,7 @@ def expire(silence_id: str, **options: Any) -> None:
 def status(**options: Any) -> None:
     """The service at a glance: store, watchers, open contracts, inbox, active silences."""
     as_json = options.pop("as_json")
-    body = _client(options).call("GET", "/api/v1/status")
+    body = operator_client(options).call("GET", "/api/v1/status")
     if as_json:
         print_json(body)
         return
