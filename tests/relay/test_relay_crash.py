@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -40,11 +41,18 @@ WATCHER = "id: w\nstrategy: webhook\ndeliveryTargets: [hook]\n"
 
 
 class SlowSink(Sink):
-    """Answers after a short delay, so deliveries are in flight when the service is killed."""
+    """Answers after a short delay, so deliveries are in flight when the service is killed;
+    ``in_flight`` counts requests being answered."""
+
+    in_flight = 0
 
     async def _record(self, request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(0.05)
-        return await super()._record(request)
+        self.in_flight += 1
+        try:
+            await asyncio.sleep(0.05)
+            return await super()._record(request)
+        finally:
+            self.in_flight -= 1
 
 
 @pytest.fixture
@@ -111,6 +119,10 @@ async def test_kill_9_then_restart_delivers_every_fallback_once(
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         killed_at = time.monotonic()
+        # what the killed process sent has been answered (or failed) once nothing is in flight:
+        # every request the sink records after this comes from the restarted process
+        await wait_for(lambda: sink.in_flight == 0, timeout_s=10, what="the killed process's requests")
+        before_restart = len(sink.received)
 
         proc = start(config, log)
         await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
@@ -134,9 +146,15 @@ async def test_kill_9_then_restart_delivers_every_fallback_once(
         assert {f"{i}:hook:fallback" for i in ids} >= keys
         duplicates = len(accepted) - len(set(accepted))
         print(f"{store}: {FIRES} contracts, {len(accepted)} accepted requests, {duplicates} repeated by key")
-        assert (
-            duplicates <= 5
-        )  # only requests in flight at the kill can repeat, with the same Idempotency-Key
+        # Only a delivery the killed process sent, whose outcome it had not yet stored, is sent
+        # again (with the same Idempotency-Key), and only once: how many that is depends on how
+        # far the outcome writes lagged behind the sends at the kill (on a loaded machine, most).
+        sent_before = {
+            json.loads(r["raw"])["callbackId"] for r in sink.received[:before_restart] if r["status"] < 300
+        }
+        repeated = {cid: n for cid, n in Counter(accepted).items() if n > 1}
+        assert set(repeated) <= sent_before
+        assert all(2 == n for n in repeated.values()), repeated
     finally:
         if proc.poll() is None:
             proc.send_signal(signal.SIGTERM)
