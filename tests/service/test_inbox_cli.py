@@ -7,18 +7,13 @@ second process write while the service runs) and creates them through the store.
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.store import InboxItem, InboxKind, open_store
-from tests.cli.conftest import sentinel_command
 from tests.service.test_process import Running, make_project
 
 pytestmark = pytest.mark.slow
@@ -52,29 +47,10 @@ def create(service: Running, kind: InboxKind, reason: str = "price fell fast") -
     return asyncio.run(go())
 
 
-def cli(service: Running, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run `sentinel ARGS -c CONFIG`, with a console wide enough for whole table rows."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
-    return subprocess.run(
-        [*sentinel_command(), *args, "-c", str(service.config)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env={**env, "COLUMNS": "200"},
-    )
-
-
-def cli_json(service: Running, *args: str) -> Any:
-    done = cli(service, *args, "--json")
-    assert 0 == done.returncode, done.stderr
-    return json.loads(done.stdout)
-
-
 def test_inbox_list_shows_items_in_a_table(service: Running) -> None:
     """`inbox list` prints id, kind, status, severity, watcher, age and reason."""
     item = create(service, "escalation", reason="table-row-reason")
-    done = cli(service, "inbox", "list", "--kind", "escalation")
+    done = service.cli("inbox", "list", "--kind", "escalation")
     row = next(line for line in done.stdout.splitlines() if item.id in line)
     cells = ["escalation", "open", "warning", "eth", "table-row-reason"]
     assert (0, cells) == (done.returncode, [c for c in cells if c in row])
@@ -83,7 +59,7 @@ def test_inbox_list_shows_items_in_a_table(service: Running) -> None:
 def test_inbox_list_json_is_the_api_body(service: Running) -> None:
     """`inbox list --json --status open` prints the API's {items, nextCursor} body."""
     item = create(service, "delivery_failure")
-    body = cli_json(service, "inbox", "list", "--status", "open", "--kind", "delivery_failure")
+    body = service.cli_json("inbox", "list", "--status", "open", "--kind", "delivery_failure")
     expected = service.call("GET", "/api/v1/inbox?status=open&kind=delivery_failure&limit=50")[1]
     assert (expected, item.id) == (body, body["items"][0]["id"])
 
@@ -91,7 +67,7 @@ def test_inbox_list_json_is_the_api_body(service: Running) -> None:
 def test_inbox_show_prints_item_detail_and_history(service: Running) -> None:
     """`inbox show` prints the fields, the detail and the history table."""
     item = create(service, "escalation", reason="show-me")
-    done = cli(service, "inbox", "show", item.id)
+    done = service.cli("inbox", "show", item.id)
     assert (0, True, True, True) == (
         done.returncode,
         "reason: show-me" in done.stdout,
@@ -103,8 +79,8 @@ def test_inbox_show_prints_item_detail_and_history(service: Running) -> None:
 def test_inbox_ack_then_resolve_record_the_cli_actor_and_note(service: Running) -> None:
     """ack and resolve move the item; the history names `cli` and `--actor`, with the note."""
     item = create(service, "escalation")
-    acked = cli(service, "inbox", "ack", item.id)
-    resolved = cli(service, "inbox", "resolve", item.id, "--note", "fixed it", "--actor", "ana")
+    acked = service.cli("inbox", "ack", item.id)
+    resolved = service.cli("inbox", "resolve", item.id, "--note", "fixed it", "--actor", "ana")
     body = service.call("GET", f"/api/v1/inbox/{item.id}")[1]
     history = [(h["actor"], h["to"], h["note"]) for h in body["history"]]
     assert (f"{item.id}: acked", f"{item.id}: resolved") == (acked.stdout.strip(), resolved.stdout.strip())
@@ -115,14 +91,14 @@ def test_invalid_transition_exits_1_with_the_reason(service: Running) -> None:
     """Resolving a resolved item exits 1 with the 409 message."""
     item = create(service, "escalation")
     assert 200 == service.call("POST", f"/api/v1/inbox/{item.id}/resolve", {})[0]
-    done = cli(service, "inbox", "resolve", item.id)
+    done = service.cli("inbox", "resolve", item.id)
     message = f"sentinel: error: 409: item {item.id} is resolved; only open or acked items can be resolved\n"
     assert (1, message) == (done.returncode, done.stderr)
 
 
 def test_unknown_id_exits_1(service: Running) -> None:
     """`inbox show` of an unknown id exits 1 with the 404 message."""
-    done = cli(service, "inbox", "show", "no-such-item")
+    done = service.cli("inbox", "show", "no-such-item")
     message = (
         "sentinel: error: 404: inbox item 'no-such-item' not found; `sentinel inbox list` shows the items\n"
     )
@@ -133,7 +109,7 @@ def test_approvals_list_shows_only_open_approvals(service: Running) -> None:
     """`approvals list --json` lists open approvals and nothing else."""
     waiting = create(service, "approval", reason="run restart-api")
     create(service, "escalation")
-    body = cli_json(service, "approvals", "list")
+    body = service.cli_json("approvals", "list")
     assert (True, {"approval"}, {"open"}) == (
         waiting.id in [i["id"] for i in body["items"]],
         {i["kind"] for i in body["items"]},
@@ -145,8 +121,8 @@ def test_approvals_approve_and_deny(service: Running) -> None:
     """approve and deny decide approvals; --json prints the {item} body."""
     first = create(service, "approval")
     second = create(service, "approval")
-    approved = cli(service, "approvals", "approve", first.id)
-    denied = cli_json(service, "approvals", "deny", second.id, "--note", "not now")
+    approved = service.cli("approvals", "approve", first.id)
+    denied = service.cli_json("approvals", "deny", second.id, "--note", "not now")
     assert (f"{first.id}: approved", "denied", "not now", "cli") == (
         approved.stdout.strip(),
         denied["item"]["status"],
@@ -159,6 +135,6 @@ def test_deciding_twice_exits_1(service: Running) -> None:
     """Denying an approved approval exits 1."""
     item = create(service, "approval")
     assert 200 == service.call("POST", f"/api/v1/approvals/{item.id}/approve", {})[0]
-    done = cli(service, "approvals", "deny", item.id)
+    done = service.cli("approvals", "deny", item.id)
     message = f"sentinel: error: 409: item {item.id} is approved; only open approvals can be denied\n"
     assert (1, message) == (done.returncode, done.stderr)

@@ -68,6 +68,24 @@ class Running:
     def status(self, watcher_id: str) -> dict[str, Any]:
         return self.call("GET", f"/api/v1/watchers/{watcher_id}")[1]["status"]  # type: ignore[no-any-return]
 
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run `sentinel ARGS -c CONFIG` against it, with a console wide enough for whole rows."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+        return subprocess.run(
+            [*sentinel_command(), *args, "-c", str(self.config)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+            env={**env, "COLUMNS": "250"},
+        )
+
+    def cli_json(self, *args: str) -> Any:
+        """`sentinel ARGS --json`, which must succeed: its answer."""
+        done = self.cli(*args, "--json")
+        assert 0 == done.returncode, done.stderr
+        return json.loads(done.stdout)
+
     def kill(self, sig: int = signal.SIGKILL) -> int:
         assert self.proc is not None
         self.proc.send_signal(sig)

@@ -4,14 +4,11 @@ against `sentinel run` (SQLite), and a silence that survives a kill -9 (SPEC.md 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -37,33 +34,15 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     running.proc.wait()
 
 
-def cli(service: Running, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
-    return subprocess.run(
-        [*sentinel_command(), *args, "-c", str(service.config)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env={**env, "COLUMNS": "250"},
-    )
-
-
-def cli_json(service: Running, *args: str) -> Any:
-    done = cli(service, *args, "--json")
-    assert 0 == done.returncode, done.stderr
-    return json.loads(done.stdout)
-
-
 def test_add_for_a_watcher_then_list_show_and_expire(service: Running) -> None:
     """add --watcher --for prints the id; list shows it active in a table row; expire ends it."""
-    added = cli(service, "silences", "add", "--watcher", "toggled", "--for", "2h", "--comment", "deploy db")
+    added = service.cli("silences", "add", "--watcher", "toggled", "--for", "2h", "--comment", "deploy db")
     silence_id = added.stdout.split()[0]
-    listed = cli(service, "silences", "list", "--state", "active")
+    listed = service.cli("silences", "list", "--state", "active")
     row = next((line for line in listed.stdout.splitlines() if silence_id in line), "")
-    shown = cli_json(service, "silences", "show", silence_id)["silence"]
-    expired = cli(service, "silences", "expire", silence_id)
-    after = cli_json(service, "silences", "show", silence_id)["silence"]["state"]
+    shown = service.cli_json("silences", "show", silence_id)["silence"]
+    expired = service.cli("silences", "expire", silence_id)
+    after = service.cli_json("silences", "show", silence_id)["silence"]["state"]
     assert (0, True, "cli", 0, "expired") == (
         added.returncode,
         all(cell in row for cell in ("active", "watcherId eq", "toggled", "deploy db")),
@@ -75,8 +54,7 @@ def test_add_for_a_watcher_then_list_show_and_expire(service: Running) -> None:
 
 def test_match_options_with_any_build_the_matchers(service: Running) -> None:
     """--match PATH OP VALUE (VALUE as JSON when it parses) and --any."""
-    made = cli_json(
-        service,
+    made = service.cli_json(
         "silences",
         "add",
         "--match",
@@ -95,7 +73,7 @@ def test_match_options_with_any_build_the_matchers(service: Running) -> None:
         "--actor",
         "ana",
     )["silence"]
-    cli(service, "silences", "expire", made["id"])
+    service.cli("silences", "expire", made["id"])
     expected = [
         {"path": "priority", "op": "in", "value": ["high", "critical"]},
         {"path": "tags", "op": "contains", "value": "deploy"},
@@ -105,12 +83,12 @@ def test_match_options_with_any_build_the_matchers(service: Running) -> None:
 
 def test_a_silenced_manual_fire_says_so(service: Running) -> None:
     """watchers fire under a silence: the contract is silenced (callbacks show names it)."""
-    silence_id = cli_json(
-        service, "silences", "add", "--watcher", "delta", "--for", "30m", "--comment", "quiet"
+    silence_id = service.cli_json(
+        "silences", "add", "--watcher", "delta", "--for", "30m", "--comment", "quiet"
     )["silence"]["id"]
-    fired = cli_json(service, "watchers", "fire", "delta")
-    shown = cli_json(service, "callbacks", "show", fired["callbackId"])["callback"]
-    cli(service, "silences", "expire", silence_id)
+    fired = service.cli_json("watchers", "fire", "delta")
+    shown = service.cli_json("callbacks", "show", fired["callbackId"])["callback"]
+    service.cli("silences", "expire", silence_id)
     assert ("silenced", silence_id) == (fired["state"], shown["silencedBy"])
 
 
@@ -126,7 +104,7 @@ def test_a_silenced_manual_fire_says_so(service: Running) -> None:
 )
 def test_bad_adds_exit_1_with_one_line(service: Running, args: tuple[str, ...], message: str) -> None:
     """A bad duration, path or operator: exit 1, a one-line message, no traceback."""
-    done = cli(service, "silences", "add", *args)
+    done = service.cli("silences", "add", *args)
     assert (1, True, False) == (done.returncode, message in done.stderr, "Traceback" in done.stderr), (
         done.stderr
     )
@@ -135,8 +113,8 @@ def test_bad_adds_exit_1_with_one_line(service: Running, args: tuple[str, ...], 
 def test_unknown_silence_exits_1(service: Running) -> None:
     """show and expire of an unknown id exit 1."""
     assert (1, 1) == (
-        cli(service, "silences", "show", "nope").returncode,
-        cli(service, "silences", "expire", "nope").returncode,
+        service.cli("silences", "show", "nope").returncode,
+        service.cli("silences", "expire", "nope").returncode,
     )
 
 
@@ -157,13 +135,13 @@ def create_item(service: Running) -> InboxItem:
 def test_inbox_ack_with_silence_mutes_the_items_watcher(service: Running) -> None:
     """inbox ack ID --silence 2h acks it and silences its watcher for two hours."""
     item = create_item(service)
-    done = cli(service, "inbox", "ack", item.id, "--silence", "2h", "--note", "on it")
+    done = service.cli("inbox", "ack", item.id, "--silence", "2h", "--note", "on it")
     silence_id = done.stdout.split("silence ")[1].split()[0] if "silence " in done.stdout else ""
-    made = cli_json(service, "silences", "show", silence_id)["silence"] if silence_id else {}
-    cli(service, "silences", "expire", silence_id)
+    made = service.cli_json("silences", "show", silence_id)["silence"] if silence_id else {}
+    service.cli("silences", "expire", silence_id)
     assert (0, "acked", [{"path": "watcherId", "op": "eq", "value": "toggled"}], "on it") == (
         done.returncode,
-        cli_json(service, "inbox", "show", item.id)["item"]["status"],
+        service.cli_json("inbox", "show", item.id)["item"]["status"],
         made.get("matchers"),
         made.get("comment"),
     ), done.stderr
@@ -171,12 +149,12 @@ def test_inbox_ack_with_silence_mutes_the_items_watcher(service: Running) -> Non
 
 def test_status_shows_active_silences(service: Running) -> None:
     """`sentinel status` prints the active silences count and their rows."""
-    silence_id = cli_json(
-        service, "silences", "add", "--watcher", "once", "--for", "1d", "--comment", "status-row"
+    silence_id = service.cli_json(
+        "silences", "add", "--watcher", "once", "--for", "1d", "--comment", "status-row"
     )["silence"]["id"]
-    done = cli(service, "status")
-    as_json = cli_json(service, "status")
-    cli(service, "silences", "expire", silence_id)
+    done = service.cli("status")
+    as_json = service.cli_json("status")
+    service.cli("silences", "expire", silence_id)
     assert (0, True, True, True) == (
         done.returncode,
         "silences: 1 active" in done.stdout,
