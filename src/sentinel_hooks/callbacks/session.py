@@ -236,6 +236,7 @@ class SessionRunner:
         store = self._deps.store
         key = memory.memory_key(contract.session_key)
         state = memory.MemoryState.from_json(saved)
+        before = state.to_json()
         entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
@@ -247,7 +248,9 @@ class SessionRunner:
                 contracts[callback_id] = found.state
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
-        await store.put_checkpoint(key, state.to_json())
+        stored = state.to_json()
+        if stored != before:  # e.g. a session's first callback: nothing learned, nothing to write
+            await store.put_checkpoint(key, stored)
         return memory.render(state, now)
 
     async def _compact(
