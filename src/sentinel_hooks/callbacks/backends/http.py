@@ -5,8 +5,10 @@ vendors' SDKs: building a request in the SDKs (typed-dict transforms, response m
 construction, httpx) took 2.0-2.6 ms of CPU per request against 0.3 ms here, and a fire's
 session makes at least two requests (bench/RESULTS.md, "Hook sessions").
 
-One connection pool per model entry, opened on first use in the running loop; no retries
-(the session retries, STYLE habit 8). Errors are translated here, once (STYLE habit 5):
+One connection pool per model entry, opened on first use in the running loop, with no
+connection limit of its own (aiohttp's default of 100 capped a 1 s model at 50 fires/s; the
+session slots, ``hookConcurrency``, bound how many requests are in flight); no retries (the
+session retries, STYLE habit 8). Errors are translated here, once (STYLE habit 5):
 
 * no answer within ``timeoutMs`` → ``TransientModelError`` "no answer within N s (timeoutMs)";
 * no connection → ``TransientModelError`` "cannot connect: …; is the server running?";
@@ -82,7 +84,8 @@ class ModelHttp:
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            connector = aiohttp.TCPConnector(limit=0)  # hookConcurrency bounds the requests
+            self._session = aiohttp.ClientSession(timeout=self._timeout, connector=connector)
         return self._session
 
     async def close(self) -> None:
