@@ -47,12 +47,19 @@ class Child:
         return self.proc.pid
 
     @classmethod
-    async def start(cls, role: str, args: list[str], log_dir: Path, *, cpu: int | None = None) -> Child:
-        """Start ``relaybench.<role> args`` (on core ``cpu`` when given)."""
+    async def start(
+        cls,
+        role: str,
+        args: list[str],
+        log_dir: Path,
+        *,
+        cpu: int | None = None,
+        package: str = "relaybench",
+        src: Path = SRC_DIR,
+    ) -> Child:
+        """Start ``<package>.<role> args`` (on core ``cpu`` when given) with Sentinel from ``src``."""
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(
-            filter(None, [str(BENCH_DIR), str(SRC_DIR), env.get("PYTHONPATH")])
-        )
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH_DIR), str(src), env.get("PYTHONPATH")]))
         env["PYTHONUNBUFFERED"] = "1"
         log_path = log_dir / f"{role}.log"
         log = log_path.open("ab")
@@ -60,7 +67,7 @@ class Child:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                f"relaybench.{role}",
+                f"{package}.{role}",
                 *args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from functools import partial
 from typing import Any
 
@@ -60,7 +59,7 @@ def budget(max_payload_chars: int) -> int:
 
 def room(request_budget: int, tools: Sequence[ToolSpec]) -> int:
     """What the messages may take of ``request_budget``: the tool specs and the framing set aside."""
-    specs = sum(len(json.dumps(asdict(tool), ensure_ascii=False)) for tool in tools)
+    specs = sum(tool.chars for tool in tools)
     return max(request_budget - specs - RESERVE_CHARS, request_budget // 2)
 
 

@@ -43,7 +43,7 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, ContractState
-from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
+from sentinel_hooks.store.shortcuts import get_envelope
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp_calls import McpGate
@@ -101,30 +101,45 @@ class SessionRunner:
         A message goes to the model as returned here, never as it was before masking: a tool
         result (a command's output, an observation) may hold a secret of the service.
         """
-        entry = self._deps.redactor.data({"callbackId": contract.callback_id, **entry})
-        await self._deps.store.append_transcript(contract.session_key, [entry], at=self._deps.clock.now())
-        return entry
+        return (await self.append_all(contract, [entry]))[0]
+
+    async def append_all(self, contract: Contract, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``append`` for several entries, in order, in one store step."""
+        redactor = self._deps.redactor
+        stored = [redactor.data({"callbackId": contract.callback_id, **entry}) for entry in entries]
+        await self._deps.store.append_transcript(contract.session_key, stored, at=self._deps.clock.now())
+        return stored
 
     async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
         await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
 
     async def run(self, contract: Contract) -> str:
-        """Run the session to its end (or to a pause); the final status."""
+        """Run the session to its end (or to a pause); the final status.
+
+        A new session (no progress checkpoint yet) is marked ``running`` before its first
+        transcript entry is written, so a session without that mark has no entries of its own
+        and its session's transcript need not be read (it grows with every callback of the key).
+        """
         deps = self._deps
-        progress = await get_checkpoint(deps.store, progress_key(contract.callback_id)) or {}
+        callback_id = contract.callback_id
+        memory_key = memory.memory_key(contract.session_key)
+        checkpoints = await deps.store.get_checkpoints(
+            [progress_key(callback_id), message_key(callback_id), memory_key]
+        )
+        progress = checkpoints.get(progress_key(callback_id)) or {}
         status = progress.get("status")
         if status in FINAL:
             return str(status)
-        current = await deps.store.get_contract(contract.callback_id)
+        current = await deps.store.get_contract(callback_id)
         if status is None and (current is None or current.state != "pending"):
             await self._progress(contract, "skipped")
             return "skipped"
-        envelope = await get_envelope(deps.store, contract.callback_id)
+        envelope = await get_envelope(deps.store, callback_id)
         if envelope is None:
             await self._progress(contract, "failed", error="envelope missing")
             return "failed"
         watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
-        rendered = await get_checkpoint(deps.store, message_key(contract.callback_id)) or {}
+        rendered = checkpoints.get(message_key(callback_id)) or {}
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
@@ -144,27 +159,29 @@ class SessionRunner:
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
         )
-        own = await self._own_entries(contract)
+        await self._progress(contract, "running")
+        own = [] if status is None else await self._own_entries(contract)
         messages = [message for _, message in compaction.apply(own)]
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
-            recalled = await self._recall(contract, backend)
+            recalled = await self._recall(contract, backend, checkpoints.get(memory_key))
             name, via = choose_model(watcher, deps.service)
-            await self.append(contract, {"kind": "model", "model": backend.model, "entry": name, "via": via})
             skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
-            for message in (
+            first = [
                 system_message(envelope.mode.autonomy),
                 user_message(
-                    envelope,
-                    skill=skill.body if skill else None,
-                    tools=box.offered,
-                    memory=recalled,
+                    envelope, skill=skill.body if skill else None, tools=box.offered, memory=recalled
                 ),
-            ):
-                stored = await self.append(contract, {"kind": "message", "message": message})
-                messages.append(stored["message"])
-        await self._progress(contract, "running")
+            ]
+            stored = await self.append_all(
+                contract,
+                [
+                    {"kind": "model", "model": backend.model, "entry": name, "via": via},
+                    *({"kind": "message", "message": message} for message in first),
+                ],
+            )
+            messages.extend(entry["message"] for entry in stored[1:])
         try:
             return await self._loop(contract, backend, box, messages)
         except ModelError as exc:
@@ -204,9 +221,12 @@ class SessionRunner:
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
 
-    async def _recall(self, contract: Contract, backend: ModelBackend) -> str | None:
+    async def _recall(
+        self, contract: Contract, backend: ModelBackend, saved: dict[str, Any] | None
+    ) -> str | None:
         """What the session did about its earlier callbacks (memory.py), for the first user message.
 
+        ``saved`` is the session's memory checkpoint (read with the session's other checkpoints).
         Reads only the transcript entries written since the previous callback's recall, and
         keeps the updated state for the next one. None for a session's first callback, and for
         the scripted backend, which reads no messages.
@@ -215,7 +235,8 @@ class SessionRunner:
             return None
         store = self._deps.store
         key = memory.memory_key(contract.session_key)
-        state = memory.MemoryState.from_json(await get_checkpoint(store, key))
+        state = memory.MemoryState.from_json(saved)
+        before = state.to_json()
         entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
@@ -227,7 +248,9 @@ class SessionRunner:
                 contracts[callback_id] = found.state
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
-        await store.put_checkpoint(key, state.to_json())
+        stored = state.to_json()
+        if stored != before:  # e.g. a session's first callback: nothing learned, nothing to write
+            await store.put_checkpoint(key, stored)
         return memory.render(state, now)
 
     async def _compact(

@@ -126,7 +126,12 @@ class Relay:
         start = await self._store.begin_notify(contract.callback_id, deliveries, at=now)
         if start is None or not start.accepted:
             return NotifyOutcome(False, None if start is None else start.after)
-        await self._dispatcher.attempt_now([d for d in deliveries if d.key in start.inserted])
+        inserted = [d for d in deliveries if d.key in start.inserted]
+        accepted = await self._dispatcher.attempt_now(inserted)
+        if len(inserted) == len(deliveries) and accepted and all(accepted):
+            # Every delivery was new and a target took each one: its recorded outcome moved the
+            # open contract to fulfilled (a fulfilled one stays), so there is nothing to read back.
+            return NotifyOutcome(True, "fulfilled", [d.target for d in deliveries])
         return await self._notify_outcome(contract.callback_id, deliveries)
 
     async def _notify_outcome(self, callback_id: str, deliveries: Sequence[Delivery]) -> NotifyOutcome:

@@ -1,33 +1,27 @@
-"""The ``anthropic`` backend: the Anthropic Messages API with tool use, through the official async SDK.
+"""The ``anthropic`` backend: the Anthropic Messages API with tool use.
 
-The neutral transcript is translated to what the Messages API requires: system messages go to
-the ``system`` parameter, assistant tool calls become ``tool_use`` blocks, tool results become
+One ``POST {baseUrl}/v1/messages`` per turn through ``http.ModelHttp`` (aiohttp; not the SDK,
+whose request building costs about as much CPU as the rest of a session). The neutral
+transcript is translated to what the Messages API requires: system messages go to the
+``system`` parameter, assistant tool calls become ``tool_use`` blocks, tool results become
 ``tool_result`` blocks of a user message, and consecutive messages of one role are merged (the
-API wants user and assistant turns to alternate). No SDK retries (the session retries), no
+API wants user and assistant turns to alternate). No retries (the session retries), no
 streaming; errors become ``ModelError`` naming the model entry and the status, never the key.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
-import anthropic
-from anthropic.types import Message, MessageParam, ToolParam
-
-from sentinel_hooks.callbacks.backends.base import (
-    ModelError,
-    ModelReply,
-    SdkErrors,
-    ToolCall,
-    ToolSpec,
-    sdk_error,
-)
+from sentinel_hooks.callbacks.backends.base import ModelReply, ToolCall, ToolSpec, TransientModelError
+from sentinel_hooks.callbacks.backends.http import ModelHttp
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import AnthropicModel
 
 MAX_TOKENS = 1024
-NO_KEY = "none"  # passing a key stops the SDK from looking for credentials on disk
+API_VERSION = "2023-06-01"
+NO_KEY = "none"
 RAW_ARGUMENTS_KEY = "_raw"  # tool_use input must be an object; raw text arguments are wrapped in it
 
 
@@ -40,58 +34,67 @@ class AnthropicBackend:
         self.max_turns = spec.max_turns
         self._spec = spec
         key = spec.api_key.get_secret_value() if spec.api_key is not None else NO_KEY
-        self._redactor = Redactor([key]).merged(redactor or Redactor())
-        self._client = anthropic.AsyncAnthropic(
-            base_url=spec.base_url, api_key=key, timeout=spec.timeout_ms / 1000, max_retries=0
+        self._http = ModelHttp(
+            url=spec.base_url.rstrip("/") + "/v1/messages",
+            headers={"x-api-key": key, "anthropic-version": API_VERSION},
+            timeout_ms=spec.timeout_ms,
+            name=name,
+            where=self._where(),
+            redactor=Redactor([key]).merged(redactor or Redactor()),
         )
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[ToolSpec]) -> ModelReply:
         """Send one Messages request (not streamed) and return the assistant turn."""
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system" and m["content"])
-        extra = {"temperature": self._spec.temperature} if self._spec.temperature is not None else None
-        try:
-            message = await self._client.messages.create(
-                model=self.model,
-                max_tokens=MAX_TOKENS,
-                system=system or anthropic.omit,
-                messages=to_anthropic_messages(messages),
-                tools=to_anthropic_tools(tools) if tools else anthropic.omit,
-                extra_body=extra,
-            )
-        except anthropic.AnthropicError as exc:
-            raise self._translate(exc) from exc
-        return self._reply(message)
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": MAX_TOKENS,
+            "messages": to_anthropic_messages(messages),
+        }
+        if system:
+            body["system"] = system
+        if tools:
+            body["tools"] = to_anthropic_tools(tools)
+        if self._spec.temperature is not None:
+            body["temperature"] = self._spec.temperature
+        return self._reply(await self._http.post(body))
 
     async def close(self) -> None:
-        """Close the SDK's HTTP connection pool."""
-        await self._client.close()
+        """Close the HTTP connection pool."""
+        await self._http.close()
 
-    def _reply(self, message: Message) -> ModelReply:
-        texts = [block.text for block in message.content if block.type == "text" and block.text]
+    def _reply(self, message: dict[str, Any]) -> ModelReply:
+        content = message.get("content")
+        if not isinstance(content, list):
+            raise TransientModelError(f"{self._where()}: the reply has no content")
+        blocks = [block for block in content if isinstance(block, dict)]
+        texts = [str(b["text"]) for b in blocks if b.get("type") == "text" and b.get("text")]
         calls = [
-            ToolCall(id=block.id, name=block.name, arguments=dict(block.input))
-            for block in message.content
-            if block.type == "tool_use"
+            ToolCall(
+                id=str(b.get("id", "")), name=str(b.get("name", "")), arguments=dict(b.get("input") or {})
+            )
+            for b in blocks
+            if b.get("type") == "tool_use"
         ]
-        usage = {"inputTokens": message.usage.input_tokens, "outputTokens": message.usage.output_tokens}
-        return ModelReply(text="\n".join(texts) or None, tool_calls=calls, model=message.model, usage=usage)
+        reported = message.get("usage")
+        usage: dict[str, int] = {}
+        if isinstance(reported, dict):
+            usage = {
+                "inputTokens": int(reported.get("input_tokens") or 0),
+                "outputTokens": int(reported.get("output_tokens") or 0),
+            }
+        return ModelReply(
+            text="\n".join(texts) or None,
+            tool_calls=calls,
+            model=str(message.get("model") or ""),
+            usage=usage,
+        )
 
     def _where(self) -> str:
         return f"model {self.name!r} ({self.model} at {self._spec.base_url})"
 
-    def _translate(self, exc: anthropic.AnthropicError) -> ModelError:
-        errors = SdkErrors(anthropic.APITimeoutError, anthropic.APIConnectionError, anthropic.APIStatusError)
-        return sdk_error(
-            exc,
-            errors,
-            where=self._where(),
-            name=self.name,
-            timeout_ms=self._spec.timeout_ms,
-            redactor=self._redactor,
-        )
 
-
-def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[MessageParam]:
+def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Neutral transcript messages (see ``base.py``) as alternating Messages-API turns."""
     turns: list[dict[str, Any]] = []
     for message in messages:
@@ -106,7 +109,7 @@ def to_anthropic_messages(messages: list[dict[str, Any]]) -> list[MessageParam]:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": wire_role, "content": blocks})
-    return cast(list[MessageParam], turns)
+    return turns
 
 
 def _blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -132,7 +135,7 @@ def _input(call: dict[str, Any]) -> dict[str, Any]:
     return decoded if isinstance(decoded, dict) else {RAW_ARGUMENTS_KEY: arguments}
 
 
-def to_anthropic_tools(tools: list[ToolSpec]) -> list[ToolParam]:
+def to_anthropic_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
     """Tool specs as Messages-API tools."""
     return [
         {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}

@@ -7,9 +7,9 @@ and 5xx); the session owns retries (``core.retry``) and the turn limit.
 
 The registry ``MODULES`` maps a ``models:`` entry's ``type`` to the module that builds its
 backend (``create(name, spec, *, redactor)``, a ``BackendFactory``); modules are imported on
-first use, so a deployment that only uses the ``scripted`` backend never loads the ``openai``
-or ``anthropic`` SDK. ``ScriptedBackend`` needs no server and is the default; tests drive the
-others against the fake servers of ``sentinel_hooks.testing``, and
+first use. The ``openai`` and ``anthropic`` backends speak HTTP through ``http.ModelHttp``
+(aiohttp), not the vendors' SDKs (too much CPU per request). ``ScriptedBackend`` needs no
+server and is the default; tests drive the others against the fake servers of ``sentinel_hooks.testing``, and
 tests/contract/test_model_backends.py runs the contract against each.
 
 Messages (plain dicts, JSON-serialisable, stored in transcripts as they are)::
@@ -24,7 +24,9 @@ Messages (plain dicts, JSON-serialisable, stored in transcripts as they are)::
 from __future__ import annotations
 
 import importlib
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.config.secrets import Redactor
@@ -50,6 +52,12 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+
+    @cached_property
+    def chars(self) -> int:
+        """The size of the spec as JSON (what it takes of a request's budget), computed once."""
+        as_json = {"name": self.name, "description": self.description, "parameters": self.parameters}
+        return len(json.dumps(as_json, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
@@ -149,29 +157,3 @@ def error_detail(body: object, fallback: str) -> str:
         detail = inner.get("message", inner) if isinstance(inner, dict) else inner
     text = str(detail) if detail not in (None, "", {}) else fallback
     return text if len(text) <= MAX_ERROR_DETAIL_CHARS else text[: MAX_ERROR_DETAIL_CHARS - 3] + "..."
-
-
-@dataclass(frozen=True)
-class SdkErrors:
-    """An SDK's exception classes (the official openai and anthropic SDKs share this shape)."""
-
-    timeout: type[BaseException]
-    connection: type[BaseException]
-    status: type[BaseException]
-
-
-def sdk_error(
-    exc: BaseException, errors: SdkErrors, *, where: str, name: str, timeout_ms: int, redactor: Redactor
-) -> ModelError:
-    """An SDK exception as a ModelError: timeouts, connection failures and 429/5xx are transient."""
-    if isinstance(exc, errors.timeout):
-        return TransientModelError(f"{where}: no answer within {timeout_ms / 1000:g} s (timeoutMs)")
-    if isinstance(exc, errors.connection):
-        cause = redactor.text(str(exc.__cause__ or exc))
-        return TransientModelError(f"{where}: cannot connect: {cause}; is the server running?")
-    if isinstance(exc, errors.status):
-        status = int(getattr(exc, "status_code", 0))
-        detail = redactor.text(error_detail(getattr(exc, "body", None), str(getattr(exc, "message", exc))))
-        kind = TransientModelError if status_retryable(status) else ModelError
-        return kind(f"{where}: HTTP {status}: {detail}{status_hint(status, name)}")
-    return ModelError(f"{where}: {redactor.text(str(exc))}")
