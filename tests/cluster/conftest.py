@@ -8,7 +8,7 @@ that need it are skipped locally without the redis-server binary and fail when `
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -150,9 +150,10 @@ async def make_replica(redis_url: str) -> AsyncIterator[MakeReplica]:
         leases = Leases(redis_url, key_prefix=PREFIX, replica_id=membership.replica_id, lease_ms=lease_ms)
         replica: Replica
 
-        async def on_acquired(watcher_id: str, token: int) -> None:
-            replica.running.add(watcher_id)
-            replica.acquired.append((watcher_id, token))
+        async def on_acquired(tokens: Mapping[str, int]) -> None:
+            for watcher_id, token in tokens.items():
+                replica.running.add(watcher_id)
+                replica.acquired.append((watcher_id, token))
 
         async def on_lost(watcher_id: str) -> None:
             if before_lost is not None:

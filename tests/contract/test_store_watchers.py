@@ -60,6 +60,20 @@ async def test_list_watcher_states_returns_every_watcher(store: Store) -> None:
     assert {"a": {"n": 1}, "b": {"n": 2}} == await store.list_watcher_states()
 
 
+async def test_get_watcher_states_returns_those_asked_for_that_exist(store: Store) -> None:
+    """get_watcher_states maps each asked id that has a state to it, leaving the others out."""
+    await put_watcher_state(store, "a", {"n": 1})
+    await put_watcher_state(store, "b", {"n": 2})
+    await put_watcher_state(store, "c", {"n": 3})
+    assert {"a": {"n": 1}, "c": {"n": 3}} == await store.get_watcher_states(["a", "c", "nope"])
+
+
+async def test_get_watcher_states_of_no_ids_is_empty(store: Store) -> None:
+    """Asking for no watcher reads nothing."""
+    await put_watcher_state(store, "a", {"n": 1})
+    assert {} == await store.get_watcher_states([])
+
+
 async def test_a_state_that_is_not_json_raises_store_error(store: Store) -> None:
     """Values JSON cannot hold are refused with StoreError naming the watcher."""
     with pytest.raises(StoreError, match="'w'"):
@@ -71,6 +85,27 @@ async def test_last_observation_is_the_most_recent(store: Store, make) -> None:
     await record(store, "w", Observation(at=make.at(1), value={"price": 1}))
     await record(store, "w", Observation(at=make.at(2), value={"price": 2}))
     assert Observation(at=make.at(2), value={"price": 2}) == await last_observation(store, "w")
+
+
+async def test_last_observations_are_each_watchers_most_recent(store: Store, make) -> None:
+    """last_observations maps each asked watcher with a history to its newest observation."""
+    await record(store, "a", Observation(at=make.at(1), value={"price": 1}))
+    await record(store, "b", Observation(at=make.at(2), value=[2]))
+    await record(store, "a", Observation(at=make.at(3), value={"price": 3}))
+    await record(store, "c", Observation(at=make.at(4), value=None))
+    expected = {
+        "a": Observation(at=make.at(3), value={"price": 3}),
+        "b": Observation(at=make.at(2), value=[2]),
+    }
+    assert expected == await store.last_observations(["a", "b", "nope"])
+
+
+async def test_last_observations_of_many_watchers_in_one_call(store: Store, make) -> None:
+    """Thousands of ids are answered in one call (the Redis store pipelines them in slices)."""
+    pairs = [(f"w{i}", Observation(at=make.at(1), value=i)) for i in range(6_000)]
+    await store.write_watcher_batch(pairs, {})
+    found = await store.last_observations([f"w{i}" for i in range(6_001)])
+    assert (6_000, 5_999) == (len(found), found["w5999"].value)
 
 
 async def test_unknown_watcher_has_no_observations(store: Store) -> None:

@@ -9,7 +9,14 @@ from datetime import UTC, datetime, timedelta
 from apscheduler.triggers.interval import IntervalTrigger
 
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, Scheduled
-from sentinel_hooks.watchers.schedule import LoopScheduler, first_run, phase, trigger_for
+from sentinel_hooks.watchers.schedule import (
+    LoopScheduler,
+    add_poll_job,
+    first_run,
+    phase,
+    start_order,
+    trigger_for,
+)
 from tests.support import wait_for
 
 INTERVAL = timedelta(seconds=10)
@@ -87,3 +94,65 @@ async def test_loop_scheduler_runs_due_jobs_from_its_timer_and_honours_pause() -
     assert paused_at == stayed
     gaps = [later - earlier for earlier, later in itertools.pairwise(runs["a"][:3])]
     assert all(timedelta(milliseconds=30) < gap < timedelta(milliseconds=500) for gap in gaps)
+
+
+async def test_add_poll_job_makes_the_job_add_job_makes() -> None:
+    """The job added without APScheduler's validation equals one ``add_job`` would add."""
+    scheduler = LoopScheduler(timezone=UTC)
+    scheduler.start(paused=True)
+
+    async def poll() -> None:
+        return None
+
+    try:
+        trigger = IntervalTrigger(seconds=10, start_date=BASE, timezone="UTC")
+        made = scheduler.add_job(
+            poll, trigger=trigger, id="a", name="a", coalesce=True, max_instances=3, misfire_grace_time=None
+        )
+        fast = add_poll_job(scheduler, "b", poll, trigger, BASE)
+        fields = ("func", "args", "kwargs", "trigger", "executor", "misfire_grace_time", "coalesce")
+        assert [getattr(made, f) for f in fields] == [getattr(fast, f) for f in fields]
+        assert (3, "b", BASE, fast) == (
+            fast.max_instances,
+            fast.name,
+            fast.next_run_time,
+            scheduler.get_job("b"),
+        )
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+async def test_a_first_run_already_passed_runs_at_once_and_keeps_its_phase() -> None:
+    """A job whose first run passed while others were being scheduled runs at the next pass of
+    the scheduler, and its later runs stay on the phase of that first run."""
+    scheduler = LoopScheduler(timezone=UTC)
+    scheduler.start()
+    runs: list[datetime] = []
+
+    async def poll() -> None:
+        runs.append(datetime.now(UTC))
+
+    try:
+        now = datetime.now(UTC)
+        passed = now - timedelta(seconds=2)
+        trigger = IntervalTrigger(seconds=3600, start_date=passed, timezone="UTC")
+        job = add_poll_job(scheduler, "late", poll, trigger, now)
+        await wait_for(lambda: len(runs) == 1, what="the late first run")
+        assert runs[0] - now < timedelta(seconds=1)
+        assert passed + timedelta(seconds=3600) == job.next_run_time
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+def test_start_order_puts_interval_watchers_at_their_first_run_and_others_first() -> None:
+    """Interval watchers start in the order of their first runs; cron and pushed ones at the base."""
+    poll = WATCHER_ADAPTER.validate_python(
+        {"id": "p", "strategy": "http-poll", "endpoint": "http://127.0.0.1/", "intervalMs": 10_000}
+    )
+    cron = WATCHER_ADAPTER.validate_python(
+        {"id": "c", "strategy": "http-poll", "endpoint": "http://127.0.0.1/", "schedule": "* * * * *"}
+    )
+    hook = WATCHER_ADAPTER.validate_python({"id": "h", "strategy": "webhook"})
+    assert (first_run("p", INTERVAL, BASE), BASE, BASE) == tuple(
+        start_order(w, BASE) for w in (poll, cron, hook)
+    )

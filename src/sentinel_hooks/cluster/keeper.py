@@ -8,12 +8,16 @@ Every ``lease_ms / 3`` one tick, in this order:
    replica should own (cached until the live set or the tracked set changes);
 3. **hand off** held leases another live replica should own: ``on_lost`` first (the runner
    stops, an in-flight poll finishes), then release, so the new owner never overlaps;
-4. **acquire** the free leases of watchers this replica should own; ``on_acquired(id, token)``.
+4. **acquire** the free leases of watchers this replica should own; ``on_acquired({id: token})``
+   once for all the leases one tick took (at a start: every lease of the replica, so the manager
+   restores their states in one store read and schedules them as one start).
 
 A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
 tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
 server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
-watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder), and never delay renewal.
+watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder: one ``on_acquired`` for many
+watchers waits for each one's earlier callbacks and is the one their later callbacks wait for),
+and never delay renewal.
 
 Fencing (``holds``) is answered from what the ticks learnt, without a Redis round trip per
 observation: a renewal (or acquisition) that began at ``t`` set the key's expiry on the server
@@ -36,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -49,7 +53,8 @@ from sentinel_hooks.errors import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
-Acquired = Callable[[str, int], Awaitable[None]]
+Acquired = Callable[[Mapping[str, int]], Awaitable[None]]
+"""The leases one tick took: watcher id → fencing token."""
 Lost = Callable[[str], Awaitable[None]]
 
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
@@ -183,7 +188,7 @@ class LeaseKeeper:
     async def drain(self) -> None:
         """Wait until every callback queued so far (and any they queue) has run."""
         while self._chains:
-            await asyncio.gather(*self._chains.values(), return_exceptions=True)
+            await asyncio.gather(*set(self._chains.values()), return_exceptions=True)
 
     async def _tick_forever(self) -> None:
         while True:
@@ -241,7 +246,7 @@ class LeaseKeeper:
             if watcher_id in desired or watcher_id in self._leaving or watcher_id in self._adopted:
                 continue
             self._leaving.add(watcher_id)
-            self._chain(watcher_id, partial(self._give_back, watcher_id, token))
+            self._chain([watcher_id], partial(self._give_back, watcher_id, token))
 
     async def _give_back(self, watcher_id: str, token: int) -> None:
         await self._call_lost(watcher_id)
@@ -257,16 +262,16 @@ class LeaseKeeper:
         wanted = [w for w in desired if w not in self._owned] + sorted(orphans)
         got = await self._leases.acquire(wanted) if wanted else {}
         stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
-        for watcher_id, token in got.items():
-            if watcher_id in stray:
-                continue
+        taken = {w: t for w, t in got.items() if w not in stray}
+        for watcher_id, token in taken.items():
             self._owned[watcher_id] = token
             self._valid_until[watcher_id] = started + self._lease
             self._free_ticks.pop(watcher_id, None)
             self._unrenewed.pop(watcher_id, None)
             if watcher_id in orphans:
                 self._adopted.add(watcher_id)
-            self._chain(watcher_id, partial(self._call_acquired, watcher_id, token))
+        if taken:
+            self._chain(list(taken), partial(self._call_acquired, taken))
         if got:
             adopted = len(orphans & got.keys())
             log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
@@ -298,7 +303,7 @@ class LeaseKeeper:
             leaving = watcher_id in self._leaving
             self._forget(watcher_id)
             if not leaving:
-                self._chain(watcher_id, partial(self._call_lost, watcher_id))
+                self._chain([watcher_id], partial(self._call_lost, watcher_id))
 
     async def _release(self, held: dict[str, int]) -> None:
         if not held:
@@ -308,28 +313,31 @@ class LeaseKeeper:
         except StoreError as exc:
             log.warning("could not release %d lease(s) (they expire within the lease): %s", len(held), exc)
 
-    def _chain(self, watcher_id: str, step: Callable[[], Awaitable[None]]) -> None:
-        """Run ``step()`` after the watcher's previous callback finished (per-watcher order)."""
-        previous = self._chains.get(watcher_id)
+    def _chain(self, watcher_ids: list[str], step: Callable[[], Awaitable[None]]) -> None:
+        """Run ``step()`` once every earlier callback of these watchers finished (per-watcher
+        order); their later callbacks wait for it."""
+        previous = {self._chains[w] for w in watcher_ids if w in self._chains}
 
         async def run() -> None:
-            if previous is not None:
-                await asyncio.gather(previous, return_exceptions=True)
+            if previous:
+                await asyncio.gather(*previous, return_exceptions=True)
             await step()
 
         task = asyncio.get_running_loop().create_task(run())
-        self._chains[watcher_id] = task
-        task.add_done_callback(lambda done: self._chain_done(watcher_id, done))
+        for watcher_id in watcher_ids:
+            self._chains[watcher_id] = task
+        task.add_done_callback(lambda done: self._chain_done(watcher_ids, done))
 
-    def _chain_done(self, watcher_id: str, task: asyncio.Task[None]) -> None:
-        if self._chains.get(watcher_id) is task:
-            del self._chains[watcher_id]
+    def _chain_done(self, watcher_ids: list[str], task: asyncio.Task[None]) -> None:
+        for watcher_id in watcher_ids:
+            if self._chains.get(watcher_id) is task:
+                del self._chains[watcher_id]
 
-    async def _call_acquired(self, watcher_id: str, token: int) -> None:
+    async def _call_acquired(self, tokens: Mapping[str, int]) -> None:
         try:
-            await self._on_acquired(watcher_id, token)
+            await self._on_acquired(tokens)
         except Exception:  # the callback's failure is the manager's; keep the others running
-            log.exception("on_acquired(%s) failed", watcher_id)
+            log.exception("on_acquired(%d lease(s)) failed", len(tokens))
 
     async def _call_lost(self, watcher_id: str) -> None:
         try:

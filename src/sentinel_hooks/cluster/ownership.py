@@ -11,6 +11,7 @@ API changes made on a replica that does not hold a watcher's lease reach the hol
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from sentinel_hooks.clock import Clock
@@ -63,7 +64,8 @@ class ClusterOwnership:
     async def start(self, on_acquired: Acquired, on_lost: Lost, on_change: Changed | None = None) -> None:
         """Join the cluster and take the leases this replica should own (``StoreError`` if Redis fails).
 
-        ``on_acquired(watcher_id, token)`` starts a runner, ``on_lost(watcher_id)`` stops it,
+        ``on_acquired({watcher_id: token, …})`` starts the runners of the leases one tick took,
+        ``on_lost(watcher_id)`` stops one,
         ``on_change(watcher_id, change)`` applies what another replica ``announce``d.
         """
         self._on_acquired, self._on_lost = on_acquired, on_lost
@@ -83,9 +85,9 @@ class ClusterOwnership:
             await self.leases.close()
             await self.changes.stop()
 
-    async def _acquired(self, watcher_id: str, token: int) -> None:
+    async def _acquired(self, tokens: Mapping[str, int]) -> None:
         if self._on_acquired is not None:
-            await self._on_acquired(watcher_id, token)
+            await self._on_acquired(tokens)
 
     async def _lost(self, watcher_id: str) -> None:
         if self._on_lost is not None:

@@ -97,6 +97,14 @@ class Store(Protocol):
     async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
         """Every watcher's state, by watcher id."""
 
+    async def get_watcher_states(self, watcher_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The states of those of ``watcher_ids`` that have one, by watcher id (others are left
+        out), read in one round trip: what a replica restores for the leases it just took."""
+
+    async def last_observations(self, watcher_ids: Sequence[str]) -> dict[str, Observation]:
+        """The most recently recorded observation of each of ``watcher_ids`` that has one (others
+        are left out), read in one round trip: what starting runners compare their first poll to."""
+
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:

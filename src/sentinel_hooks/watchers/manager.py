@@ -12,18 +12,23 @@ may ingest what is pushed to it. Without an ownership nothing changes (one proce
 An enable, disable or manual fire that reaches a replica not holding the lease is stored there
 and ``announce``d; the holder applies it (``changed_elsewhere``) to the state it runs with.
 
-Starting many watchers must not make a herd: ``start`` builds every runner first, then takes
-one base time and schedules them all with the scheduler paused, so each watcher's first poll
-is at its own phase of its interval after that base (``schedule.first_run``) and none is due
-merely because adding the others took time. ``apply`` (a reload) handles the diff in slices
-that yield to the event loop, so running watchers keep polling while thousands are replaced.
+Starting many watchers must not make a herd, and the first polls should not wait for the last
+watcher to be scheduled: ``start`` (and the lease holder of many watchers, ``leases_acquired``)
+reads their stored states and last observations in one store call each, takes one base time and
+schedules the runners in the order of their first runs (``schedule.start_order``), a slice at a
+time with the scheduler paused, yielding to the event loop between slices. Each watcher's first
+poll is at its own phase of its interval after that base (``schedule.first_run``), so the polls
+of the first interval are spread as evenly as all later ones, and those due first go out while
+later ones are still being scheduled; one whose phase passed before its slice came runs at once.
+``apply`` (a reload) handles the diff in slices that yield to the event loop, so running
+watchers keep polling while thousands are replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Protocol
@@ -32,17 +37,19 @@ from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import Scheduled, WebhookWatcher
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.store.shortcuts import put_watcher_state
-from sentinel_hooks.watchers.pipeline import Outcome
+from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
-from sentinel_hooks.watchers.schedule import missed_run
+from sentinel_hooks.watchers.schedule import missed_run, start_order
 from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
 
 log = logging.getLogger(__name__)
 
 API_DEFINITION_PREFIX = "api-definition:"  # watcher ids cannot contain ':' so these never collide
 APPLY_SLICE = 200  # watchers added/changed/removed by a reload between two yields to the event loop
+START_SLICE = 250  # runners started between two yields to the event loop (a few ms of work)
 
 
 class Ownership(Protocol):
@@ -84,37 +91,27 @@ class WatcherManager:
         self._ownership = ownership
         self._runners: dict[str, WatcherRunner] = {}
         self._api_defined: set[str] = set()
-        self._states: dict[str, dict[str, Any]] = {}
         self._lock = asyncio.Lock()
 
     # -- start / stop / reload ---------------------------------------------------------------
 
     async def start(
-        self, watchers: Sequence[LoadedWatcher], api_watchers: Sequence[LoadedWatcher] = ()
+        self,
+        watchers: Sequence[LoadedWatcher],
+        api_watchers: Sequence[LoadedWatcher] = (),
+        *,
+        states: Mapping[str, dict[str, Any]] | None = None,
     ) -> None:
-        """Start every watcher (file-defined and API-created), making up missed runs (misfire)."""
-        self._states = await self._deps.store.list_watcher_states()
+        """Start every watcher (file-defined and API-created), making up missed runs (misfire).
+
+        ``states`` is every stored watcher state when the caller has read it already
+        (``Store.list_watcher_states``); else it is read here.
+        """
+        stored = await self._deps.store.list_watcher_states() if states is None else states
         self._api_defined = {w.spec.id for w in api_watchers}
         async with self._lock:
-            ready = [
-                await self._add(loaded, initial=True, start=False) for loaded in [*watchers, *api_watchers]
-            ]
-            scheduler = self._deps.scheduler
-            paused = scheduler.state == STATE_RUNNING
-            if paused:
-                scheduler.pause()  # one wake-up after all adds, not one per add
-            try:
-                base = self._deps.clock.now()
-                started = [runner for runner, _ in ready if runner is not None]
-                for runner, run_missed in ready:
-                    if runner is not None:
-                        await runner.start(run_missed=run_missed, base=base)
-                now = self._deps.clock.now()
-                for runner in started:  # starting 10,000 takes seconds: no herd at resume
-                    runner.defer_passed_first_run(now)
-            finally:
-                if paused:
-                    scheduler.resume()
+            built = [self._build(loaded, stored.get(loaded.spec.id)) for loaded in [*watchers, *api_watchers]]
+            await self._launch([runner for runner in built if self._may_run(runner)], initial=True)
         log.info("started %d watcher(s)", len(self._runners))
 
     async def stop(self) -> None:
@@ -136,40 +133,73 @@ class WatcherManager:
                 await _yield_every(done)
                 current = self._runners.get(watcher_id)
                 if current is None:
-                    await self._add(loaded, initial=False)
+                    await self._add(loaded)
                     report.added.append(watcher_id)
                 elif current.loaded.raw != loaded.raw:
                     await self._remove(watcher_id, forget=False)
-                    await self._add(loaded, initial=False)
+                    await self._add(loaded)
                     report.changed.append(watcher_id)
         return report
 
-    async def _add(
-        self, loaded: LoadedWatcher, *, initial: bool, start: bool = True
-    ) -> tuple[WatcherRunner | None, bool]:
-        """Create the runner; start it now (``start``) or return it with its ``run_missed`` for
-        the caller to start (None when another replica holds its lease)."""
+    async def _add(self, loaded: LoadedWatcher) -> None:
+        """Create the runner of a new or changed watcher from its stored state and start it
+        (unless another replica holds its lease)."""
+        runner = self._build(loaded, await self._deps.store.get_watcher_state(loaded.spec.id))
+        if self._may_run(runner):
+            await runner.start()
+
+    def _build(self, loaded: LoadedWatcher, stored: dict[str, Any] | None) -> WatcherRunner:
+        """The runner of ``loaded`` with its ``stored`` state, registered (and, in cluster mode,
+        tracked for a lease, fenced when this replica holds it already); not started."""
         watcher_id = loaded.spec.id
-        stored = (
-            self._states.pop(watcher_id, None)
-            if initial
-            else await self._deps.store.get_watcher_state(watcher_id)
-        )
-        state = WatcherState.from_json(stored)
-        runner = WatcherRunner(loaded, state, self._deps)
+        runner = WatcherRunner(loaded, WatcherState.from_json(stored), self._deps)
         self._runners[watcher_id] = runner
-        spec = loaded.spec
-        if self._ownership is not None and not isinstance(spec, WebhookWatcher):
+        if self._ownership is not None and not isinstance(loaded.spec, WebhookWatcher):
             runner.needs_lease = True
             token = self._ownership.track(watcher_id)
-            if token is None:
-                return None, False  # started by lease_acquired, on whichever replica gets the lease
-            runner.fence = partial(self._ownership.holds, watcher_id, token)
-        run_missed = initial and _missed(spec, state, self._deps)
-        if not start:
-            return runner, run_missed
-        await runner.start(run_missed=run_missed)
-        return runner, run_missed
+            if token is not None:
+                runner.fence = partial(self._ownership.holds, watcher_id, token)
+        return runner
+
+    @staticmethod
+    def _may_run(runner: WatcherRunner) -> bool:
+        """False while another replica holds the lease (``lease_acquired`` starts it here later)."""
+        return not runner.needs_lease or runner.fence is not None
+
+    async def _launch(self, runners: Sequence[WatcherRunner], *, initial: bool) -> None:
+        """Start ``runners`` in the order of their first runs from one base, ``START_SLICE`` at a
+        time, yielding between slices (see the module docstring); ``initial``: at the service's
+        start, so a run missed while it was down is made up (misfire).
+
+        The last observation of every polled or subscribed watcher is read in one store call and
+        handed to its runner (each runner is its watcher's only writer; a webhook watcher's first
+        event reads it instead, as replicas may share one).
+        """
+        if not runners:
+            return
+        observing = [r.id for r in runners if not isinstance(r.spec, WebhookWatcher)]
+        last = await self._deps.store.last_observations(observing) if observing else {}
+        base = self._deps.clock.now()
+        ordered = sorted(runners, key=lambda runner: start_order(runner.spec, base))
+        scheduler = self._deps.scheduler
+        for begin in range(0, len(ordered), START_SLICE):
+            paused = scheduler.state == STATE_RUNNING
+            if paused:
+                scheduler.pause()  # one wake-up per slice, not one per job
+            try:
+                for runner in ordered[begin : begin + START_SLICE]:
+                    spec = runner.spec
+                    observed = last.get(runner.id)
+                    previous = observed.value if observed is not None else MISSING
+                    await runner.start(
+                        run_missed=initial and _missed(spec, runner.state, self._deps),
+                        base=base,
+                        previous=UNKNOWN if isinstance(spec, WebhookWatcher) else previous,
+                    )
+            finally:
+                if paused:
+                    scheduler.resume()
+            await asyncio.sleep(0)  # let the polls now due go out
 
     async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:
         runner = self._runners.pop(watcher_id, None)
@@ -184,17 +214,28 @@ class WatcherManager:
 
     async def lease_acquired(self, watcher_id: str, token: int) -> None:
         """This replica now holds the watcher's lease: start its runner from the stored state."""
+        await self.leases_acquired({watcher_id: token})
+
+    async def leases_acquired(self, tokens: Mapping[str, int]) -> None:
+        """This replica now holds these leases (watcher id → fencing token): start their runners
+        from the stored states, read in one store call, as ``start`` does."""
         if self._ownership is None:
             return
         async with self._lock:
-            runner = self._runners.get(watcher_id)
-            if runner is None or not runner.needs_lease:
+            starting: list[WatcherRunner] = []
+            for watcher_id, token in tokens.items():
+                runner = self._runners.get(watcher_id)
+                if runner is None or not runner.needs_lease:
+                    continue
+                runner.fence = partial(self._ownership.holds, watcher_id, token)
+                if not runner.running:
+                    starting.append(runner)
+            if not starting:
                 return
-            runner.fence = partial(self._ownership.holds, watcher_id, token)
-            if runner.running:
-                return
-            runner.state = WatcherState.from_json(await self._deps.store.get_watcher_state(watcher_id))
-            await runner.start(run_missed=_missed(runner.spec, runner.state, self._deps))
+            stored = await self._deps.store.get_watcher_states([runner.id for runner in starting])
+            for runner in starting:
+                runner.state = WatcherState.from_json(stored.get(runner.id))
+            await self._launch(starting, initial=True)
 
     async def lease_lost(self, watcher_id: str) -> None:
         """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.
@@ -282,7 +323,7 @@ class WatcherManager:
                 self._deps.store, API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
             )
             self._api_defined.add(watcher_id)
-            await self._add(loaded, initial=False)
+            await self._add(loaded)
             return self._runners[watcher_id]
 
     async def delete(self, watcher_id: str) -> None:

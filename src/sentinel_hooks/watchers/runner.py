@@ -32,7 +32,6 @@ from typing import Any
 
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.interval import IntervalTrigger
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
@@ -52,7 +51,7 @@ from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
-from sentinel_hooks.watchers.schedule import trigger_for
+from sentinel_hooks.watchers.schedule import add_poll_job, trigger_for
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategy import (
     NoObservation,
@@ -156,16 +155,19 @@ class WatcherRunner:
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    async def start(self, *, run_missed: bool = False, base: datetime | None = None) -> None:
+    async def start(
+        self, *, run_missed: bool = False, base: datetime | None = None, previous: Any = UNKNOWN
+    ) -> None:
         """Start polling or subscribing (nothing for webhook watchers, which are pushed to).
 
         An interval watcher first polls at its phase after ``base`` (default: now); see
-        ``schedule.first_run``. A runner that ``needs_lease`` does not start without a
-        ``fence`` (another replica runs it).
+        ``schedule.first_run``. ``previous`` is the last stored observation when the caller read
+        it (``MISSING``: none), else the first poll reads it. A runner that ``needs_lease`` does
+        not start without a ``fence`` (another replica runs it).
         """
         if self.running or not self.enabled or (self.needs_lease and self.fence is None):
             return
-        self._previous = UNKNOWN  # another replica may have observed it since
+        self._previous = previous  # UNKNOWN: another replica may have observed it since
         self._stopping = asyncio.Event()
         self.running = True
         spec = self.spec
@@ -216,41 +218,12 @@ class WatcherRunner:
 
     def _schedule(self, spec: Scheduled, *, run_missed: bool, base: datetime) -> None:
         trigger = trigger_for(spec, base)
-        job = self._deps.scheduler.add_job(
-            self._scheduled_poll,
-            trigger=trigger,
-            id=self.id,
-            name=self.id,
-            replace_existing=True,
-            coalesce=True,
-            max_instances=3,
-            misfire_grace_time=None,
-        )
-        self._job = job
+        self._job = add_poll_job(self._deps.scheduler, self.id, self._scheduled_poll, trigger, base)
         self._poll_series()  # now, so a start's heap freeze (service.freeze_heap) takes them in
         self._expected_at = self._next_run()
         self.state = self.state.evolve(next_check_at=self._expected_at)
         if run_missed:
             self._spawn(self._scheduled_poll(missed=True))
-
-    def defer_passed_first_run(self, now: datetime) -> None:
-        """Move a first run that fell due while the scheduler was paused to its next phase.
-
-        The manager schedules every watcher with the scheduler paused, from one base time;
-        starting thousands takes seconds, and without this every first run that fell due
-        meanwhile would start at once when the scheduler resumes (a herd the event loop then
-        needs many seconds to work off, delaying every other poll).
-        """
-        job = self._job
-        at = self._next_run()
-        if job is None or at is None or at > now or not isinstance(job.trigger, IntervalTrigger):
-            return
-        later: datetime | None = job.trigger.get_next_fire_time(None, now)
-        if later is None:
-            return
-        job.modify(next_run_time=later)
-        self._expected_at = later
-        self.state = self.state.evolve(next_check_at=later)
 
     def _next_run(self) -> datetime | None:
         """The next scheduled run (None when not scheduled, or the scheduler has not started)."""

@@ -66,6 +66,7 @@ from sentinel_hooks.store.urls import redacted_url
 R = TypeVar("R", bound=BaseModel)
 
 _CAS_ATTEMPTS = 100
+READ_SLICE = 5_000  # ids per HMGET, commands per pipeline of a bulk read (bounded buffers)
 _MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
 
@@ -112,6 +113,36 @@ class RedisStore:
             found = await self._db.client.hgetall(self.keys.watcher_states)
         return {
             as_text(wid): codec.loads_dict(as_text(text), what="watcher state") for wid, text in found.items()
+        }
+
+    async def get_watcher_states(self, watcher_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_watcher_states`` (HMGET of ``READ_SLICE`` ids at a time, one pipeline)."""
+        ids = list(watcher_ids)
+        client = self._db.client
+        async with self._db.translated("get watcher states"), client.pipeline(transaction=False) as pipe:
+            for start in range(0, len(ids), READ_SLICE):
+                pipe.hmget(self.keys.watcher_states, ids[start : start + READ_SLICE])
+            texts = [text for part in await pipe.execute() for text in part]
+        return {
+            wid: codec.loads_dict(as_text(text), what="watcher state")
+            for wid, text in zip(ids, texts, strict=True)
+            if text is not None
+        }
+
+    async def last_observations(self, watcher_ids: Sequence[str]) -> dict[str, Observation]:
+        """See ``Store.last_observations`` (LINDEX 0 of each history, ``READ_SLICE`` per pipeline)."""
+        ids = list(watcher_ids)
+        texts: list[Any] = []
+        async with self._db.translated("last observations"):
+            for start in range(0, len(ids), READ_SLICE):
+                async with self._db.client.pipeline(transaction=False) as pipe:
+                    for wid in ids[start : start + READ_SLICE]:
+                        pipe.lindex(self.keys.observations(wid), 0)
+                    texts.extend(await pipe.execute())
+        return {
+            wid: codec.load_record(Observation, as_text(text))
+            for wid, text in zip(ids, texts, strict=True)
+            if text is not None
         }
 
     async def observations(

@@ -139,6 +139,22 @@ class SqliteStore:
         rows = await self._db.read("list watcher states", lambda c: c.execute(sql).fetchall())
         return {wid: codec.loads_dict(text, what="watcher state") for wid, text in rows}
 
+    async def get_watcher_states(self, watcher_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """See ``Store.get_watcher_states`` (one statement; the ids travel as one JSON array)."""
+        sql = """SELECT watcher_id, state FROM watcher_states
+            WHERE watcher_id IN (SELECT value FROM json_each(?))"""
+        ids = codec.dumps(list(watcher_ids), what="watcher ids")
+        rows = await self._db.read("get watcher states", lambda c: c.execute(sql, (ids,)).fetchall())
+        return {wid: codec.loads_dict(text, what="watcher state") for wid, text in rows}
+
+    async def last_observations(self, watcher_ids: Sequence[str]) -> dict[str, Observation]:
+        """See ``Store.last_observations`` (one statement: an index seek per watcher)."""
+        sql = """SELECT w.value, (SELECT doc FROM observations o WHERE o.watcher_id = w.value
+            ORDER BY o.id DESC LIMIT 1) FROM json_each(?) w"""
+        ids = codec.dumps(list(watcher_ids), what="watcher ids")
+        rows = await self._db.read("last observations", lambda c: c.execute(sql, (ids,)).fetchall())
+        return {wid: codec.load_record(Observation, doc) for wid, doc in rows if doc is not None}
+
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:
