@@ -47,6 +47,7 @@ PURE = [
     "canonical.py",
     "core/paths.py",
     "core/conditions.py",
+    "core/checks.py",
     "core/operators.py",
     "core/envelope.py",
     "core/evm_abi.py",

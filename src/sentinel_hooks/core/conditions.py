@@ -3,9 +3,11 @@
 A condition is checked once, when its watcher (or action-policy rule) is loaded: the path
 parses, the value suits the operator, a ``matches`` pattern compiles with RE2 (and is kept
 compiled). Evaluation is then a pure function of the observation and the previous observation
-that never raises and never compiles; it evaluates every leaf (no short-circuit) so
-``sentinel test`` can show each condition's outcome. Operator semantics live in
-:mod:`sentinel_hooks.core.operators`.
+that never raises and never compiles. Each node compiles, on first use, into a
+:data:`~sentinel_hooks.core.checks.Check` (its ``check``, cached on the instance), so the hot path
+:func:`holds` reads no model attribute and may stop at the first deciding leaf;
+:func:`evaluate` evaluates every leaf so ``sentinel test`` can show each condition's outcome.
+Operator semantics live in :mod:`sentinel_hooks.core.operators`.
 """
 
 from __future__ import annotations
@@ -27,13 +29,8 @@ from pydantic import (
     field_validator,
 )
 
-from sentinel_hooks.core.operators import (
-    Searchable,
-    apply_operator,
-    as_number,
-    changed,
-    regex_search,
-)
+from sentinel_hooks.core.checks import Check, group_check, leaf_check
+from sentinel_hooks.core.operators import Searchable, as_number
 from sentinel_hooks.core.paths import MISSING, parse_path, resolve
 
 __all__ = [
@@ -48,6 +45,7 @@ __all__ = [
     "count_conditions",
     "evaluate",
     "evaluate_one",
+    "holds",
 ]
 
 Op = Literal[
@@ -147,6 +145,11 @@ class Condition(BaseModel):
         """The compiled RE2 pattern of a ``matches`` condition, else ``None``."""
         return self._pattern
 
+    @functools.cached_property
+    def check(self) -> Check:
+        """This condition compiled (once, on first use): ``(observation, previous)`` → bool."""
+        return leaf_check(self._segments, self.op, self.value, self._pattern)
+
 
 class AnyGroup(BaseModel):
     """``{any: [...]}``: true when at least one child is true."""
@@ -155,6 +158,11 @@ class AnyGroup(BaseModel):
 
     any: list[ConditionNode] = Field(min_length=1)
 
+    @functools.cached_property
+    def check(self) -> Check:
+        """This group compiled (once, on first use): ``(observation, previous)`` → bool."""
+        return group_check([child.check for child in self.any], any_of=True)
+
 
 class AllGroup(BaseModel):
     """``{all: [...]}``: true when every child is true."""
@@ -162,6 +170,11 @@ class AllGroup(BaseModel):
     model_config = _MODEL_CONFIG
 
     all: list[ConditionNode] = Field(min_length=1)
+
+    @functools.cached_property
+    def check(self) -> Check:
+        """This group compiled (once, on first use): ``(observation, previous)`` → bool."""
+        return group_check([child.check for child in self.all], any_of=False)
 
 
 def _node_tag(data: Any) -> str:
@@ -221,22 +234,34 @@ class Evaluation:
 def evaluate_one(condition: Condition, observation: Any, previous: Any = MISSING) -> ConditionResult:
     """Evaluate one condition; ``previous`` is the watcher's previous observation or MISSING."""
     actual = resolve(observation, condition.segments)
-    if condition.op == "changed":
-        # The first observation only sets the baseline.
-        result = previous is not MISSING and changed(actual, resolve(previous, condition.segments))
-    elif condition.op == "matches":
-        result = regex_search(condition.pattern, actual)
-    else:
-        result = apply_operator(condition.op, actual, condition.value)
     missing = actual is MISSING
     return ConditionResult(
         path=condition.path,
         op=condition.op,
         value=condition.value,
         actual=None if missing else actual,
-        result=result,
+        result=condition.check(observation, previous),
         missing=missing,
     )
+
+
+def holds(
+    nodes: Sequence[ConditionNode],
+    match: Literal["all", "any"],
+    observation: Any,
+    previous: Any = MISSING,
+) -> bool:
+    """Whether ``nodes`` combined with ``match`` hold: :func:`evaluate`'s ``matched``, without the
+    per-leaf results and stopping at the first deciding node. Never raises."""
+    if match == "any":
+        for node in nodes:
+            if node.check(observation, previous):
+                return True
+        return not nodes  # an empty list matches every observation
+    for node in nodes:  # noqa: SIM110 - a loop: all() would build a generator per call
+        if not node.check(observation, previous):
+            return False
+    return True
 
 
 def evaluate(

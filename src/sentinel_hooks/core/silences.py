@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import field_validator
 
-from sentinel_hooks.core.conditions import Condition, evaluate
+from sentinel_hooks.core.conditions import Condition, holds
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.paths import parse_path
 
@@ -67,4 +67,4 @@ def fire_facts(envelope: Envelope) -> dict[str, Any]:
 def matches(matchers: Sequence[Matcher], match: MatchMode, facts: dict[str, Any]) -> bool:
     """Whether ``matchers`` combined with ``match`` hold for ``facts``; no matchers match nothing
     (a silence always names what it mutes)."""
-    return bool(matchers) and evaluate(matchers, match, facts).matched
+    return bool(matchers) and holds(matchers, match, facts)

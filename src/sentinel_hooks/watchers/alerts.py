@@ -39,7 +39,7 @@ from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.conditions import holds
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -133,8 +133,7 @@ class AlertStreams:
             await self._resolved(watcher, observed, await self._store.get_contract(callback_id))
             self._evaluated(watcher, matched=False, fired=False)
             return Outcome(state)
-        matched = evaluate(watcher.conditions, watcher.match, alert, previous).matched
-        if not matched:
+        if not holds(watcher.conditions, watcher.match, alert, previous):
             self._evaluated(watcher, matched=False, fired=False)
             return Outcome(state)
         if await self._store.get_contract(callback_id) is not None:

@@ -37,7 +37,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.conditions import evaluate, holds
 from sentinel_hooks.core.envelope import Route, TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
@@ -236,9 +236,7 @@ class FiringPipeline:
     ) -> tuple[bool, Decision, WatcherState]:
         """Whether the conditions match, and the firing lifecycle's decision and state after it."""
         conditional = not (isinstance(watcher, CommandWatcher) and not watcher.conditions)
-        matched = (
-            conditional and evaluate(watcher.conditions, watcher.match, observed.value, previous).matched
-        )
+        matched = conditional and holds(watcher.conditions, watcher.match, observed.value, previous)
         decision, firing = step(
             state.firing,
             matched,
