@@ -13,12 +13,11 @@ fast paths are exact shortcuts of it, each with the reason it is exact next to i
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any, Final
-
-import re2
 
 from sentinel_hooks.canonical import compare_numbers, to_number
 from sentinel_hooks.core.operators import (
@@ -46,9 +45,6 @@ _EXACT_FLOAT_INT: Final = 2**53
 # for two values of one of these exact types, canonical JSON differs exactly when the values do.
 _PLAIN_TYPES: Final = frozenset({str, int, bool, type(None)})
 _SEQUENCES: Final = (list, tuple)
-# google-re2's search() decodes match offsets back to str positions and builds a match object;
-# a condition only needs "is there a match", which the compiled RE2 answers directly.
-_UNANCHORED: Final = getattr(getattr(getattr(re2, "_re2", None), "RE2", None), "Anchor", None)
 
 
 def _steps(segments: Sequence[str]) -> tuple[tuple[str, int], ...]:
@@ -82,22 +78,7 @@ def searcher(pattern: Searchable | None) -> Test:
     """:func:`~sentinel_hooks.core.operators.regex_search` for one compiled pattern."""
     if pattern is None:
         return _never
-    match = getattr(getattr(pattern, "_regexp", None), "Match", None)
-    anchor = getattr(_UNANCHORED, "UNANCHORED", None)
-    if match is None or anchor is None:  # pragma: no cover - another RE2 binding: the public way
-        return lambda actual: regex_search(pattern, actual)
-
-    def search(actual: Any) -> bool:
-        if not isinstance(actual, str):
-            return False
-        try:
-            encoded = actual.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: searched as U+FFFD, as regex_search does
-            return regex_search(pattern, actual)
-        # One span per group, the whole match first; (-1, -1) when nothing matched.
-        return bool(match(anchor, encoded, 0, len(encoded))[0][0] >= 0)
-
-    return search
+    return functools.partial(regex_search, pattern)
 
 
 def _never(_: Any) -> bool:
