@@ -328,7 +328,8 @@ def section(summary: dict[str, Any], *, runs: int, load_runs: int, argv: list[st
         f"{word[met[validate_key]]} "
         f"(median {_ms(after[names[2]]['wall_median_s'])} ms)",
     ]
-    command = "python bench/cli.py" + ("" if not argv else " " + " ".join(argv))
+    given = sys.argv[1:] if argv is None else argv
+    command = "python bench/cli.py" + ("" if not given else " " + " ".join(given))
     return "\n\n".join(
         [
             BEGIN,
