@@ -169,3 +169,34 @@ def test_message_template_checks_variables() -> None:
 def test_self_is_refused_even_when_assigned() -> None:
     """``self`` (Jinja2's template reference) is refused even if the template sets it."""
     assert "self" == compile_error("{% if false %}{% set self = 1 %}{% endif %}{{ self }}").variable
+
+
+UNDECLARED_CASES = [
+    "{{ x }}",
+    "{% set x = 1 %}{{ x }}",
+    "{{ x }}{% set x = 1 %}",
+    "{% set x = x + 1 %}",
+    "{% for a, b in items %}{{ a }}{{ b }}{{ loop.index }}{% endfor %}{{ a }}",
+    "{% for a in items recursive %}{{ loop(a.children) }}{% endfor %}",
+    "{% with y = payload %}{{ y.z }}{% endwith %}{{ y }}",
+    "{% set ns = namespace(n=0) %}{% set ns.n = 1 %}",
+    "{% set other.n = 1 %}",
+    "{% set t %}{{ payload }}{% endset %}{{ t }}",
+    "{% filter upper %}{{ v }}{% endfilter %}",
+    "{{ range(3) }}{{ caller }}{{ varargs }}",
+    "{% if a %}{% set b = 1 %}{% endif %}{{ b }}",
+    "{{ payload | map(attribute='x') | list }}{{ q is defined }}",
+]
+
+
+@pytest.mark.parametrize("source", UNDECLARED_CASES)
+def test_unknown_variables_are_the_ones_jinja_calls_undeclared(source: str) -> None:
+    """The one-walk check reports the names ``meta.find_undeclared_variables`` reports."""
+    from jinja2 import meta, nodes
+
+    from sentinel_hooks.core.templates.render import _environment
+    from sentinel_hooks.core.templates.source import bound_and_unbound
+
+    env = _environment()
+    bound, unbound = bound_and_unbound(list(env.parse(source).find_all(nodes.Node)))
+    assert meta.find_undeclared_variables(env.parse(source)) - bound == unbound

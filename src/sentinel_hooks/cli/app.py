@@ -1,26 +1,26 @@
-"""The commands of ``sentinel`` (SPEC.md §10) that work without a running service."""
+"""The commands of ``sentinel`` (SPEC.md §10) that work without a running service.
+
+Loading this module (and every command module it registers) imports click and little else:
+``sentinel --help`` must answer at once. The config models, pydantic, rich, Jinja2 and the
+watcher machinery are imported inside the commands that use them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from pydantic import TypeAdapter
 
 from sentinel_hooks.cli.exits import EXIT_INVALID, EXIT_OK
 from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
-from sentinel_hooks.cli.project import write_example
-from sentinel_hooks.cli.watcher_arg import resolve_watcher
-from sentinel_hooks.clock import SystemClock
-from sentinel_hooks.config.loader import config_path, load_config
-from sentinel_hooks.config.watcher import WatcherSpec
-from sentinel_hooks.core.envelope import envelope_json_schema
-from sentinel_hooks.core.paths import MISSING
+from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import ConfigError, ConfigIssue, SentinelError
-from sentinel_hooks.watchers.dryrun import DryRun, dry_run
+
+if TYPE_CHECKING:
+    from sentinel_hooks.watchers.dryrun import DryRun
 
 CONFIG_HELP = "sentinel.yaml (default: $SENTINEL_CONFIG, else ./sentinel.yaml)"
 
@@ -47,6 +47,8 @@ def json_flag(function: Any) -> Any:
 )
 def init(directory: Path, force: bool, slack: bool) -> None:
     """Write a working example project (config, watchers, a skill) into DIRECTORY."""
+    from sentinel_hooks.cli.project import write_example
+
     written = write_example(directory, force=force, slack=slack)
     console = stdout_console()
     for path in written:
@@ -60,6 +62,8 @@ def init(directory: Path, force: bool, slack: bool) -> None:
 @json_flag
 def validate(config: str | None, as_json: bool) -> int:
     """Check config, watchers, skills, templates and regexes; print file:line: message per error."""
+    from sentinel_hooks.config.loader import load_config
+
     path = config_path(config, os.environ)
     try:
         loaded = load_config(path)
@@ -97,8 +101,14 @@ def _issue(issue: ConfigIssue) -> dict[str, Any]:
 def schema(envelope: bool) -> None:
     """Print the JSON Schema of watcher files (for editors)."""
     if envelope:
+        from sentinel_hooks.core.envelope import envelope_json_schema
+
         print_json(envelope_json_schema())
         return
+    from pydantic import TypeAdapter
+
+    from sentinel_hooks.config.watcher import WatcherSpec
+
     watcher_schema = TypeAdapter(WatcherSpec).json_schema(by_alias=True)
     defs = watcher_schema.pop("$defs", {})
     document = {
@@ -121,6 +131,8 @@ def schema(envelope: bool) -> None:
 
 def _json_argument(text: str | None, option: str) -> Any:
     """``--payload``/``--previous``: inline JSON, or ``@FILE``."""
+    from sentinel_hooks.core.paths import MISSING
+
     if text is None:
         return MISSING
     source = text
@@ -147,6 +159,11 @@ def test_watcher(
     watcher: str, config: str | None, payload: str | None, previous: str | None, as_json: bool
 ) -> None:
     """Dry run: evaluate one watcher against a sample payload; nothing is sent."""
+    from sentinel_hooks.cli.watcher_arg import resolve_watcher
+    from sentinel_hooks.clock import SystemClock
+    from sentinel_hooks.core.paths import MISSING
+    from sentinel_hooks.watchers.dryrun import dry_run
+
     sample = _json_argument(payload, "--payload")
     before = _json_argument(previous, "--previous")
     target = resolve_watcher(watcher, config)

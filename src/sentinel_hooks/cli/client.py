@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sentinel_hooks.config.loader import IssueCollector, config_path, load_service
+from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import SentinelError
 
 DEFAULT_URL = "http://127.0.0.1:8765"
@@ -86,6 +85,8 @@ class Client:
                 return exc.code, _error_json(exc.code, raw.decode(errors="replace")[:200] or exc.reason)
 
     def _send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        import urllib.request  # http.client, email, ssl: not loaded for commands that send nothing
+
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method)
         if data is not None or method in ("POST", "PATCH"):
@@ -132,6 +133,8 @@ def _from_config(config: str | None) -> tuple[str, str | None]:
         if config is not None:
             raise SentinelError(f"config {config!r} not found")
         return DEFAULT_URL, None
+    from sentinel_hooks.config.loader import IssueCollector, load_service
+
     service = load_service(path.absolute(), os.environ, IssueCollector())
     if service is None:
         return DEFAULT_URL, None

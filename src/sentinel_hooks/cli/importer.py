@@ -11,17 +11,17 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from sentinel_hooks.cli.exits import EXIT_OK
 from sentinel_hooks.cli.output import print_json
-from sentinel_hooks.config.hosts import host_allowed
-from sentinel_hooks.config.loader import IssueCollector, config_path, load_service
-from sentinel_hooks.config.openclaw import Conversion, Note, convert_watcher, read_watchers, watcher_yaml
-from sentinel_hooks.config.skills import load_skills
+from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import ConfigError, SentinelError
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.openclaw import Conversion, Note
 
 DEFAULT_OUT = Path("watchers")
 
@@ -56,6 +56,9 @@ def find_project(config: str | None, out: Path | None) -> Project:
     path = config_path(config, os.environ)
     if not path.exists() and config is None and "SENTINEL_CONFIG" not in os.environ:
         return Project(out or DEFAULT_OUT)
+    from sentinel_hooks.config.loader import IssueCollector, load_service
+    from sentinel_hooks.config.skills import load_skills
+
     collector = IssueCollector()
     service = load_service(path, os.environ, collector)
     if service is None:
@@ -86,6 +89,8 @@ def _read(file: str) -> str:
 
 def plan(file: str, project: Project) -> list[Planned]:
     """Convert every watcher of ``file``; a repeated id is not imported twice."""
+    from sentinel_hooks.config.openclaw import Conversion, Note, convert_watcher, read_watchers
+
     name = "stdin" if file == "-" else file
     planned: list[Planned] = []
     seen: set[str] = set()
@@ -109,6 +114,8 @@ def plan(file: str, project: Project) -> list[Planned]:
 
 def missing_hosts(planned: list[Planned], project: Project) -> list[str]:
     """Hosts the imported watchers reach that allowedHosts does not list (all, without a config)."""
+    from sentinel_hooks.config.hosts import host_allowed
+
     hosts = sorted({p.conversion.host for p in planned if p.path is not None and p.conversion.host})
     if project.allowed_hosts is None:
         return hosts
@@ -117,6 +124,8 @@ def missing_hosts(planned: list[Planned], project: Project) -> list[str]:
 
 def write(planned: list[Planned], source: str, *, force: bool) -> list[Path]:
     """Write every planned file, or none when one exists already and ``force`` is not set."""
+    from sentinel_hooks.config.openclaw import watcher_yaml
+
     targets = [(p, p.path) for p in planned if p.path is not None]
     existing = [path for _, path in targets if path.exists()]
     if existing and not force:

@@ -13,13 +13,17 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import click
-from rich import box
 
 from sentinel_hooks.cli.client import operator_client
-from sentinel_hooks.cli.output import new_table, print_json, print_table, show_answer, stdout_console
+from sentinel_hooks.cli.output import (
+    LazyChoice,
+    new_table,
+    print_json,
+    print_table,
+    show_answer,
+    stdout_console,
+)
 from sentinel_hooks.cli.watchers import remote_options
-from sentinel_hooks.clock import SystemClock
-from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 
 ITEM_FIELDS = (
     "id",
@@ -66,6 +70,10 @@ def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None
     if not body["items"]:
         stdout_console().print(empty)
         return
+    from rich import box
+
+    from sentinel_hooks.clock import SystemClock
+
     now = SystemClock().now()
     columns = ("id", "kind", "status", "severity", "watcher", "age", "reason")
     # ids are copied into other commands: never wrap them (nor the short enum cells)
@@ -109,8 +117,18 @@ def inbox() -> None:
 
 
 @inbox.command("list")
-@click.option("--status", type=click.Choice(INBOX_STATUSES), default=None, help="only this status")
-@click.option("--kind", type=click.Choice(INBOX_KINDS), default=None, help="only this kind")
+@click.option(
+    "--status",
+    type=LazyChoice("sentinel_hooks.inbox.transitions", "INBOX_STATUSES"),
+    default=None,
+    help="only this status",
+)
+@click.option(
+    "--kind",
+    type=LazyChoice("sentinel_hooks.inbox.transitions", "INBOX_KINDS"),
+    default=None,
+    help="only this kind",
+)
 @_paging
 @remote_options
 def list_items(status: str | None, kind: str | None, limit: int, cursor: str | None, **options: Any) -> None:

@@ -9,17 +9,19 @@ stdout carries the protocol only: every message for people goes to stderr.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import os
+from typing import TYPE_CHECKING
 
 import click
 
 from sentinel_hooks.cli.client import Client
-from sentinel_hooks.config.loader import IssueCollector, config_path, load_service
+from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import SentinelError
-from sentinel_hooks.mcp_server.backend import Answer, error_body
-from sentinel_hooks.mcp_server.tools import ApiCall
+
+if TYPE_CHECKING:
+    from sentinel_hooks.mcp_server.backend import Answer
+    from sentinel_hooks.mcp_server.tools import ApiCall
 
 DEFAULT_ACTOR = "mcp"
 
@@ -31,6 +33,10 @@ class HttpBackend:
         self._client = client
 
     async def send(self, call: ApiCall) -> Answer:
+        import asyncio
+
+        from sentinel_hooks.mcp_server.backend import Answer, error_body
+
         try:
             status, body = await asyncio.to_thread(
                 self._client.answer, call.method, call.path_and_query, call.body
@@ -47,6 +53,8 @@ def approvals_enabled(config: str | None) -> bool:
         if config is not None:
             raise SentinelError(f"config {config!r} not found")
         return False
+    from sentinel_hooks.config.loader import IssueCollector, load_service
+
     service = load_service(path.absolute(), os.environ, IssueCollector())
     return service is not None and service.server.mcp_approvals
 

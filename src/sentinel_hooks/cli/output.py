@@ -8,14 +8,17 @@ other columns fold (the table grows past the terminal's width rather than cut an
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Table
+import click
+
+if TYPE_CHECKING:  # rich is imported when something is printed with it, not for --help
+    from rich.console import Console
+    from rich.table import Table
 
 UNBOUNDED_WIDTH = 1_000_000
 FOLDED_COLUMN_CHARS = 8
@@ -23,11 +26,15 @@ FOLDED_COLUMN_CHARS = 8
 
 
 def stdout_console() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=True)
 
 
 def new_table(columns: Sequence[str], *, ids: Collection[str] = (), **options: Any) -> Table:
     """A table whose ``ids`` columns never wrap; the other columns fold when space is short."""
+    from rich.table import Table
+
     table = Table(**options)
     for column in columns:
         table.add_column(column, no_wrap=column in ids, overflow="fold")
@@ -36,6 +43,8 @@ def new_table(columns: Sequence[str], *, ids: Collection[str] = (), **options: A
 
 def print_table(table: Table, console: Console | None = None) -> None:
     """Print ``table`` without wrapping or cutting its no-wrap (id) columns."""
+    from rich.measure import Measurement
+
     console = console or stdout_console()
     unbounded = console.options.update_width(UNBOUNDED_WIDTH)
     if not console.is_terminal:
@@ -49,6 +58,27 @@ def print_table(table: Table, console: Console | None = None) -> None:
             column.max_width = None
         console.width = max(console.width, narrowest)
     console.print(table)
+
+
+class LazyChoice(click.Choice):  # type: ignore[type-arg]
+    """``click.Choice`` of the names in ``module.attribute``, imported when first used (to
+    parse or to show the command's help), so defining a command does not import that module."""
+
+    def __init__(self, module: str, attribute: str) -> None:
+        self._where = (module, attribute)
+        self._names: tuple[str, ...] = ()
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        if not self._names:
+            module, attribute = self._where
+            self._names = tuple(getattr(importlib.import_module(module), attribute))
+        return self._names
+
+    @choices.setter
+    def choices(self, names: tuple[str, ...]) -> None:
+        self._names = tuple(names)
 
 
 def print_json(data: Any) -> None:

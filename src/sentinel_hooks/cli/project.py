@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sentinel_hooks.errors import SentinelError
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 EXAMPLE = "quickstart"
 
@@ -25,6 +27,8 @@ def _files(root: Traversable, prefix: Path = Path()) -> list[tuple[Path, Travers
 
 def example_files() -> list[tuple[Path, str]]:
     """(relative path, text) of every file of the example project."""
+    from importlib import resources
+
     root = resources.files("sentinel_hooks").joinpath("examples", EXAMPLE)
     return [(path, item.read_text(encoding="utf-8")) for path, item in _files(root)]
 

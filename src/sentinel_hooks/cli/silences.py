@@ -13,7 +13,6 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import click
-from rich import box
 
 from sentinel_hooks.cli.client import operator_client
 from sentinel_hooks.cli.output import (
@@ -57,6 +56,8 @@ def matcher_text(matchers: list[dict[str, Any]], match: str) -> str:
 
 
 def silences_table(items: list[dict[str, Any]], *, title: str | None = None) -> Any:
+    from rich import box
+
     columns = ("id", "state", "matchers", "starts", "ends", "by", "comment")
     table = new_table(
         columns,

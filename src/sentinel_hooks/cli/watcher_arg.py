@@ -1,4 +1,9 @@
-"""Resolve the WATCHER argument of ``sentinel test``: a watcher file, or an id in the config."""
+"""Resolve the WATCHER argument of ``sentinel test``: a watcher file, or an id in the config.
+
+Only what the watcher needs is loaded and validated: sentinel.yaml, the skills, and the
+watcher's own file (for an id: the watcher files that contain it). ``sentinel validate``
+checks the whole project.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentinel_hooks.config.loader import IssueCollector, config_path, load_config, load_watcher_file
+from sentinel_hooks.config.loader import (
+    IssueCollector,
+    config_path,
+    load_config,
+    load_one_watcher,
+    load_watcher_file,
+    load_without_watchers,
+)
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
@@ -27,7 +39,10 @@ def resolve_watcher(argument: str, config: str | None) -> ResolvedWatcher:
     candidate = Path(argument)
     if candidate.suffix in (".yaml", ".yml") or candidate.is_file():
         return _from_file(candidate, path if (config or path.exists()) else None)
-    loaded = load_config(path)
+    one = load_one_watcher(path, argument)
+    if one is not None:
+        return ResolvedWatcher(one.watchers[0].spec, one.service, one.base_dir, one.redactor)
+    loaded = load_config(path)  # not found by its text: the whole project says why
     found = loaded.watcher(argument)
     if found is None:
         known = ", ".join(w.spec.id for w in loaded.watchers) or "none"
@@ -41,13 +56,8 @@ def _from_file(file: Path, config: Path | None) -> ResolvedWatcher:
     if not file.is_file():
         raise SentinelError(f"watcher file {str(file)!r} not found")
     if config is not None:
-        loaded = load_config(config)
-        service, skills, base_dir, redactor = (
-            loaded.service,
-            loaded.skills,
-            loaded.base_dir,
-            loaded.redactor,
-        )
+        base = load_without_watchers(config)
+        service, skills, base_dir, redactor = (base.service, base.skills, base.base_dir, base.redactor)
     else:
         service, skills, base_dir, redactor = (
             ServiceConfig(),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from typing import Any
@@ -11,7 +10,7 @@ import click
 
 from sentinel_hooks.cli.client import Client
 from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
-from sentinel_hooks.config.loader import config_path
+from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import SentinelError
 
 
@@ -38,6 +37,8 @@ def client(url: str | None, token: str | None, config: str | None, actor: str | 
 @click.option("--config", "-c", "config", default=None, metavar="FILE", help="sentinel.yaml")
 def run(config: str | None) -> int:
     """Run the service (watchers, API) until SIGTERM/SIGINT; SIGHUP reloads watcher files."""
+    import asyncio
+
     from sentinel_hooks.service import serve
 
     return asyncio.run(serve(config_path(config, os.environ)))

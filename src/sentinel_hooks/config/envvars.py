@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.error import YAMLError
-
+from sentinel_hooks.config.yamlcompose import Unsure, resolve_plain
 from sentinel_hooks.config.yamlfile import Loc
 
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_TOKEN = re.compile(r"[A-Za-z0-9_.+~-]+")
 _MALFORMED = re.compile(r"\$\{env:(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
 
 
@@ -36,6 +35,16 @@ def yaml_scalar(text: str) -> bool | int | float | None:
     A value from the environment is read as if written in the file in place of its reference,
     so ``yes`` stays text.
     """
+    if _TOKEN.fullmatch(text) and not text.startswith("-"):
+        try:
+            value = resolve_plain(text)
+        except Unsure:
+            pass
+        else:
+            return value if isinstance(value, bool | int | float) else None
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import YAMLError
+
     try:
         value = YAML(typ="safe", pure=True).load(text)
     except YAMLError:

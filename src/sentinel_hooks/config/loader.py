@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from sentinel_hooks.config.crosscheck import check_service, check_watcher
 from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.issues import format_loc, validation_issues
+from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
@@ -25,7 +26,8 @@ from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSp
 from sentinel_hooks.config.yamlfile import LineMap, Loc, YamlDocument, display_path, read_yaml
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 
-DEFAULT_CONFIG = "sentinel.yaml"
+__all__ = ["DEFAULT_CONFIG", "config_path"]  # re-exported: callers import them from here too
+
 WATCHER_SUFFIXES = (".yaml", ".yml")
 
 
@@ -70,12 +72,6 @@ class IssueCollector:
         for loc, message in found:
             full = (*prefix, *loc)
             self.issues.append(ConfigIssue(display, lines.line_of(full), format_loc(full), message))
-
-
-def config_path(explicit: str | os.PathLike[str] | None, environ: Mapping[str, str]) -> Path:
-    """-c/--config, else $SENTINEL_CONFIG, else ./sentinel.yaml."""
-    chosen = explicit or environ.get("SENTINEL_CONFIG") or DEFAULT_CONFIG
-    return Path(chosen)
 
 
 def _read(doc: YamlDocument, environ: Mapping[str, str], collector: IssueCollector) -> Any:
@@ -222,17 +218,15 @@ def watcher_files(directory: Path) -> list[Path]:
     )
 
 
-def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Load and validate a whole project; raise ConfigError listing every problem."""
-    env = os.environ if environ is None else environ
-    collector = IssueCollector()
-    path = path.absolute()
-    base_dir = path.parent
+def _load_base(
+    path: Path, env: Mapping[str, str], collector: IssueCollector
+) -> tuple[ServiceConfig | None, dict[str, Skill], Path]:
+    """sentinel.yaml and the skills: ``(service, skills, watchers_dir)``; problems are collected."""
     service = load_service(path, env, collector)
-    skills_dir = base_dir / (service.skills_dir if service else "skills")
+    skills_dir = path.parent / (service.skills_dir if service else "skills")
     skills, skill_issues = load_skills(skills_dir)
     collector.issues.extend(skill_issues)
-    watchers_dir = base_dir / (service.watchers_dir if service else "watchers")
+    watchers_dir = path.parent / (service.watchers_dir if service else "watchers")
     if service is not None and "watchersDir" in service.model_fields_set and not watchers_dir.is_dir():
         collector.issues.append(
             ConfigIssue(
@@ -242,6 +236,22 @@ def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Load
                 f"directory {str(watchers_dir)!r} not found",
             )
         )
+    return service, skills, watchers_dir
+
+
+def _config_error(collector: IssueCollector) -> ConfigError:
+    """Every collected issue, in file order, secrets redacted."""
+    redactor = Redactor(collector.secrets)
+    return ConfigError([_redacted(issue, redactor) for issue in _in_file_order(collector.issues)])
+
+
+def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Load and validate a whole project; raise ConfigError listing every problem."""
+    env = os.environ if environ is None else environ
+    collector = IssueCollector()
+    path = path.absolute()
+    base_dir = path.parent
+    service, skills, watchers_dir = _load_base(path, env, collector)
     watchers: list[LoadedWatcher] = []
     seen: dict[str, WatcherSource] = {}
     for file in watcher_files(watchers_dir):
@@ -275,10 +285,66 @@ def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> Load
                 f"{len(watchers)} watchers exceed the limit of {service.limits.max_watchers}",
             )
         )
-    redactor = Redactor(collector.secrets)
     if collector.issues or service is None:
-        raise ConfigError([_redacted(issue, redactor) for issue in _in_file_order(collector.issues)])
-    return LoadedConfig(path, base_dir, service, tuple(watchers), skills, redactor)
+        raise _config_error(collector)
+    return LoadedConfig(path, base_dir, service, tuple(watchers), skills, Redactor(collector.secrets))
+
+
+def load_without_watchers(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:
+    """sentinel.yaml and the skills, validated; no watcher file is read."""
+    env = os.environ if environ is None else environ
+    collector = IssueCollector()
+    path = path.absolute()
+    service, skills, _ = _load_base(path, env, collector)
+    if collector.issues or service is None:
+        raise _config_error(collector)
+    return LoadedConfig(path, path.parent, service, (), skills, Redactor(collector.secrets))
+
+
+def load_one_watcher(
+    path: Path, watcher_id: str, *, environ: Mapping[str, str] | None = None
+) -> LoadedConfig | None:
+    """The project with only the watcher ``watcher_id``, or None when no watcher file names it.
+
+    Validates what that watcher needs: sentinel.yaml, the skills, and the watcher files whose
+    text contains the id (all their watchers); the other files are not read beyond that
+    search. Problems in those files raise ConfigError as :func:`load_config` would, and so
+    does the id appearing in two of them. A None answer leaves it to :func:`load_config`
+    (an id spelt with escapes or taken from the environment, or an id that does not exist).
+    """
+    env = os.environ if environ is None else environ
+    collector = IssueCollector()
+    path = path.absolute()
+    service, skills, watchers_dir = _load_base(path, env, collector)
+    if collector.issues or service is None:
+        raise _config_error(collector)
+    found: list[LoadedWatcher] = []
+    for file in watcher_files(watchers_dir):
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # load_config reports it, if the watcher is not found elsewhere
+        if watcher_id not in text:
+            continue
+        loaded = load_watcher_file(
+            file, environ=env, service=service, skills=skills, base_dir=path.parent, collector=collector
+        )
+        found.extend(w for w in loaded if w.spec.id == watcher_id)
+    for again in found[1:]:
+        first = found[0].source
+        collector.issues.append(
+            ConfigIssue(
+                again.source.file,
+                again.source.line,
+                "id",
+                f"watcher id {watcher_id!r} is already used at {first.file}:{first.line}",
+            )
+        )
+    if collector.issues:
+        raise _config_error(collector)
+    if not found:
+        return None
+    return LoadedConfig(path, path.parent, service, (found[0],), skills, Redactor(collector.secrets))
 
 
 def _in_file_order(issues: list[ConfigIssue]) -> list[ConfigIssue]:

@@ -1,8 +1,13 @@
 """Read YAML 1.2 files into plain data plus a map from key paths to line numbers.
 
-ruamel.yaml keeps `no`/`on`/`yes` as strings and refuses duplicate keys, which PyYAML
-does not. The round-trip loader records where each key sits, so every later error
-(pydantic's, ours) can be reported as ``file:line: key.path: message``.
+YAML 1.2 keeps `no`/`on`/`yes` as strings, and a duplicate key is an error. Every key's line
+is recorded, so every later error (pydantic's, ours) can be reported as
+``file:line: key.path: message``.
+
+Two readers give the same data and lines: :mod:`yamlcompose` (libyaml's composer, our own
+YAML 1.2 scalar resolution) reads almost every file; ruamel.yaml's round-trip loader reads
+what the fast one cannot vouch for, and words every syntax error and duplicate key. ruamel.yaml
+is imported only when it is needed.
 """
 
 from __future__ import annotations
@@ -13,13 +18,13 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-
+from sentinel_hooks.config.yamlcompose import compose_plain
 from sentinel_hooks.errors import ConfigError, ConfigIssue
+
+if TYPE_CHECKING:
+    from ruamel.yaml.error import MarkedYAMLError
 
 Loc = tuple[str | int, ...]
 
@@ -56,7 +61,9 @@ class YamlDocument:
 
 
 def _plain(node: Any, loc: Loc, lines: LineMap) -> Any:
-    """Convert ruamel nodes into dict/list/str/int/float/bool/None, recording lines."""
+    """Convert ruamel's round-trip data into dict/list/str/int/float/bool/None, recording lines."""
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
     if isinstance(node, CommentedMap):
         out: dict[str, Any] = {}
         for key, value in node.items():
@@ -93,6 +100,18 @@ def _plain(node: Any, loc: Loc, lines: LineMap) -> Any:
 
 def parse_yaml(text: str, *, display: str, path: Path | None = None) -> YamlDocument:
     """Parse one YAML 1.2 document; raise ConfigError with the line of any syntax error."""
+    fast = compose_plain(text)
+    if fast is not None:
+        data, lines = fast
+        return YamlDocument(path or Path(display), display, data, LineMap(lines))
+    return parse_yaml_roundtrip(text, display=display, path=path)
+
+
+def parse_yaml_roundtrip(text: str, *, display: str, path: Path | None = None) -> YamlDocument:
+    """:func:`parse_yaml` by ruamel.yaml's round-trip loader alone (the reference reader)."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = False
     try:

@@ -1,5 +1,6 @@
 """Sentinel's templates (``fire.payloadTemplate``, ``contextTemplate``, ``dedupeKeyTemplate``,
-``messageTemplate``): compiled once when a watcher is loaded, rendered on every fire.
+``messageTemplate``): compiled once when a watcher is loaded, rendered on every fire. Each
+string is compiled once however often it is checked and however many watchers share it.
 
 Semantics (SPEC.md §4): strings are Jinja2 in a sandbox; ``${a.b}`` is a dotted JSON path
 anywhere in a string; a string that is exactly one placeholder (``"${payload.price}"`` or
@@ -309,7 +310,19 @@ def _compile_part(value: Any, where: str) -> _Part:
     raise TemplateError(message, template=repr(value))
 
 
+COMPILED_CACHE_SIZE: Final = 4096
+"""How many compiled strings are kept for reuse: a watcher's validator and its model compile
+the same strings one after the other, and watchers often share a template."""
+
+
 def _compile_string(text: str, where: str, *, typed: bool) -> _Part:
+    """The part for one string; identical ``(text, where, typed)`` share one compiled part
+    (parts are immutable, and each render makes its own context)."""
+    return _compile_string_cached(str(text), where, typed)
+
+
+@functools.lru_cache(maxsize=COMPILED_CACHE_SIZE)
+def _compile_string_cached(text: str, where: str, typed: bool) -> _Part:
     if not has_template_syntax(text):
         return _Const(text)
     inner = exact_placeholder(text) if typed else None

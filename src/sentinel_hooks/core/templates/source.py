@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final, NoReturn, cast
 
 import jinja2
-from jinja2 import meta, nodes
+from jinja2 import nodes
 from jinja2.visitor import NodeTransformer
 
 from sentinel_hooks.core.paths import parse_path
@@ -92,6 +92,7 @@ class VariableChecker:
         self.where = where
         self.template = template
         self.local_names: frozenset[str] = frozenset()
+        self.has_loops = False
 
     def fail(self, message: str, line: int | None = None, variable: str | None = None) -> NoReturn:
         """Raise the TemplateError for this template."""
@@ -137,12 +138,21 @@ class VariableChecker:
             self.fail(f"unknown variable {shown!r}: {root} has {', '.join(allowed)}{hint}", line, shown)
 
     def check_tree(self, tree: nodes.Template, env: jinja2.Environment) -> None:
-        """Forbidden tags, unknown filters/tests, unknown variables — first problem wins."""
+        """Forbidden tags, unknown filters/tests, unknown variables — first problem wins.
+
+        One walk collects every node (in document order); each check then filters that list.
+        A variable is unknown when it is read and never bound in the template (``set``,
+        ``for``, ``with``): the names Jinja2's ``meta.find_undeclared_variables`` reports,
+        without the code generation pass it runs to find them.
+        """
+        every = list(tree.find_all(nodes.Node))
         for node_type, tag in _FORBIDDEN:
-            found = tree.find(node_type)
+            found = next((node for node in every if isinstance(node, node_type)), None)
             if found is not None:
                 self.fail(f"{{% {tag} %}} is not allowed in templates", found.lineno)
-        for node in tree.find_all((nodes.Filter, nodes.Test)):
+        for node in every:
+            if not isinstance(node, nodes.Filter | nodes.Test):
+                continue
             kind, table = ("filter", env.filters) if isinstance(node, nodes.Filter) else ("test", env.tests)
             if node.name not in table:
                 hint = _did_you_mean(node.name, sorted(table))
@@ -150,22 +160,34 @@ class VariableChecker:
                     f"unknown {kind} {node.name!r}{hint}; available: {', '.join(sorted(table))}",
                     node.lineno,
                 )
-        names = list(tree.find_all(nodes.Name))
-        bound = {n.name for n in names if n.ctx in ("store", "param")}
-        self.local_names = frozenset(bound | ({"loop"} if tree.find(nodes.For) else set()))
+        names = [node for node in every if isinstance(node, nodes.Name)]
+        self.has_loops = any(isinstance(node, nodes.For) for node in every)
+        self.local_names, unbound = bound_and_unbound(every)
         lines: dict[str, int] = {}
         for name_node in names:
             lines.setdefault(name_node.name, name_node.lineno)
         if "self" in lines:  # Jinja2 binds ``self`` to the template itself: refuse it outright
             self.fail("unknown variable 'self' (templates have no Jinja2 globals)", lines["self"], "self")
-        undeclared = meta.find_undeclared_variables(tree)
-        for name in sorted(undeclared, key=lambda n: (lines.get(n, 0), n)):
+        for name in sorted(unbound, key=lambda n: (lines.get(n, 0), n)):
             self.check(name, None, lines.get(name))
-        for candidate in tree.find_all((nodes.Getattr, nodes.Getitem)):
-            access = cast("nodes.Getattr | nodes.Getitem", candidate)
-            key, root = _constant_key(access), access.node
+        for candidate in every:
+            if not isinstance(candidate, nodes.Getattr | nodes.Getitem):
+                continue
+            key, root = _constant_key(candidate), candidate.node
             if isinstance(root, nodes.Name) and root.name in self.roots and key is not None:
-                self.check(root.name, key, access.lineno)
+                self.check(root.name, key, candidate.lineno)
+
+
+def bound_and_unbound(every: Sequence[nodes.Node]) -> tuple[frozenset[str], frozenset[str]]:
+    """``(bound, unbound)`` names of a template's nodes: bound by ``set``/``for``/``with`` (and
+    ``loop`` inside a loop), and read without being bound anywhere in the template."""
+    names = [node for node in every if isinstance(node, nodes.Name)]
+    bound = {n.name for n in names if n.ctx in ("store", "param")}
+    if any(isinstance(node, nodes.For) for node in every):
+        bound.add("loop")
+    read = {n.name for n in names if n.ctx == "load"}
+    read |= {node.name for node in every if isinstance(node, nodes.NSRef)}
+    return frozenset(bound), frozenset(read - bound)
 
 
 def _constant_key(node: nodes.Getattr | nodes.Getitem) -> str | int | None:
@@ -278,8 +300,4 @@ def compile_source(
         template = env.from_string(tree)
     except jinja2.TemplateError as exc:
         checker.fail(f"cannot compile: {exc}")
-    return CompiledSource(template, typed=expression is not None, has_loops=_has_loops(tree))
-
-
-def _has_loops(tree: nodes.Template) -> bool:
-    return tree.find(nodes.For) is not None
+    return CompiledSource(template, typed=expression is not None, has_loops=checker.has_loops)

@@ -1,0 +1,186 @@
+"""The fast way to read a YAML file: libyaml composes the nodes, this module makes plain data.
+
+PyYAML's C parser (libyaml) builds the node tree about 40 times faster than ruamel.yaml's
+round-trip loader. Its constructors are never used (they read YAML 1.1: ``no`` would become
+false); instead every plain scalar is resolved here by the YAML 1.2 core schema exactly as the
+round-trip loader resolves it, and the line of every key and list item is taken from its node.
+
+The fast path only answers when it is sure to give what the round-trip loader gives. It
+returns ``None`` (and :mod:`yamlfile` falls back to ruamel.yaml, which also words the errors)
+for: any syntax or composition error, a duplicate key, a merge key ``<<``, an explicit tag,
+a ``%`` directive, a tab, a timestamp, a number in a rarer spelling (``1_000``, ``017``, ``0b1``,
+``-0x1F``, ``.5``, ``=``), a key that is a list or a mapping, and a Unicode line break that
+YAML 1.1 and 1.2 read differently.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+Loc = tuple[str | int, ...]
+
+try:  # PyYAML built without libyaml: every file takes the round-trip path
+    from yaml import YAMLError
+    from yaml._yaml import CParser
+    from yaml.nodes import ScalarNode, SequenceNode
+except ImportError:  # pragma: no cover - PyYAML's wheels ship libyaml; a source build may not
+    CParser = None
+
+_PLAIN = "?plain"
+_TEXT = "?text"
+_SEQ = "?seq"
+_MAP = "?map"
+
+_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
+_BOOLS = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_SPECIAL_FLOATS = {
+    ".inf": math.inf,
+    ".Inf": math.inf,
+    ".INF": math.inf,
+    "+.inf": math.inf,
+    "+.Inf": math.inf,
+    "+.INF": math.inf,
+    "-.inf": -math.inf,
+    "-.Inf": -math.inf,
+    "-.INF": -math.inf,
+    ".nan": math.nan,
+    ".NaN": math.nan,
+    ".NAN": math.nan,
+}
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+_OCTAL = re.compile(r"0o[0-7]+")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_FLOAT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?")
+# Everything the round-trip loader might read as a number or a timestamp (a superset): what
+# matches and is none of the plain spellings above is left to ruamel.yaml.
+_MAYBE_NUMBER = re.compile(
+    r"[-+]?(?:[0-9_]+(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9_]+(?:[eE][-+]?[0-9]+)?"
+    r"|0[box][0-9a-fA-F_]+|\.(?:inf|Inf|INF|nan|NaN|NAN))"
+)
+_MAYBE_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}")
+_NUMBER_START = frozenset("-+.0123456789")
+# A directive, a tag (``!`` where a node may start), a line break only YAML 1.1 knows, or a
+# tab (ruamel.yaml refuses some that libyaml accepts).
+_UNSURE_TEXT = re.compile(r"^%|(?:^[ \t]*|[:?-][ \t]+|[\[{,][ \t]*)!|[\t\x85\u2028\u2029]", re.MULTILINE)
+
+
+class Unsure(Exception):
+    """The fast path cannot vouch for this document; the round-trip loader reads it."""
+
+
+def resolve_plain(text: str) -> Any:
+    """The value of a plain (unquoted, untagged) scalar under YAML 1.2's core schema.
+
+    ``no``, ``on``, ``yes`` stay text; ``~``/``null``/empty are None; ``0o17`` and ``0x1F`` are
+    ints; ``1e3``, ``.inf`` and ``.nan`` are floats. Raises :class:`Unsure` for the spellings
+    left to ruamel.yaml (see the module docstring).
+    """
+    if text in _NULLS:
+        return None
+    first = text[0]
+    if first in "tTfF" and text in _BOOLS:
+        return _BOOLS[text]
+    if first in _NUMBER_START:
+        if _DECIMAL.fullmatch(text):
+            return int(text)
+        if _FLOAT.fullmatch(text):
+            return float(text)
+        special = _SPECIAL_FLOATS.get(text)
+        if special is not None:
+            return special
+        if _OCTAL.fullmatch(text):
+            return int(text[2:], 8)
+        if _HEX.fullmatch(text):
+            return int(text[2:], 16)
+        if _MAYBE_NUMBER.fullmatch(text) or _MAYBE_TIMESTAMP.match(text):
+            raise Unsure(text)
+    elif text in ("<<", "="):
+        raise Unsure(text)
+    return text
+
+
+if CParser is not None:
+
+    class _Composer(CParser):  # type: ignore[misc]  # CParser is untyped (a Cython class)
+        """libyaml's composer with tags that only say what a node is, never what it means."""
+
+        def descend_resolver(self, parent: object, index: object) -> None:
+            """No path resolvers."""
+
+        def ascend_resolver(self) -> None:
+            """No path resolvers."""
+
+        def resolve(self, kind: type, value: object, implicit: tuple[bool, bool]) -> str:
+            if kind is ScalarNode:
+                return _PLAIN if implicit[0] else _TEXT
+            return _SEQ if kind is SequenceNode else _MAP
+
+
+def compose_plain(text: str) -> tuple[Any, dict[Loc, int]] | None:
+    """``(data, lines)`` of a one-document YAML text, or None when ruamel.yaml must read it.
+
+    ``lines`` maps the path of every key and list item to its 1-based line, ``()`` to 1.
+    """
+    if CParser is None or _UNSURE_TEXT.search(text):
+        return None
+    composer = _Composer(text)
+    try:
+        root = composer.get_single_node()
+    except YAMLError:
+        return None
+    finally:
+        composer.dispose()
+    lines: dict[Loc, int] = {(): 1}
+    if root is None:
+        return None, lines
+    try:
+        return _plain(root, (), lines, set()), lines
+    except Unsure:
+        return None
+
+
+def _plain(node: Any, loc: Loc, lines: dict[Loc, int], open_nodes: set[int]) -> Any:
+    """The plain data of ``node``, recording the lines of keys and items below ``loc``."""
+    tag = node.tag
+    if tag == _PLAIN:
+        return resolve_plain(node.value)
+    if tag == _TEXT:
+        return node.value
+    if id(node) in open_nodes:  # an alias to a node that contains it
+        raise Unsure("recursive alias")
+    if tag == _MAP:
+        open_nodes.add(id(node))
+        out: dict[str, Any] = {}
+        keys: set[Any] = set()
+        for key_node, value_node in node.value:
+            key = _key(key_node)
+            name = key if isinstance(key, str) else str(key)
+            if name in out or key in keys:  # ``1`` and ``true`` are one key to ruamel.yaml, as in Python
+                raise Unsure(f"duplicate key {name!r}")
+            keys.add(key)
+            with_key = (*loc, name)
+            lines[with_key] = key_node.start_mark.line + 1
+            out[name] = _plain(value_node, with_key, lines, open_nodes)
+        open_nodes.discard(id(node))
+        return out
+    if tag == _SEQ:
+        open_nodes.add(id(node))
+        items: list[Any] = []
+        for index, item_node in enumerate(node.value):
+            with_index = (*loc, index)
+            lines[with_index] = item_node.start_mark.line + 1
+            items.append(_plain(item_node, with_index, lines, open_nodes))
+        open_nodes.discard(id(node))
+        return items
+    raise Unsure(f"tag {tag}")
+
+
+def _key(node: Any) -> Any:
+    """The value of a mapping key (a scalar; its text becomes the key of the plain data)."""
+    if node.tag == _PLAIN:
+        return resolve_plain(node.value)
+    if node.tag == _TEXT:
+        return node.value
+    raise Unsure(f"a key tagged {node.tag} (a list, a mapping or an explicit tag)")
