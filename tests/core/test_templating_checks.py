@@ -200,3 +200,25 @@ def test_unknown_variables_are_the_ones_jinja_calls_undeclared(source: str) -> N
     env = _environment()
     bound, unbound = bound_and_unbound(list(env.parse(source).find_all(nodes.Node)))
     assert meta.find_undeclared_variables(env.parse(source)) - bound == unbound
+
+
+@pytest.mark.parametrize(
+    "template",
+    [
+        "{% for loop in payload.items %}{{ loop }}{% endfor %}",
+        "{% for x in payload.items %}{% set loop = 1 %}{{ x }}{% endfor %}",
+    ],
+)
+def test_assigning_loop_in_a_for_loop_is_refused_at_load(template: str) -> None:
+    """Jinja2's code generator refuses it; code is generated at the first render, so the
+    load-time check must refuse it first, or the error would surface only when a watcher fires."""
+    assert "cannot assign to 'loop'" in compile_error(template).reason
+
+
+def test_a_template_renders_the_same_on_its_first_and_later_renders() -> None:
+    """Code is generated at the first render (loading only parses and checks); later renders
+    reuse it and see their own values."""
+    compiled = compile_text("{% for x in payload.xs %}{{ x }},{% endfor %}", name="fire.messageTemplate")
+    assert ["1,2,", "3,", "1,2,"] == [
+        compiled.render({"payload": {"xs": xs}}) for xs in ([1, 2], [3], [1, 2])
+    ]

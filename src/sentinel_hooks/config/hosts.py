@@ -8,6 +8,7 @@ unlocks a private address; the connection-time check (safe HTTP) applies that ru
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -16,6 +17,7 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+@functools.lru_cache(maxsize=4096)  # every watcher's host is checked at load: ipaddress is slow
 def normalise_ip(text: str) -> IPAddress | None:
     """The address ``text`` denotes (brackets and IPv4-mapped IPv6 unwrapped), or None."""
     candidate = text.strip().strip("[]")
@@ -28,6 +30,7 @@ def normalise_ip(text: str) -> IPAddress | None:
     return address
 
 
+@functools.lru_cache(maxsize=1024)
 def _network(entry: str) -> IPNetwork | None:
     if "/" not in entry:
         return None

@@ -17,12 +17,6 @@ from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
 from sentinel_hooks.core.conditions import ConditionNode
-from sentinel_hooks.core.evm_abi import (
-    AbiError,
-    arg_count_problem,
-    arg_problems,
-    parse_signature,
-)
 
 WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
 POLLED = frozenset({"http-poll", "http-long-poll", "command", "evm-call"})
@@ -311,6 +305,9 @@ class EvmCallSpec(Spec):
     @field_validator("signature")
     @classmethod
     def _signature_parses(cls, value: str) -> str:
+        # eth-abi costs ~90 ms to import: only projects with evm-call watchers pay for it
+        from sentinel_hooks.core.evm_abi import AbiError, parse_signature
+
         try:
             parse_signature(value)
         except AbiError as exc:
@@ -321,6 +318,8 @@ class EvmCallSpec(Spec):
 
     @model_validator(mode="after")
     def _args_fit_the_signature(self) -> EvmCallSpec:
+        from sentinel_hooks.core.evm_abi import arg_count_problem, arg_problems, parse_signature
+
         signature = parse_signature(self.signature)
         count = arg_count_problem(signature, self.args)
         if count is not None:
