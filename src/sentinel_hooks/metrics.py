@@ -38,7 +38,7 @@ LAST_LAG_HELP = "Lag of the latest scheduled poll, by watcher"
 class WatcherSeries:
     """One watcher's polls counter and last-lag gauge (written on the event loop only)."""
 
-    __slots__ = ("polls", "last_lag")
+    __slots__ = ("last_lag", "polls")
 
     def __init__(self) -> None:
         self.polls = 0
@@ -57,18 +57,22 @@ class WatcherSeriesCollector:
         self._series = series
 
     def describe(self) -> list[Metric]:
-        return [
-            CounterMetricFamily("sentinel_polls", POLLS_HELP, labels=["watcher"]),
-            GaugeMetricFamily("sentinel_watcher_poll_lag_seconds", LAST_LAG_HELP, labels=["watcher"]),
-        ]
+        return list(self._families())
 
     def collect(self) -> Iterator[Metric]:
-        polls, last_lag = self.describe()
+        polls, last_lag = self._families()
         for watcher_id, series in self._series.copy().items():
             polls.add_metric([watcher_id], series.polls)
             last_lag.add_metric([watcher_id], series.last_lag)
         yield polls
         yield last_lag
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily]:
+        return (
+            CounterMetricFamily("sentinel_polls", POLLS_HELP, labels=["watcher"]),
+            GaugeMetricFamily("sentinel_watcher_poll_lag_seconds", LAST_LAG_HELP, labels=["watcher"]),
+        )
 
 
 class Metrics:
@@ -80,7 +84,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self._watcher_series: dict[str, WatcherSeries] = {}
-        r.register(WatcherSeriesCollector(self._watcher_series))  # type: ignore[arg-type]
+        r.register(WatcherSeriesCollector(self._watcher_series))
         self.poll_errors = Counter(
             "sentinel_poll_errors", "Failed observation attempts, by watcher", ["watcher"], registry=r
         )

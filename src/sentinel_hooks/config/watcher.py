@@ -108,7 +108,9 @@ def _remembered(memo: dict[Any, Any], key: Any, value: Any) -> Any:
 def _share_field_set(model: BaseModel) -> None:
     """One set object per distinct set of written keys (a set of six names is 0.7 KiB)."""
     written = model.__pydantic_fields_set__
-    object.__setattr__(model, "__pydantic_fields_set__", _remembered(_field_sets, frozenset(written), written))
+    object.__setattr__(
+        model, "__pydantic_fields_set__", _remembered(_field_sets, frozenset(written), written)
+    )
 
 
 def share_parts(watcher: WatcherBase) -> None:
