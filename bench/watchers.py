@@ -2,6 +2,8 @@
 
     python bench/watchers.py --quick    # 1,000 watchers, under a minute; last line is JSON
     python bench/watchers.py            # 1,000 / 5,000 / 10,000 watchers, 60 s each; updates RESULTS.md
+    python bench/watchers.py --huge     # 100,000 watchers every 60 s on SQLite (issue 18.4), under 10 min
+    python bench/watchers.py --src DIR  # measure the sentinel_hooks in DIR (e.g. another checkout's src)
 
 The endpoint (aiohttp on 127.0.0.1), the Sentinel service and the bare loop each run in their
 own process, so CPU (from /proc/<pid>/stat) and RSS (VmRSS) belong to the measured process
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -24,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from watchbench.orchestrate import Plan, run_all
 from watchbench.report import section, write_results
-from watchbench.results import RunResult
+from watchbench.results import HUGE_INTERVAL_S, HUGE_N, RunResult
 
 T = TypeVar("T")
 RESULTS = Path(__file__).resolve().parent / "RESULTS.md"
@@ -53,6 +56,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--scrape-every", type=float, help="scrape the service's /metrics this often (s) during the window"
     )
+    parser.add_argument(
+        "--huge",
+        action="store_true",
+        help=f"{HUGE_N:,} watchers every {HUGE_INTERVAL_S:g} s, 60 s windows; its own RESULTS.md section",
+    )
+    parser.add_argument("--interval", type=float, help="each watcher's interval in s (default 10; huge 60)")
+    parser.add_argument("--src", type=Path, help="the src folder whose sentinel_hooks is measured")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     return parser.parse_args(argv)
 
@@ -78,12 +88,18 @@ def print_summary(result: RunResult) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark: one JSON line per N on stdout (the last line is the last N)."""
     args = parse_args(argv)
-    sizes = args.sizes or ([1_000] if args.quick else FULL_SIZES)
+    if args.src is not None:  # the children import sentinel_hooks from there first
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(args.src.resolve()), os.environ.get("PYTHONPATH")])
+        )
+    sizes = args.sizes or ([HUGE_N] if args.huge else [1_000] if args.quick else FULL_SIZES)
     window_s = args.window or (18.0 if args.quick else 60.0)
-    settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 5.0)
+    settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 10.0 if args.huge else 5.0)
+    interval_s = args.interval or (HUGE_INTERVAL_S if args.huge else 10.0)
     plan = Plan(
         window_s=window_s,
         settle_s=settle_s,
+        interval_ms=round(interval_s * 1000),
         store=args.store,
         noisy_retries=args.noisy_retries,
         scrape_every_s=args.scrape_every,
@@ -96,9 +112,12 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     # the summaries are on stdout already; RESULTS.md gets the table
     if not (args.quick or args.no_write):
-        command = "python bench/watchers.py" + (f" --sizes {' '.join(map(str, sizes))}" if args.sizes else "")
+        command = "python bench/watchers.py" + (" --huge" if args.huge else "")
+        command += f" --sizes {' '.join(map(str, sizes))}" if args.sizes else ""
+        command += f" --interval {interval_s:g}" if args.interval else ""
         command += f" --noisy-retries {args.noisy_retries}" if args.noisy_retries else ""
-        write_results(RESULTS, section(results, window_s=window_s, command=command))
+        generated = section(results, window_s=window_s, command=command, huge=args.huge)
+        write_results(RESULTS, generated, huge=args.huge)
         print(f"bench: wrote {RESULTS}", file=sys.stderr)
     return 0
 

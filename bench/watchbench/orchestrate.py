@@ -60,6 +60,7 @@ class Window:
 
     cpu_s: float
     seconds: float
+    endpoint_cores: float  # what the endpoint process kept busy (it must keep up too)
     other_cores: float  # what processes outside this benchmark kept busy, on average
     rss_end_kib: int
     lags: list[float]
@@ -92,12 +93,12 @@ class Bench:
     ) -> Window:
         await asyncio.sleep(plan.settle_s)
         before = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
-        cpu0, t0 = child.cpu_seconds(), time.time()
-        ours0 = cpu0 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
+        cpu0, t0, endpoint0 = child.cpu_seconds(), time.time(), self.endpoint.cpu_seconds()
+        ours0 = cpu0 + endpoint0 + cpu_seconds(os.getpid())
         busy0 = machine_busy_seconds()
         scrapes = await self._wait_window(plan, metrics_url, t0)
-        cpu1, t1 = child.cpu_seconds(), time.time()
-        ours1 = cpu1 + self.endpoint.cpu_seconds() + cpu_seconds(os.getpid())
+        cpu1, t1, endpoint1 = child.cpu_seconds(), time.time(), self.endpoint.cpu_seconds()
+        ours1 = cpu1 + endpoint1 + cpu_seconds(os.getpid())
         other_cores = max(0.0, machine_busy_seconds() - busy0 - (ours1 - ours0)) / (t1 - t0)
         if other_cores > OTHER_LOAD_WARNING:
             sys.stderr.write(
@@ -111,7 +112,8 @@ class Bench:
         )
         lags = wire_lags(arrivals["ids"], arrivals["at"], starts, plan.interval_ms / 1000)
         scrape = after.since(before) if after is not None and before is not None else None
-        return Window(cpu1 - cpu0, t1 - t0, other_cores, rss_end, lags, scrape, scrapes)
+        endpoint_cores = (endpoint1 - endpoint0) / (t1 - t0)
+        return Window(cpu1 - cpu0, t1 - t0, endpoint_cores, other_cores, rss_end, lags, scrape, scrapes)
 
     async def _wait_window(self, plan: Plan, metrics_url: str | None, t0: float) -> int:
         """Sleep through the window, scraping ``metrics_url`` every ``plan.scrape_every_s``; how
@@ -217,6 +219,8 @@ def _result(
         bare_lag_p50_ms=1000 * percentile(base.lags, 0.50),
         bare_lag_p99_ms=1000 * percentile(base.lags, 0.99),
         bare_rss_per_watcher_kib=(base.rss_end_kib - int(bare_ready["rss_before_kib"])) / n,
+        endpoint_cores=svc.endpoint_cores,
+        bare_endpoint_cores=base.endpoint_cores,
     )
 
 

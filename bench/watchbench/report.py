@@ -17,6 +17,10 @@ from importlib.metadata import version
 from pathlib import Path
 
 from watchbench.results import (
+    HUGE_CPU_RATIO,
+    HUGE_N,
+    HUGE_POLL_SHARE,
+    HUGE_RSS_KIB,
     OTHER_LOAD_WARNING,
     TARGET_CPU_RATIO,
     TARGET_LAG_P99_MS,
@@ -27,12 +31,16 @@ from watchbench.results import (
 
 BEGIN = "<!-- watchers-results:begin (written by bench/watchers.py; edit outside these markers) -->"
 END = "<!-- watchers-results:end -->"
+HUGE_BEGIN = (
+    "<!-- watchers-100k-results:begin (written by bench/watchers.py --huge; edit outside these markers) -->"
+)
+HUGE_END = "<!-- watchers-100k-results:end -->"
 
 TITLE = "# Benchmarks\n\n"
 INTRO = """\
 ## Watchers (`bench/watchers.py`)
 
-N http-poll watchers (10 s interval, one condition that never matches) in a real Sentinel
+N http-poll watchers (10 s interval unless said, one condition that never matches) in a real Sentinel
 `Service` against a local aiohttp endpoint, and the same requests from a bare aiohttp loop as
 the baseline. The method is in the module docstrings of `bench/watchbench/`.
 
@@ -45,7 +53,7 @@ failed. *CPU s per 1k polls* = CPU seconds of the measured process (all threads,
 the window divided by the requests the endpoint received from it, times 1,000; when the
 service does not keep up this is per *completed* poll and says how much work failures cost,
 not what a poll costs. *lag (wire)* = request arrival at the endpoint minus the watcher's
-scheduled start (exact, but a lag beyond one interval folds back modulo 10 s, so it is only
+scheduled start (exact, but a lag beyond one interval folds back modulo the interval, so it is only
 meaningful when the service keeps up). *service histogram* = `sentinel_poll_lag_seconds`
 from /metrics over the window, interpolated within its buckets. *RSS per watcher* = (VmRSS at
 the end of the window - VmRSS after a warm-up service with no watchers) / N. *load s* =
@@ -155,30 +163,70 @@ def verdict(results: Sequence[RunResult]) -> str:
     )
 
 
-def section(results: Sequence[RunResult], *, window_s: float, command: str) -> str:
-    """The generated block: date, machine, table, verdict, reproduction."""
-    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return "\n\n".join(
+def huge_verdict(results: Sequence[RunResult]) -> str:
+    """Whether the 100,000-watcher targets hold (issue 18.4)."""
+    big = [r for r in results if r.n >= HUGE_N]
+    if not big:
+        return f"The 100,000-watcher targets are judged at N ≥ {HUGE_N:,}, which this run did not measure."
+    r = big[0]
+    met = r.huge_targets()
+
+    def word(ok: bool) -> str:
+        return "**met**" if ok else "**NOT met**"
+
+    noisy = (
+        f" (other processes kept {r.other_cores:.2f} cores busy: not a clean run)"
+        if (r.other_cores > OTHER_LOAD_WARNING)
+        else ""
+    )
+    return "\n".join(
         [
-            BEGIN,
-            f"Measured {now} on {machine()}; window {window_s:.0f} s per N and per side.",
-            table(results),
-            verdict(results),
-            f"Reproduce: `{command}` (the endpoint is pinned to one core, the measured process to another).",
-            END,
+            f"Targets at N = {r.n:,}, every {r.interval_s:g} s{noisy}:",
+            f"- ≥ {100 * HUGE_POLL_SHARE:.0f} % of the ideal polls, none failed: "
+            f"{word(met['polls_ge_99pct_of_ideal'])} ({r.polls:,} of {r.ideal_polls:,.0f} = "
+            f"{_f(100 * r.poll_share, 2)} %, {r.poll_errors:.0f} errors; the bare loop "
+            f"{_f(100 * r.bare_poll_share, 2)} %)",
+            f"- CPU per poll ≤ {HUGE_CPU_RATIO:g}x the bare loop in the same run: "
+            f"{word(met['cpu_le_1_5x_bare'])} ({_f(r.cpu_ratio_vs_bare, 2)}x)",
+            f"- RSS ≤ {HUGE_RSS_KIB / 1024 / 1024:g} GB: {word(met['rss_le_2_5gb'])} "
+            f"({_f(r.rss_end_kib / 1024 / 1024, 2)} GB; {_f(r.rss_per_watcher_kib)} KiB per watcher)",
+            f"- p99 poll lag ≤ {TARGET_LAG_P99_MS:.0f} ms: {word(met['lag_p99_le_250ms'])} "
+            f"({_f(r.lag_p99_ms)} ms at the wire; service histogram {_f(r.svc_lag_p99_ms)} ms)",
+            f"- the endpoint kept {_f(r.endpoint_cores, 2)} cores busy in the service's window and "
+            f"{_f(r.bare_endpoint_cores, 2)} in the bare loop's (of its one pinned core)",
         ]
     )
 
 
-def write_results(path: Path, generated: str) -> None:
+def section(results: Sequence[RunResult], *, window_s: float, command: str, huge: bool = False) -> str:
+    """The generated block: date, machine, table, verdict, reproduction."""
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n\n".join(
+        [
+            HUGE_BEGIN if huge else BEGIN,
+            f"Measured {now} on {machine()}; window {window_s:.0f} s per N and per side; "
+            f"load average at the end {Path('/proc/loadavg').read_text().split(' ', 3)[:3]}.",
+            table(results),
+            huge_verdict(results) if huge else verdict(results),
+            f"Reproduce: `{command}` (the endpoint is pinned to one core, the measured process to another).",
+            HUGE_END if huge else END,
+        ]
+    )
+
+
+def write_results(path: Path, generated: str, *, huge: bool = False) -> None:
     """Replace this benchmark's block in ``path``; append it (other benchmarks share the file)
     or create the file when there is none yet."""
+    begin, end = (HUGE_BEGIN, HUGE_END) if huge else (BEGIN, END)
     if not path.exists():
         path.write_text(TITLE + INTRO + generated + "\n")
         return
     text = path.read_text()
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        path.write_text(before + generated + rest.split(END, 1)[1])
+    if begin in text and end in text:
+        before, rest = text.split(begin, 1)
+        path.write_text(before + generated + rest.split(end, 1)[1])
+    elif huge and END in text:  # right after the watchers table
+        before, rest = text.split(END, 1)
+        path.write_text(before + END + "\n\n" + generated + rest)
     else:
         path.write_text(text.rstrip("\n") + "\n\n" + INTRO + generated + "\n")

@@ -2,11 +2,18 @@
 
 Per-watcher series are counters and a last-lag gauge; the lag distribution is one
 histogram without a watcher label, so 10,000 watchers do not create 10,000 x buckets series.
+
+The two series every polled watcher has (``sentinel_polls_total`` and
+``sentinel_watcher_poll_lag_seconds``) are two numbers in a ``WatcherSeries`` each, exported at
+scrape time by one collector: a ``prometheus_client`` child per watcher and family (an object,
+a lock and a dict entry each) cost about 1 KiB per watcher. The rarer per-watcher series
+(errors, fires, reconnects) are ordinary labelled children, created on first use.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -16,6 +23,7 @@ from prometheus_client import (
     disable_created_metrics,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 # No ``*_created`` sample per counter child: with a series per watcher they doubled the size (and
@@ -23,6 +31,48 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 disable_created_metrics()  # type: ignore[no-untyped-call]
 
 LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+POLLS_HELP = "Observations attempted, by watcher"
+LAST_LAG_HELP = "Lag of the latest scheduled poll, by watcher"
+
+
+class WatcherSeries:
+    """One watcher's polls counter and last-lag gauge (written on the event loop only)."""
+
+    __slots__ = ("last_lag", "polls")
+
+    def __init__(self) -> None:
+        self.polls = 0
+        self.last_lag = 0.0
+
+
+class WatcherSeriesCollector:
+    """Exports every ``WatcherSeries`` as ``sentinel_polls_total`` and
+    ``sentinel_watcher_poll_lag_seconds`` (with a ``watcher`` label), read when scraped.
+
+    The scrape may run in a worker thread: it reads a copy of the dict (one C-level copy under
+    the GIL), so watchers added or removed meanwhile do not disturb it.
+    """
+
+    def __init__(self, series: dict[str, WatcherSeries]) -> None:
+        self._series = series
+
+    def describe(self) -> list[Metric]:
+        return list(self._families())
+
+    def collect(self) -> Iterator[Metric]:
+        polls, last_lag = self._families()
+        for watcher_id, series in self._series.copy().items():
+            polls.add_metric([watcher_id], series.polls)
+            last_lag.add_metric([watcher_id], series.last_lag)
+        yield polls
+        yield last_lag
+
+    @staticmethod
+    def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily]:
+        return (
+            CounterMetricFamily("sentinel_polls", POLLS_HELP, labels=["watcher"]),
+            GaugeMetricFamily("sentinel_watcher_poll_lag_seconds", LAST_LAG_HELP, labels=["watcher"]),
+        )
 
 
 class Metrics:
@@ -33,7 +83,8 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.polls = Counter("sentinel_polls", "Observations attempted, by watcher", ["watcher"], registry=r)
+        self._watcher_series: dict[str, WatcherSeries] = {}
+        r.register(WatcherSeriesCollector(self._watcher_series))
         self.poll_errors = Counter(
             "sentinel_poll_errors", "Failed observation attempts, by watcher", ["watcher"], registry=r
         )
@@ -67,12 +118,6 @@ class Metrics:
             self.observations_dropped.labels(reason)  # exported as 0 from the start
         self.poll_lag = Histogram(
             "sentinel_poll_lag_seconds", "Actual minus scheduled poll start", buckets=LAG_BUCKETS, registry=r
-        )
-        self.last_lag = Gauge(
-            "sentinel_watcher_poll_lag_seconds",
-            "Lag of the latest scheduled poll, by watcher",
-            ["watcher"],
-            registry=r,
         )
         self.watchers = Gauge("sentinel_watchers", "Watchers by status state", ["state"], registry=r)
         self.contracts = Counter(
@@ -114,14 +159,20 @@ class Metrics:
             "sentinel_pruned", "Records deleted by retention, by kind", ["kind"], registry=r
         )
 
+    def watcher_series(self, watcher_id: str) -> WatcherSeries:
+        """The watcher's polls counter and last-lag gauge (exported from now on, at 0)."""
+        series = self._watcher_series.get(watcher_id)
+        if series is None:
+            series = self._watcher_series[watcher_id] = WatcherSeries()
+        return series
+
     def forget(self, watcher_id: str) -> None:
         """Drop a removed watcher's series."""
+        self._watcher_series.pop(watcher_id, None)
         for family in (
-            self.polls,
             self.poll_errors,
             self.deduped,
             self.silenced,
-            self.last_lag,
             self.reconnects,
         ):
             with contextlib.suppress(KeyError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, SecretStr, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, Field, SecretStr, TypeAdapter, field_validator, model_validator
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.cron import check_cron, check_timezone
@@ -19,6 +19,7 @@ from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_inclu
 from sentinel_hooks.core.conditions import ConditionNode
 
 WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
+SHARED_MAX = 4096  # distinct shared parts remembered (per kind); past that the memo starts over
 POLLED = frozenset({"http-poll", "http-long-poll", "command", "evm-call"})
 SUBSCRIPTIONS = frozenset({"sse", "websocket", "redis-pubsub", "redis-stream", "webhook"})
 
@@ -81,6 +82,62 @@ class WatcherBase(Spec):
                 f"not to {self.strategy_name}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _share_common_parts(self) -> WatcherBase:
+        """Keep what many watchers have alike once (``share_parts``)."""
+        share_parts(self)
+        return self
+
+
+_field_sets: dict[frozenset[str], set[str]] = {}
+_defaults: dict[type[BaseModel], BaseModel] = {}
+_condition_lists: dict[str, list[ConditionNode]] = {}
+
+
+def _remembered(memo: dict[Any, Any], key: Any, value: Any) -> Any:
+    """``memo[key]``, or ``value`` remembered under ``key`` (the memo is bounded)."""
+    found = memo.get(key)
+    if found is None:
+        if len(memo) >= SHARED_MAX:
+            memo.clear()
+        found = memo[key] = value
+    return found
+
+
+def _share_field_set(model: BaseModel) -> None:
+    """One set object per distinct set of written keys (a set of six names is 0.7 KiB)."""
+    written = model.__pydantic_fields_set__
+    object.__setattr__(
+        model, "__pydantic_fields_set__", _remembered(_field_sets, frozenset(written), written)
+    )
+
+
+def share_parts(watcher: WatcherBase) -> None:
+    """Replace parts of a validated watcher by equal ones other watchers already hold.
+
+    With 10,000 watchers the models are the largest share of the service's memory, and most of
+    it repeats: the set of keys each model was written with, the sub-models left at their
+    defaults (``fire``, ``retry``, ``probe``) and, often, whole condition lists. Models are
+    frozen, so sharing an equal part cannot change what any watcher sees: a default sub-model
+    is shared only when its key was not written at all (so its ``model_fields_set`` is empty, as
+    before), and a condition list only with one of the same ``repr`` (every public field and
+    value, with its type: ``1``, ``1.0``, ``'1'`` and ``True`` differ), from which the compiled
+    private parts follow.
+    """
+    written = watcher.__pydantic_fields_set__
+    for name in ("fire", "retry", "probe"):
+        part = getattr(watcher, name, None)
+        if name not in written and isinstance(part, BaseModel):
+            object.__setattr__(watcher, name, _remembered(_defaults, type(part), part))
+    if watcher.conditions:
+        key = repr(watcher.conditions)
+        object.__setattr__(watcher, "conditions", _remembered(_condition_lists, key, watcher.conditions))
+    for name in ("fire", "retry", "probe"):
+        part = getattr(watcher, name, None)
+        if name in written and isinstance(part, BaseModel):
+            _share_field_set(part)
+    _share_field_set(watcher)
 
 
 def _check_url(url: str, schemes: tuple[str, ...]) -> str:

@@ -46,7 +46,7 @@ from sentinel_hooks.config.watcher import (
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.retry import Backoff, retry_after_of, retrying
 from sentinel_hooks.errors import SentinelError, StoreError, TransientError
-from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.metrics import Metrics, WatcherSeries
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
@@ -123,16 +123,19 @@ class WatcherRunner:
         self.state = state
         self._deps = deps
         self._lock = asyncio.Lock()
-        self._stopping = asyncio.Event()
-        self._event_seen = asyncio.Event()
-        self._tasks: set[asyncio.Task[None]] = set()
+        # Created when first waited on, not per runner: an asyncio.Event holds a deque of waiters
+        # (about 0.7 KiB), and most runners never wait (interval polls without a failure).
+        self._stopping = False
+        self._stop_event: asyncio.Event | None = None  # set by stop(); waited on by backoff sleeps
+        self._event_seen: asyncio.Event | None = None  # set per observation; the quiet loop waits on it
+        self._tasks: set[asyncio.Task[None]] | None = None  # loops and missed runs it spawned
         self._strategy: PollStrategy | SubscribeStrategy | None = None
         self._poller: PollStrategy | None = None  # the strategy when it polls (checked once at start)
         self._busy = False
         self._inflight: asyncio.Task[Any] | None = None
         self._expected_at: datetime | None = None
         self._job: Job | None = None  # the scheduler's job: its next_run_time is kept current there
-        self._series: tuple[Any, Any] | None = None  # (polls, last lag): looked up once, at the first poll
+        self._series: WatcherSeries | None = None  # polls and last lag: looked up once, when scheduled
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
@@ -168,7 +171,7 @@ class WatcherRunner:
         if self.running or not self.enabled or (self.needs_lease and self.fence is None):
             return
         self._previous = previous  # UNKNOWN: another replica may have observed it since
-        self._stopping = asyncio.Event()
+        self._stopping, self._stop_event = False, None
         self.running = True
         spec = self.spec
         if isinstance(spec, WebhookWatcher):
@@ -191,17 +194,19 @@ class WatcherRunner:
         if not self.running:
             return
         self.running = False
-        self._stopping.set()
+        self._stopping = True
+        if self._stop_event is not None:
+            self._stop_event.set()
         self._job = None
         with contextlib.suppress(Exception):
             self._deps.scheduler.remove_job(self.id)
         if self._inflight is not None and not self._inflight.done():
             await asyncio.wait({self._inflight}, timeout=timeout_s)
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        self._tasks.clear()
+        tasks, self._tasks = self._tasks, None
+        if tasks:
+            for task in list(tasks):
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self._strategy is not None:
             with contextlib.suppress(Exception):
                 await self._strategy.close()
@@ -211,6 +216,8 @@ class WatcherRunner:
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        if self._tasks is None:
+            self._tasks = set()
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -230,11 +237,10 @@ class WatcherRunner:
         at: datetime | None = getattr(self._job, "next_run_time", None)
         return at
 
-    def _poll_series(self) -> tuple[Any, Any]:
-        """This watcher's polls counter and last-lag gauge (a label lookup is too dear per poll)."""
+    def _poll_series(self) -> WatcherSeries:
+        """This watcher's polls counter and last-lag gauge (a lookup is too dear per poll)."""
         if self._series is None:
-            metrics = self._deps.metrics
-            self._series = (metrics.polls.labels(self.id), metrics.last_lag.labels(self.id))
+            self._series = self._deps.metrics.watcher_series(self.id)
         return self._series
 
     async def _scheduled_poll(self, *, missed: bool = False) -> None:
@@ -252,7 +258,7 @@ class WatcherRunner:
             if expected is not None and not missed:
                 lag = max(0.0, (self._deps.clock.now() - expected).total_seconds())
                 self._deps.metrics.poll_lag.observe(lag)
-                self._poll_series()[1].set(lag)
+                self._poll_series().last_lag = lag
             await self._poll_with_retries()
         finally:
             self._busy = False
@@ -260,7 +266,7 @@ class WatcherRunner:
 
     async def _long_poll_loop(self) -> None:
         retry = self.spec.retry
-        while not self._stopping.is_set():
+        while not self._stopping:
             failed = not await self._poll_with_retries()
             if failed:
                 with contextlib.suppress(_Stopping):
@@ -276,11 +282,11 @@ class WatcherRunner:
         strategy = self._poller
         if strategy is None:
             return False
-        polls = self._poll_series()[0]
+        series = self._poll_series()
         attempt = 1
         try:
             while True:
-                polls.inc()
+                series.polls += 1
                 try:
                     observed = await strategy.poll()
                     break
@@ -314,9 +320,12 @@ class WatcherRunner:
 
     async def _sleep(self, seconds: float) -> None:
         """A backoff sleep that ends early (raising _Stopping) when the runner stops."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._stopping.wait(), timeout=seconds)
-        if self._stopping.is_set():
+        if not self._stopping:
+            if self._stop_event is None:
+                self._stop_event = asyncio.Event()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop_event.wait(), timeout=seconds)
+        if self._stopping:
             raise _Stopping
 
     # -- subscriptions -----------------------------------------------------------------------
@@ -327,7 +336,7 @@ class WatcherRunner:
             return
         retry = self.spec.retry
         disconnected_at: datetime | None = None
-        while not self._stopping.is_set():
+        while not self._stopping:
             opened: list[AsyncIterator[Observed]] = []
             try:
                 first = await self._connect(strategy, opened)
@@ -380,16 +389,19 @@ class WatcherRunner:
         """expectEventWithinMs: fire ``no_progress`` once per quiet period (a dead-man's switch)."""
         window_s = (self.spec.expect_event_within_ms or 0) / 1000
         started_at = self._deps.clock.now()
-        while not self._stopping.is_set():
+        if self._event_seen is None:
+            self._event_seen = asyncio.Event()
+        event_seen = self._event_seen
+        while not self._stopping:
             last = self.state.last_event_at or started_at
             remaining = window_s - (self._deps.clock.now() - last).total_seconds()
-            self._event_seen.clear()
+            event_seen.clear()
             if remaining > 0:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._event_seen.wait(), timeout=remaining)
+                    await asyncio.wait_for(event_seen.wait(), timeout=remaining)
                 continue
             if self.state.quiet_fired:
-                await self._event_seen.wait()
+                await event_seen.wait()
                 continue
             try:
                 async with self._lock:
@@ -424,7 +436,8 @@ class WatcherRunner:
                     before.consecutive_failures,
                     extra={"watcherId": self.id},
                 )
-        self._event_seen.set()
+        if self._event_seen is not None:
+            self._event_seen.set()
         return outcome
 
     async def _observed(self, observed: Observed) -> None:
