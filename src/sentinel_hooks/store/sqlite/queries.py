@@ -122,6 +122,16 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
     return rows
 
 
+def read_callback(
+    c: Conn, callback_id: str, keys: Sequence[str]
+) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]]]:
+    """The contract's ``(doc, envelope)`` row (None when unknown) and the ``(key, data)`` rows of
+    the checkpoints of ``keys`` that exist."""
+    found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
+    sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
+    return (None if found is None else (str(found[0]), str(found[1]))), select_in(c, sql, keys)
+
+
 ContractRow = tuple[str, str, str, int, int | None, str, str]
 
 
@@ -184,11 +194,20 @@ _BUMP_SESSION = """INSERT INTO sessions (session_key, last_seq, last_ms) VALUES 
     RETURNING last_seq"""
 
 
+PUT_CHECKPOINT = "INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)"
+
+
 def append_transcript(
-    c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime
+    c: Conn,
+    session_key: str,
+    payloads: list[dict[str, Any]],
+    at: datetime,
+    checkpoints: Sequence[tuple[str, str]] = (),
 ) -> list[TranscriptEntry]:
-    """Append ``payloads`` after the session's last seq (kept in ``sessions``, so pruned entries'
-    numbers never come back)."""
+    """Put the ``checkpoints`` (key, JSON text) and append ``payloads`` after the session's last
+    seq (kept in ``sessions``, so pruned entries' numbers never come back)."""
+    if checkpoints:
+        c.executemany(PUT_CHECKPOINT, checkpoints)
     at_ms = to_epoch_ms(at)
     if not payloads:
         return []
