@@ -319,14 +319,19 @@ class SqliteStore:
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> list[TranscriptEntry]:
         """See ``Store.append_transcript`` (one transaction)."""
-        payloads = [codec.dict_arg(e, what="transcript entry") for e in entries]
+        payloads = [codec.dumps(e, what="transcript entry") for e in entries]
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         if not payloads and not texts:
             return []
         tx = partial(
             q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
         )
-        return await self._db.write("append transcript", tx)
+        seqs = await self._db.write("append transcript", tx)
+        at = utc_ms(at)
+        return [
+            TranscriptEntry.model_construct(seq=seq, at=at, entry=codec.loads_dict(text, what="entry"))
+            for seq, text in zip(seqs, payloads, strict=True)
+        ]
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
