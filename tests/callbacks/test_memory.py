@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -244,3 +245,38 @@ def test_a_stored_state_reads_back_and_a_foreign_one_starts_afresh() -> None:
 def test_the_checkpoint_key_is_per_session() -> None:
     """Each session key has its own memory."""
     assert memory.memory_key("sentinel:hooks:watcher:a") != memory.memory_key("sentinel:hooks:watcher:b")
+
+
+def test_the_checkpoint_is_the_states_fields_and_shares_nothing_with_it() -> None:
+    """to_json is dataclasses.asdict with the version (written by hand for speed): every field,
+    and a deep copy (changing the state afterwards leaves the checkpoint as it was)."""
+    transcript = Transcript()
+    transcript.notify("A", "hello")
+    transcript.start("B", minute=1)
+    transcript.add(
+        "B",
+        {
+            "kind": "message",
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "toolCalls": [
+                    {
+                        "id": "c9",
+                        "name": "sentinel_act",
+                        "arguments": {"action": "run_command", "command": "df"},
+                    }
+                ],
+            },
+        },
+    )
+    state = recall(transcript.entries)
+    state.older.events["e"] = 1
+    assert state.recent[-1].calls
+    checkpoint = state.to_json()
+    as_written = json.loads(json.dumps(checkpoint))
+    assert {"version": memory.VERSION, **dataclasses.asdict(state)} == checkpoint
+    state.recent[-1].calls["c9"]["arguments"]["command"] = "rm"
+    state.recent[0].actions.append("more")
+    state.older.events["e"] = 2
+    assert as_written == checkpoint

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
+from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Store, TranscriptEntry
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from tests.contract import stores
@@ -83,3 +86,66 @@ async def test_checkpoint_put_replaces_the_previous_one(store: Store) -> None:
     await store.put_checkpoint(SESSION, {"a": 1})
     await store.put_checkpoint(SESSION, {"b": 2})
     assert {"b": 2} == await get_checkpoint(store, SESSION)
+
+
+async def test_append_with_checkpoints_puts_them_with_the_entries(store: Store, make) -> None:
+    """Checkpoints given to append_transcript are put (replacing earlier ones) with the entries."""
+    await store.put_checkpoint("progress", {"status": "old"})
+    stored = await store.append_transcript(
+        SESSION,
+        [{"n": 1}, {"n": 2}],
+        at=make.at(1),
+        checkpoints={"progress": {"status": "running"}, "memory": {"seen": [1]}},
+    )
+    assert ([1, 2], {"progress": {"status": "running"}, "memory": {"seen": [1]}}) == (
+        [e.seq for e in stored],
+        await store.get_checkpoints(["progress", "memory", "other"]),
+    )
+
+
+async def test_append_of_no_entries_still_puts_the_checkpoints(store: Store, make) -> None:
+    """With no entries the checkpoints are put and the transcript is left as it was."""
+    await store.append_transcript(SESSION, [{"n": 1}], at=make.at(1))
+    stored = await store.append_transcript(SESSION, [], at=make.at(2), checkpoints={"done": {"turns": 2}})
+    later = await store.append_transcript(SESSION, [{"n": 2}], at=make.at(3))
+    assert ([], {"done": {"turns": 2}}, [2]) == (
+        stored,
+        await store.get_checkpoints(["done"]),
+        [e.seq for e in later],
+    )
+
+
+async def test_append_refusing_an_entry_puts_no_checkpoint(store: Store, make) -> None:
+    """An entry that is not JSON fails the whole step: its checkpoints are not put either."""
+    with pytest.raises(StoreError):
+        await store.append_transcript(
+            SESSION, [{"n": float("nan")}], at=make.at(1), checkpoints={"progress": {"status": "done"}}
+        )
+    assert ({}, []) == (await store.get_checkpoints(["progress"]), await store.get_transcript(SESSION))
+
+
+async def test_read_callback_reads_contract_envelope_and_checkpoints(store: Store, make) -> None:
+    """read_callback answers what get_contract, get_envelopes and get_checkpoints would."""
+    await store.accept_contract(
+        make.contract("cb-1"), make.envelope("cb-1"), checkpoints={"message:cb-1": {"text": "hi"}}
+    )
+    await store.put_checkpoint("memory", {"through": 3})
+    view = await store.read_callback("cb-1", ["session:cb-1", "message:cb-1", "memory"])
+    assert (
+        make.contract("cb-1"),
+        make.envelope("cb-1"),
+        {"message:cb-1": {"text": "hi"}, "memory": {"through": 3}},
+    ) == (view.contract, view.envelope, view.checkpoints)
+
+
+async def test_read_callback_of_an_unknown_id(store: Store) -> None:
+    """An unknown callback has no contract and no envelope; its checkpoints are still read."""
+    await store.put_checkpoint("memory", {"through": 3})
+    view = await store.read_callback("nope", ["memory"])
+    empty = await store.read_callback("nope", [])
+    assert (None, None, {"memory": {"through": 3}}, {}) == (
+        view.contract,
+        view.envelope,
+        view.checkpoints,
+        empty.checkpoints,
+    )

@@ -17,9 +17,10 @@ ran commands, which events, the last message sent), never dropped without a trac
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -67,6 +68,23 @@ class Digest:
     facts: dict[str, Any] | None = None  # from the envelope (None: not looked up yet)
     contract: str | None = None  # the contract's state when last looked up
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields as ``dataclasses.asdict`` has them, copied by hand (several times faster)."""
+        return {
+            "callback_id": self.callback_id,
+            "at": self.at,
+            "actions": list(self.actions),
+            "more": self.more,
+            "notified": self.notified,
+            "escalated": self.escalated,
+            "commands": self.commands,
+            "calls": copy.deepcopy(self.calls) if self.calls else {},
+            "status": self.status,
+            "said": self.said,
+            "facts": None if self.facts is None else copy.deepcopy(self.facts),
+            "contract": self.contract,
+        }
+
 
 @dataclass
 class Older:
@@ -82,6 +100,20 @@ class Older:
     events: dict[str, int] = field(default_factory=dict)
     last_notify: str | None = None
 
+    def to_json(self) -> dict[str, Any]:
+        """The fields as ``dataclasses.asdict`` has them, copied by hand."""
+        return {
+            "callbacks": self.callbacks,
+            "first_at": self.first_at,
+            "last_at": self.last_at,
+            "notified": self.notified,
+            "escalated": self.escalated,
+            "quiet": self.quiet,
+            "commands": self.commands,
+            "events": dict(self.events),
+            "last_notify": self.last_notify,
+        }
+
 
 @dataclass
 class MemoryState:
@@ -92,7 +124,14 @@ class MemoryState:
     older: Older = field(default_factory=Older)
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": VERSION, **asdict(self)}
+        """The checkpoint: a copy sharing nothing with the state (the fold's steps copy the state
+        through it, as they must not change their input)."""
+        return {
+            "version": VERSION,
+            "through_seq": self.through_seq,
+            "recent": [digest.to_json() for digest in self.recent],
+            "older": self.older.to_json(),
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> MemoryState:

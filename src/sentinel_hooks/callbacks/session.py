@@ -43,7 +43,6 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, ContractState
-from sentinel_hooks.store.shortcuts import get_envelope
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp_calls import McpGate
@@ -58,6 +57,11 @@ MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # S
 
 def progress_key(callback_id: str) -> str:
     return f"session:{callback_id}"
+
+
+def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[str, Any]]:
+    """The session's progress checkpoint, as ``checkpoints`` for ``append_all``."""
+    return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,19 @@ class SessionRunner:
         """
         return (await self.append_all(contract, [entry]))[0]
 
-    async def append_all(self, contract: Contract, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``append`` for several entries, in order, in one store step."""
+    async def append_all(
+        self,
+        contract: Contract,
+        entries: list[dict[str, Any]],
+        checkpoints: dict[str, dict[str, Any]] | None = None,
+    ) -> list[dict[str, Any]]:
+        """``append`` for several entries, in order, in one store step that also puts
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows)."""
         redactor = self._deps.redactor
         stored = [redactor.data({"callbackId": contract.callback_id, **entry}) for entry in entries]
-        await self._deps.store.append_transcript(contract.session_key, stored, at=self._deps.clock.now())
+        await self._deps.store.append_transcript(
+            contract.session_key, stored, at=self._deps.clock.now(), checkpoints=checkpoints
+        )
         return stored
 
     async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
@@ -116,25 +128,26 @@ class SessionRunner:
     async def run(self, contract: Contract) -> str:
         """Run the session to its end (or to a pause); the final status.
 
-        A new session (no progress checkpoint yet) is marked ``running`` before its first
-        transcript entry is written, so a session without that mark has no entries of its own
+        A new session (no progress checkpoint yet) is marked ``running`` in the step that writes
+        its first transcript entries, so a session without that mark has no entries of its own
         and its session's transcript need not be read (it grows with every callback of the key).
+        Its contract, envelope and checkpoints are read in one step (``Store.read_callback``).
         """
         deps = self._deps
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
-        checkpoints = await deps.store.get_checkpoints(
-            [progress_key(callback_id), message_key(callback_id), memory_key]
+        view = await deps.store.read_callback(
+            callback_id, [progress_key(callback_id), message_key(callback_id), memory_key]
         )
-        progress = checkpoints.get(progress_key(callback_id)) or {}
-        status = progress.get("status")
+        checkpoints = view.checkpoints
+        status = (checkpoints.get(progress_key(callback_id)) or {}).get("status")
         if status in FINAL:
             return str(status)
-        current = await deps.store.get_contract(callback_id)
+        current = view.contract
         if status is None and (current is None or current.state != "pending"):
             await self._progress(contract, "skipped")
             return "skipped"
-        envelope = await get_envelope(deps.store, callback_id)
+        envelope = view.envelope
         if envelope is None:
             await self._progress(contract, "failed", error="envelope missing")
             return "failed"
@@ -159,13 +172,14 @@ class SessionRunner:
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
         )
-        await self._progress(contract, "running")
+        if status is not None and status != "running":  # resumed after an approval
+            await self._progress(contract, "running")
         own = [] if status is None else await self._own_entries(contract)
         messages = [message for _, message in compaction.apply(own)]
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
-            recalled = await self._recall(contract, backend, checkpoints.get(memory_key))
+            recalled, learned = await self._recall(contract, backend, checkpoints.get(memory_key))
             name, via = choose_model(watcher, deps.service)
             skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
             first = [
@@ -180,6 +194,7 @@ class SessionRunner:
                     {"kind": "model", "model": backend.model, "entry": name, "via": via},
                     *({"kind": "message", "message": message} for message in first),
                 ],
+                {**progress(contract, "running"), **learned},
             )
             messages.extend(entry["message"] for entry in stored[1:])
         try:
@@ -223,16 +238,17 @@ class SessionRunner:
 
     async def _recall(
         self, contract: Contract, backend: ModelBackend, saved: dict[str, Any] | None
-    ) -> str | None:
-        """What the session did about its earlier callbacks (memory.py), for the first user message.
+    ) -> tuple[str | None, dict[str, dict[str, Any]]]:
+        """What the session did about its earlier callbacks (memory.py), for the first user
+        message, and the memory checkpoint to put with the first entries (none when unchanged).
 
         ``saved`` is the session's memory checkpoint (read with the session's other checkpoints).
-        Reads only the transcript entries written since the previous callback's recall, and
-        keeps the updated state for the next one. None for a session's first callback, and for
+        Reads only the transcript entries written since the previous callback's recall; the
+        updated state is kept for the next one. No text for a session's first callback, and for
         the scripted backend, which reads no messages.
         """
         if isinstance(backend, ScriptedBackend):
-            return None
+            return None, {}
         store = self._deps.store
         key = memory.memory_key(contract.session_key)
         state = memory.MemoryState.from_json(saved)
@@ -249,9 +265,8 @@ class SessionRunner:
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
         stored = state.to_json()
-        if stored != before:  # e.g. a session's first callback: nothing learned, nothing to write
-            await store.put_checkpoint(key, stored)
-        return memory.render(state, now)
+        # e.g. a session's first callback: nothing learned, nothing to write
+        return memory.render(state, now), ({key: stored} if stored != before else {})
 
     async def _compact(
         self,
@@ -306,16 +321,21 @@ class SessionRunner:
             if self._tripped(messages):
                 return await self._trip(contract, box, messages)
             if turns >= backend.max_turns:
-                await self.append(contract, {"kind": "status", "status": "maxTurns", "turns": turns})
-                break
+                status = {"kind": "status", "status": "maxTurns", "turns": turns}
+                await self.append_all(contract, [status], progress(contract, "done", turns=turns))
+                return "done"
             messages[:] = await self._compact(contract, backend, messages, tools)
             reply = await self._complete(backend, messages, tools)
             turns += 1
-            stored = await self.append(
-                contract, {"kind": "message", "message": reply.to_message(), "model": reply.model}
-            )
+            message = reply.to_message()
+            # the last reply (no tool calls) and the session's end are one step
+            done = progress(contract, "done", turns=turns) if not message.get("toolCalls") else None
+            entry = {"kind": "message", "message": message, "model": reply.model}
+            [stored] = await self.append_all(contract, [entry], done)
             messages.append(stored["message"])
-        await self._progress(contract, "done", turns=turns)
+            if done is not None:
+                return "done"
+        await self._progress(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
     @staticmethod
@@ -372,17 +392,15 @@ class SessionRunner:
                 self._tool_event(contract, call.name, "needs_approval", ok=False)
                 if paused.policy is not None:
                     await self._record_policy(contract, call, dict(paused.policy))
-                await self.append(
-                    contract,
-                    {
-                        "kind": "status",
-                        "status": "paused",
-                        "approvalId": paused.item_id,
-                        "toolCallId": call.id,
-                        "argv": paused.argv,
-                    },
-                )
-                await self._progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
+                entry = {
+                    "kind": "status",
+                    "status": "paused",
+                    "approvalId": paused.item_id,
+                    "toolCallId": call.id,
+                    "argv": paused.argv,
+                }
+                mark = progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
+                await self.append_all(contract, [entry], mark)
                 return "paused"
             policy = result.get("policy") if isinstance(result.get("policy"), dict) else None
             if policy is not None:
@@ -428,8 +446,8 @@ class SessionRunner:
             error,
             extra={"callbackId": contract.callback_id},
         )
-        await self.append(contract, {"kind": "status", "status": "failed", "error": error})
-        await self._progress(contract, "failed", error=error)
+        entry = {"kind": "status", "status": "failed", "error": error}
+        await self.append_all(contract, [entry], progress(contract, "failed", error=error))
 
 
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:

@@ -65,6 +65,15 @@ class SharedRedis:
     key_prefix: str
 
 
+@dataclass(frozen=True)
+class CallbackView:
+    """``Store.read_callback``'s answer: what a hook session starts from."""
+
+    contract: Contract | None
+    envelope: Envelope | None
+    checkpoints: dict[str, dict[str, Any]]
+
+
 @runtime_checkable
 class Store(Protocol):
     """Durable state of a Sentinel deployment. See the module docstring for shared guarantees."""
@@ -226,9 +235,16 @@ class Store(Protocol):
     # -- hook sessions -------------------------------------------------------------------------
 
     async def append_transcript(
-        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+        self,
+        session_key: str,
+        entries: Sequence[dict[str, Any]],
+        *,
+        at: datetime,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> list[TranscriptEntry]:
-        """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry).
+        """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry),
+        and put ``checkpoints`` (each replacing the one of its key, as ``put_checkpoint``), in
+        one atomic step: a session's progress is recorded with the entries it speaks of.
 
         Concurrent appends to one session never share or skip a number; each call's entries
         stay contiguous. Numbers continue after entries pruned from the transcript's head
@@ -245,6 +261,12 @@ class Store(Protocol):
 
     async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The checkpoints that exist, by session key (keys without one are left out)."""
+
+    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
+        """The callback's contract and envelope (None for an unknown id) and those of
+        ``checkpoint_keys`` that have a checkpoint, by key, read in one round trip: what a hook
+        session reads before it starts (``get_contract``, ``get_envelopes`` and
+        ``get_checkpoints`` in one)."""
 
     # -- inbox ---------------------------------------------------------------------------------
 

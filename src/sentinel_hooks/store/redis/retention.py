@@ -31,9 +31,14 @@ def _lua_list(names: Sequence[str]) -> str:
 
 
 APPEND_TRANSCRIPT = """
--- KEYS: transcript list, its head, sessions | ARGV: session key, at ms, then the entries
--- Returns the seq of the last entry appended.
-local length = redis.call('RPUSH', KEYS[1], unpack(ARGV, 3))
+-- KEYS: transcript list, its head, sessions, then checkpoint keys
+-- ARGV: session key, at ms, number of entries, the entries, then one text per checkpoint key
+-- Puts the checkpoints; returns the seq of the last entry appended (0 when none is).
+for i = 4, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[3 + tonumber(ARGV[3]) + i - 3])
+end
+if tonumber(ARGV[3]) == 0 then return 0 end
+local length = redis.call('RPUSH', KEYS[1], unpack(ARGV, 4, 3 + tonumber(ARGV[3])))
 redis.call('ZADD', KEYS[3], 'GT', ARGV[2], ARGV[1])
 return length + tonumber(redis.call('GET', KEYS[2]) or '0')
 """

@@ -19,7 +19,7 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import SharedRedis
+from sentinel_hooks.store.base import CallbackView, SharedRedis
 from sentinel_hooks.store.paging import (
     check_positive,
     decode_cursor,
@@ -358,19 +358,26 @@ class RedisStore:
     # -- hook sessions -----------------------------------------------------------------------
 
     async def append_transcript(
-        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+        self,
+        session_key: str,
+        entries: Sequence[dict[str, Any]],
+        *,
+        at: datetime,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> list[TranscriptEntry]:
         """See ``Store.append_transcript``.
 
-        One script: RPUSH adds the entries atomically; their seqs follow the list's pruned head
-        (``retention``), and the session's last append moves to ``at``.
+        One script: the checkpoints are SET, RPUSH adds the entries; their seqs follow the
+        list's pruned head (``retention``), and the session's last append moves to ``at``.
         """
         texts = _transcript_texts(entries, at)
-        if not texts:
+        saved = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        if not texts and not saved:
             return []
         k = self.keys
         keys = [k.transcript(session_key), k.transcript_head(session_key), k.sessions]
-        args = [session_key, to_epoch_ms(at), *texts]
+        keys += [k.checkpoint(key) for key, _ in saved]
+        args = [session_key, to_epoch_ms(at), len(texts), *texts, *(text for _, text in saved)]
         last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
         start = int(last) - len(texts) + 1
         return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
@@ -403,6 +410,27 @@ class RedisStore:
             for key, text in zip(keys, texts, strict=True)
             if text is not None
         }
+
+    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
+        """See ``Store.read_callback``: HMGET of the contract's hash and MGET of the checkpoints,
+        pipelined."""
+        keys = list(dict.fromkeys(checkpoint_keys))
+        async with self._db.translated("read callback"), self._db.client.pipeline(transaction=False) as pipe:
+            pipe.hmget(self.keys.contract(callback_id), ["doc", "envelope"])
+            if keys:
+                pipe.mget([self.keys.checkpoint(key) for key in keys])
+            found = await pipe.execute()
+        doc, envelope = found[0]
+        texts = found[1] if keys else []
+        return CallbackView(
+            contract=None if doc is None else codec.load_record(Contract, as_text(doc)),
+            envelope=None if envelope is None else codec.load_envelope(as_text(envelope)),
+            checkpoints={
+                key: codec.loads_dict(as_text(text), what="checkpoint")
+                for key, text in zip(keys, texts, strict=True)
+                if text is not None
+            },
+        )
 
     # -- inbox -------------------------------------------------------------------------------
 

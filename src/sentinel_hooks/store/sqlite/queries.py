@@ -8,6 +8,7 @@ no I/O beyond the connection and never read the clock. Tables: ``schema``.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
@@ -31,7 +32,6 @@ from sentinel_hooks.store.records import (
     DeliveryOutcome,
     InboxItem,
     InboxStatus,
-    TranscriptEntry,
     first_history_entry,
     stored_state,
     to_epoch_ms,
@@ -122,6 +122,16 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
     return rows
 
 
+def read_callback(
+    c: Conn, callback_id: str, keys: Sequence[str]
+) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]]]:
+    """The contract's ``(doc, envelope)`` row (None when unknown) and the ``(key, data)`` rows of
+    the checkpoints of ``keys`` that exist."""
+    found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
+    sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
+    return (None if found is None else (str(found[0]), str(found[1]))), select_in(c, sql, keys)
+
+
 ContractRow = tuple[str, str, str, int, int | None, str, str]
 
 
@@ -184,22 +194,36 @@ _BUMP_SESSION = """INSERT INTO sessions (session_key, last_seq, last_ms) VALUES 
     RETURNING last_seq"""
 
 
+PUT_CHECKPOINT = "INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)"
+
+
 def append_transcript(
-    c: Conn, session_key: str, payloads: list[dict[str, Any]], at: datetime
-) -> list[TranscriptEntry]:
-    """Append ``payloads`` after the session's last seq (kept in ``sessions``, so pruned entries'
-    numbers never come back)."""
-    at_ms = to_epoch_ms(at)
+    c: Conn,
+    session_key: str,
+    payloads: list[str],
+    at: datetime,
+    checkpoints: Sequence[tuple[str, str]] = (),
+) -> range:
+    """Put the ``checkpoints`` (key, JSON text) and append the entries (``payloads``: their
+    JSON text) after the session's last seq (kept in ``sessions``, so pruned entries' numbers
+    never come back); the seqs given. Each row's doc is ``TranscriptEntry``'s JSON, put
+    together here instead of validating and dumping a model per entry."""
+    if checkpoints:
+        c.executemany(PUT_CHECKPOINT, checkpoints)
     if not payloads:
-        return []
+        return range(0)
+    at_ms = to_epoch_ms(at)
     [(last_seq,)] = c.execute(_BUMP_SESSION, (session_key, len(payloads), at_ms)).fetchall()
-    start = int(last_seq) - len(payloads) + 1
-    stored = [TranscriptEntry(seq=start + i, at=at, entry=p) for i, p in enumerate(payloads)]
+    seqs = range(int(last_seq) - len(payloads) + 1, int(last_seq) + 1)
+    at_text = json.dumps(iso(utc_ms(at)))
     c.executemany(
         "INSERT INTO transcripts (session_key, seq, doc) VALUES (?, ?, ?)",
-        [(session_key, e.seq, codec.dump_record(e)) for e in stored],
+        [
+            (session_key, seq, f'{{"seq":{seq},"at":{at_text},"entry":{text}}}')
+            for seq, text in zip(seqs, payloads, strict=True)
+        ],
     )
-    return stored
+    return seqs
 
 
 def create_inbox_item(c: Conn, item: InboxItem, rows: Sequence[DeliveryRow] = ()) -> bool:

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import SharedRedis
+from sentinel_hooks.store.base import CallbackView, SharedRedis
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
@@ -311,12 +311,27 @@ class SqliteStore:
     # -- hook sessions -----------------------------------------------------------------------
 
     async def append_transcript(
-        self, session_key: str, entries: Sequence[dict[str, Any]], *, at: datetime
+        self,
+        session_key: str,
+        entries: Sequence[dict[str, Any]],
+        *,
+        at: datetime,
+        checkpoints: Mapping[str, dict[str, Any]] | None = None,
     ) -> list[TranscriptEntry]:
-        """See ``Store.append_transcript``."""
-        payloads = [codec.dict_arg(e, what="transcript entry") for e in entries]
-        tx = partial(q.append_transcript, session_key=session_key, payloads=payloads, at=at)
-        return await self._db.write("append transcript", tx)
+        """See ``Store.append_transcript`` (one transaction)."""
+        payloads = [codec.dumps(e, what="transcript entry") for e in entries]
+        texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        if not payloads and not texts:
+            return []
+        tx = partial(
+            q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
+        )
+        seqs = await self._db.write("append transcript", tx)
+        at = utc_ms(at)
+        return [
+            TranscriptEntry.model_construct(seq=seq, at=at, entry=codec.loads_dict(text, what="entry"))
+            for seq, text in zip(seqs, payloads, strict=True)
+        ]
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
@@ -331,14 +346,24 @@ class SqliteStore:
     async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
         """See ``Store.put_checkpoint``."""
         text = codec.dumps(data, what=f"checkpoint of {session_key!r}")
-        sql = "INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)"
-        await self._exec("put checkpoint", sql, session_key, text)
+        await self._exec("put checkpoint", q.PUT_CHECKPOINT, session_key, text)
 
     async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """See ``Store.get_checkpoints``."""
         sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
         rows = await self._db.read("checkpoints", partial(q.select_in, sql=sql, ids=session_keys))
         return {key: codec.loads_dict(text, what="checkpoint") for key, text in rows}
+
+    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
+        """See ``Store.read_callback``: two statements in one hop to the worker thread."""
+        found, rows = await self._db.read(
+            "read callback", partial(q.read_callback, callback_id=callback_id, keys=checkpoint_keys)
+        )
+        return CallbackView(
+            contract=None if found is None else codec.load_record(Contract, found[0]),
+            envelope=None if found is None else codec.load_envelope(found[1]),
+            checkpoints={key: codec.loads_dict(text, what="checkpoint") for key, text in rows},
+        )
 
     # -- inbox -------------------------------------------------------------------------------
 
