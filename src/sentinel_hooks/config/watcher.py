@@ -440,17 +440,15 @@ WATCHER_MODELS: dict[str, type[AnyWatcher]] = {
 STRATEGIES = tuple(WATCHER_MODELS)
 
 
-def validate_watcher_data(data: dict[str, Any]) -> AnyWatcher:
-    """``WATCHER_ADAPTER.validate_python(data)``: a watcher, or a ValidationError.
+def watcher_model(data: dict[str, Any]) -> type[AnyWatcher] | None:
+    """The model ``WatcherSpec``'s discriminator picks for ``data``, when its ``strategy`` is
+    text naming one; None otherwise (no strategy, an unknown one, not plain text).
 
-    A ``strategy`` that names a model is validated by that model directly, as the discriminated
-    union would after reading the tag: the same checks and errors (without the union's tag in
-    their locations, which ``config.issues`` leaves out anyway), but only that model's validator
-    is ever built (``sentinel test`` of an http-poll watcher builds no other strategy's). Anything
-    else (no strategy, an unknown one, not plain text) goes through the union, which words it.
+    Validating ``data`` with that model directly is what the union does once it has read the
+    tag: the same checks and errors (without the tag at the head of their locations, so the
+    model, not ``WatcherSpec``, is their root), but only that model's validator is ever built:
+    ``sentinel test`` of an http-poll watcher builds no other strategy's. For None, the union
+    validates and words what is wrong with ``strategy``.
     """
     strategy = data.get("strategy")
-    model = WATCHER_MODELS.get(strategy) if type(strategy) is str else None
-    if model is None:
-        return WATCHER_ADAPTER.validate_python(data)
-    return model.model_validate(data)
+    return WATCHER_MODELS.get(strategy) if type(strategy) is str else None

@@ -201,7 +201,6 @@ ConditionNode = Annotated[
 """A condition or a nested ``any``/``all`` group, as written in a ``conditions`` list."""
 
 
-
 def count_conditions(nodes: Sequence[ConditionNode]) -> int:
     """Number of leaf conditions in ``nodes``, counted inside groups at any depth (groups are not counted)."""
     count = 0
