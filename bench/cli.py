@@ -10,6 +10,14 @@ rusage, ``os.wait4``). ``load_config`` is timed inside a fresh process per run, 
 imports, with ``time.process_time``. The project is generated: N http-poll watcher files with
 three conditions, a messageTemplate and a dedupeKeyTemplate each (every template differs: none
 is shared), a payloadTemplate of ``${…}`` paths, a sentinel.yaml with two targets and a model.
+``load_config`` is also timed on bench/startup.py's project: N one-line watchers in one file.
+
+Children read their bytecode from a cache, as an installed package does (pip writes the
+``.pyc`` files at install): each side gets its own ``PYTHONPYCACHEPREFIX`` in the temporary
+directory, filled by one unrecorded run of every command, and ``PYTHONDONTWRITEBYTECODE`` is
+dropped from their environment. ``--no-bytecode-cache`` keeps the caller's environment instead
+(with ``PYTHONDONTWRITEBYTECODE`` set and no ``__pycache__`` beside the sources, every run then
+compiles the modules it imports).
 """
 
 from __future__ import annotations
@@ -103,6 +111,14 @@ def write_project(root: Path, n: int) -> Path:
     return root / "sentinel.yaml"
 
 
+def write_one_file_project(root: Path, n: int) -> Path:
+    """bench/startup.py's project: ``n`` one-line http-poll watchers in one file; the config's path."""
+    sys.path.insert(0, str(HERE))
+    from watchbench.project import write_project as write_startup_project
+
+    return write_startup_project(root, n=n, port=9, interval_ms=10_000).config_file
+
+
 @dataclass
 class Samples:
     """Wall and CPU seconds of repeated runs of one command on one side."""
@@ -138,13 +154,28 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_child(argv: Sequence[str], *, src: Path | None, cwd: Path) -> tuple[float, float, int, str]:
+@dataclass(frozen=True)
+class Side:
+    """The code one side runs (``src`` on PYTHONPATH) and its bytecode cache (None: the caller's)."""
+
+    src: Path | None
+    pycache: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+        if self.src is not None:
+            env["PYTHONPATH"] = str(self.src)
+        if self.pycache is not None:
+            env.pop("PYTHONDONTWRITEBYTECODE", None)
+            env["PYTHONPYCACHEPREFIX"] = str(self.pycache)
+        return env
+
+
+def run_child(argv: Sequence[str], *, side: Side, cwd: Path) -> tuple[float, float, int, str]:
     """``(wall_s, cpu_s, exit code, output)`` of one child process; its CPU is the growth of
     RUSAGE_CHILDREN while it ran (only this child was waited for meanwhile)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    env = side.env()
     env["COLUMNS"] = "120"
-    if src is not None:
-        env["PYTHONPATH"] = str(src)
     cpu_before = children_cpu_s()
     started = time.perf_counter()
     child = subprocess.run(list(argv), cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -153,39 +184,38 @@ def run_child(argv: Sequence[str], *, src: Path | None, cwd: Path) -> tuple[floa
 
 
 def measure(
-    sides: dict[str, Path | None], commands: dict[str, list[str]], *, runs: int, cwd: Path
+    sides: dict[str, Side], commands: dict[str, list[str]], *, runs: int, cwd: Path
 ) -> dict[str, dict[str, Samples]]:
-    """Every command on every side, ``runs`` times, interleaved so drift hits both sides alike."""
+    """Every command on every side, ``runs`` times, interleaved so drift hits both sides alike
+    (after one unrecorded run of each, which fills the bytecode caches)."""
     found: dict[str, dict[str, Samples]] = {name: {side: Samples() for side in sides} for name in commands}
-    for _ in range(runs):
+    for run in range(runs + 1):
         for name, argv in commands.items():
-            for side, src in sides.items():
-                wall, cpu, code, said = run_child(argv, src=src, cwd=cwd)
+            for side_name, side in sides.items():
+                wall, cpu, code, said = run_child(argv, side=side, cwd=cwd)
                 if code != 0:
-                    raise SystemExit(f"{name} ({side}) exited {code}: {said.strip()[-500:]}")
-                found[name][side].wall.append(wall)
-                found[name][side].cpu.append(cpu)
+                    raise SystemExit(f"{name} ({side_name}) exited {code}: {said.strip()[-500:]}")
+                if run > 0:
+                    found[name][side_name].wall.append(wall)
+                    found[name][side_name].cpu.append(cpu)
     return found
 
 
-def measure_load(sides: dict[str, Path | None], config: Path, *, runs: int) -> dict[str, Samples]:
+def measure_load(sides: dict[str, Side], config: Path, *, runs: int) -> dict[str, Samples]:
     """``load_config`` of ``config`` in a fresh process per run (imports excluded)."""
     found = {side: Samples() for side in sides}
     for _ in range(runs):
-        for side, src in sides.items():
-            env = dict(os.environ)
-            if src is not None:
-                env["PYTHONPATH"] = str(src)
+        for side_name, side in sides.items():
             result = subprocess.run(
                 [sys.executable, "-c", LOAD_SCRIPT, str(config)],
-                env=env,
+                env=side.env(),
                 capture_output=True,
                 text=True,
                 check=True,
             )
             answer = json.loads(result.stdout.strip().splitlines()[-1])
-            found[side].wall.append(answer["wall_s"])
-            found[side].cpu.append(answer["cpu_s"])
+            found[side_name].wall.append(answer["wall_s"])
+            found[side_name].cpu.append(answer["cpu_s"])
     return found
 
 
@@ -212,6 +242,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="src of the 'before' side (skipped if absent)",
     )
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="children use the caller's environment as it is (no bytecode cache of their own)",
+    )
     return parser.parse_args(argv)
 
 
@@ -221,13 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     runs = args.runs or (3 if args.quick else 7)
     load_sizes = args.load_sizes or ([1000] if args.quick else [1000, 10000])
     load_runs = args.load_runs or (1 if args.quick else 3)
-    sides: dict[str, Path | None] = {}
-    if args.before.is_dir() and args.before.resolve() != AFTER_SRC.resolve():
-        sides["before"] = args.before
-    sides["after"] = AFTER_SRC
     load_at_start = loadavg()
     with tempfile.TemporaryDirectory(prefix="sentinel-cli-bench-") as tmp:
         root = Path(tmp)
+        cached = not args.no_bytecode_cache
+        sides: dict[str, Side] = {}
+        if args.before.is_dir() and args.before.resolve() != AFTER_SRC.resolve():
+            sides["before"] = Side(args.before, root / "pycache-before" if cached else None)
+        sides["after"] = Side(AFTER_SRC, root / "pycache-after" if cached else None)
         config = write_project(root / "project", files)
         cli = sentinel_command()
         commands = {
@@ -237,12 +273,15 @@ def main(argv: list[str] | None = None) -> int:
             f"sentinel test {TESTED}": [*cli, "test", TESTED, "-c", str(config), "--payload", PAYLOAD],
         }
         found = measure(sides, commands, runs=runs, cwd=root)
-        loads: dict[int, dict[str, Samples]] = {}
+        loads: dict[str, dict[str, Samples]] = {}
         for size in load_sizes:
             big = write_project(root / f"load{size}", size)
-            loads[size] = measure_load(sides, big, runs=load_runs)
+            loads[f"{size:,} watcher files"] = measure_load(sides, big, runs=load_runs)
+            one = write_one_file_project(root / f"one{size}", size)
+            loads[f"{size:,} one-line watchers in one file"] = measure_load(sides, one, runs=load_runs)
     load_at_end = loadavg()
     summary = summarize(found, loads, files=files, load=(load_at_start, load_at_end))
+    summary["bytecode_cache"] = cached
     if not args.quick and not args.no_write:
         write_results(RESULTS, section(summary, runs=runs, load_runs=load_runs, argv=argv))
     print(json.dumps(summary), flush=True)
@@ -251,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def summarize(
     found: dict[str, dict[str, Samples]],
-    loads: dict[int, dict[str, Samples]],
+    loads: dict[str, dict[str, Samples]],
     *,
     files: int,
     load: tuple[str, str],
@@ -259,7 +298,7 @@ def summarize(
     """The numbers as one JSON-able dict, with the verdict on each target."""
     commands = {name: {side: s.stats() for side, s in by_side.items()} for name, by_side in found.items()}
     load_config = {
-        str(size): {side: s.stats() for side, s in by_side.items()} for size, by_side in loads.items()
+        shape: {side: s.stats() for side, s in by_side.items()} for shape, by_side in loads.items()
     }
     names = list(found)
     targets = {
@@ -309,10 +348,10 @@ def section(summary: dict[str, Any], *, runs: int, load_runs: int, argv: list[st
             before = by_side.get("before") if side == "after" else None
             rows.append(_row(name, side, stats, before))
     load_rows = list(header)
-    for size, by_side in summary["load_config"].items():
+    for shape, by_side in summary["load_config"].items():
         for side, stats in by_side.items():
             before = by_side.get("before") if side == "after" else None
-            load_rows.append(_row(f"load_config, {int(size):,} watcher files", side, stats, before))
+            load_rows.append(_row(f"load_config, {shape}", side, stats, before))
     word = {True: "met", False: "**NOT met**"}
     names = list(summary["commands"])
     after = {name: summary["commands"][name]["after"] for name in names}
@@ -336,7 +375,14 @@ def section(summary: dict[str, Any], *, runs: int, load_runs: int, argv: list[st
             "## CLI and config loading (`bench/cli.py`)",
             f"Measured {now} on {machine()}; load average {summary['loadavg_start']} at the start, "
             f"{summary['loadavg_end']} at the end (2 cores, shared with other work: wall times are "
-            f"noisy, CPU times less so). {runs} runs per command and side, {load_runs} per load size.",
+            f"noisy, CPU times less so). {runs} runs per command and side, {load_runs} per load size. "
+            + (
+                "Both sides read cached bytecode, as an installed package does (one unrecorded run "
+                "of each command fills each side's cache first)."
+                if summary.get("bytecode_cache")
+                else "Run with --no-bytecode-cache: the children compiled what they import when "
+                "PYTHONDONTWRITEBYTECODE was set."
+            ),
             "\n".join(rows),
             "`load_config` in a fresh process, imports excluded:",
             "\n".join(load_rows),

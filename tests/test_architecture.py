@@ -18,7 +18,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "sentinel_hooks"
 
 FLOORS: list[set[str]] = [
-    {"errors", "clock", "canonical", "hardening", "metrics", "background"},  # ground: no Sentinel imports
+    # ground: no Sentinel imports
+    {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap"},
     {"core"},  # pure shared logic: paths, operators, conditions, envelope, templates, the EVM ABI, backoff
     {"config"},  # sentinel.yaml, watcher and skill files, validated
     {"store", "process_runner", "net", "logs", "events"},  # durable state and the ways out

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from datetime import UTC, datetime, timedelta
@@ -24,6 +23,8 @@ class SystemClock:
         return datetime.now(UTC)
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio  # here: the CLI's commands that only read the time need no event loop
+
         await asyncio.sleep(seconds)
 
 
@@ -40,6 +41,8 @@ class FakeClock:
         self._now += timedelta(seconds=seconds)
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio
+
         self.advance(seconds)
         await asyncio.sleep(0)
 

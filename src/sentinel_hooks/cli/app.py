@@ -159,6 +159,15 @@ def test_watcher(
     watcher: str, config: str | None, payload: str | None, previous: str | None, as_json: bool
 ) -> None:
     """Dry run: evaluate one watcher against a sample payload; nothing is sent."""
+    from sentinel_hooks.heap import collection_paused
+
+    with collection_paused():  # imports and one watcher's load: long-lived objects, no garbage
+        _test_watcher(watcher, config, payload, previous, as_json)
+
+
+def _test_watcher(
+    watcher: str, config: str | None, payload: str | None, previous: str | None, as_json: bool
+) -> None:
     from sentinel_hooks.cli.watcher_arg import resolve_watcher
     from sentinel_hooks.clock import SystemClock
     from sentinel_hooks.core.paths import MISSING

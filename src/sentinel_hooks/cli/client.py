@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import SentinelError
+
+if TYPE_CHECKING:  # urllib.error loads tempfile, shutil, bz2 and lzma: not for commands that send nothing
+    import urllib.error
 
 DEFAULT_URL = "http://127.0.0.1:8765"
 
@@ -67,6 +69,8 @@ class Client:
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
         """Send a request; the decoded JSON answer (None for 204)."""
+        import urllib.error
+
         try:
             return self._send(method, path, body)[1]
         except urllib.error.HTTPError as exc:
@@ -75,6 +79,8 @@ class Client:
     def answer(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """Send a request; the status and decoded JSON answer, error answers included (the MCP
         tools hand the API's error JSON to the agent as it is)."""
+        import urllib.error
+
         try:
             return self._send(method, path, body)
         except urllib.error.HTTPError as exc:
@@ -85,6 +91,7 @@ class Client:
                 return exc.code, _error_json(exc.code, raw.decode(errors="replace")[:200] or exc.reason)
 
     def _send(self, method: str, path: str, body: Any) -> tuple[int, Any]:
+        import urllib.error
         import urllib.request  # http.client, email, ssl: not loaded for commands that send nothing
 
         data = None if body is None else json.dumps(body).encode()

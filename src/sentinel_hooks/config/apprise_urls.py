@@ -23,7 +23,6 @@ and query values except the hosts it reaches (a ntfy topic or a webhook path let
 
 from __future__ import annotations
 
-import logging
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -150,6 +149,8 @@ def quiet_apprise_logs() -> None:
 
     Apprise still captures each call's lines for its result, where the ``apprise`` target reads
     them, redacted, into its error texts. Idempotent."""
+    import logging  # here: loading a config (sentinel test, validate) needs no logging
+
     logger = logging.getLogger("apprise")
     if not logger.propagate:
         return

@@ -24,6 +24,10 @@ class Spec(BaseModel):
     (``strict``): ``"2000"`` is not a number and ``"no"`` or ``1`` not a boolean. The one
     exception is a whole ``${env:…}`` value, which the environment can only give as text:
     it is read as the number or boolean its key expects (``intervalMs: ${env:EVERY}``).
+
+    Validators are built when first used (``defer_build``): importing the config models costs
+    no schema build, a command builds only what it validates (``sentinel test``: sentinel.yaml's
+    model and one strategy's), and a model nested in another is built as part of it only.
     """
 
     model_config = ConfigDict(
@@ -34,6 +38,7 @@ class Spec(BaseModel):
         validate_by_alias=True,
         validate_by_name=False,
         serialize_by_alias=True,
+        defer_build=True,  # a model's validator is built at its first use, not at import
     )
 
     @model_validator(mode="before")

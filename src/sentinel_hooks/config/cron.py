@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
-
 
 def check_cron(value: str) -> str:
     """``value`` when it is a cron expression of 5 fields (or 6, seconds first); ValueError otherwise."""
@@ -16,6 +14,10 @@ def check_cron(value: str) -> str:
             f"cron schedule {value!r} has {len(fields)} fields; write 5 "
             "(minute hour day month weekday) or 6 (seconds first)"
         )
+    # croniter costs ~10 ms to import and runs `file` on the interpreter (platform.architecture):
+    # only projects with a cron schedule pay for it
+    from croniter import croniter
+
     if not croniter.is_valid(value, second_at_beginning=len(fields) == 6):
         raise ValueError(f"cron schedule {value!r} is not valid (e.g. '*/5 * * * *')")
     return value

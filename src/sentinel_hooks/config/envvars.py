@@ -62,7 +62,14 @@ class Interpolation:
 
 
 def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
-    """Replace env references in every string value (keys are left alone)."""
+    """Replace env references in every string value (keys are left alone).
+
+    A document without any reference comes back as it is (not copied). ``repr`` tells at C
+    speed: it writes ``${env:`` as is wherever a string holds it (none of those characters is
+    ever escaped), so its absence means there is nothing to replace.
+    """
+    if "${env:" not in repr(data):
+        return Interpolation(data=data)
     result = Interpolation(data=None)
     result.data = _walk(data, (), environ, result)
     return result

@@ -22,9 +22,10 @@ from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
-from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec, watcher_model
 from sentinel_hooks.config.yamlfile import LineMap, Loc, YamlDocument, display_path, read_yaml
 from sentinel_hooks.errors import ConfigError, ConfigIssue
+from sentinel_hooks.heap import collection_paused
 
 __all__ = ["DEFAULT_CONFIG", "config_path"]  # re-exported: callers import them from here too
 
@@ -130,15 +131,16 @@ def validate_watcher(
     if not isinstance(data, dict):
         where = lines.line_of(prefix)
         return None, [ConfigIssue(display, where, format_loc(prefix), "a watcher must be a mapping of keys")]
+    model = watcher_model(data)
     try:
-        watcher = WATCHER_ADAPTER.validate_python(data)
+        watcher = WATCHER_ADAPTER.validate_python(data) if model is None else model.model_validate(data)
     except ValidationError as exc:
         issues = validation_issues(
             exc,
             display=display,
             data=data,
             lines=lines.sub(prefix) if prefix else lines,
-            root=WatcherSpec,
+            root=WatcherSpec if model is None else model,
             prefix=(),
         )
         return None, [_reprefix(issue, prefix, lines) for issue in issues]
@@ -211,11 +213,13 @@ def watcher_files(directory: Path) -> list[Path]:
     """The watcher files of a directory, in name order (hidden files skipped)."""
     if not directory.is_dir():
         return []
-    return sorted(
-        p
-        for p in directory.iterdir()
-        if p.is_file() and p.suffix in WATCHER_SUFFIXES and not p.name.startswith(".")
-    )
+    with os.scandir(directory) as entries:  # one directory read; is_file() needs no stat per file
+        names = sorted(
+            entry.name
+            for entry in entries
+            if entry.name.endswith(WATCHER_SUFFIXES) and not entry.name.startswith(".") and entry.is_file()
+        )
+    return [directory / name for name in names]
 
 
 def _load_base(
@@ -246,8 +250,17 @@ def _config_error(collector: IssueCollector) -> ConfigError:
 
 
 def load_config(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Load and validate a whole project; raise ConfigError listing every problem."""
-    env = os.environ if environ is None else environ
+    """Load and validate a whole project; raise ConfigError listing every problem.
+
+    The garbage collector is paused meanwhile (``heap.collection_paused``): what a load makes
+    lives on or is freed by reference counting, and the collections would walk every watcher
+    loaded so far (10,000 one-line watchers: 1.8 s with them, 0.9 s without).
+    """
+    with collection_paused():
+        return _load_config(path, os.environ if environ is None else environ)
+
+
+def _load_config(path: Path, env: Mapping[str, str]) -> LoadedConfig:
     collector = IssueCollector()
     path = path.absolute()
     base_dir = path.parent
@@ -319,13 +332,15 @@ def load_one_watcher(
     if collector.issues or service is None:
         raise _config_error(collector)
     found: list[LoadedWatcher] = []
+    needle = watcher_id.encode("utf-8", "surrogatepass")  # a lone surrogate matches no valid file
     for file in watcher_files(watchers_dir):
         try:
-            text = file.read_text(encoding="utf-8")
+            content = file.read_bytes()
+            if needle not in content:  # UTF-8 bytes contain the id's bytes where the text contains it
+                continue
+            content.decode("utf-8")
         except (OSError, UnicodeDecodeError):
             continue  # load_config reports it, if the watcher is not found elsewhere
-        if watcher_id not in text:
-            continue
         loaded = load_watcher_file(
             file, environ=env, service=service, skills=skills, base_dir=path.parent, collector=collector
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, Field, SecretStr, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, field_validator, model_validator
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.cron import check_cron, check_timezone
@@ -424,15 +424,31 @@ AnyWatcher = (
     | CommandWatcher
     | EvmCallWatcher
 )
-WATCHER_ADAPTER: TypeAdapter[AnyWatcher] = TypeAdapter(WatcherSpec)
-STRATEGIES = (
-    "http-poll",
-    "http-long-poll",
-    "sse",
-    "websocket",
-    "redis-pubsub",
-    "redis-stream",
-    "webhook",
-    "command",
-    "evm-call",
-)
+WATCHER_ADAPTER: TypeAdapter[AnyWatcher] = TypeAdapter(WatcherSpec, config=ConfigDict(defer_build=True))
+WATCHER_MODELS: dict[str, type[AnyWatcher]] = {
+    "http-poll": HttpPollWatcher,
+    "http-long-poll": HttpLongPollWatcher,
+    "sse": SseWatcher,
+    "websocket": WebSocketWatcher,
+    "redis-pubsub": RedisPubSubWatcher,
+    "redis-stream": RedisStreamWatcher,
+    "webhook": WebhookWatcher,
+    "command": CommandWatcher,
+    "evm-call": EvmCallWatcher,
+}
+"""The model of each ``strategy``, as ``WatcherSpec``'s discriminator picks it."""
+STRATEGIES = tuple(WATCHER_MODELS)
+
+
+def watcher_model(data: dict[str, Any]) -> type[AnyWatcher] | None:
+    """The model ``WatcherSpec``'s discriminator picks for ``data``, when its ``strategy`` is
+    text naming one; None otherwise (no strategy, an unknown one, not plain text).
+
+    Validating ``data`` with that model directly is what the union does once it has read the
+    tag: the same checks and errors (without the tag at the head of their locations, so the
+    model, not ``WatcherSpec``, is their root), but only that model's validator is ever built:
+    ``sentinel test`` of an http-poll watcher builds no other strategy's. For None, the union
+    validates and words what is wrong with ``strategy``.
+    """
+    strategy = data.get("strategy")
+    return WATCHER_MODELS.get(strategy) if type(strategy) is str else None

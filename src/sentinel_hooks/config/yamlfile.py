@@ -12,6 +12,7 @@ is imported only when it is needed.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -197,8 +198,9 @@ def read_yaml(path: Path, *, display: str) -> YamlDocument:
 
 def display_path(path: Path) -> str:
     """``path`` relative to the working directory when it lies below it, else absolute."""
-    absolute = path.absolute()
-    try:
-        return str(absolute.relative_to(Path.cwd()))
-    except ValueError:
-        return str(absolute)
+    absolute = str(path.absolute())
+    cwd = os.getcwd()
+    if absolute == cwd:
+        return "."
+    below = cwd if cwd.endswith(os.sep) else cwd + os.sep  # the root directory ends with one
+    return absolute[len(below) :] if absolute.startswith(below) else absolute

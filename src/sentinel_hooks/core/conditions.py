@@ -70,7 +70,13 @@ _VALUELESS: Final = frozenset({"exists", "absent", "changed"})
 _NUMERIC: Final = frozenset({"gt", "gte", "lt", "lte"})
 _LIST_VALUED: Final = frozenset({"in", "notIn"})
 _STRING_VALUED: Final = frozenset({"matches", "startsWith", "endsWith"})
-_MODEL_CONFIG: Final = ConfigDict(frozen=True, extra="forbid", strict=True, populate_by_name=True)
+_MODEL_CONFIG: Final = ConfigDict(
+    frozen=True,
+    extra="forbid",
+    strict=True,
+    populate_by_name=True,
+    defer_build=True,  # built with the watcher model that holds them (ConditionNode is resolved then)
+)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -193,9 +199,6 @@ ConditionNode = Annotated[
     Discriminator(_node_tag),
 ]
 """A condition or a nested ``any``/``all`` group, as written in a ``conditions`` list."""
-
-AnyGroup.model_rebuild()
-AllGroup.model_rebuild()
 
 
 def count_conditions(nodes: Sequence[ConditionNode]) -> int:

@@ -31,6 +31,7 @@ class EnvelopePart(BaseModel):
         validate_by_name=True,
         serialize_by_alias=True,
         frozen=True,
+        defer_build=True,  # validators built at first use: `sentinel test` and --help need none
     )
 
 
