@@ -82,25 +82,36 @@ class WatcherSeriesCollector:
 
     def text(self) -> str:
         """Both families in the Prometheus text format, as ``generate_latest`` writes them."""
+        return "".join(self.text_parts())
+
+    def text_parts(self, per_part: int = 2_000) -> Iterator[str]:
+        """``text`` in pieces of at most ``per_part`` lines, from one copy of the series taken
+        when the iteration starts (a caller on the event loop may yield between pieces)."""
         items = list(self._series.copy().items())
         labels = [f'{{watcher="{_label_value(watcher_id)}"}} ' for watcher_id, _ in items]
-        lines = [
-            f"# HELP sentinel_polls_total {POLLS_HELP}\n",
-            "# TYPE sentinel_polls_total counter\n",
-        ]
-        lines += [
-            f"sentinel_polls_total{label}{_number(series.polls)}\n"
-            for label, (_, series) in zip(labels, items, strict=True)
-        ]
-        lines += [
-            f"# HELP sentinel_watcher_poll_lag_seconds {LAST_LAG_HELP}\n",
-            "# TYPE sentinel_watcher_poll_lag_seconds gauge\n",
-        ]
-        lines += [
-            f"sentinel_watcher_poll_lag_seconds{label}{_number(series.last_lag)}\n"
-            for label, (_, series) in zip(labels, items, strict=True)
-        ]
-        return "".join(lines)
+        yield f"# HELP sentinel_polls_total {POLLS_HELP}\n# TYPE sentinel_polls_total counter\n"
+        for begin in range(0, len(items), per_part):
+            yield "".join(
+                [
+                    f"sentinel_polls_total{label}{_number(series.polls)}\n"
+                    for label, (_, series) in zip(
+                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
+                    )
+                ]
+            )
+        yield (
+            f"# HELP sentinel_watcher_poll_lag_seconds {LAST_LAG_HELP}\n"
+            "# TYPE sentinel_watcher_poll_lag_seconds gauge\n"
+        )
+        for begin in range(0, len(items), per_part):
+            yield "".join(
+                [
+                    f"sentinel_watcher_poll_lag_seconds{label}{_number(series.last_lag)}\n"
+                    for label, (_, series) in zip(
+                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
+                    )
+                ]
+            )
 
 
 def _label_value(value: str) -> str:
@@ -228,4 +239,12 @@ class Metrics:
 
     def render(self) -> bytes:
         """The registry in Prometheus text format (``generate_latest(self.registry)``, faster)."""
-        return self._watcher_collector.text().encode() + bytes(generate_latest(self._core))
+        return self._watcher_collector.text().encode() + self.render_families()
+
+    def watcher_text_parts(self, per_part: int = 2_000) -> Iterator[str]:
+        """The first part of ``render``: the per-watcher series, in pieces (``text_parts``)."""
+        return self._watcher_collector.text_parts(per_part)
+
+    def render_families(self) -> bytes:
+        """The rest of ``render``: every family but the per-watcher series."""
+        return bytes(generate_latest(self._core))

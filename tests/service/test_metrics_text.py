@@ -28,3 +28,15 @@ def test_render_is_generate_latest_of_the_whole_registry() -> None:
     metrics.forget("w4")
     assert generate_latest(metrics.registry) == metrics.render()
     assert 1.0 == metrics.registry.get_sample_value("sentinel_poll_errors_total", {"watcher": "w1"})
+
+
+def test_the_pieces_of_the_watcher_series_make_the_whole_text() -> None:
+    """What /metrics writes between polls (``watcher_text_parts``, then ``render_families``) is
+    ``render``'s text, whatever the size of a piece."""
+    metrics = Metrics()
+    for i in range(7):
+        metrics.watcher_series(f"w{i}").polls = i
+    metrics.fires.labels("w1", "match").inc()
+    for per_part in (1, 3, 7, 100):
+        pieces = "".join(metrics.watcher_text_parts(per_part)).encode() + metrics.render_families()
+        assert metrics.render() == pieces
