@@ -8,6 +8,11 @@ The two series every polled watcher has (``sentinel_polls_total`` and
 scrape time by one collector: a ``prometheus_client`` child per watcher and family (an object,
 a lock and a dict entry each) cost about 1 KiB per watcher. The rarer per-watcher series
 (errors, fires, reconnects) are ordinary labelled children, created on first use.
+
+``Metrics.render`` writes those two families' text itself (one formatted line per watcher)
+and the rest through ``prometheus_client``: the generic path builds a sample object per line
+and took about 1 s of CPU per scrape at 100,000 watchers, holding the interpreter lock against
+the event loop meanwhile. The text is the same as ``generate_latest(metrics.registry)``'s.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.utils import floatToGoString
 
 # No ``*_created`` sample per counter child: with a series per watcher they doubled the size (and
 # the rendering time) of every scrape, for a start time nobody graphs.
@@ -74,6 +80,56 @@ class WatcherSeriesCollector:
             GaugeMetricFamily("sentinel_watcher_poll_lag_seconds", LAST_LAG_HELP, labels=["watcher"]),
         )
 
+    def text(self) -> str:
+        """Both families in the Prometheus text format, as ``generate_latest`` writes them."""
+        return "".join(self.text_parts())
+
+    def text_parts(self, per_part: int = 2_000) -> Iterator[str]:
+        """``text`` in pieces of at most ``per_part`` lines, from one copy of the series taken
+        when the iteration starts (a caller on the event loop may yield between pieces)."""
+        items = list(self._series.copy().items())
+        labels = [f'{{watcher="{_label_value(watcher_id)}"}} ' for watcher_id, _ in items]
+        yield f"# HELP sentinel_polls_total {POLLS_HELP}\n# TYPE sentinel_polls_total counter\n"
+        for begin in range(0, len(items), per_part):
+            yield "".join(
+                [
+                    f"sentinel_polls_total{label}{_number(series.polls)}\n"
+                    for label, (_, series) in zip(
+                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
+                    )
+                ]
+            )
+        yield (
+            f"# HELP sentinel_watcher_poll_lag_seconds {LAST_LAG_HELP}\n"
+            "# TYPE sentinel_watcher_poll_lag_seconds gauge\n"
+        )
+        for begin in range(0, len(items), per_part):
+            yield "".join(
+                [
+                    f"sentinel_watcher_poll_lag_seconds{label}{_number(series.last_lag)}\n"
+                    for label, (_, series) in zip(
+                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
+                    )
+                ]
+            )
+
+
+def _label_value(value: str) -> str:
+    """A label value escaped as the text format wants (watcher ids never need it)."""
+    if "\\" in value or "\n" in value or '"' in value:
+        return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+    return value
+
+
+def _number(value: float) -> str:
+    """``floatToGoString``, without its function calls for the usual small numbers."""
+    if value.__class__ is int and 0 <= value < 1_000_000:
+        return f"{value}.0"
+    if value.__class__ is float and 0.0 <= value < 1e6:
+        return repr(value)
+    text: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return text
+
 
 class Metrics:
     """The service's metric families."""
@@ -81,10 +137,12 @@ class Metrics:
     content_type = CONTENT_TYPE_LATEST
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = CollectorRegistry(auto_describe=True)  # everything (what render() writes)
         self._watcher_series: dict[str, WatcherSeries] = {}
-        r.register(WatcherSeriesCollector(self._watcher_series))
+        self._watcher_collector = WatcherSeriesCollector(self._watcher_series)
+        self.registry.register(self._watcher_collector)
+        self._core = CollectorRegistry(auto_describe=True)  # all but the per-watcher series
+        r = self._core
         self.poll_errors = Counter(
             "sentinel_poll_errors", "Failed observation attempts, by watcher", ["watcher"], registry=r
         )
@@ -158,6 +216,7 @@ class Metrics:
         self.pruned = Counter(
             "sentinel_pruned", "Records deleted by retention, by kind", ["kind"], registry=r
         )
+        self.registry.register(self._core)
 
     def watcher_series(self, watcher_id: str) -> WatcherSeries:
         """The watcher's polls counter and last-lag gauge (exported from now on, at 0)."""
@@ -179,5 +238,13 @@ class Metrics:
                 family.remove(watcher_id)
 
     def render(self) -> bytes:
-        """The registry in Prometheus text format."""
-        return bytes(generate_latest(self.registry))
+        """The registry in Prometheus text format (``generate_latest(self.registry)``, faster)."""
+        return self._watcher_collector.text().encode() + self.render_families()
+
+    def watcher_text_parts(self, per_part: int = 2_000) -> Iterator[str]:
+        """The first part of ``render``: the per-watcher series, in pieces (``text_parts``)."""
+        return self._watcher_collector.text_parts(per_part)
+
+    def render_families(self) -> bytes:
+        """The rest of ``render``: every family but the per-watcher series."""
+        return bytes(generate_latest(self._core))

@@ -11,6 +11,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, Scheduled
 from sentinel_hooks.watchers.schedule import (
     LoopScheduler,
+    PollJobStore,
     add_poll_job,
     first_run,
     phase,
@@ -156,3 +157,55 @@ def test_start_order_puts_interval_watchers_at_their_first_run_and_others_first(
     assert (first_run("p", INTERVAL, BASE), BASE, BASE) == tuple(
         start_order(w, BASE) for w in (poll, cron, hook)
     )
+
+
+def test_the_poll_job_store_keeps_jobs_in_run_order_through_updates_and_removals() -> None:
+    """``PollJobStore`` (a heap with stale entries) answers as ``MemoryJobStore`` would: the due
+    jobs in run order, each once, none that was removed, the next run after a move."""
+    store = PollJobStore()
+    scheduler = LoopScheduler(timezone=UTC)
+
+    async def poll() -> None:
+        return None
+
+    jobs = {}
+    for i in range(50):
+        trigger = IntervalTrigger(seconds=10, start_date=BASE + timedelta(seconds=i), timezone="UTC")
+        jobs[i] = add_poll_job(scheduler, f"j{i}", poll, trigger, BASE)
+        store.add_job(jobs[i])
+    for i in range(0, 50, 5):  # moved later, several times: each leaves stale heap entries
+        for step in range(3):
+            jobs[i].next_run_time = BASE + timedelta(seconds=100 + i + step)
+            store.update_job(jobs[i])
+    store.remove_job("j1")
+    assert [j.id for j in store.get_all_jobs()][:3] == ["j2", "j3", "j4"]
+    assert BASE + timedelta(seconds=2) == store.get_next_run_time()
+    due = store.pop_due((BASE + timedelta(seconds=20)).timestamp())
+    expected = [f"j{i}" for i in range(2, 21) if i % 5]
+    assert expected == [j.id for j in due]
+    assert [] == store.pop_due((BASE + timedelta(seconds=20)).timestamp())  # taken: put back by the caller
+    assert BASE + timedelta(seconds=21) == store.get_next_run_time()
+    assert 49 == len(store.get_all_jobs())
+    assert store.lookup_job("j1") is None
+    assert store.lookup_job("j0") is jobs[0]
+
+
+async def test_missed_runs_of_an_interval_job_are_coalesced_into_one_on_its_phase() -> None:
+    """A job whose runs fell due several times while the loop was held runs once, and its next
+    run is the first instant of its phase after now (as APScheduler's coalescing would)."""
+    scheduler = LoopScheduler(timezone=UTC)
+    runs: list[datetime] = []
+
+    async def poll() -> None:
+        runs.append(datetime.now(UTC))
+
+    start = datetime.now(UTC) - timedelta(seconds=0.35)
+    trigger = IntervalTrigger(seconds=0.1, start_date=start, timezone="UTC")
+    job = add_poll_job(scheduler, "late", poll, trigger, start)
+    scheduler.start()
+    try:
+        await wait_for(lambda: len(runs) == 1, what="one run for the missed ones")
+        assert job.next_run_time > runs[0] - timedelta(milliseconds=100)
+        assert (job.next_run_time - start) % timedelta(seconds=0.1) == timedelta(0)
+    finally:
+        scheduler.shutdown(wait=False)

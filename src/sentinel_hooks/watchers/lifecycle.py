@@ -59,6 +59,9 @@ class Decision:
     resolved_after_s: float | None = None
 
 
+_NOTHING = Decision()  # the usual answer (no match, not firing): one shared frozen instance
+
+
 def step(
     state: FiringState,
     matched: bool,
@@ -71,7 +74,7 @@ def step(
     """Advance the lifecycle by one observation."""
     if not matched:
         if not state.firing:
-            return Decision(), state
+            return _NOTHING, state
         duration = (now - state.fired_at).total_seconds() if state.fired_at else None
         return Decision(resolved=notify_resolved, resolved_after_s=duration), FiringState()
     if mode == "level" or not state.firing:
@@ -81,7 +84,7 @@ def step(
     last = state.last_fire_at
     if repeat_interval_ms is not None and last is not None and to_ms(now) - to_ms(last) >= repeat_interval_ms:
         return Decision(fire=True, repeat=True), FiringState(True, state.fired_at, now, state.callback_id)
-    return Decision(), state
+    return _NOTHING, state
 
 
 def format_duration(seconds: float) -> str:

@@ -245,7 +245,7 @@ class FiringPipeline:
             repeat_interval_ms=watcher.fire.repeat_interval_ms,
             notify_resolved=watcher.fire.notify_resolved,
         )
-        return matched, decision, state.evolve(firing=firing)
+        return matched, decision, state if firing is state.firing else state.evolve(firing=firing)
 
     async def _resolved(
         self, watcher: AnyWatcher, decision: Decision, episode: EpisodeDecision, fired: str | None

@@ -15,15 +15,20 @@ APScheduler's per-job validation, which costs more than the rest of starting a w
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import heapq
+import itertools
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
 from apscheduler.job import Job
+from apscheduler.jobstores.base import BaseJobStore, ConflictingIdError, JobLookupError
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.schedulers.base import STATE_STOPPED, BaseScheduler
+from apscheduler.schedulers.base import STATE_PAUSED, STATE_STOPPED, TIMEOUT_MAX, BaseScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from croniter import croniter
@@ -60,15 +65,119 @@ class CronTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 ships no 
         return f"cron[{self.expression} {self.timezone.key}]"
 
 
+class PollJobStore(BaseJobStore):  # type: ignore[misc]  # APScheduler 3 ships no type hints
+    """The jobs of one scheduler in memory, ordered by next run in a heap.
+
+    ``MemoryJobStore`` keeps a sorted list: moving a job that just ran to its next run deletes
+    it near the front and shifts every other entry (~30 µs per run with 100,000 jobs). Here a
+    run pushes one heap entry (O(log n)); the entry a job leaves behind is recognised as stale
+    (its sequence number is not the job's current one) and dropped when it reaches the top.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._jobs: dict[str, Job] = {}
+        self._heap: list[tuple[float, int, str]] = []  # (next run as a timestamp, seq, job id)
+        self._live: dict[str, int] = {}  # job id -> seq of its current heap entry (none when paused)
+        self._seq = itertools.count()
+
+    def lookup_job(self, job_id: str) -> Job | None:
+        return self._jobs.get(job_id)
+
+    def get_due_jobs(self, now: datetime) -> list[Job]:
+        at = now.timestamp()
+        jobs = self.get_all_jobs()
+        return [job for job in jobs if job.next_run_time is not None and job.next_run_time.timestamp() <= at]
+
+    def pop_due(self, at: float) -> list[Job]:
+        """The jobs due at ``at`` (a timestamp), taken off the heap in run order: the caller
+        puts each back with ``update_job`` or removes it."""
+        heap, live, due = self._heap, self._live, []
+        while heap and heap[0][0] <= at:
+            _, seq, job_id = heapq.heappop(heap)
+            if live.get(job_id) == seq:
+                del live[job_id]
+                due.append(self._jobs[job_id])
+        return due
+
+    def get_next_run_time(self) -> datetime | None:
+        heap, live = self._heap, self._live
+        while heap:
+            _, seq, job_id = heap[0]
+            if live.get(job_id) == seq:
+                at: datetime = self._jobs[job_id].next_run_time
+                return at
+            heapq.heappop(heap)
+        return None
+
+    def get_all_jobs(self) -> list[Job]:
+        def order(job: Job) -> float:
+            return float("inf") if job.next_run_time is None else float(job.next_run_time.timestamp())
+
+        return sorted(self._jobs.values(), key=order)
+
+    def add_job(self, job: Job) -> None:
+        if job.id in self._jobs:
+            raise ConflictingIdError(job.id)
+        self._jobs[job.id] = job
+        self._push(job)
+
+    def update_job(self, job: Job) -> None:
+        if job.id not in self._jobs:
+            raise JobLookupError(job.id)
+        self._jobs[job.id] = job
+        self._push(job)
+
+    def remove_job(self, job_id: str) -> None:
+        if self._jobs.pop(job_id, None) is None:
+            raise JobLookupError(job_id)
+        self._live.pop(job_id, None)
+
+    def remove_all_jobs(self) -> None:
+        self._jobs.clear()
+        self._heap.clear()
+        self._live.clear()
+
+    def shutdown(self) -> None:
+        self.remove_all_jobs()
+
+    def _push(self, job: Job) -> None:
+        if job.next_run_time is None:  # paused: not in the heap
+            self._live.pop(job.id, None)
+            return
+        seq = next(self._seq)
+        self._live[job.id] = seq
+        heapq.heappush(self._heap, (job.next_run_time.timestamp(), seq, job.id))
+        if len(self._heap) > 2 * len(self._live) + 1024:  # mostly stale entries: rebuild
+            self._heap = [entry for entry in self._heap if self._live.get(entry[2]) == entry[1]]
+            heapq.heapify(self._heap)
+
+
 class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 ships no type hints
-    """``AsyncIOScheduler`` whose own timer runs the due jobs directly.
+    """``AsyncIOScheduler`` that runs due poll jobs itself, on the loop, at a fraction of the cost.
 
     APScheduler's timer calls ``wakeup``, which may be called from any thread and so hands the
     work to the loop with ``call_soon_threadsafe``: a write to the loop's self-pipe, an extra
     turn of the loop and a read, for every job run. The timer already fires on the loop, so
     this scheduler processes the jobs there at once; ``wakeup`` (adds, changes, resume) is
     unchanged.
+
+    Processing a due job is also cheaper than ``BaseScheduler._process_jobs`` (~40 µs of CPU
+    per run, as much as a third of a poll's): the jobs sit in a ``PollJobStore`` heap, the job's
+    coroutine becomes a task at once (no executor bookkeeping, no submission and execution
+    events: nothing listens to them), and an interval trigger's next run is the last one plus
+    the interval. Every job here is ``add_poll_job``'s (``coalesce``, no misfire grace time):
+    runs missed meanwhile are coalesced into one, as APScheduler would. ``max_instances`` is not
+    enforced: a poll due while the previous one of its watcher runs returns at once (counted as
+    ``busy``), so instances never pile up. A job that raises is logged as APScheduler would.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._running_polls: dict[asyncio.Task[Any], Job] = {}
+
+    def _create_default_jobstore(self) -> PollJobStore:
+        return PollJobStore()
 
     def _start_timer(self, wait_seconds: float | None) -> None:
         self._stop_timer()
@@ -78,6 +187,59 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
     def _on_timer(self) -> None:
         self._timeout = None
         self._start_timer(self._process_jobs())
+
+    def _process_jobs(self) -> float | None:
+        store = self._jobstores.get("default")
+        if self.state == STATE_PAUSED or len(self._jobstores) != 1 or not isinstance(store, PollJobStore):
+            wait: float | None = super()._process_jobs()
+            return wait
+        now = datetime.now(self.timezone)
+        with self._jobstores_lock:
+            for job in store.pop_due(now.timestamp()):
+                self._run_due(job, now, store)
+            next_at = store.get_next_run_time()
+        if next_at is None:
+            return None
+        return float(min(max(next_at.timestamp() - time.time(), 0), TIMEOUT_MAX))
+
+    def _run_due(self, job: Job, now: datetime, store: PollJobStore) -> None:
+        """Start ``job`` once (missed runs coalesced) and put it back at its next run."""
+        trigger = job.trigger
+        if type(trigger) is IntervalTrigger and trigger.jitter is None and trigger.end_date is None:
+            upcoming: datetime | None = job.next_run_time + trigger.interval
+            while upcoming is not None and upcoming <= now:
+                upcoming += trigger.interval
+        else:
+            run_times = job._get_run_times(now) or [job.next_run_time]
+            upcoming = trigger.get_next_fire_time(run_times[-1], now)
+        self._start(job)
+        if upcoming is None:
+            store.remove_job(job.id)
+        else:
+            job.next_run_time = upcoming
+            store.update_job(job)
+
+    def _start(self, job: Job) -> None:
+        try:
+            result = job.func(*job.args, **job.kwargs)
+            if not asyncio.iscoroutine(result):
+                return
+            task = self._eventloop.create_task(result)
+        except Exception:
+            self._logger.exception('Job "%s" raised an exception', job)
+            return
+        self._running_polls[task] = job
+        task.add_done_callback(self._poll_done)
+
+    def _poll_done(self, task: asyncio.Task[Any]) -> None:
+        job = self._running_polls.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            self._logger.error('Job "%s" raised an exception', job, exc_info=task.exception())
+
+    def shutdown(self, wait: bool = True) -> None:
+        super().shutdown(wait=wait)
+        for task in list(self._running_polls):  # as the executor cancels its pending jobs
+            task.cancel()
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

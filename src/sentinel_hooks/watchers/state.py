@@ -119,9 +119,8 @@ class WatcherState:
         Every poll of every watcher makes a few of these copies; ``replace`` costs several
         times more (it rebuilds the keyword arguments of all 15 fields and calls ``__init__``).
         """
-        unknown = changes.keys() - _FIELD_NAMES
-        if unknown:
-            raise TypeError(f"WatcherState has no field(s) {sorted(unknown)}")
+        if not _FIELD_NAMES.issuperset(changes):
+            raise TypeError(f"WatcherState has no field(s) {sorted(changes.keys() - _FIELD_NAMES)}")
         copy = object.__new__(WatcherState)
         copy.__dict__.update(self.__dict__, **changes)
         return copy

@@ -12,7 +12,6 @@ then acknowledged" of SPEC §3 holds and a stop that awaited its final state wri
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any
 
 from sentinel_hooks.store.base import Store
@@ -36,7 +35,7 @@ class WatcherWrites:
         self._keep = keep
         self._observations: list[tuple[str, Observation]] = []
         self._states: dict[str, dict[str, Any]] = {}
-        self._done: asyncio.Future[None] | None = None  # the pending batch's outcome
+        self._waiters: list[asyncio.Future[None]] | None = None  # the pending batch's callers
         self._writing = False
         self._sent_at = float("-inf")  # loop time the latest batch went out
         self._flushes: set[asyncio.Task[None]] = set()
@@ -52,24 +51,30 @@ class WatcherWrites:
         await self._stored()
 
     async def _stored(self) -> None:
-        if self._done is None:
-            loop = asyncio.get_running_loop()
-            self._done = loop.create_future()
+        """Wait for the pending batch. Each caller has a future of its own (a cancelled caller
+        cancels only its own; ``asyncio.shield`` of one shared future did the same for two more
+        callbacks per write)."""
+        loop = asyncio.get_running_loop()
+        waiters = self._waiters
+        if waiters is None:
+            waiters = self._waiters = []
             if not self._writing:
                 busy = loop.time() - self._sent_at < BUSY_WINDOW_S
                 loop.call_later(BUSY_WINDOW_S, self._flush) if busy else loop.call_soon(self._flush)
-        await asyncio.shield(self._done)  # a cancelled caller must not cancel the others' batch
+        waiter: asyncio.Future[None] = loop.create_future()
+        waiters.append(waiter)
+        await waiter
 
     def _flush(self) -> None:
         """Send the pending batch, unless one is in flight (it sends this one when done)."""
-        if self._writing or self._done is None:
+        if self._writing or self._waiters is None:
             return
-        observations, states, done = self._observations, self._states, self._done
-        self._observations, self._states, self._done = [], {}, None
+        observations, states, waiters = self._observations, self._states, self._waiters
+        self._observations, self._states, self._waiters = [], {}, None
         self._writing = True
         loop = asyncio.get_running_loop()
         self._sent_at = loop.time()
-        task = loop.create_task(self._write(observations, states, done))
+        task = loop.create_task(self._write(observations, states, waiters))
         self._flushes.add(task)
         task.add_done_callback(self._flushes.discard)
 
@@ -77,26 +82,29 @@ class WatcherWrites:
         self,
         observations: list[tuple[str, Observation]],
         states: dict[str, dict[str, Any]],
-        done: asyncio.Future[None],
+        waiters: list[asyncio.Future[None]],
     ) -> None:
         try:
             await self._store.write_watcher_batch(observations, states, keep=self._keep)
         except asyncio.CancelledError:
-            done.cancel()
+            for waiter in waiters:
+                waiter.cancel()
             raise
         except Exception as exc:  # every caller of the batch gets the store's error
-            done.set_exception(exc)
-            with contextlib.suppress(BaseException):
-                done.exception()  # retrieved here too, in case every caller was cancelled
+            for waiter in waiters:
+                if not waiter.done():  # a cancelled caller's is done
+                    waiter.set_exception(exc)
         else:
-            done.set_result(None)
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
         finally:
             self._writing = False
-            if self._done is not None:  # written while this batch was in flight: busy
+            if self._waiters is not None:  # written while this batch was in flight: busy
                 asyncio.get_running_loop().call_later(BUSY_WINDOW_S, self._flush)
 
     async def drain(self) -> None:
         """Send what is pending and wait until nothing is in flight (before the store closes)."""
-        while self._done is not None or self._flushes:
+        while self._waiters is not None or self._flushes:
             self._flush()
             await asyncio.gather(*self._flushes, return_exceptions=True)

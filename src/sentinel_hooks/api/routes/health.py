@@ -41,7 +41,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 @routes.get("/metrics")
 async def metrics(request: web.Request) -> web.Response:
-    """Prometheus text format (rendered in a worker thread: ``Service.metrics_text``)."""
+    """Prometheus text format (rendered in pieces between polls: ``Service.metrics_text``)."""
     body, content_type = await service_of(request).metrics_text()
     response = web.Response(body=body)
     response.content_type = "text/plain"

@@ -78,6 +78,7 @@ class Scripts:
         self.begin_notify = client.register_script(lua.BEGIN_NOTIFY)
         self.contract_step = client.register_script(lua.CONTRACT_STEP)
         self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
+        self.write_watcher_batch = client.register_script(lua.WRITE_WATCHER_BATCH)
         self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)
         self.prune_contracts = client.register_script(retention.PRUNE_CONTRACTS)
         self.prune_inbox = client.register_script(retention.PRUNE_INBOX)

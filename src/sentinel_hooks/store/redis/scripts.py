@@ -378,6 +378,36 @@ return {done, odd, moved}
 )
 
 
+WRITE_WATCHER_BATCH = """
+-- KEYS[1]: watcher-states hash, KEYS[2..]: the history list of each observation, in order
+-- ARGV[1]: keep | ARGV[2]: number of states n | then n triples (watcher id, 'put'|'del', JSON)
+--   | then one JSON document per observation (the newest is pushed last)
+-- One command for a batch of polls: MULTI with an LPUSH and an LTRIM per observation cost the
+-- service a packed command and a parsed reply each. Returns the number of observations.
+local keep = tonumber(ARGV[1])
+local at = 3
+for _ = 1, tonumber(ARGV[2]) do
+  if ARGV[at + 1] == 'del' then
+    redis.call('HDEL', KEYS[1], ARGV[at])
+  else
+    redis.call('HSET', KEYS[1], ARGV[at], ARGV[at + 2])
+  end
+  at = at + 3
+end
+for k = 2, #KEYS do
+  redis.call('LPUSH', KEYS[k], ARGV[at])
+  at = at + 1
+end
+local trimmed = {}
+for k = 2, #KEYS do
+  if not trimmed[KEYS[k]] then
+    redis.call('LTRIM', KEYS[k], 0, keep - 1)
+    trimmed[KEYS[k]] = true
+  end
+end
+return #KEYS - 1
+"""
+
 # -- KEYS / ARGV builders: the positional contract of each script, next to the script ---------
 
 Call = tuple[list[str], list[Any]]
@@ -618,3 +648,15 @@ def delivery_rows(k: RedisKeys, deliveries: Sequence[Delivery]) -> list[list[Any
 def begin_notify_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery]) -> Call:
     """BEGIN_NOTIFY for ``callback_id`` and its deliveries."""
     return [k.delivery_due], [k.prefix, callback_id, _json_arg(delivery_rows(k, deliveries))]
+
+
+def write_watcher_batch_call(
+    k: RedisKeys, observations: Sequence[tuple[str, str]], states: Sequence[tuple[str, str | None]], keep: int
+) -> Call:
+    """WRITE_WATCHER_BATCH for ``(watcher id, observation JSON)`` in order and ``(watcher id,
+    state JSON | None to delete)``."""
+    args: list[Any] = [keep, len(states)]
+    for watcher_id, text in states:
+        args += (watcher_id, "del", "") if text is None else (watcher_id, "put", text)
+    args += [doc for _, doc in observations]
+    return [k.watcher_states, *(k.observations(wid) for wid, _ in observations)], args

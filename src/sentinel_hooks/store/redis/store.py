@@ -163,29 +163,17 @@ class RedisStore:
         *,
         keep: int = 500,
     ) -> None:
-        """See ``Store.write_watcher_batch``: one MULTI/EXEC pipeline."""
+        """See ``Store.write_watcher_batch``: one script run (atomic, as MULTI/EXEC would be)."""
         keep = check_positive(keep, "keep")
-        docs = [(self.keys.observations(wid), codec.dump_record(obs)) for wid, obs in observations]
-        texts = {
-            wid: None if state is None else codec.dumps(state, what=f"state of {wid!r}")
+        docs = [(wid, codec.dump_record(obs)) for wid, obs in observations]
+        texts = [
+            (wid, None if state is None else codec.dumps(state, what=f"state of {wid!r}"))
             for wid, state in states.items()
-        }
+        ]
         if not docs and not texts:
             return
-        async with (
-            self._db.translated("write watcher batch"),
-            self._db.client.pipeline(transaction=True) as pipe,
-        ):
-            for key, doc in docs:
-                pipe.lpush(key, doc)
-            for key in dict.fromkeys(key for key, _ in docs):
-                pipe.ltrim(key, 0, keep - 1)
-            for wid, text in texts.items():
-                if text is None:
-                    pipe.hdel(self.keys.watcher_states, wid)
-                else:
-                    pipe.hset(self.keys.watcher_states, wid, text)
-            await pipe.execute()
+        keys, args = lua.write_watcher_batch_call(self.keys, docs, texts, keep)
+        await self._db.run("write watcher batch", self._db.scripts.write_watcher_batch, keys, args)
 
     # -- response contracts ------------------------------------------------------------------
 

@@ -1,0 +1,42 @@
+"""/metrics text: the per-watcher series written by hand are what prometheus_client would write."""
+
+from __future__ import annotations
+
+import math
+
+from prometheus_client import generate_latest
+
+from sentinel_hooks.metrics import Metrics
+
+
+def test_render_is_generate_latest_of_the_whole_registry() -> None:
+    """Counts and lags of every size (Go's exponent form from 1e6 on), odd label values and the
+    ordinary families: ``render`` writes byte for byte what ``generate_latest`` writes."""
+    metrics = Metrics()
+    values = [(0, 0.0), (7, 0.0042), (999_999, 12.5), (1_000_000, 1e-9), (123_456_789, 3e6)]
+    values.append((2**60, math.inf))
+    for i, (polls, lag) in enumerate(values):
+        series = metrics.watcher_series(f"w{i}")
+        series.polls, series.last_lag = polls, lag
+    metrics.watcher_series('odd "id"\\with\nnewline').polls = 3
+    metrics.poll_errors.labels("w1").inc()
+    metrics.poll_lag.observe(0.2)
+    metrics.watchers.labels("ok").set(6)
+    text = metrics.render()
+    assert generate_latest(metrics.registry) == text
+    assert b'sentinel_polls_total{watcher="w4"} 1.23456789e+08\n' in text
+    metrics.forget("w4")
+    assert generate_latest(metrics.registry) == metrics.render()
+    assert 1.0 == metrics.registry.get_sample_value("sentinel_poll_errors_total", {"watcher": "w1"})
+
+
+def test_the_pieces_of_the_watcher_series_make_the_whole_text() -> None:
+    """What /metrics writes between polls (``watcher_text_parts``, then ``render_families``) is
+    ``render``'s text, whatever the size of a piece."""
+    metrics = Metrics()
+    for i in range(7):
+        metrics.watcher_series(f"w{i}").polls = i
+    metrics.fires.labels("w1", "match").inc()
+    for per_part in (1, 3, 7, 100):
+        pieces = "".join(metrics.watcher_text_parts(per_part)).encode() + metrics.render_families()
+        assert metrics.render() == pieces
