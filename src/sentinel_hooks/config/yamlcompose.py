@@ -97,6 +97,8 @@ def resolve_plain(text: str) -> Any:
             return int(text[2:], 8)
         if _HEX.fullmatch(text):
             return int(text[2:], 16)
+        if not text.strip("-+._"):  # "-_", "._": ruamel.yaml fails on them; YAML 1.2 reads text
+            return text
         if _MAYBE_NUMBER.fullmatch(text) or _MAYBE_TIMESTAMP.match(text):
             raise Unsure(text)
     elif text in ("<<", "="):

@@ -129,6 +129,9 @@ def parse_yaml_roundtrip(text: str, *, display: str, path: Path | None = None) -
         raise ConfigError([ConfigIssue(display, line, key, f"YAML: {problem}")]) from exc
     except YAMLError as exc:
         raise ConfigError([ConfigIssue(display, None, "", f"YAML: {exc}")]) from exc
+    except (ValueError, IndexError, TypeError, OverflowError) as exc:  # ruamel.yaml's own bugs
+        problem = f"a value could not be read ({type(exc).__name__}: {exc}); quote unusual values"
+        raise ConfigError([ConfigIssue(display, None, "", f"YAML: {problem}")]) from exc
     lines = LineMap({(): 1})
     data = _plain(raw, (), lines)
     return YamlDocument(path or Path(display), display, data, lines)
