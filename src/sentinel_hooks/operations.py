@@ -18,11 +18,11 @@ from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
 from sentinel_hooks.callbacks.mcp_client import McpServers
 from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.config.yamlfile import LineMap
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.silences import Matcher, MatchMode
 from sentinel_hooks.delivery.target import Target

@@ -36,7 +36,7 @@ from sentinel_hooks.cluster import ClusterOwnership
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.config.yamlfile import LineMap
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import TargetContext, create_targets

@@ -17,6 +17,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import (
     LoadedConfig,
     LoadedWatcher,
@@ -24,7 +25,6 @@ from sentinel_hooks.config.loader import (
     load_config,
     validate_watcher,
 )
-from sentinel_hooks.config.yamlfile import LineMap
 from sentinel_hooks.service import Service
 from tests.support import Endpoint, wait_for
 

@@ -10,9 +10,9 @@ from pydantic import ValidationError
 
 from sentinel_hooks.config.envvars import EnvText
 from sentinel_hooks.config.issues import validation_issues
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import validate_watcher
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, WatcherSpec
-from sentinel_hooks.config.yamlfile import LineMap
 from sentinel_hooks.errors import ConfigIssue
 
 HTTP = {"id": "w", "strategy": "http-poll", "endpoint": "https://api.example.com/x", "intervalMs": 1000}

@@ -119,8 +119,8 @@ def test_no_auth_on_loopback_is_accepted(project: Writer) -> None:
 
 def test_api_created_watcher_without_auth_is_refused_off_loopback(project: Writer) -> None:
     """The same check applies to watchers created through the API (validate_watcher)."""
+    from sentinel_hooks.config.linemap import LineMap
     from sentinel_hooks.config.loader import validate_watcher
-    from sentinel_hooks.config.yamlfile import LineMap
 
     config = load_config(project(OFF_LOOPBACK), environ={})
     data = {"id": "made", "strategy": "webhook", "deliveryTargets": ["oncall"]}

@@ -12,9 +12,10 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.yamlcompose import Unsure, compose_plain, resolve_plain
 from sentinel_hooks.config.yamlfile import parse_yaml, parse_yaml_roundtrip
 from sentinel_hooks.errors import ConfigError
@@ -280,6 +281,46 @@ def test_any_dumped_document_reads_the_same_both_ways(data: Any, flow: bool | No
     out = io.StringIO()
     yaml.dump(data, out)
     assert_same(out.getvalue())
+
+
+def _paths(data: Any, loc: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every path in ``data``, plus one missing key or index below each container."""
+    found = [loc]
+    if isinstance(data, dict):
+        found.append((*loc, "no such key"))
+        for key, value in data.items():
+            found.extend(_paths(value, (*loc, key)))
+    elif isinstance(data, list):
+        found.append((*loc, len(data)))
+        for index, value in enumerate(data):
+            found.extend(_paths(value, (*loc, index)))
+    return found
+
+
+@settings(max_examples=200, deadline=None)
+@given(DATA, st.sampled_from([None, True, False]))
+def test_lines_found_in_the_nodes_match_the_recorded_ones(data: Any, flow: bool | None) -> None:
+    """The fast reader finds a line in its node tree when asked (``NodeLines``); every path,
+    present or missing, and every re-rooted view must give what the full map of lines gives."""
+    import io
+
+    from ruamel.yaml import YAML
+
+    yaml = YAML(typ="rt")
+    yaml.default_flow_style = flow
+    out = io.StringIO()
+    yaml.dump({"watchers": [data, data]}, out)
+    try:
+        doc = parse_yaml(out.getvalue(), display="w.yaml")
+    except ConfigError:  # ruamel.yaml cannot always read back what it wrote
+        assume(False)
+    recorded = LineMap(dict(doc.lines.lines))
+    for path in _paths(doc.data):
+        assert recorded.line_of(path) == doc.lines.line_of(path), path
+    for prefix in (("watchers",), ("watchers", 1), ("watchers", 5)):
+        view, reference = doc.lines.sub(prefix), recorded.sub(prefix)
+        for path in _paths(doc.data):
+            assert reference.line_of(path[len(prefix) :]) == view.line_of(path[len(prefix) :]), (prefix, path)
 
 
 @settings(max_examples=300, deadline=None)

@@ -13,11 +13,11 @@ from typing import Any
 from sentinel_hooks.config.apprise_urls import parse_apprise_url
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.hosts import host_allowed, url_host
+from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import UrlMcpServer, pattern_server
 from sentinel_hooks.config.service import LOOPBACK_HOSTS, JudgeRule, ScriptedModel, ServiceConfig
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec, SlackTargetSpec
 from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
-from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.core.conditions import count_conditions
 
 Problem = tuple[Loc, str]

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.yamlcompose import Unsure, resolve_plain
-from sentinel_hooks.config.yamlfile import Loc
 
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TOKEN = re.compile(r"[A-Za-z0-9_.+~-]+")

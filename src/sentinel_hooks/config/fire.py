@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
+from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import check_tool_pattern
-from sentinel_hooks.config.yamlfile import Loc
 from sentinel_hooks.core.templates.render import (
     CompiledText,
     CompiledValue,

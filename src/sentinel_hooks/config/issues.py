@@ -18,7 +18,7 @@ from pydantic_core import ErrorDetails
 from sentinel_hooks.config.base import KEY_PROBLEM
 from sentinel_hooks.config.envvars import yaml_scalar
 from sentinel_hooks.config.hints import did_you_mean
-from sentinel_hooks.config.yamlfile import LineMap, Loc
+from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.errors import ConfigIssue
 
 _QUOTED = re.compile(r"'([^']*)'")

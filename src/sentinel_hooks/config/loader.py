@@ -18,12 +18,13 @@ from pydantic import ValidationError
 from sentinel_hooks.config.crosscheck import check_service, check_watcher
 from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.issues import format_loc, validation_issues
+from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec, watcher_model
-from sentinel_hooks.config.yamlfile import LineMap, Loc, YamlDocument, display_path, read_yaml
+from sentinel_hooks.config.yamlfile import YamlDocument, display_path, read_yaml
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 from sentinel_hooks.heap import collection_paused
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from typing import Any
 
-Loc = tuple[str | int, ...]
+from sentinel_hooks.config.linemap import LineMap, Loc
 
 try:  # PyYAML built without libyaml: every file takes the round-trip path
     from yaml import YAMLError
@@ -123,10 +124,10 @@ if CParser is not None:
             return _SEQ if kind is SequenceNode else _MAP
 
 
-def compose_plain(text: str) -> tuple[Any, dict[Loc, int]] | None:
+def compose_plain(text: str) -> tuple[Any, LineMap] | None:
     """``(data, lines)`` of a one-document YAML text, or None when ruamel.yaml must read it.
 
-    ``lines`` maps the path of every key and list item to its 1-based line, ``()`` to 1.
+    ``lines`` gives the 1-based line of every key and list item by its path, ``()`` 1.
     """
     if CParser is None or (any(c in text for c in _UNSURE_CHARS) and _UNSURE_TEXT.search(text)):
         return None
@@ -137,17 +138,16 @@ def compose_plain(text: str) -> tuple[Any, dict[Loc, int]] | None:
         return None
     finally:
         composer.dispose()
-    lines: dict[Loc, int] = {(): 1}
     if root is None:
-        return None, lines
+        return None, LineMap({(): 1})
     try:
-        return _plain(root, (), lines, set()), lines
+        return _plain(root, set()), NodeLines(root)
     except Unsure:
         return None
 
 
-def _plain(node: Any, loc: Loc, lines: dict[Loc, int], open_nodes: set[int]) -> Any:
-    """The plain data of ``node``, recording the lines of keys and items below ``loc``."""
+def _plain(node: Any, open_nodes: set[int]) -> Any:
+    """The plain data of ``node``."""
     tag = node.tag
     if tag == _PLAIN:
         return resolve_plain(node.value)
@@ -170,27 +170,95 @@ def _plain(node: Any, loc: Loc, lines: dict[Loc, int], open_nodes: set[int]) -> 
                 if name in out or key in other_keys:  # one key to ruamel.yaml, as in Python
                     raise Unsure(f"duplicate key {name!r}")
                 other_keys.add(key)
-            with_key = (*loc, name)
-            lines[with_key] = key_node.start_mark.line + 1
             value_tag = value_node.tag  # scalars inline: most values are one
             if value_tag == _PLAIN:
                 out[name] = resolve_plain(value_node.value)
             elif value_tag == _TEXT:
                 out[name] = value_node.value
             else:
-                out[name] = _plain(value_node, with_key, lines, open_nodes)
+                out[name] = _plain(value_node, open_nodes)
         open_nodes.discard(id(node))
         return out
     if tag == _SEQ:
         open_nodes.add(id(node))
-        items: list[Any] = []
-        for index, item_node in enumerate(node.value):
-            with_index = (*loc, index)
-            lines[with_index] = item_node.start_mark.line + 1
-            items.append(_plain(item_node, with_index, lines, open_nodes))
+        items = [_plain(item_node, open_nodes) for item_node in node.value]
         open_nodes.discard(id(node))
         return items
     raise Unsure(f"tag {tag}")
+
+
+class NodeLines(LineMap):
+    """The lines of a document the fast path read, found in its node tree when asked.
+
+    Recording the line of every key while reading cost a third of the reading, and only an
+    error or a watcher's own first line is ever asked for. ``lines`` (every path) is worked
+    out on first use. The tree lives as long as its document, which the loader drops after
+    the file.
+    """
+
+    def __init__(self, root: Any, line: int = 1) -> None:
+        super().__init__(None)
+        self._root = root
+        self._line = line
+        self._all: dict[Loc, int] | None = None
+
+    @property
+    def lines(self) -> dict[Loc, int]:
+        if self._all is None:
+            self._all = {(): self._line}
+            _record(self._root, (), self._all, set())
+        return self._all
+
+    def line_of(self, loc: Sequence[str | int]) -> int | None:
+        node, line = self._root, self._line
+        for part in loc:
+            found = _child(node, part)
+            if found is None:
+                break
+            node, line = found
+        return line
+
+    def sub(self, prefix: Loc) -> LineMap:
+        node, line = self._root, self._line
+        for part in prefix:
+            found = _child(node, part)
+            if found is None:
+                return LineMap()
+            node, line = found
+        return NodeLines(node, line)
+
+
+def _child(node: Any, part: str | int) -> tuple[Any, int] | None:
+    """The node at ``part`` below ``node`` and its line (a key's, or a list item's own)."""
+    if node.tag == _MAP:
+        for key_node, value_node in node.value:
+            key = _key(key_node)
+            if (key if type(key) is str else str(key)) == part:
+                return value_node, key_node.start_mark.line + 1
+        return None
+    if node.tag == _SEQ and type(part) is int and 0 <= part < len(node.value):
+        item = node.value[part]
+        return item, item.start_mark.line + 1
+    return None
+
+
+def _record(node: Any, loc: Loc, lines: dict[Loc, int], open_nodes: set[int]) -> None:
+    """Put the line of every key and list item below ``loc`` into ``lines``."""
+    if node.tag not in (_MAP, _SEQ) or id(node) in open_nodes:
+        return
+    open_nodes.add(id(node))
+    if node.tag == _MAP:
+        for key_node, value_node in node.value:
+            key = _key(key_node)
+            with_key = (*loc, key if type(key) is str else str(key))
+            lines[with_key] = key_node.start_mark.line + 1
+            _record(value_node, with_key, lines, open_nodes)
+    else:
+        for index, item_node in enumerate(node.value):
+            with_index = (*loc, index)
+            lines[with_index] = item_node.start_mark.line + 1
+            _record(item_node, with_index, lines, open_nodes)
+    open_nodes.discard(id(node))
 
 
 def _key(node: Any) -> Any:

@@ -16,39 +16,17 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.yamlcompose import compose_plain
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 
 if TYPE_CHECKING:
     from ruamel.yaml.error import MarkedYAMLError
-
-Loc = tuple[str | int, ...]
-
-
-@dataclass
-class LineMap:
-    """Line numbers (1-based) of keys and list items, by their path in the document."""
-
-    lines: dict[Loc, int] = field(default_factory=dict)
-
-    def line_of(self, loc: Sequence[str | int]) -> int | None:
-        """The line of ``loc`` or of its nearest ancestor that has one."""
-        parts = tuple(loc)
-        while parts:
-            if parts in self.lines:
-                return self.lines[parts]
-            parts = parts[:-1]
-        return self.lines.get((), None)
-
-    def sub(self, prefix: Loc) -> LineMap:
-        """The lines below ``prefix``, re-rooted so ``prefix`` becomes ``()``."""
-        size = len(prefix)
-        return LineMap({loc[size:]: n for loc, n in self.lines.items() if loc[:size] == prefix})
 
 
 @dataclass(frozen=True)
@@ -104,7 +82,7 @@ def parse_yaml(text: str, *, display: str, path: Path | None = None) -> YamlDocu
     fast = compose_plain(text)
     if fast is not None:
         data, lines = fast
-        return YamlDocument(path or Path(display), display, data, LineMap(lines))
+        return YamlDocument(path or Path(display), display, data, lines)
     return parse_yaml_roundtrip(text, display=display, path=path)
 
 

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from sentinel_hooks.config.hosts import url_host
 from sentinel_hooks.config.issues import validation_issues
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.openclaw.evm import EvmShape, evm_shape, integer_value
 from sentinel_hooks.config.openclaw.targets import target_hint
 from sentinel_hooks.config.openclaw.templates import (
@@ -33,7 +34,6 @@ from sentinel_hooks.config.openclaw.templates import (
     convert_value,
 )
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, WATCHER_ID, WatcherSpec
-from sentinel_hooks.config.yamlfile import LineMap
 
 NoteKind = Literal["dropped", "changed", "hint"]
 
