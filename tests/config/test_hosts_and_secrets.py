@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from sentinel_hooks.config.envvars import interpolate
-from sentinel_hooks.config.hosts import host_allowed, normalise_ip
+from sentinel_hooks.config.hosts import host_allowed, normalise_ip, url_host, url_origin
 from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.watcher import WATCHER_ADAPTER
 
 
 @pytest.mark.parametrize(
@@ -76,3 +82,43 @@ def test_redactor_leaves_plain_text_around_a_secret() -> None:
     """Only the secret is replaced; letters keep their case (encodings are matched, not the text)."""
     redactor = Redactor(["Tok3n-Value"])
     assert "GET /x?k=*** and tok3n-value" == redactor.text("GET /x?k=Tok3n-Value and tok3n-value")
+
+
+def _split_host(url: str) -> str | None:
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
+_URL_PARTS = st.sampled_from(
+    ["http", "HTTP", "https", "ws", "redis", " http", "h1+x.y-z", "1http", "", "http:", "mailto"]
+)
+_HOST_TEXT = st.text(alphabet="ab1.:@[]/?#\\ \t\n%é-_", max_size=12)
+
+
+@given(scheme=_URL_PARTS, host=_HOST_TEXT, rest=_HOST_TEXT)
+def test_a_remembered_origin_reads_as_the_whole_url_does(scheme: str, host: str, rest: str) -> None:
+    """url_host and a watcher's endpoint check remember verdicts per origin (``url_origin``);
+    for any text they must find what ``urlsplit`` of the whole URL finds."""
+    url = f"{scheme}://{host}{rest}"
+    assert _split_host(url) == url_host(url)
+    try:
+        parts = urlsplit(url)
+        expected = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        expected = False
+    watcher = {"id": "w", "strategy": "http-poll", "endpoint": url, "intervalMs": 1000}
+    try:
+        WATCHER_ADAPTER.validate_python(watcher)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert expected == accepted, url
+
+
+def test_url_origin_is_the_scheme_and_host_part_only_when_plain() -> None:
+    assert "https://api.example.com:8443" == url_origin("https://api.example.com:8443/v1?q=1")
+    assert "http://h" == url_origin("http://h")
+    for unplain in ("HTTP://h/", " http://h/", "http://a\tb/c", "http://h\\x/", "http:/h", "http://"):
+        assert url_origin(unplain) is None, unplain

@@ -46,6 +46,11 @@ class Spec(BaseModel):
     def _env_values_take_the_key_type(cls, data: Any) -> Any:
         if not isinstance(data, dict):
             return data
+        for value in data.values():  # most mappings hold no ${env:} value: a plain loop is quickest
+            if isinstance(value, EnvText):
+                break
+        else:
+            return data
         typed = {
             key: yaml_scalar(value)
             for key, value in data.items()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -71,7 +72,34 @@ def host_allowed(host: str, allowed: Iterable[str]) -> bool:
 
 def url_host(url: str) -> str | None:
     """The host of ``url`` (without brackets), or None when it has none."""
+    origin = url_origin(url)
+    if origin is not None:
+        return _origin_host(origin)
     try:
         return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
+_URL_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]*://[^/?#\s\\]+(?=[/?#]|\Z)")
+
+
+def url_origin(url: str) -> str | None:
+    """``scheme://host[:port]`` when ``url`` plainly starts with it, else None.
+
+    Plainly: a lower-case scheme, then a host part ended by ``/``, ``?``, ``#`` or the end, with
+    no space or backslash in it (which ``urlsplit`` would strip or read otherwise). ``urlsplit``
+    then reads the same scheme and host from the origin as from the whole URL, so what is found
+    from one origin holds for every URL that starts with it: thousands of watchers share a few
+    origins, and splitting each URL costs a tenth of validating a watcher.
+    """
+    found = _URL_ORIGIN.match(url)
+    return None if found is None else found.group()
+
+
+@functools.lru_cache(maxsize=1024)
+def _origin_host(origin: str) -> str | None:
+    try:
+        return urlsplit(origin).hostname
     except ValueError:
         return None

@@ -7,7 +7,8 @@ named targets and models) live in ``config.crosscheck``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import functools
+from typing import Annotated, Any, Literal, TypeVar, cast
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, field_validator, model_validator
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, field
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec
+from sentinel_hooks.config.hosts import url_origin
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
 from sentinel_hooks.core.conditions import ConditionNode
 
@@ -38,10 +40,10 @@ class WatcherBase(Spec):
     enabled: bool = True
     match: Literal["all", "any"] = "all"
     conditions: list[ConditionNode] = Field(default_factory=list)
-    fire: FireSpec = Field(default_factory=FireSpec)
+    fire: FireSpec = Field(default_factory=lambda: shared_default(FireSpec))
     delivery_targets: list[str] = Field(default_factory=list)
     escalation_policy: str | None = None  # a name in sentinel.yaml's escalationPolicies
-    retry: RetrySpec = Field(default_factory=RetrySpec)
+    retry: RetrySpec = Field(default_factory=lambda: shared_default(RetrySpec))
     fire_once: bool = False
     cooldown_ms: NonNegativeMs = 0
     misfire: Literal["skip", "runOnce"] = "skip"
@@ -92,6 +94,7 @@ class WatcherBase(Spec):
 
 _field_sets: dict[frozenset[str], set[str]] = {}
 _defaults: dict[type[BaseModel], BaseModel] = {}
+_M = TypeVar("_M", bound=BaseModel)
 _condition_lists: dict[str, list[ConditionNode]] = {}
 
 
@@ -113,40 +116,71 @@ def _share_field_set(model: BaseModel) -> None:
     )
 
 
+def shared_default(model: type[_M]) -> _M:
+    """The one default instance of a sub-model, which every watcher leaving its key out shares.
+
+    Models are frozen, so sharing cannot change what any watcher sees; its ``model_fields_set``
+    is empty, as a default's is. With 10,000 watchers, one ``fire``, ``retry`` and ``probe``
+    each instead of one per watcher saves memory and a model construction per default.
+    """
+    found = _defaults.get(model)
+    if found is None:
+        found = _defaults[model] = model()
+    return cast("_M", found)
+
+
 def share_parts(watcher: WatcherBase) -> None:
     """Replace parts of a validated watcher by equal ones other watchers already hold.
 
     With 10,000 watchers the models are the largest share of the service's memory, and most of
-    it repeats: the set of keys each model was written with, the sub-models left at their
-    defaults (``fire``, ``retry``, ``probe``) and, often, whole condition lists. Models are
-    frozen, so sharing an equal part cannot change what any watcher sees: a default sub-model
-    is shared only when its key was not written at all (so its ``model_fields_set`` is empty, as
-    before), and a condition list only with one of the same ``repr`` (every public field and
-    value, with its type: ``1``, ``1.0``, ``'1'`` and ``True`` differ), from which the compiled
-    private parts follow.
+    it repeats: the set of keys each model was written with and, often, whole condition lists.
+    Models are frozen, so sharing an equal part cannot change what any watcher sees: a condition
+    list is shared only with one of the same key (``_conditions_key``: every field and value,
+    with its type: ``1``, ``1.0``, ``'1'`` and ``True`` differ), from which the compiled parts
+    follow. Sub-models left at their defaults are shared from the start (``shared_default``).
     """
-    written = watcher.__pydantic_fields_set__
-    for name in ("fire", "retry", "probe"):
-        part = getattr(watcher, name, None)
-        if name not in written and isinstance(part, BaseModel):
-            object.__setattr__(watcher, name, _remembered(_defaults, type(part), part))
     if watcher.conditions:
-        key = repr(watcher.conditions)
+        key = _conditions_key(watcher.conditions)
         object.__setattr__(watcher, "conditions", _remembered(_condition_lists, key, watcher.conditions))
-    for name in ("fire", "retry", "probe"):
-        part = getattr(watcher, name, None)
-        if name in written and isinstance(part, BaseModel):
+    written = watcher.__pydantic_fields_set__
+    for name in written.intersection(("fire", "retry", "probe")):
+        part = watcher.__dict__[name]
+        if isinstance(part, BaseModel):
             _share_field_set(part)
     _share_field_set(watcher)
 
 
+def _conditions_key(conditions: list[ConditionNode]) -> str:
+    """What tells two condition lists apart: the class and field values of every node, as text.
+
+    The repr of a dict of plain values is built in C and names each value's type by its
+    spelling; a model's own repr, which pydantic builds field by field in Python, cost a
+    quarter of validating a watcher.
+    """
+    return repr([(type(node).__name__, node.__dict__) for node in conditions])
+
+
 def _check_url(url: str, schemes: tuple[str, ...]) -> str:
+    """``url`` if it has one of ``schemes`` and a host, else ``ValueError`` saying which is wrong
+    (the verdict on a plain origin is remembered: ``hosts.url_origin``)."""
+    origin = url_origin(url)
+    if origin is not None and _good_origin(origin, schemes):
+        return url
     parts = urlsplit(url)
     if parts.scheme not in schemes:
         raise ValueError(f"{url!r} must start with {' or '.join(s + '://' for s in schemes)}")
     if not parts.hostname:
         raise ValueError(f"{url!r} has no host")
     return url
+
+
+@functools.lru_cache(maxsize=1024)
+def _good_origin(origin: str, schemes: tuple[str, ...]) -> bool:
+    try:
+        parts = urlsplit(origin)
+    except ValueError:
+        return False
+    return parts.scheme in schemes and bool(parts.hostname)
 
 
 class Scheduled(WatcherBase):
@@ -343,7 +377,7 @@ class ProbeSpec(Spec):
 class CommandWatcher(Scheduled):
     strategy: Literal["command"]
     command: list[str] = Field(min_length=1)
-    probe: ProbeSpec = Field(default_factory=ProbeSpec)
+    probe: ProbeSpec = Field(default_factory=lambda: shared_default(ProbeSpec))
 
     @field_validator("command")
     @classmethod

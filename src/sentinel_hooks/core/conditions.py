@@ -23,7 +23,6 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
-    PrivateAttr,
     Tag,
     ValidationInfo,
     field_validator,
@@ -105,9 +104,6 @@ class Condition(BaseModel):
     op: Op
     value: Any = Field(default=None, validate_default=True)
 
-    _segments: tuple[str, ...] = PrivateAttr(default=())
-    _pattern: Searchable | None = PrivateAttr(default=None)
-
     @field_validator("path")
     @classmethod
     def _path_parses(cls, path: str) -> str:
@@ -135,26 +131,21 @@ class Condition(BaseModel):
             compile_pattern(value)
         return value
 
-    def model_post_init(self, context: Any, /) -> None:
-        """Keep the parsed path and the compiled pattern, so evaluation does neither."""
-        self._segments = parse_path(self.path)
-        if self.op == "matches" and isinstance(self.value, str):
-            self._pattern = compile_pattern(self.value)
-
-    @property
+    @functools.cached_property
     def segments(self) -> tuple[str, ...]:
-        """The parsed path."""
-        return self._segments
+        """The parsed path (parsed at first use: a watcher that never polls never needs it)."""
+        return parse_path(self.path)
 
-    @property
+    @functools.cached_property
     def pattern(self) -> Searchable | None:
-        """The compiled RE2 pattern of a ``matches`` condition, else ``None``."""
-        return self._pattern
+        """The compiled RE2 pattern of a ``matches`` condition, else ``None`` (``compile_pattern``
+        remembers what validation compiled)."""
+        return compile_pattern(self.value) if self.op == "matches" and isinstance(self.value, str) else None
 
     @functools.cached_property
     def check(self) -> Check:
         """This condition compiled (once, on first use): ``(observation, previous)`` → bool."""
-        return leaf_check(self._segments, self.op, self.value, self._pattern)
+        return leaf_check(self.segments, self.op, self.value, self.pattern)
 
 
 class AnyGroup(BaseModel):
