@@ -20,23 +20,18 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from sentinel_hooks.api.app import build_app
 from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.session_stream import StreamSettings
 from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
-from sentinel_hooks.cluster import ClusterOwnership
+from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import TargetContext, create_targets
@@ -61,6 +56,12 @@ from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.schedule import LoopScheduler
 from sentinel_hooks.watchers.strategy import StrategyContext
 from sentinel_hooks.watchers.writeback import WatcherWrites
+
+if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor the API's server
+    from aiohttp import web
+
+    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +149,8 @@ class Service(ServiceOperations):
         self.cluster: ClusterOwnership | None = None
         shared = self.store.shared
         if shared is not None:  # shared state: other replicas may run beside this one
+            from sentinel_hooks.cluster import ClusterOwnership
+
             self.cluster = ClusterOwnership(
                 shared.url,
                 key_prefix=shared.key_prefix,
@@ -246,6 +249,8 @@ class Service(ServiceOperations):
         shared = self.store.shared
         if self.cluster is None or shared is None:
             return None
+        from sentinel_hooks.callbacks.session_stream import StreamSettings
+
         return StreamSettings(
             redis_url=shared.url,
             key_prefix=shared.key_prefix,
@@ -276,6 +281,10 @@ class Service(ServiceOperations):
         self.ready = True
 
     async def _start_api(self) -> None:
+        from aiohttp import web
+
+        from sentinel_hooks.api.app import build_app
+
         server = self.config.service.server
         self._web = web.AppRunner(build_app(self), access_log=None, shutdown_timeout=2.0)
         await self._web.setup()

@@ -154,9 +154,8 @@ def test_start_order_puts_interval_watchers_at_their_first_run_and_others_first(
         {"id": "c", "strategy": "http-poll", "endpoint": "http://127.0.0.1/", "schedule": "* * * * *"}
     )
     hook = WATCHER_ADAPTER.validate_python({"id": "h", "strategy": "webhook"})
-    assert (first_run("p", INTERVAL, BASE), BASE, BASE) == tuple(
-        start_order(w, BASE) for w in (poll, cron, hook)
-    )
+    wait_us = (first_run("p", INTERVAL, BASE) - BASE) // timedelta(microseconds=1)
+    assert (wait_us, 0, 0) == tuple(start_order(w, BASE) for w in (poll, cron, hook))
 
 
 def test_the_poll_job_store_keeps_jobs_in_run_order_through_updates_and_removals() -> None:

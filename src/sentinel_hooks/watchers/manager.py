@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.store.shortcuts import put_watcher_state
@@ -50,6 +51,17 @@ log = logging.getLogger(__name__)
 API_DEFINITION_PREFIX = "api-definition:"  # watcher ids cannot contain ':' so these never collide
 APPLY_SLICE = 200  # watchers added/changed/removed by a reload between two yields to the event loop
 START_SLICE = 250  # runners started between two yields to the event loop (a few ms of work)
+FIRST_SLICE = 16  # the first slice: the polls due first go out after these few are started
+
+
+class _Specced(Protocol):
+    """What ``_launch`` orders by: a loaded watcher, or a runner."""
+
+    @property
+    def spec(self) -> AnyWatcher: ...
+
+
+_S = TypeVar("_S", bound=_Specced)
 
 
 class Ownership(Protocol):
@@ -109,9 +121,13 @@ class WatcherManager:
         """
         stored = await self._deps.store.list_watcher_states() if states is None else states
         self._api_defined = {w.spec.id for w in api_watchers}
+
+        def runner_of(loaded: LoadedWatcher) -> WatcherRunner | None:
+            runner = self._build(loaded, stored.get(loaded.spec.id))
+            return runner if self._may_run(runner) else None
+
         async with self._lock:
-            built = [self._build(loaded, stored.get(loaded.spec.id)) for loaded in [*watchers, *api_watchers]]
-            await self._launch([runner for runner in built if self._may_run(runner)], initial=True)
+            await self._launch([*watchers, *api_watchers], runner_of, initial=True)
         log.info("started %d watcher(s)", len(self._runners))
 
     async def stop(self) -> None:
@@ -166,28 +182,39 @@ class WatcherManager:
         """False while another replica holds the lease (``lease_acquired`` starts it here later)."""
         return not runner.needs_lease or runner.fence is not None
 
-    async def _launch(self, runners: Sequence[WatcherRunner], *, initial: bool) -> None:
-        """Start ``runners`` in the order of their first runs from one base, ``START_SLICE`` at a
-        time, yielding between slices (see the module docstring); ``initial``: at the service's
-        start, so a run missed while it was down is made up (misfire).
+    async def _launch(
+        self,
+        items: Sequence[_S],
+        runner_of: Callable[[_S], WatcherRunner | None],
+        *,
+        initial: bool,
+    ) -> None:
+        """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
+        order of their first runs from one base, a slice at a time, yielding between slices (see
+        the module docstring); ``initial``: at the service's start, so a run missed while it was
+        down is made up (misfire).
 
-        The last observation of every polled or subscribed watcher is read in one store call and
-        handed to its runner (each runner is its watcher's only writer; a webhook watcher's first
-        event reads it instead, as replicas may share one).
+        Runners are built, and the last observations of the polled and subscribed ones read (one
+        store call), a slice at a time: the first slice is small, so the polls due first go out
+        before thousands of runners have been built (each runner is its watcher's only writer; a
+        webhook watcher's first event reads its last observation instead, as replicas may share
+        one). ``start`` takes the manager's lock first, so no reload or API change sees a
+        half-started set.
         """
-        if not runners:
-            return
-        observing = [r.id for r in runners if not isinstance(r.spec, WebhookWatcher)]
-        last = await self._deps.store.last_observations(observing) if observing else {}
         base = self._deps.clock.now()
-        ordered = sorted(runners, key=lambda runner: start_order(runner.spec, base))
+        ordered = sorted(items, key=partial(_start_key, base=base))
         scheduler = self._deps.scheduler
-        for begin in range(0, len(ordered), START_SLICE):
+        begin, size = 0, FIRST_SLICE
+        while begin < len(ordered):
+            runners = [r for r in map(runner_of, ordered[begin : begin + size]) if r is not None]
+            begin, size = begin + size, START_SLICE
+            observing = [r.id for r in runners if not isinstance(r.spec, WebhookWatcher)]
+            last = await self._deps.store.last_observations(observing) if observing else {}
             paused = scheduler.state == STATE_RUNNING
             if paused:
                 scheduler.pause()  # one wake-up per slice, not one per job
             try:
-                for runner in ordered[begin : begin + START_SLICE]:
+                for runner in runners:
                     spec = runner.spec
                     observed = last.get(runner.id)
                     previous = observed.value if observed is not None else MISSING
@@ -235,7 +262,7 @@ class WatcherManager:
             stored = await self._deps.store.get_watcher_states([runner.id for runner in starting])
             for runner in starting:
                 runner.state = WatcherState.from_json(stored.get(runner.id))
-            await self._launch(starting, initial=True)
+            await self._launch(starting, _same, initial=True)
 
     async def lease_lost(self, watcher_id: str) -> None:
         """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.
@@ -345,6 +372,14 @@ async def _yield_every(done: int) -> None:
     """Let the event loop run (polls, the API) after every APPLY_SLICE items of a long loop."""
     if done % APPLY_SLICE == 0:
         await asyncio.sleep(0)
+
+
+def _start_key(item: _Specced, base: datetime) -> int:
+    return start_order(item.spec, base)
+
+
+def _same(runner: WatcherRunner) -> WatcherRunner:
+    return runner
 
 
 def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
