@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -38,6 +37,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from watchbench.bytecode import child_env  # noqa: E402  (after the path)
+
 AFTER_SRC = HERE.parent / "src"
 RESULTS = HERE / "RESULTS.md"
 BEGIN = "<!-- cli-results:begin (written by bench/cli.py; edit outside these markers) -->"
@@ -162,13 +165,7 @@ class Side:
     pycache: Path | None = None
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
-        if self.src is not None:
-            env["PYTHONPATH"] = str(self.src)
-        if self.pycache is not None:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
-            env["PYTHONPYCACHEPREFIX"] = str(self.pycache)
-        return env
+        return child_env(self.src, self.pycache)
 
 
 def run_child(argv: Sequence[str], *, side: Side, cwd: Path) -> tuple[float, float, int, str]:

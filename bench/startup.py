@@ -25,6 +25,12 @@ Targets (issue 18.2): first poll ≤ 1 s, and every watcher polled within its fi
 at 10,000 (10 s interval: 13 s), within 60 s + 30 s at 100,000. The Sentinel process is pinned
 to one core and the endpoint to the other; CPU seconds are the Sentinel process's until every
 watcher was polled.
+
+Children read their bytecode from a cache, as an installed package does (``watchbench.bytecode``):
+each side (every ``--src``, and the floor) gets its own ``PYTHONPYCACHEPREFIX``, filled by one
+unrecorded launch per side and store on a one-watcher project before the first recorded one.
+``--no-bytecode-cache`` keeps the caller's environment (on a machine that sets
+``PYTHONDONTWRITEBYTECODE``, every launch then compiles every module it imports: ~0.3 s more).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ sys.path.insert(0, str(BENCH))
 
 import aiohttp  # noqa: E402  (after the path)
 from soakbench.probes import own_redis  # noqa: E402
+from watchbench.bytecode import child_env  # noqa: E402
 from watchbench.procfs import cpu_plan, cpu_seconds, rss_kib  # noqa: E402
 from watchbench.project import write_project  # noqa: E402
 from watchbench.report import machine  # noqa: E402
@@ -185,9 +192,9 @@ def pinned(cpu: int | None) -> Any:
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
-async def time_load_config(src: Path, config: Path) -> dict[str, float]:
+async def time_load_config(src: Path, config: Path, pycache: Path | None) -> dict[str, float]:
     """Imports and ``load_config`` of the project, in a fresh process (wall and CPU seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    env = child_env(src, pycache)
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", LOAD_CONFIG, str(config), env=env, stdout=asyncio.subprocess.PIPE
     )
@@ -199,11 +206,18 @@ async def time_load_config(src: Path, config: Path) -> dict[str, float]:
 
 
 async def launch_sentinel(
-    row: Row, *, src: Path, project: Path, port: int, session: aiohttp.ClientSession, cpu: int | None
+    row: Row,
+    *,
+    src: Path,
+    project: Path,
+    port: int,
+    session: aiohttp.ClientSession,
+    cpu: int | None,
+    pycache: Path | None,
 ) -> None:
     """Exec ``sentinel run``, watch its stderr and the endpoint until every watcher was polled."""
     await clear(session, port)
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    env = child_env(src, pycache)
     log = (project / f"sentinel-{row.code}-{row.run}.log").open("wb")
     row.load_start = loadavg()
     launched = time.time()
@@ -259,11 +273,17 @@ async def launch_sentinel(
 
 
 async def launch_bare(
-    row: Row, *, project: Path, port: int, session: aiohttp.ClientSession, cpu: int | None
+    row: Row,
+    *,
+    project: Path,
+    port: int,
+    session: aiohttp.ClientSession,
+    cpu: int | None,
+    pycache: Path | None,
 ) -> None:
     """Exec the floor process and time it like ``sentinel run``."""
     await clear(session, port)
-    env = {**os.environ, "PYTHONPATH": str(BENCH)}
+    env = child_env(BENCH, pycache)
     row.load_start = loadavg()
     launched = time.time()
     proc = await asyncio.create_subprocess_exec(
@@ -295,6 +315,7 @@ class Plan:
     codes: dict[str, Path]  # label → src folder
     warm: bool
     interval_s: float | None = None
+    bytecode_cache: bool = True  # each side reads cached bytecode, as an installed package does
 
 
 async def run_all(plan: Plan, workdir: Path, report: Any) -> list[Row]:
@@ -302,6 +323,10 @@ async def run_all(plan: Plan, workdir: Path, report: Any) -> list[Row]:
     endpoint_cpu, sentinel_cpu = cpu_plan()
     rows: list[Row] = []
     endpoint = await Child.start("endpoint", ["--cpu", str(endpoint_cpu), "--max-s", "86400"], workdir)
+
+    def pycache(side: str) -> Path | None:
+        return workdir / f"pycache-{side}" if plan.bytecode_cache else None
+
     try:
         port = int((await endpoint.ready(30))["port"])
         with contextlib.ExitStack() as stack:
@@ -310,6 +335,8 @@ async def run_all(plan: Plan, workdir: Path, report: Any) -> list[Row]:
                 (workdir / "redis").mkdir()
                 redis_url, _pid, _version = stack.enter_context(own_redis(workdir / "redis"))
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+                if plan.bytecode_cache:
+                    await fill_bytecode_caches(plan, workdir / "warm-up", port, session, redis_url, pycache)
                 for n in plan.sizes:
                     interval_s = plan.interval_s or interval_for(n)
                     for store in plan.stores:
@@ -318,7 +345,7 @@ async def run_all(plan: Plan, workdir: Path, report: Any) -> list[Row]:
                             url = "sqlite:///state.db" if store == "sqlite" else str(redis_url)
                             interval_ms = int(interval_s * 1000)
                             write_project(project, n=n, port=port, interval_ms=interval_ms, store=url)
-                            timing = await time_load_config(src, project / "sentinel.yaml")
+                            timing = await time_load_config(src, project / "sentinel.yaml", pycache(code))
                             for run in ["cold", "warm"] if plan.warm else ["cold"]:
                                 if run == "cold" and redis_url is not None and store == "redis":
                                     flush(redis_url)
@@ -333,16 +360,45 @@ async def run_all(plan: Plan, workdir: Path, report: Any) -> list[Row]:
                                     port=port,
                                     session=session,
                                     cpu=sentinel_cpu,
+                                    pycache=pycache(code),
                                 )
                                 rows.append(row)
                                 report(row)
                     row = Row(n=n, store="-", code="bare", run="floor", interval_s=interval_s)
-                    await launch_bare(row, project=project, port=port, session=session, cpu=sentinel_cpu)
+                    await launch_bare(
+                        row,
+                        project=project,
+                        port=port,
+                        session=session,
+                        cpu=sentinel_cpu,
+                        pycache=pycache("bare"),
+                    )
                     rows.append(row)
                     report(row)
     finally:
         await endpoint.stop()
     return rows
+
+
+async def fill_bytecode_caches(
+    plan: Plan, root: Path, port: int, session: aiohttp.ClientSession, redis_url: str | None, pycache: Any
+) -> None:
+    """One unrecorded launch per side and store on a one-watcher project (a Redis store imports
+    modules SQLite does not), one ``load_config`` timing and one floor run."""
+    for store in plan.stores:
+        for code, src in plan.codes.items():
+            project = root / f"{store}-{code}"
+            url = "sqlite:///state.db" if store == "sqlite" else str(redis_url)
+            write_project(project, n=1, port=port, interval_ms=1000, store=url)
+            row = Row(n=1, store=store, code=code, run="warm-up", interval_s=1.0)
+            await launch_sentinel(
+                row, src=src, project=project, port=port, session=session, cpu=None, pycache=pycache(code)
+            )
+            await time_load_config(src, project / "sentinel.yaml", pycache(code))
+    project = root / "bare"
+    write_project(project, n=1, port=port, interval_ms=1000)
+    row = Row(n=1, store="-", code="bare", run="warm-up", interval_s=1.0)
+    await launch_bare(row, project=project, port=port, session=session, cpu=None, pycache=pycache("bare"))
 
 
 def flush(url: str) -> None:
@@ -451,6 +507,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--interval-s", type=float, help="override the interval (default by N)")
     parser.add_argument("--no-warm", action="store_true", help="cold starts only")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="children compile what they import, as the caller's environment says (see watchbench.bytecode)",
+    )
     return parser.parse_args(argv)
 
 
@@ -468,6 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         codes=codes,
         warm=not (args.quick or args.no_warm),
         interval_s=args.interval_s or (2.0 if args.quick else None),
+        bytecode_cache=not args.no_bytecode_cache,
     )
 
     def report(row: Row) -> None:
