@@ -14,9 +14,11 @@ and ``announce``d; the holder applies it (``changed_elsewhere``) to the state it
 
 Starting many watchers must not make a herd, and the first polls should not wait for the last
 watcher to be scheduled: ``start`` (and the lease holder of many watchers, ``leases_acquired``)
-reads their stored states and last observations in one store call each, takes one base time and
-schedules the runners in the order of their first runs (``schedule.start_order``), a slice at a
-time with the scheduler paused, yielding to the event loop between slices. Each watcher's first
+takes one base time and schedules the runners in the order of their first runs
+(``schedule.start_order``), a slice at a time with the scheduler paused, yielding to the event
+loop between slices; each slice's runners are built (or their stored states read again, for
+leases just taken) and their last observations read in one store call per slice, and the first
+slice is small, so the first polls go out within milliseconds of the start. Each watcher's first
 poll is at its own phase of its interval after that base (``schedule.first_run``), so the polls
 of the first interval are spread as evenly as all later ones, and those due first go out while
 later ones are still being scheduled; one whose phase passed before its slice came runs at once.
@@ -188,11 +190,13 @@ class WatcherManager:
         runner_of: Callable[[_S], WatcherRunner | None],
         *,
         initial: bool,
+        reread_states: bool = False,
     ) -> None:
         """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
         order of their first runs from one base, a slice at a time, yielding between slices (see
         the module docstring); ``initial``: at the service's start, so a run missed while it was
-        down is made up (misfire).
+        down is made up (misfire); ``reread_states``: each slice's runners take their stored
+        states first (one store call per slice).
 
         Runners are built, and the last observations of the polled and subscribed ones read (one
         store call), a slice at a time: the first slice is small, so the polls due first go out
@@ -208,6 +212,10 @@ class WatcherManager:
         while begin < len(ordered):
             runners = [r for r in map(runner_of, ordered[begin : begin + size]) if r is not None]
             begin, size = begin + size, START_SLICE
+            if reread_states and runners:
+                stored = await self._deps.store.get_watcher_states([r.id for r in runners])
+                for runner in runners:
+                    runner.state = WatcherState.from_json(stored.get(runner.id))
             observing = [r.id for r in runners if not isinstance(r.spec, WebhookWatcher)]
             last = await self._deps.store.last_observations(observing) if observing else {}
             paused = scheduler.state == STATE_RUNNING
@@ -245,7 +253,8 @@ class WatcherManager:
 
     async def leases_acquired(self, tokens: Mapping[str, int]) -> None:
         """This replica now holds these leases (watcher id → fencing token): start their runners
-        from the stored states, read in one store call, as ``start`` does."""
+        from the stored states (the previous holder may have written since this replica read
+        them), read a slice at a time as ``start`` reads last observations."""
         if self._ownership is None:
             return
         async with self._lock:
@@ -257,12 +266,8 @@ class WatcherManager:
                 runner.fence = partial(self._ownership.holds, watcher_id, token)
                 if not runner.running:
                     starting.append(runner)
-            if not starting:
-                return
-            stored = await self._deps.store.get_watcher_states([runner.id for runner in starting])
-            for runner in starting:
-                runner.state = WatcherState.from_json(stored.get(runner.id))
-            await self._launch(starting, _same, initial=True)
+            if starting:
+                await self._launch(starting, _same, initial=True, reread_states=True)
 
     async def lease_lost(self, watcher_id: str) -> None:
         """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.
