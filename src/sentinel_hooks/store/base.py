@@ -248,7 +248,8 @@ class Store(Protocol):
 
         Concurrent appends to one session never share or skip a number; each call's entries
         stay contiguous. Numbers continue after entries pruned from the transcript's head
-        (``prune``); a session pruned whole starts again at 1. Returns the stored entries.
+        (``prune``); a session pruned whole starts again at 1. Returns the entries numbered
+        (each ``entry`` the dict given, not a copy read back).
         """
 
     async def get_transcript(

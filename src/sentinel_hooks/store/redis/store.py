@@ -45,6 +45,7 @@ from sentinel_hooks.store.records import (
     SettledState,
     Settlement,
     TranscriptEntry,
+    appended,
     apply_outcome,
     as_deduped,
     check_acceptable,
@@ -367,8 +368,7 @@ class RedisStore:
         keys += [k.checkpoint(key) for key, _ in saved]
         args = [session_key, to_epoch_ms(at), len(texts), *texts, *(text for _, text in saved)]
         last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
-        start = int(last) - len(texts) + 1
-        return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
+        return appended(range(int(last) - len(texts) + 1, int(last) + 1), entries, at)
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None

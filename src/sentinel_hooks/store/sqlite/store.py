@@ -39,6 +39,7 @@ from sentinel_hooks.store.records import (
     Recorded,
     Settlement,
     TranscriptEntry,
+    appended,
     as_deduped,
     check_acceptable,
     check_outcome,
@@ -326,12 +327,7 @@ class SqliteStore:
         tx = partial(
             q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
         )
-        seqs = await self._db.write("append transcript", tx)
-        at = utc_ms(at)
-        return [
-            TranscriptEntry.model_construct(seq=seq, at=at, entry=codec.loads_dict(text, what="entry"))
-            for seq, text in zip(seqs, payloads, strict=True)
-        ]
+        return appended(await self._db.write("append transcript", tx), entries, at)
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
