@@ -277,6 +277,7 @@ class SessionRunner:
         backend: ModelBackend,
         messages: list[dict[str, Any]],
         tools: list[ToolSpec],
+        sizes: compaction.Sizes,
     ) -> list[dict[str, Any]]:
         """Keep the next request inside the model's budget (compaction.py).
 
@@ -287,7 +288,7 @@ class SessionRunner:
             return messages
         budget = compaction.budget(self._deps.service.limits.max_payload_chars)
         room = compaction.room(budget, tools)
-        if compaction.size(messages) <= room:
+        if sizes.of(messages) <= room:
             return messages
         own = await self._own_entries(contract)
         entries = compaction.apply(own)
@@ -309,6 +310,7 @@ class SessionRunner:
         self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
     ) -> str:
         tools = box.specs
+        sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         while True:
             last = messages[-1]
@@ -327,7 +329,7 @@ class SessionRunner:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
                 return "done"
-            messages[:] = await self._compact(contract, backend, messages, tools)
+            messages[:] = await self._compact(contract, backend, messages, tools, sizes)
             reply = await self._complete(backend, messages, tools)
             turns += 1
             message = reply.to_message()
