@@ -241,15 +241,16 @@ class Store(Protocol):
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry),
         and put ``checkpoints`` (each replacing the one of its key, as ``put_checkpoint``), in
         one atomic step: a session's progress is recorded with the entries it speaks of.
 
         Concurrent appends to one session never share or skip a number; each call's entries
         stay contiguous. Numbers continue after entries pruned from the transcript's head
-        (``prune``); a session pruned whole starts again at 1. Returns the entries numbered
-        (each ``entry`` the dict given, not a copy read back).
+        (``prune``); a session pruned whole starts again at 1. Returns the entries' seq
+        numbers (not the entries read back: no caller needs them, and decoding and validating
+        each entry just written was CPU spent on every append of every hook session).
         """
 
     async def get_transcript(

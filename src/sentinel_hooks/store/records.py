@@ -9,7 +9,7 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
@@ -169,16 +169,6 @@ class TranscriptEntry(Record):
     seq: int
     at: UtcMs
     entry: dict[str, Any]
-
-
-def appended(seqs: Sequence[int], entries: Sequence[dict[str, Any]], at: datetime) -> list[TranscriptEntry]:
-    """What ``Store.append_transcript`` returns: the entries as given (not read back from their
-    JSON, which cost a decode and a validation per entry of every append), numbered."""
-    at = utc_ms(at)
-    return [
-        TranscriptEntry.model_construct(seq=seq, at=at, entry=entry)
-        for seq, entry in zip(seqs, entries, strict=True)
-    ]
 
 
 class InboxItem(Record):

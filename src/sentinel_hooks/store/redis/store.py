@@ -45,7 +45,6 @@ from sentinel_hooks.store.records import (
     SettledState,
     Settlement,
     TranscriptEntry,
-    appended,
     apply_outcome,
     as_deduped,
     check_acceptable,
@@ -353,7 +352,7 @@ class RedisStore:
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """See ``Store.append_transcript``.
 
         One script: the checkpoints are SET, RPUSH adds the entries; their seqs follow the
@@ -368,7 +367,7 @@ class RedisStore:
         keys += [k.checkpoint(key) for key, _ in saved]
         args = [session_key, to_epoch_ms(at), len(texts), *texts, *(text for _, text in saved)]
         last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
-        return appended(range(int(last) - len(texts) + 1, int(last) + 1), entries, at)
+        return list(range(int(last) - len(texts) + 1, int(last) + 1))
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None

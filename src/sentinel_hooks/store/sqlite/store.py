@@ -39,7 +39,6 @@ from sentinel_hooks.store.records import (
     Recorded,
     Settlement,
     TranscriptEntry,
-    appended,
     as_deduped,
     check_acceptable,
     check_outcome,
@@ -318,7 +317,7 @@ class SqliteStore:
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """See ``Store.append_transcript`` (one transaction)."""
         payloads = [codec.dumps(e, what="transcript entry") for e in entries]
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
@@ -327,7 +326,7 @@ class SqliteStore:
         tx = partial(
             q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
         )
-        return appended(await self._db.write("append transcript", tx), entries, at)
+        return list(await self._db.write("append transcript", tx))
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
