@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.store import Contract, DeliveryOutcome, Store
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope
 from tests.contract import stores
@@ -375,3 +376,16 @@ async def test_racing_pruners_delete_each_record_once(durable_backend) -> None:
     finally:
         await first.close()
         await second.close()
+
+
+async def test_a_transcript_tail_keeps_its_seqs_after_the_head_was_trimmed(store: Store) -> None:
+    """read_callback's tail after a trimmed head: the entries after the place, with their seqs."""
+    session = session_of("w1")
+    await settled(store, "a")
+    await pending(store, "b", created=1)
+    for cid, n in (("a", 2), ("b", 3)):
+        await store.append_transcript(session, [{"callbackId": cid, "n": i} for i in range(n)], at=at(5))
+    await prune_all(store, PruneBefore(callbacks=CUTOFF))
+    await store.put_checkpoint("memory", {"through_seq": 3})
+    view = await store.read_callback("b", [], tail=TranscriptTail(session, "memory", "through_seq"))
+    assert [(4, "b"), (5, "b")] == [(e.seq, e.entry["callbackId"]) for e in view.transcript or []]

@@ -8,6 +8,7 @@ import pytest
 
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Store, TranscriptEntry
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from tests.contract import stores
 
@@ -150,3 +151,50 @@ async def test_read_callback_of_an_unknown_id(store: Store) -> None:
         view.checkpoints,
         empty.checkpoints,
     )
+
+
+async def test_read_callback_reads_the_transcript_after_the_checkpoint_s_place(store: Store, make) -> None:
+    """With a tail, the entries after the seq the checkpoint holds come back, in order."""
+    await store.accept_contract(make.contract("cb-1"), make.envelope("cb-1"))
+    await store.append_transcript(SESSION, [{"n": n} for n in range(1, 6)], at=make.at(1))
+    await store.put_checkpoint("memory", {"through_seq": 3, "other": "x"})
+    tail = TranscriptTail(SESSION, "memory", "through_seq")
+    view = await store.read_callback("cb-1", ["memory"], tail=tail)
+    assert (
+        make.contract("cb-1"),
+        [(4, {"n": 4}), (5, {"n": 5})],
+        {"memory": {"through_seq": 3, "other": "x"}},
+    ) == (
+        view.contract,
+        [(e.seq, e.entry) for e in view.transcript or []],
+        view.checkpoints,
+    )
+
+
+async def test_read_callback_without_a_place_reads_the_whole_transcript(store: Store, make) -> None:
+    """No checkpoint, no such member, or no whole number there: every entry, from seq 1."""
+    await store.append_transcript(SESSION, [{"n": 1}, {"n": 2}], at=make.at(1))
+    await store.put_checkpoint("other", {"x": 1})
+    await store.put_checkpoint("text", {"through_seq": "2"})
+    await store.put_checkpoint("half", {"through_seq": 1.5})
+    seqs = []
+    for key in ("none", "other", "text", "half"):
+        view = await store.read_callback("cb-1", [], tail=TranscriptTail(SESSION, key, "through_seq"))
+        seqs.append([e.seq for e in view.transcript or []])
+    assert [[1, 2]] * 4 == seqs
+
+
+async def test_read_callback_without_a_tail_reads_no_transcript(store: Store, make) -> None:
+    """No tail asked for: ``transcript`` is None; a tail of an empty session is []."""
+    await store.append_transcript(SESSION, [{"n": 1}], at=make.at(1))
+    tail = TranscriptTail("nobody", "memory", "through_seq")
+    assert (None, []) == (
+        (await store.read_callback("cb-1", ["memory"])).transcript,
+        (await store.read_callback("cb-1", ["memory"], tail=tail)).transcript,
+    )
+
+
+def test_a_transcript_tail_needs_a_plain_member_name() -> None:
+    """A field that is not a plain name (a path, nothing) is refused."""
+    with pytest.raises(ValueError, match="plain member name"):
+        TranscriptTail(SESSION, "memory", "a.b")

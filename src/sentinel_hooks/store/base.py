@@ -66,12 +66,30 @@ class SharedRedis:
 
 
 @dataclass(frozen=True)
+class TranscriptTail:
+    """Transcript entries ``Store.read_callback`` reads with the rest: those of ``session_key``
+    after the seq that checkpoint ``checkpoint_key`` holds under ``field`` (a plain member
+    name; 0 when the checkpoint or an integer there is missing). A reader that keeps its place
+    in a checkpoint (a session's memory, ``callbacks.memory``) needs no second round trip."""
+
+    session_key: str
+    checkpoint_key: str
+    field: str
+
+    def __post_init__(self) -> None:
+        if not self.field.isidentifier():
+            raise ValueError(f"a transcript tail's field is a plain member name, got {self.field!r}")
+
+
+@dataclass(frozen=True)
 class CallbackView:
-    """``Store.read_callback``'s answer: what a hook session starts from."""
+    """``Store.read_callback``'s answer: what a hook session starts from. ``transcript`` is
+    None when no ``TranscriptTail`` was asked for."""
 
     contract: Contract | None
     envelope: Envelope | None
     checkpoints: dict[str, dict[str, Any]]
+    transcript: list[TranscriptEntry] | None = None
 
 
 @runtime_checkable
@@ -264,11 +282,14 @@ class Store(Protocol):
     async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The checkpoints that exist, by session key (keys without one are left out)."""
 
-    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
-        """The callback's contract and envelope (None for an unknown id) and those of
-        ``checkpoint_keys`` that have a checkpoint, by key, read in one round trip: what a hook
-        session reads before it starts (``get_contract``, ``get_envelopes`` and
-        ``get_checkpoints`` in one)."""
+    async def read_callback(
+        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+    ) -> CallbackView:
+        """The callback's contract and envelope (None for an unknown id), those of
+        ``checkpoint_keys`` that have a checkpoint, by key, and the transcript entries ``tail``
+        names (in ``seq`` order), read in one round trip: what a hook session reads before it
+        starts (``get_contract``, ``get_envelopes``, ``get_checkpoints`` and ``get_transcript``
+        in one)."""
 
     # -- inbox ---------------------------------------------------------------------------------
 
