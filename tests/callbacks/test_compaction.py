@@ -213,3 +213,19 @@ def test_sizes_of_a_growing_conversation_are_its_size() -> None:
     assert compaction.size(messages) == sizes.of(messages)
     messages[1:] = [{"role": "user", "content": "a longer replacement " * 9}]
     assert compaction.size(messages) == sizes.of(messages)
+
+
+def test_sizes_within_agrees_with_size_near_and_far_from_the_room() -> None:
+    """Sizes.within(messages, room) is size(messages) <= room, for rooms around the exact size."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": '\x01"é\n' * 40},
+        {
+            "role": "assistant",
+            "content": None,
+            "toolCalls": [{"id": "1", "name": "x", "arguments": {"a": 1}}],
+        },
+        {"role": "tool", "toolCallId": "1", "name": "x", "content": "ok"},
+    ]
+    exact = compaction.size(messages)
+    rooms = [exact - 1, exact, exact + 1, 6 * exact]
+    assert [r >= exact for r in rooms] == [compaction.Sizes().within(messages, r) for r in rooms]

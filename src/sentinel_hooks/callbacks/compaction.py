@@ -93,6 +93,26 @@ class Sizes:
             total += found[1]
         return total
 
+    def within(self, messages: Messages, room: int) -> bool:
+        """``size(messages) <= room``, answered from an upper bound of each message's size while
+        that suffices (a conversation far inside its room is then not encoded at all), else
+        from ``of``."""
+        return sum(map(_bound, messages)) <= room or self.of(messages) <= room
+
+
+def _bound(message: dict[str, Any]) -> int:
+    """At least ``_size(message)``, cheaply: six characters per character of a text member
+    (JSON's longest escape, ``\\u0001``) and the framing; exact for any other kind of member."""
+    total = 2
+    for key, value in message.items():
+        if type(value) is str and type(key) is str:
+            total += 6 * (len(key) + len(value)) + 8
+        elif value is None and type(key) is str:
+            total += 6 * len(key) + 12
+        else:
+            return _size(message)
+    return total
+
 
 def is_summary(message: dict[str, Any]) -> bool:
     return message.get("role") == "user" and str(message.get("content") or "").startswith(SUMMARY_HEADER)

@@ -309,7 +309,7 @@ class SessionRunner:
             return messages
         budget = compaction.budget(self._deps.service.limits.max_payload_chars)
         room = compaction.room(budget, tools)
-        if sizes.of(messages) <= room:
+        if sizes.within(messages, room):
             return messages
         own = await self._own_entries(contract)
         entries = compaction.apply(own)
