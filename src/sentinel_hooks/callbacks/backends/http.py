@@ -63,7 +63,7 @@ class ModelHttp:
         """
         data = encode_body(body, encoded or {})
         try:
-            async with self._open().post(self.url, data=data, headers=self._headers) as response:
+            async with self._open().post(self.url, data=data) as response:
                 raw = await response.read()
                 status = response.status
                 reason = response.reason or ""
@@ -91,7 +91,10 @@ class ModelHttp:
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=0)  # hookConcurrency bounds the requests
-            self._session = aiohttp.ClientSession(timeout=self._timeout, connector=connector)
+            # the session's default headers: not merged into a new CIMultiDict on every request
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, connector=connector, headers=self._headers
+            )
         return self._session
 
     async def close(self) -> None:
