@@ -197,3 +197,35 @@ def test_turns_with_many_tool_calls_do_not_bring_summaries_sooner() -> None:
         wide += [(seq + 1 + n, {"role": "tool", "toolCallId": str(seq + n)}) for n in range(5)]
         seq += 10
     assert compaction.split_for_compaction([*head, *wide]) is None
+
+
+def test_sizes_of_a_growing_conversation_are_its_size() -> None:
+    """Sizes.of answers size() as messages are added and replaced by new ones."""
+    sizes = compaction.Sizes()
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "é" * 50},
+        {"role": "user", "content": "u"},
+    ]
+    assert compaction.size(messages) == sizes.of(messages)
+    messages.append(
+        {"role": "assistant", "content": None, "toolCalls": [{"id": "1", "name": "x", "arguments": {}}]}
+    )
+    assert compaction.size(messages) == sizes.of(messages)
+    messages[1:] = [{"role": "user", "content": "a longer replacement " * 9}]
+    assert compaction.size(messages) == sizes.of(messages)
+
+
+def test_sizes_within_agrees_with_size_near_and_far_from_the_room() -> None:
+    """Sizes.within(messages, room) is size(messages) <= room, for rooms around the exact size."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": '\x01"é\n' * 40},
+        {
+            "role": "assistant",
+            "content": None,
+            "toolCalls": [{"id": "1", "name": "x", "arguments": {"a": 1}}],
+        },
+        {"role": "tool", "toolCallId": "1", "name": "x", "content": "ok"},
+    ]
+    exact = compaction.size(messages)
+    rooms = [exact - 1, exact, exact + 1, 6 * exact]
+    assert [r >= exact for r in rooms] == [compaction.Sizes().within(messages, r) for r in rooms]

@@ -280,3 +280,16 @@ def test_the_checkpoint_is_the_states_fields_and_shares_nothing_with_it() -> Non
     state.recent[0].actions.append("more")
     state.older.events["e"] = 2
     assert as_written == checkpoint
+
+
+def test_the_place_is_the_whole_number_the_checkpoint_holds() -> None:
+    """memory.place reads through_seq as a store's TranscriptTail does: a whole number, else 0."""
+    found = [memory.place(saved) for saved in (None, {}, {"through_seq": 7}, {"through_seq": 7.0})]
+    odd = [memory.place({"through_seq": v}) for v in ("7", 7.5, True, None)]
+    assert ([0, 0, 7, 7], [0, 0, 0, 0]) == (found, odd)
+
+
+def test_a_stored_state_s_place_is_its_through_seq() -> None:
+    """The checkpoint a state writes holds its through_seq where the tail reads it."""
+    state = MemoryState(through_seq=12)
+    assert 12 == memory.place(state.to_json())

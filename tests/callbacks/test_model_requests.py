@@ -126,3 +126,27 @@ async def test_act_offers_every_tool(start: Start, model: FakeOpenAIServer) -> N
     assert "done" == await session_of(service, "act", {"n": 1})
     properties = tools_sent(model)["sentinel_act"]["parameters"]["properties"]
     assert ["notify", "run_command"] == properties["action"]["enum"]
+
+
+async def test_a_transient_model_failure_is_asked_again(start: Start, model: FakeOpenAIServer) -> None:
+    """A 503 on the first request: the same request is sent again and the session ends normally."""
+    model.fail(503)
+    service = await start()
+    assert "done" == await session_of(service, "act", {"n": 1})
+    assert [model.requests[0]["messages"]] * 2 == [body["messages"] for body in model.requests]
+
+
+async def test_a_model_failing_three_times_fails_the_session(start: Start, model: FakeOpenAIServer) -> None:
+    """Three 503s in a row (MODEL_BACKOFF's attempts): the session fails after the third request."""
+    model.fail(503).fail(503).fail(503)
+    service = await start()
+    assert "failed" == await session_of(service, "act", {"n": 1})
+    assert 3 == len(model.requests)
+
+
+async def test_a_refused_model_request_is_not_asked_again(start: Start, model: FakeOpenAIServer) -> None:
+    """A 400 will fail alike: the session fails after one request."""
+    model.fail(400)
+    service = await start()
+    assert "failed" == await session_of(service, "act", {"n": 1})
+    assert 1 == len(model.requests)

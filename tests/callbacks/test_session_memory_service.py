@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks import compaction
+from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract, Observation
@@ -120,6 +120,22 @@ async def test_another_watchers_callbacks_are_not_told(start: Start, model: Fake
     prompt = first_request_of(model, 1)["messages"][1]["content"]
     assert "## Earlier callbacks" not in prompt
     assert "disk at 97%" not in prompt
+
+
+async def test_a_memory_of_another_version_is_folded_again_from_the_start(
+    start: Start, model: FakeOpenAIServer
+) -> None:
+    """A memory checkpoint the code no longer reads (another version) is started afresh: the
+    whole transcript is folded, not only what follows the place that checkpoint holds."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})
+    model.reply_text("Notified.")
+    service = await start()
+    first = await fire(service, "a", {"disk": 97})
+    assert "done" == await finished(service, first)
+    key = memory.memory_key(first.session_key)
+    await service.store.put_checkpoint(key, {"version": -1, "through_seq": 10_000})
+    assert "done" == await finished(service, await fire(service, "a", {"disk": 98}))
+    assert 'notified hook: "disk at 97% on db-1"' in first_request_of(model, 1)["messages"][1]["content"]
 
 
 async def test_a_restarted_session_sends_the_same_memory(

@@ -8,6 +8,7 @@ import pytest
 
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Store, TranscriptEntry
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from tests.contract import stores
 
@@ -17,27 +18,27 @@ SESSION = "sentinel:hooks:watcher:eth-price"
 
 
 async def test_first_append_numbers_entries_from_one(store: Store, make) -> None:
-    """A new session's entries get seq 1, 2, … and are returned as stored."""
+    """A new session's entries get seq 1, 2, …: the numbers returned, and the entries read back."""
     stored = await store.append_transcript(SESSION, [{"role": "user"}, {"role": "assistant"}], at=make.at(1))
     expected = [
         TranscriptEntry(seq=1, at=make.at(1), entry={"role": "user"}),
         TranscriptEntry(seq=2, at=make.at(1), entry={"role": "assistant"}),
     ]
-    assert (expected, expected) == (stored, await store.get_transcript(SESSION))
+    assert ([1, 2], expected) == (stored, await store.get_transcript(SESSION))
 
 
 async def test_later_appends_continue_the_numbering(store: Store, make) -> None:
     """A second append starts after the last seq."""
     await store.append_transcript(SESSION, [{"n": 1}, {"n": 2}], at=make.at(1))
     stored = await store.append_transcript(SESSION, [{"n": 3}], at=make.at(2))
-    assert [3] == [e.seq for e in stored]
+    assert [3] == stored
 
 
 async def test_sessions_are_numbered_independently(store: Store, make) -> None:
     """Each session key has its own seq counter."""
     await store.append_transcript("s1", [{"n": 1}, {"n": 2}], at=make.at(1))
     stored = await store.append_transcript("s2", [{"n": 1}], at=make.at(1))
-    assert [1] == [e.seq for e in stored]
+    assert [1] == stored
 
 
 async def test_empty_append_stores_nothing(store: Store, make) -> None:
@@ -54,12 +55,13 @@ async def test_concurrent_appends_get_unique_contiguous_numbers(store: Store, ma
             for c in range(20)
         )
     )
-    returned = sorted((e for call in calls for e in call), key=lambda e: e.seq)
-    contiguous = [[e.seq for e in call] == list(range(call[0].seq, call[0].seq + 3)) for call in calls]
-    assert (list(range(1, 61)), [True] * 20, returned) == (
-        [e.seq for e in returned],
+    contiguous = [call == list(range(call[0], call[0] + 3)) for call in calls]
+    transcript = await store.get_transcript(SESSION)
+    by_seq = {e.seq: e.entry for e in transcript}
+    assert (list(range(1, 61)), [True] * 20, [True] * 20) == (
+        sorted(seq for call in calls for seq in call),
         contiguous,
-        await store.get_transcript(SESSION),
+        [[by_seq[seq]["call"] for seq in call] == [c] * 3 for c, call in enumerate(calls)],
     )
 
 
@@ -98,7 +100,7 @@ async def test_append_with_checkpoints_puts_them_with_the_entries(store: Store, 
         checkpoints={"progress": {"status": "running"}, "memory": {"seen": [1]}},
     )
     assert ([1, 2], {"progress": {"status": "running"}, "memory": {"seen": [1]}}) == (
-        [e.seq for e in stored],
+        stored,
         await store.get_checkpoints(["progress", "memory", "other"]),
     )
 
@@ -111,7 +113,7 @@ async def test_append_of_no_entries_still_puts_the_checkpoints(store: Store, mak
     assert ([], {"done": {"turns": 2}}, [2]) == (
         stored,
         await store.get_checkpoints(["done"]),
-        [e.seq for e in later],
+        later,
     )
 
 
@@ -149,3 +151,50 @@ async def test_read_callback_of_an_unknown_id(store: Store) -> None:
         view.checkpoints,
         empty.checkpoints,
     )
+
+
+async def test_read_callback_reads_the_transcript_after_the_checkpoint_s_place(store: Store, make) -> None:
+    """With a tail, the entries after the seq the checkpoint holds come back, in order."""
+    await store.accept_contract(make.contract("cb-1"), make.envelope("cb-1"))
+    await store.append_transcript(SESSION, [{"n": n} for n in range(1, 6)], at=make.at(1))
+    await store.put_checkpoint("memory", {"through_seq": 3, "other": "x"})
+    tail = TranscriptTail(SESSION, "memory", "through_seq")
+    view = await store.read_callback("cb-1", ["memory"], tail=tail)
+    assert (
+        make.contract("cb-1"),
+        [(4, {"n": 4}), (5, {"n": 5})],
+        {"memory": {"through_seq": 3, "other": "x"}},
+    ) == (
+        view.contract,
+        [(e.seq, e.entry) for e in view.transcript or []],
+        view.checkpoints,
+    )
+
+
+async def test_read_callback_without_a_place_reads_the_whole_transcript(store: Store, make) -> None:
+    """No checkpoint, no such member, or no whole number there: every entry, from seq 1."""
+    await store.append_transcript(SESSION, [{"n": 1}, {"n": 2}], at=make.at(1))
+    await store.put_checkpoint("other", {"x": 1})
+    await store.put_checkpoint("text", {"through_seq": "2"})
+    await store.put_checkpoint("half", {"through_seq": 1.5})
+    seqs = []
+    for key in ("none", "other", "text", "half"):
+        view = await store.read_callback("cb-1", [], tail=TranscriptTail(SESSION, key, "through_seq"))
+        seqs.append([e.seq for e in view.transcript or []])
+    assert [[1, 2]] * 4 == seqs
+
+
+async def test_read_callback_without_a_tail_reads_no_transcript(store: Store, make) -> None:
+    """No tail asked for: ``transcript`` is None; a tail of an empty session is []."""
+    await store.append_transcript(SESSION, [{"n": 1}], at=make.at(1))
+    tail = TranscriptTail("nobody", "memory", "through_seq")
+    assert (None, []) == (
+        (await store.read_callback("cb-1", ["memory"])).transcript,
+        (await store.read_callback("cb-1", ["memory"], tail=tail)).transcript,
+    )
+
+
+def test_a_transcript_tail_needs_a_plain_member_name() -> None:
+    """A field that is not a plain name (a path, nothing) is refused."""
+    with pytest.raises(ValueError, match="plain member name"):
+        TranscriptTail(SESSION, "memory", "a.b")

@@ -65,7 +65,53 @@ def room(request_budget: int, tools: Sequence[ToolSpec]) -> int:
 
 def size(messages: Messages) -> int:
     """The conversation's size in characters (its JSON)."""
-    return sum(len(json.dumps(m, ensure_ascii=False, default=str)) for m in messages)
+    return sum(map(_size, messages))
+
+
+def _size(message: dict[str, Any]) -> int:
+    return len(json.dumps(message, ensure_ascii=False, default=str))
+
+
+class Sizes:
+    """``size`` of one session's conversation, each message encoded once.
+
+    The session asks before every model turn, and its first messages (the instructions, the
+    envelope) are the largest; messages are never changed in place (compaction makes new ones),
+    so a message's size is kept with the message itself, which keeps its ``id`` its own.
+    """
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[dict[str, Any], int]] = {}
+
+    def of(self, messages: Messages) -> int:
+        """``size(messages)``."""
+        total = 0
+        for message in messages:
+            found = self._known.get(id(message))
+            if found is None or found[0] is not message:
+                found = self._known[id(message)] = (message, _size(message))
+            total += found[1]
+        return total
+
+    def within(self, messages: Messages, room: int) -> bool:
+        """``size(messages) <= room``, answered from an upper bound of each message's size while
+        that suffices (a conversation far inside its room is then not encoded at all), else
+        from ``of``."""
+        return sum(map(_bound, messages)) <= room or self.of(messages) <= room
+
+
+def _bound(message: dict[str, Any]) -> int:
+    """At least ``_size(message)``, cheaply: six characters per character of a text member
+    (JSON's longest escape, ``\\u0001``) and the framing; exact for any other kind of member."""
+    total = 2
+    for key, value in message.items():
+        if type(value) is str and type(key) is str:
+            total += 6 * (len(key) + len(value)) + 8
+        elif value is None and type(key) is str:
+            total += 6 * len(key) + 12
+        else:
+            return _size(message)
+    return total
 
 
 def is_summary(message: dict[str, Any]) -> bool:

@@ -51,6 +51,18 @@ def memory_key(session_key: str) -> str:
     return f"memory:{session_key}"
 
 
+PLACE = "through_seq"  # the checkpoint's member holding the last seq folded in
+
+
+def place(saved: Mapping[str, Any] | None) -> int:
+    """The seq a store's ``TranscriptTail`` reads after, for the memory checkpoint ``saved``:
+    the whole number under ``PLACE``, else 0 (the rule of ``Store.read_callback``)."""
+    value = (saved or {}).get(PLACE)
+    if isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer():
+        return int(value)
+    return 0
+
+
 @dataclass
 class Digest:
     """One earlier callback, as far as the transcript tells."""

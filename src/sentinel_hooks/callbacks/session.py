@@ -10,7 +10,9 @@ A session that fails leaves its contract pending: the relay's fallback still rea
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -37,12 +39,12 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.retry import Backoff, retrying
+from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Contract, ContractState
+from sentinel_hooks.store.base import Store, TranscriptTail
+from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp_calls import McpGate
@@ -53,6 +55,7 @@ FINAL = frozenset({"done", "failed", "paused", "skipped"})
 BREAKER_REASON = "the agent kept proposing denied actions"
 MODEL_SEES = ("decision", "ruleId", "reason")  # of a policy decision, in the tool result
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
+_RNG = random.Random()  # the model backoff's jitter
 
 
 def progress_key(callback_id: str) -> str:
@@ -137,7 +140,9 @@ class SessionRunner:
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
         view = await deps.store.read_callback(
-            callback_id, [progress_key(callback_id), message_key(callback_id), memory_key]
+            callback_id,
+            [progress_key(callback_id), message_key(callback_id), memory_key],
+            tail=self._recall_tail(contract, memory_key),
         )
         checkpoints = view.checkpoints
         status = (checkpoints.get(progress_key(callback_id)) or {}).get("status")
@@ -179,7 +184,9 @@ class SessionRunner:
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
-            recalled, learned = await self._recall(contract, backend, checkpoints.get(memory_key))
+            recalled, learned = await self._recall(
+                contract, backend, checkpoints.get(memory_key), view.transcript
+            )
             name, via = choose_model(watcher, deps.service)
             skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
             first = [
@@ -236,16 +243,31 @@ class SessionRunner:
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
 
+    def _recall_tail(self, contract: Contract, memory_key: str) -> TranscriptTail | None:
+        """The transcript entries ``_recall`` will read, to read with the callback (one round
+        trip less per fire), when the callback's model is likely not the scripted one (which
+        recalls nothing): judged from its watcher before the envelope is read. A wrong guess
+        costs a read, never the right answer (``_recall`` reads what it was not given)."""
+        name, _ = choose_model(self._deps.watcher(contract.watcher_id), self._deps.service)
+        backend = self._deps.backends.get(name) if name else None
+        if backend is None or isinstance(backend, ScriptedBackend):
+            return None
+        return TranscriptTail(contract.session_key, memory_key, memory.PLACE)
+
     async def _recall(
-        self, contract: Contract, backend: ModelBackend, saved: dict[str, Any] | None
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        saved: dict[str, Any] | None,
+        tail: list[TranscriptEntry] | None,
     ) -> tuple[str | None, dict[str, dict[str, Any]]]:
         """What the session did about its earlier callbacks (memory.py), for the first user
         message, and the memory checkpoint to put with the first entries (none when unchanged).
 
-        ``saved`` is the session's memory checkpoint (read with the session's other checkpoints).
-        Reads only the transcript entries written since the previous callback's recall; the
-        updated state is kept for the next one. No text for a session's first callback, and for
-        the scripted backend, which reads no messages.
+        ``saved`` is the session's memory checkpoint and ``tail`` the transcript after the place
+        it holds (None: not read), both read with the callback. Only the entries written since
+        the previous callback's recall are read; the updated state is kept for the next one. No
+        text for a session's first callback, and for the scripted backend, which reads no messages.
         """
         if isinstance(backend, ScriptedBackend):
             return None, {}
@@ -253,7 +275,9 @@ class SessionRunner:
         key = memory.memory_key(contract.session_key)
         state = memory.MemoryState.from_json(saved)
         before = state.to_json()
-        entries = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
+        if tail is None or state.through_seq != memory.place(saved):  # a state started afresh
+            tail = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
+        entries = tail
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
         envelopes = await store.get_envelopes(wanted) if wanted else {}
@@ -274,6 +298,7 @@ class SessionRunner:
         backend: ModelBackend,
         messages: list[dict[str, Any]],
         tools: list[ToolSpec],
+        sizes: compaction.Sizes,
     ) -> list[dict[str, Any]]:
         """Keep the next request inside the model's budget (compaction.py).
 
@@ -284,7 +309,7 @@ class SessionRunner:
             return messages
         budget = compaction.budget(self._deps.service.limits.max_payload_chars)
         room = compaction.room(budget, tools)
-        if compaction.size(messages) <= room:
+        if sizes.within(messages, room):
             return messages
         own = await self._own_entries(contract)
         entries = compaction.apply(own)
@@ -306,6 +331,7 @@ class SessionRunner:
         self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
     ) -> str:
         tools = box.specs
+        sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
         while True:
             last = messages[-1]
@@ -324,7 +350,7 @@ class SessionRunner:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
                 return "done"
-            messages[:] = await self._compact(contract, backend, messages, tools)
+            messages[:] = await self._compact(contract, backend, messages, tools, sizes)
             reply = await self._complete(backend, messages, tools)
             turns += 1
             message = reply.to_message()
@@ -432,10 +458,22 @@ class SessionRunner:
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> ModelReply:
-        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s)."""
-        async for attempt in retrying(MODEL_BACKOFF, retry_if=TransientModelError):
-            with attempt:
+        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s).
+
+        A plain loop, as a watcher's poll: a tenacity loop built per call cost about 240,000
+        instructions (callgrind), a tenth of the session's own work with an instant model
+        (bench/RESULTS.md, issue 18.6, third round).
+        """
+        attempt = 1
+        while True:
+            try:
                 reply = await backend.complete(messages, tools)
+                break
+            except TransientModelError as exc:
+                if MODEL_BACKOFF.exhausted(attempt):
+                    raise
+                await asyncio.sleep(MODEL_BACKOFF.delay_s(attempt, _RNG, retry_after_of(exc)))
+                attempt += 1
         return _recovered(reply, [t.name for t in tools])
 
     async def _fail(self, contract: Contract, error: str) -> None:

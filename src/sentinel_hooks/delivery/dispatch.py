@@ -174,8 +174,12 @@ class Dispatcher:
     async def attempt_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
         """Attempt stored ``held_deliveries`` at once, in parallel; True per delivery accepted.
 
-        Each outcome is recorded like any other (a failed one is retried by the worker).
+        Each outcome is recorded like any other (a failed one is retried by the worker). A lone
+        delivery (a notify to one target, the common case) is attempted in the caller's task:
+        no task and no gather for it.
         """
+        if len(deliveries) == 1:
+            return [await self._attempt(deliveries[0])]
         return list(await asyncio.gather(*(self._attempt(d) for d in deliveries)))
 
     async def drain_due(self) -> int:

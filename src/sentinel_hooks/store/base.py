@@ -66,12 +66,30 @@ class SharedRedis:
 
 
 @dataclass(frozen=True)
+class TranscriptTail:
+    """Transcript entries ``Store.read_callback`` reads with the rest: those of ``session_key``
+    after the seq that checkpoint ``checkpoint_key`` holds under ``field`` (a plain member
+    name; 0 when the checkpoint or an integer there is missing). A reader that keeps its place
+    in a checkpoint (a session's memory, ``callbacks.memory``) needs no second round trip."""
+
+    session_key: str
+    checkpoint_key: str
+    field: str
+
+    def __post_init__(self) -> None:
+        if not self.field.isidentifier():
+            raise ValueError(f"a transcript tail's field is a plain member name, got {self.field!r}")
+
+
+@dataclass(frozen=True)
 class CallbackView:
-    """``Store.read_callback``'s answer: what a hook session starts from."""
+    """``Store.read_callback``'s answer: what a hook session starts from. ``transcript`` is
+    None when no ``TranscriptTail`` was asked for."""
 
     contract: Contract | None
     envelope: Envelope | None
     checkpoints: dict[str, dict[str, Any]]
+    transcript: list[TranscriptEntry] | None = None
 
 
 @runtime_checkable
@@ -241,14 +259,16 @@ class Store(Protocol):
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry),
         and put ``checkpoints`` (each replacing the one of its key, as ``put_checkpoint``), in
         one atomic step: a session's progress is recorded with the entries it speaks of.
 
         Concurrent appends to one session never share or skip a number; each call's entries
         stay contiguous. Numbers continue after entries pruned from the transcript's head
-        (``prune``); a session pruned whole starts again at 1. Returns the stored entries.
+        (``prune``); a session pruned whole starts again at 1. Returns the entries' seq
+        numbers (not the entries read back: no caller needs them, and decoding and validating
+        each entry just written was CPU spent on every append of every hook session).
         """
 
     async def get_transcript(
@@ -262,11 +282,14 @@ class Store(Protocol):
     async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The checkpoints that exist, by session key (keys without one are left out)."""
 
-    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
-        """The callback's contract and envelope (None for an unknown id) and those of
-        ``checkpoint_keys`` that have a checkpoint, by key, read in one round trip: what a hook
-        session reads before it starts (``get_contract``, ``get_envelopes`` and
-        ``get_checkpoints`` in one)."""
+    async def read_callback(
+        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+    ) -> CallbackView:
+        """The callback's contract and envelope (None for an unknown id), those of
+        ``checkpoint_keys`` that have a checkpoint, by key, and the transcript entries ``tail``
+        names (in ``seq`` order), read in one round trip: what a hook session reads before it
+        starts (``get_contract``, ``get_envelopes``, ``get_checkpoints`` and ``get_transcript``
+        in one)."""
 
     # -- inbox ---------------------------------------------------------------------------------
 

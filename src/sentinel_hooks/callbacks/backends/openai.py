@@ -15,7 +15,7 @@ import json
 from typing import Any, cast
 
 from sentinel_hooks.callbacks.backends.base import ModelReply, ToolCall, ToolSpec, TransientModelError
-from sentinel_hooks.callbacks.backends.http import ModelHttp
+from sentinel_hooks.callbacks.backends.http import EncodedTools, ModelHttp
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import OpenAIModel
 
@@ -39,6 +39,7 @@ class OpenAIBackend:
             where=self._where(),
             redactor=Redactor([key]).merged(redactor or Redactor()),
         )
+        self._tools = EncodedTools(to_openai_tools)
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[ToolSpec]) -> ModelReply:
         """Send one chat-completions request (not streamed) and return the assistant turn."""
@@ -47,11 +48,10 @@ class OpenAIBackend:
             "messages": to_openai_messages(messages),
             "stream": False,
         }
-        if tools:
-            body["tools"] = to_openai_tools(tools)
         if self._spec.temperature is not None:
             body["temperature"] = self._spec.temperature
-        return self._reply(await self._http.post(body))
+        encoded = {"tools": self._tools.text(tools)} if tools else None
+        return self._reply(await self._http.post(body, encoded=encoded))
 
     async def close(self) -> None:
         """Close the HTTP connection pool."""

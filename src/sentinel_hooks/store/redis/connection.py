@@ -80,6 +80,7 @@ class Scripts:
         self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
         self.write_watcher_batch = client.register_script(lua.WRITE_WATCHER_BATCH)
         self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)
+        self.read_callback = client.register_script(retention.READ_CALLBACK)
         self.prune_contracts = client.register_script(retention.PRUNE_CONTRACTS)
         self.prune_inbox = client.register_script(retention.PRUNE_INBOX)
         self.prune_sessions = client.register_script(retention.PRUNE_SESSIONS)

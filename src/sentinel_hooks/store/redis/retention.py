@@ -55,6 +55,29 @@ table.insert(out, 1, head + start + 1)
 return out
 """
 
+READ_CALLBACK = """
+-- KEYS: contract hash, transcript list, its head, the checkpoint holding the place, then the
+-- checkpoints to read | ARGV: the place's field in that checkpoint ('' to read no transcript)
+-- Returns {{doc, envelope}, {checkpoint texts}, seq of the first entry, {entries}}; the entries
+-- are those after the seq the checkpoint holds under the field (0 without an integer there).
+local found = redis.call('HMGET', KEYS[1], 'doc', 'envelope')
+local saved = {}
+if #KEYS > 4 then saved = redis.call('MGET', unpack(KEYS, 5)) end
+if ARGV[1] == '' then return {found, saved, 0, {}} end
+local after = 0
+local text = redis.call('GET', KEYS[4])
+if text then
+  local ok, data = pcall(cjson.decode, text)
+  if ok and type(data) == 'table' then
+    local seq = data[ARGV[1]]
+    if type(seq) == 'number' and seq == math.floor(seq) then after = seq end
+  end
+end
+local head = tonumber(redis.call('GET', KEYS[3]) or '0')
+local start = math.max(after - head, 0)
+return {found, saved, head + start + 1, redis.call('LRANGE', KEYS[2], start, -1)}
+"""
+
 _SCAN_FN = """
 -- Calls visit(member) for members of the lexical index ``key`` below ``bound`` (exclusive), oldest
 -- first, ``limit`` at a time, until visit has deleted ``limit`` records in all or ``4 * limit``

@@ -19,7 +19,7 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis
+from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
 from sentinel_hooks.store.paging import (
     check_positive,
     decode_cursor,
@@ -352,7 +352,7 @@ class RedisStore:
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """See ``Store.append_transcript``.
 
         One script: the checkpoints are SET, RPUSH adds the entries; their seqs follow the
@@ -367,8 +367,7 @@ class RedisStore:
         keys += [k.checkpoint(key) for key, _ in saved]
         args = [session_key, to_epoch_ms(at), len(texts), *texts, *(text for _, text in saved)]
         last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
-        start = int(last) - len(texts) + 1
-        return [_transcript_entry(start + i, t) for i, t in enumerate(texts)]
+        return list(range(int(last) - len(texts) + 1, int(last) + 1))
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
@@ -399,17 +398,34 @@ class RedisStore:
             if text is not None
         }
 
-    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
-        """See ``Store.read_callback``: HMGET of the contract's hash and MGET of the checkpoints,
-        pipelined."""
+    async def read_callback(
+        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+    ) -> CallbackView:
+        """See ``Store.read_callback``: without ``tail``, HMGET of the contract's hash and MGET
+        of the checkpoints, pipelined; with it, one script (``retention.READ_CALLBACK``) that
+        also reads the transcript after the place the checkpoint holds."""
         keys = list(dict.fromkeys(checkpoint_keys))
-        async with self._db.translated("read callback"), self._db.client.pipeline(transaction=False) as pipe:
-            pipe.hmget(self.keys.contract(callback_id), ["doc", "envelope"])
-            if keys:
-                pipe.mget([self.keys.checkpoint(key) for key in keys])
-            found = await pipe.execute()
-        doc, envelope = found[0]
-        texts = found[1] if keys else []
+        transcript: list[TranscriptEntry] | None = None
+        if tail is None:
+            async with (
+                self._db.translated("read callback"),
+                self._db.client.pipeline(transaction=False) as pipe,
+            ):
+                pipe.hmget(self.keys.contract(callback_id), ["doc", "envelope"])
+                if keys:
+                    pipe.mget([self.keys.checkpoint(key) for key in keys])
+                found = await pipe.execute()
+            (doc, envelope), texts = found[0], (found[1] if keys else [])
+        else:
+            k = self.keys
+            script_keys = [k.contract(callback_id), k.transcript(tail.session_key)]
+            script_keys += [k.transcript_head(tail.session_key), k.checkpoint(tail.checkpoint_key)]
+            script_keys += [k.checkpoint(key) for key in keys]
+            read = self._db.scripts.read_callback
+            (doc, envelope), texts, first, entries = await self._db.run(
+                "read callback", read, script_keys, [tail.field]
+            )
+            transcript = [_transcript_entry(int(first) + i, as_text(t)) for i, t in enumerate(entries)]
         return CallbackView(
             contract=None if doc is None else codec.load_record(Contract, as_text(doc)),
             envelope=None if envelope is None else codec.load_envelope(as_text(envelope)),
@@ -418,6 +434,7 @@ class RedisStore:
                 for key, text in zip(keys, texts, strict=True)
                 if text is not None
             },
+            transcript=transcript,
         )
 
     # -- inbox -------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.store import codec
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.contract_states import (
     ContractState,
     after_approval_decided,
@@ -123,13 +124,29 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
 
 
 def read_callback(
-    c: Conn, callback_id: str, keys: Sequence[str]
-) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]]]:
-    """The contract's ``(doc, envelope)`` row (None when unknown) and the ``(key, data)`` rows of
-    the checkpoints of ``keys`` that exist."""
+    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None
+) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+    """The contract's ``(doc, envelope)`` row (None when unknown), the ``(key, data)`` rows of
+    the checkpoints of ``keys`` that exist, and the ``(doc,)`` rows of the transcript entries
+    ``tail`` names (None without one)."""
     found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
     sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
-    return (None if found is None else (str(found[0]), str(found[1]))), select_in(c, sql, keys)
+    rows = select_in(c, sql, keys)
+    docs = None
+    if tail is not None:
+        path = f"$.{tail.field}"
+        place = c.execute(
+            "SELECT json_extract(data, ?), json_type(data, ?) FROM checkpoints WHERE session_key = ?",
+            (path, path, tail.checkpoint_key),
+        ).fetchone()
+        after = 0  # a whole number there (as Lua's cjson reads it in the Redis store), else 0
+        if place is not None and place[1] in ("integer", "real") and float(place[0]).is_integer():
+            after = int(place[0])
+        docs = c.execute(
+            "SELECT doc FROM transcripts WHERE session_key = ? AND seq > ? ORDER BY seq",
+            (tail.session_key, after),
+        ).fetchall()
+    return (None if found is None else (str(found[0]), str(found[1]))), rows, docs
 
 
 ContractRow = tuple[str, str, str, int, int | None, str, str]

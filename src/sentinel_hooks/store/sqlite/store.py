@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis
+from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
@@ -317,7 +317,7 @@ class SqliteStore:
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
-    ) -> list[TranscriptEntry]:
+    ) -> list[int]:
         """See ``Store.append_transcript`` (one transaction)."""
         payloads = [codec.dumps(e, what="transcript entry") for e in entries]
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
@@ -326,12 +326,7 @@ class SqliteStore:
         tx = partial(
             q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
         )
-        seqs = await self._db.write("append transcript", tx)
-        at = utc_ms(at)
-        return [
-            TranscriptEntry.model_construct(seq=seq, at=at, entry=codec.loads_dict(text, what="entry"))
-            for seq, text in zip(seqs, payloads, strict=True)
-        ]
+        return list(await self._db.write("append transcript", tx))
 
     async def get_transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None
@@ -354,15 +349,18 @@ class SqliteStore:
         rows = await self._db.read("checkpoints", partial(q.select_in, sql=sql, ids=session_keys))
         return {key: codec.loads_dict(text, what="checkpoint") for key, text in rows}
 
-    async def read_callback(self, callback_id: str, checkpoint_keys: Sequence[str]) -> CallbackView:
-        """See ``Store.read_callback``: two statements in one hop to the worker thread."""
-        found, rows = await self._db.read(
-            "read callback", partial(q.read_callback, callback_id=callback_id, keys=checkpoint_keys)
-        )
+    async def read_callback(
+        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+    ) -> CallbackView:
+        """See ``Store.read_callback``: two statements (four with ``tail``) in one hop to the
+        worker thread, which runs this process's every statement, so none comes between them."""
+        read = partial(q.read_callback, callback_id=callback_id, keys=checkpoint_keys, tail=tail)
+        found, rows, docs = await self._db.read("read callback", read)
         return CallbackView(
             contract=None if found is None else codec.load_record(Contract, found[0]),
             envelope=None if found is None else codec.load_envelope(found[1]),
             checkpoints={key: codec.loads_dict(text, what="checkpoint") for key, text in rows},
+            transcript=None if docs is None else [codec.load_record(TranscriptEntry, doc) for (doc,) in docs],
         )
 
     # -- inbox -------------------------------------------------------------------------------
