@@ -267,12 +267,13 @@ class Service(ServiceOperations):
         self.dispatcher.start()
         self.relay.start()
         self.scheduler.start()
-        states = await self.store.list_watcher_states()  # one read: API-created definitions and every state
-        await self.manager.start(self.config.watchers, self._api_watchers(states), states=states)
+        definitions = await self.store.list_watcher_states(API_DEFINITION_PREFIX)
+        await self.manager.start(self.config.watchers, self._api_watchers(definitions))
         if self.cluster is not None:
             await self.cluster.start(
                 self.manager.leases_acquired, self.manager.lease_lost, self.manager.changed_elsewhere
             )
+            await self.manager.restore_idle_states()  # the first slices of leases start meanwhile
         self.mcp.start()  # in the background: a slow or broken MCP server delays nothing
         await self.sessions.start()
         self.pruner.start()

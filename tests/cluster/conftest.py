@@ -24,6 +24,7 @@ from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.service import Service
 from sentinel_hooks.store import Store
+from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.manager import WatcherManager
 from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
@@ -270,11 +271,16 @@ async def harness(
     tmp_path: Path, endpoint: Endpoint
 ) -> AsyncIterator[Callable[..., Awaitable[ManagerHarness]]]:
     """``await harness(cluster=True, sse=False)`` → a started manager over poll-1, poll-2, a webhook
-    watcher ``hook`` and, with ``sse``, a subscribed watcher ``stream``."""
+    watcher ``hook`` and, with ``sse``, a subscribed watcher ``stream``; ``stored``: states in the
+    store before it starts."""
     opened: list[tuple[Service, WatcherManager]] = []
 
     async def build(
-        *, cluster: bool = True, held: dict[str, int] | None = None, sse: bool = False
+        *,
+        cluster: bool = True,
+        held: dict[str, int] | None = None,
+        sse: bool = False,
+        stored: dict[str, dict[str, object]] | None = None,
     ) -> ManagerHarness:
         (tmp_path / "sentinel.yaml").write_text(MANAGER_CONFIG)
         folder = tmp_path / "watchers"
@@ -287,6 +293,8 @@ async def harness(
         config = load_config(tmp_path / "sentinel.yaml", environ={})
         service = Service(config)  # used for its parts only: never started
         await service.store.open()
+        for watcher_id, state in (stored or {}).items():  # what an earlier run left
+            await put_watcher_state(service.store, watcher_id, state)
         await service.http.start()
         service.scheduler.start()
         deps = RunnerDeps(

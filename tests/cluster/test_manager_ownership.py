@@ -70,6 +70,26 @@ async def test_lease_acquired_loads_the_state_the_previous_owner_stored(harness:
     assert (7, True) == (state.fires, state.firing.firing)
 
 
+async def test_start_reads_the_stored_states_of_the_runners_it_starts(harness: Harness) -> None:
+    """A runner that starts with the manager (a held lease, a webhook) has its stored state."""
+    stored = {"poll-1": {"fires": 4}, "hook": {"fires": 5}, "poll-2": {"fires": 6}}
+    h = await harness(held={"poll-1": 1}, stored=stored)
+    fires = {r.id: r.state.fires for r in h.manager.runners()}
+    assert {"poll-1": 4, "hook": 5, "poll-2": 0} == fires  # poll-2 runs elsewhere: read later
+
+
+async def test_idle_runners_take_their_stored_states_and_leased_ones_keep_their_own(harness: Harness) -> None:
+    """``restore_idle_states`` gives a runner another replica runs its stored state (its status
+    here); one whose lease was taken meanwhile keeps the state it read when it started."""
+    h = await harness(stored={"poll-1": {"fires": 3}, "poll-2": {"fires": 9, "enabled": False}})
+    h.ownership.held["poll-1"] = 1
+    await h.manager.lease_acquired("poll-1", 1)
+    await put_watcher_state(h.store, "poll-1", {"fires": 100})  # what this replica does not read again
+    await h.manager.restore_idle_states()
+    one, two = h.manager.get("poll-1"), h.manager.get("poll-2")
+    assert (3, 9, "disabled") == (one.state.fires, two.state.fires, h.manager.status(two)["state"])
+
+
 async def test_enabling_a_watcher_without_its_lease_does_not_start_it(harness: Harness) -> None:
     """Enabling through the API on a replica that does not hold the lease starts nothing here."""
     h = await harness()

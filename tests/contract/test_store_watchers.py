@@ -60,6 +60,25 @@ async def test_list_watcher_states_returns_every_watcher(store: Store) -> None:
     assert {"a": {"n": 1}, "b": {"n": 2}} == await store.list_watcher_states()
 
 
+async def test_list_watcher_states_with_a_prefix_returns_the_keys_that_start_with_it(store: Store) -> None:
+    """A prefix is plain text: LIKE's and glob's wildcards in it, or in keys, match only themselves."""
+    keys = (
+        "api-definition:a",
+        "api-definition:b",
+        "api-definitionx",
+        "a",
+        "p_%*?[x]\\:1",
+        "pa%*?[x]\\:2",
+        "p_%abcx:3",
+    )
+    for key in keys:
+        await put_watcher_state(store, key, {"key": key})
+    assert {"api-definition:a", "api-definition:b"} == set(await store.list_watcher_states("api-definition:"))
+    assert {"p_%*?[x]\\:1"} == set(await store.list_watcher_states("p_%*?[x]\\:"))
+    assert {} == await store.list_watcher_states("nothing:")
+    assert 7 == len(await store.list_watcher_states(""))
+
+
 async def test_get_watcher_states_returns_those_asked_for_that_exist(store: Store) -> None:
     """get_watcher_states maps each asked id that has a state to it, leaving the others out."""
     await put_watcher_state(store, "a", {"n": 1})

@@ -39,7 +39,10 @@ def run(config: str | None) -> int:
     """Run the service (watchers, API) until SIGTERM/SIGINT; SIGHUP reloads watcher files."""
     import asyncio
 
-    from sentinel_hooks.service import serve
+    from sentinel_hooks.heap import collection_paused
+
+    with collection_paused():  # the service's modules are long-lived objects: no collection walks them
+        from sentinel_hooks.service import serve
 
     return asyncio.run(serve(config_path(config, os.environ)))
 

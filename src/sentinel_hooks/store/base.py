@@ -121,8 +121,9 @@ class Store(Protocol):
     async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
         """The last state put for ``watcher_id``, or None."""
 
-    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
-        """Every watcher's state, by watcher id."""
+    async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
+        """Every state whose key starts with ``prefix`` (every watcher's, by default), by key:
+        with a prefix, what the service reads at start (API-created definitions), not 10,000 states."""
 
     async def get_watcher_states(self, watcher_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The states of those of ``watcher_ids`` that have one, by watcher id (others are left

@@ -62,7 +62,7 @@ class ProbeEpisodes:
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> ProbeEpisodes:
         if not data:
-            return cls()
+            return _NONE_OPEN
         stall = data.get("stall") or {}
         mark = stall.get("mark")
         return cls(
@@ -71,6 +71,9 @@ class ProbeEpisodes:
             stall_mark=mark if isinstance(mark, str) else None,
             probe_error=FiringState.from_json(data.get("probeError")),
         )
+
+
+_NONE_OPEN = ProbeEpisodes()  # immutable: the stored episodes of nearly every watcher
 
 
 @dataclass(frozen=True)

@@ -41,12 +41,17 @@ class FiringState:
         if not data:
             return cls()
         fired, last, callback_id = data.get("firedAtMs"), data.get("lastFireAtMs"), data.get("callbackId")
+        if fired is None and last is None and callback_id is None and not data.get("firing"):
+            return _NEVER_FIRED  # what nearly every stored state holds: no new object for it
         return cls(
             firing=bool(data.get("firing")),
             fired_at=from_ms(fired) if isinstance(fired, int) else None,
             last_fire_at=from_ms(last) if isinstance(last, int) else None,
             callback_id=callback_id if isinstance(callback_id, str) else None,
         )
+
+
+_NEVER_FIRED = FiringState()
 
 
 @dataclass(frozen=True)

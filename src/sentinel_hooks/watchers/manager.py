@@ -16,12 +16,14 @@ Starting many watchers must not make a herd, and the first polls should not wait
 watcher to be scheduled: ``start`` (and the lease holder of many watchers, ``leases_acquired``)
 takes one base time and schedules the runners in the order of their first runs
 (``schedule.start_order``), a slice at a time with the scheduler paused, yielding to the event
-loop between slices; each slice's runners are built (or their stored states read again, for
-leases just taken) and their last observations read in one store call per slice, and the first
-slice is small, so the first polls go out within milliseconds of the start. Each watcher's first
-poll is at its own phase of its interval after that base (``schedule.first_run``), so the polls
-of the first interval are spread as evenly as all later ones, and those due first go out while
-later ones are still being scheduled; one whose phase passed before its slice came runs at once.
+loop between slices; each slice's runners are built and read their stored states and last
+observations in one store call each, and the first slice is small, so the first polls go out
+within milliseconds of the start. No store read covers every watcher before that: in cluster
+mode the states of the watchers other replicas run are read after the first leases were taken
+(``restore_idle_states``). Each watcher's first poll is at its own phase of its interval after
+that base (``schedule.first_run``), so the polls of the first interval are spread as evenly as
+all later ones, and those due first go out while later ones are still being scheduled; one
+whose phase passed before its slice came runs at once.
 ``apply`` (a reload) handles the diff in slices that yield to the event loop, so running
 watchers keep polling while thousands are replaced.
 """
@@ -110,27 +112,43 @@ class WatcherManager:
     # -- start / stop / reload ---------------------------------------------------------------
 
     async def start(
-        self,
-        watchers: Sequence[LoadedWatcher],
-        api_watchers: Sequence[LoadedWatcher] = (),
-        *,
-        states: Mapping[str, dict[str, Any]] | None = None,
+        self, watchers: Sequence[LoadedWatcher], api_watchers: Sequence[LoadedWatcher] = ()
     ) -> None:
         """Start every watcher (file-defined and API-created), making up missed runs (misfire).
 
-        ``states`` is every stored watcher state when the caller has read it already
-        (``Store.list_watcher_states``); else it is read here.
+        Each runner reads its stored state as its slice starts (``_launch``). In cluster mode no
+        lease is held yet: a runner that needs one is built now and started, with the state read
+        then, by ``leases_acquired``; ``restore_idle_states`` reads the others' states later.
         """
-        stored = await self._deps.store.list_watcher_states() if states is None else states
         self._api_defined = {w.spec.id for w in api_watchers}
-
-        def runner_of(loaded: LoadedWatcher) -> WatcherRunner | None:
-            runner = self._build(loaded, stored.get(loaded.spec.id))
-            return runner if self._may_run(runner) else None
-
+        every = [*watchers, *api_watchers]
         async with self._lock:
-            await self._launch([*watchers, *api_watchers], runner_of, initial=True)
+            if self._ownership is None:
+                await self._launch(every, self._runnable, initial=True)
+            else:  # the runners to start now (webhook watchers') are few: no order to keep
+                runnable = [r for r in map(self._runnable, every) if r is not None]
+                await self._launch(runnable, _same, initial=True)
         log.info("started %d watcher(s)", len(self._runners))
+
+    def _runnable(self, loaded: LoadedWatcher) -> WatcherRunner | None:
+        """The registered runner of ``loaded``, if it may start here (its state is read by ``_launch``)."""
+        runner = self._build(loaded, None)
+        return runner if self._may_run(runner) else None
+
+    async def restore_idle_states(self) -> None:
+        """Cluster mode, after the first leases were taken: the runners another replica runs take
+        their stored states, a slice at a time, for their status (docs/scaling.md: such a watcher
+        shows the state this replica last read). One that took its lease meanwhile read its own."""
+        leased = [r for r in self._runners.values() if r.needs_lease]
+        await asyncio.sleep(0)  # the keeper's callback for the leases just taken fences their runners first
+        for begin in range(0, len(leased), START_SLICE):
+            part = [r for r in leased[begin : begin + START_SLICE] if r.fence is None]
+            if not part:
+                continue
+            stored = await self._deps.store.get_watcher_states([r.id for r in part])
+            for runner in part:
+                if runner.fence is None and not runner.running:
+                    runner.state = WatcherState.from_json(stored.get(runner.id))
 
     async def stop(self) -> None:
         """Stop every runner; in-flight polls finish first."""
@@ -190,20 +208,19 @@ class WatcherManager:
         runner_of: Callable[[_S], WatcherRunner | None],
         *,
         initial: bool,
-        reread_states: bool = False,
     ) -> None:
         """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
         order of their first runs from one base, a slice at a time, yielding between slices (see
         the module docstring); ``initial``: at the service's start, so a run missed while it was
-        down is made up (misfire); ``reread_states``: each slice's runners take their stored
-        states first (one store call per slice).
+        down is made up (misfire).
 
-        Runners are built, and the last observations of the polled and subscribed ones read (one
-        store call), a slice at a time: the first slice is small, so the polls due first go out
-        before thousands of runners have been built (each runner is its watcher's only writer; a
-        webhook watcher's first event reads its last observation instead, as replicas may share
-        one). ``start`` takes the manager's lock first, so no reload or API change sees a
-        half-started set.
+        Runners are built, and take their stored states and the last observations of the polled
+        and subscribed ones (one store call each), a slice at a time: the first slice is small,
+        so the polls due first go out before thousands of runners have been built or states read
+        (each runner is its watcher's only writer; a lease just taken was read after it was
+        taken, so what the previous holder wrote is in; a webhook watcher's first event reads its
+        last observation instead, as replicas may share one). ``start`` takes the manager's lock
+        first, so no reload or API change sees a half-started set.
         """
         base = self._deps.clock.now()
         ordered = sorted(items, key=partial(_start_key, base=base))
@@ -212,7 +229,7 @@ class WatcherManager:
         while begin < len(ordered):
             runners = [r for r in map(runner_of, ordered[begin : begin + size]) if r is not None]
             begin, size = begin + size, START_SLICE
-            if reread_states and runners:
+            if runners:
                 stored = await self._deps.store.get_watcher_states([r.id for r in runners])
                 for runner in runners:
                     runner.state = WatcherState.from_json(stored.get(runner.id))
@@ -267,7 +284,7 @@ class WatcherManager:
                 if not runner.running:
                     starting.append(runner)
             if starting:
-                await self._launch(starting, _same, initial=True, reread_states=True)
+                await self._launch(starting, _same, initial=True)
 
     async def lease_lost(self, watcher_id: str) -> None:
         """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.

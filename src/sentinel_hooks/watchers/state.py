@@ -88,26 +88,35 @@ class WatcherState:
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> WatcherState:
+        """The state stored as ``to_json``; what is missing or of the wrong type takes its default.
+
+        Built without ``__init__`` (as ``evolve`` copies): a start-up decodes every stored state,
+        10,000 of them before the first poll of a replica that takes over a cluster's leases, and
+        a frozen dataclass's ``__init__`` sets each of the 15 fields through ``object.__setattr__``.
+        """
         if not data:
-            return cls()
-        enabled = data.get("enabled")
-        return cls(
+            return _INITIAL
+        get = data.get
+        enabled, last_gap = get("enabled"), get("lastGapMs")
+        state = object.__new__(cls)
+        state.__dict__.update(
             enabled=enabled if isinstance(enabled, bool) else None,
-            disabled_reason=data.get("disabledReason"),
-            consecutive_failures=int(data.get("consecutiveFailures") or 0),
-            last_error=data.get("lastError"),
-            last_check_at=_at(data.get("lastCheckAtMs")),
-            next_check_at=_at(data.get("nextCheckAtMs")),
-            fires=int(data.get("fires") or 0),
-            last_fire_at=_at(data.get("lastFireAtMs")),
-            firing=FiringState.from_json(data.get("firing")),
-            probe_episodes=ProbeEpisodes.from_json(data.get("probeEpisodes")),
-            last_event_at=_at(data.get("lastEventAtMs")),
-            quiet_fired=bool(data.get("quietFired")),
-            reconnects=int(data.get("reconnects") or 0),
-            last_gap_ms=data.get("lastGapMs") if isinstance(data.get("lastGapMs"), int) else None,
-            silenced_episode=_text(data.get("silencedEpisode")),
+            disabled_reason=get("disabledReason"),
+            consecutive_failures=int(get("consecutiveFailures") or 0),
+            last_error=get("lastError"),
+            last_check_at=_at(get("lastCheckAtMs")),
+            next_check_at=_at(get("nextCheckAtMs")),
+            fires=int(get("fires") or 0),
+            last_fire_at=_at(get("lastFireAtMs")),
+            firing=FiringState.from_json(get("firing")),
+            probe_episodes=ProbeEpisodes.from_json(get("probeEpisodes")),
+            last_event_at=_at(get("lastEventAtMs")),
+            quiet_fired=bool(get("quietFired")),
+            reconnects=int(get("reconnects") or 0),
+            last_gap_ms=last_gap if isinstance(last_gap, int) else None,
+            silenced_episode=_text(get("silencedEpisode")),
         )
+        return state
 
     def is_enabled(self, declared: bool) -> bool:
         """The effective enabled flag: an API/fireOnce override wins over the file."""
@@ -135,6 +144,7 @@ class WatcherState:
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(WatcherState))
+_INITIAL = WatcherState()  # immutable: every watcher without a stored state shares it
 
 
 def status_state(state: WatcherState, *, declared_enabled: bool, running: bool) -> StatusState:

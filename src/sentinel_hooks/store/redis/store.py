@@ -9,6 +9,7 @@ Key layout: ``keys``; connection and error translation: ``connection``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
@@ -67,6 +68,7 @@ R = TypeVar("R", bound=BaseModel)
 
 _CAS_ATTEMPTS = 100
 READ_SLICE = 5_000  # ids per HMGET, commands per pipeline of a bulk read (bounded buffers)
+_GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")  # what a MATCH pattern reads as a wildcard unless escaped
 _MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
 
@@ -107,10 +109,16 @@ class RedisStore:
             text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
         return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
 
-    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
-        """See ``Store.list_watcher_states``."""
+    async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states`` (HGETALL; with a prefix, HSCAN matching it, so only
+        those states cross the wire)."""
+        client = self._db.client
         async with self._db.translated("list watcher states"):
-            found = await self._db.client.hgetall(self.keys.watcher_states)
+            if not prefix:
+                found = await client.hgetall(self.keys.watcher_states)
+            else:
+                pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
+                found = {k: v async for k, v in client.hscan_iter(self.keys.watcher_states, pattern, 1000)}
         return {
             as_text(wid): codec.loads_dict(as_text(text), what="watcher state") for wid, text in found.items()
         }

@@ -133,10 +133,10 @@ class SqliteStore:
         sql = "SELECT state FROM watcher_states WHERE watcher_id = ?"
         return await self._dict("watcher state", sql, watcher_id)
 
-    async def list_watcher_states(self) -> dict[str, dict[str, Any]]:
-        """See ``Store.list_watcher_states``."""
-        sql = "SELECT watcher_id, state FROM watcher_states"
-        rows = await self._db.read("list watcher states", lambda c: c.execute(sql).fetchall())
+    async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
+        """See ``Store.list_watcher_states`` (a prefix compared as text: no LIKE wildcards to escape)."""
+        sql = "SELECT watcher_id, state FROM watcher_states WHERE substr(watcher_id, 1, length(?1)) = ?1"
+        rows = await self._db.read("list watcher states", lambda c: c.execute(sql, (prefix,)).fetchall())
         return {wid: codec.loads_dict(text, what="watcher state") for wid, text in rows}
 
     async def get_watcher_states(self, watcher_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
