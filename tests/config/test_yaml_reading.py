@@ -15,6 +15,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from sentinel_hooks.config.envvars import ENV_MARK
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.yamlcompose import Unsure, compose_plain, resolve_plain
 from sentinel_hooks.config.yamlfile import parse_yaml, parse_yaml_roundtrip
@@ -342,3 +343,38 @@ def test_environment_values_read_as_yaml_scalars_the_same_way(text: str) -> None
     except (ValueError, IndexError):
         actual = None
     assert repr(expected) == repr(actual)
+
+
+def _strings(data: Any) -> list[str]:
+    if isinstance(data, dict):
+        return [s for value in data.values() for s in _strings(value)]
+    if isinstance(data, list):
+        return [s for item in data for s in _strings(item)]
+    return [data] if isinstance(data, str) else []
+
+
+ENV_TEXT = st.text(alphabet="${}env:XY \n\\\"'|>-x24u", max_size=30)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    ENV_TEXT,
+    st.sampled_from(["k: {}\n", 'k: "{}"\n', "k: '{}'\n", "k: |\n  {}\n", "k: >\n  {}\n", "- [{}]\n"]),
+)
+def test_a_document_said_to_hold_no_env_reference_holds_none(text: str, shape: str) -> None:
+    """``may_reference_env`` False (the interpolation pass skipped) only where no value holds
+    ``${env:``: escapes and line folding are the ways a value differs from its text."""
+    document = shape.format(text.replace("\n", "\n  ") if "  " in shape else text)
+    for parse in (parse_yaml, parse_yaml_roundtrip):
+        try:
+            doc = parse(document, display="f.yaml")
+        except ConfigError:
+            continue
+        assert doc.may_reference_env or not any(ENV_MARK in s for s in _strings(doc.data))
+
+
+@pytest.mark.parametrize("text", ['k: "\\x24{env:A}"\n', 'k: "\\u0024{env:A}"\n', 'k: "$\\\n  {env:A}"\n'])
+def test_an_escaped_env_reference_is_interpolated(text: str) -> None:
+    """A reference written with an escape is still found: the file's text has a backslash."""
+    doc = parse_yaml(text, display="f.yaml")
+    assert (True, {"k": "${env:A}"}) == (doc.may_reference_env, doc.data)

@@ -18,6 +18,7 @@ from typing import Any
 from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.yamlcompose import Unsure, resolve_plain
 
+ENV_MARK = "${env:"  # in every reference, and in every malformed one worth reporting
 ENV_REFERENCE = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TOKEN = re.compile(r"[A-Za-z0-9_.+~-]+")
 _MALFORMED = re.compile(r"\$\{env:(?![A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})")
@@ -68,7 +69,7 @@ def interpolate(data: Any, environ: Mapping[str, str]) -> Interpolation:
     speed: it writes ``${env:`` as is wherever a string holds it (none of those characters is
     ever escaped), so its absence means there is nothing to replace.
     """
-    if "${env:" not in repr(data):
+    if ENV_MARK not in repr(data):
         return Interpolation(data=data)
     result = Interpolation(data=None)
     result.data = _walk(data, (), environ, result)
@@ -80,7 +81,7 @@ def _walk(node: Any, loc: Loc, environ: Mapping[str, str], result: Interpolation
         return {key: _walk(value, (*loc, key), environ, result) for key, value in node.items()}
     if isinstance(node, list):
         return [_walk(value, (*loc, i), environ, result) for i, value in enumerate(node)]
-    if isinstance(node, str) and "${env:" in node:
+    if isinstance(node, str) and ENV_MARK in node:
         return _substitute(node, loc, environ, result)
     return node
 

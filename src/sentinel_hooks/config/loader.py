@@ -77,6 +77,8 @@ class IssueCollector:
 
 
 def _read(doc: YamlDocument, environ: Mapping[str, str], collector: IssueCollector) -> Any:
+    if not doc.may_reference_env:
+        return doc.data
     result = interpolate(doc.data, environ)
     collector.secrets |= result.secrets
     collector.problems(doc.display, doc.lines, (), result.problems)

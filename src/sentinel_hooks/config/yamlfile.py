@@ -21,6 +21,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentinel_hooks.config.envvars import ENV_MARK
 from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.yamlcompose import compose_plain
 from sentinel_hooks.errors import ConfigError, ConfigIssue
@@ -31,12 +32,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class YamlDocument:
-    """A parsed file: its plain data and where each key came from."""
+    """A parsed file: its plain data and where each key came from.
+
+    ``may_reference_env`` is False when no string in ``data`` can hold ``${env:``: the text has
+    neither that nor a backslash. A YAML scalar's value holds what its text holds, but for
+    escapes (a backslash, in double quotes) and line folding, which only puts a space or a line
+    break where lines met. Loading skips the interpolation pass for such a file.
+    """
 
     path: Path
     display: str
     data: Any
     lines: LineMap
+    may_reference_env: bool = True
 
 
 def _plain(node: Any, loc: Loc, lines: LineMap) -> Any:
@@ -82,8 +90,12 @@ def parse_yaml(text: str, *, display: str, path: Path | None = None) -> YamlDocu
     fast = compose_plain(text)
     if fast is not None:
         data, lines = fast
-        return YamlDocument(path or Path(display), display, data, lines)
+        return YamlDocument(path or Path(display), display, data, lines, _may_reference_env(text))
     return parse_yaml_roundtrip(text, display=display, path=path)
+
+
+def _may_reference_env(text: str) -> bool:
+    return ENV_MARK in text or "\\" in text
 
 
 def parse_yaml_roundtrip(text: str, *, display: str, path: Path | None = None) -> YamlDocument:
@@ -112,7 +124,7 @@ def parse_yaml_roundtrip(text: str, *, display: str, path: Path | None = None) -
         raise ConfigError([ConfigIssue(display, None, "", f"YAML: {problem}")]) from exc
     lines = LineMap({(): 1})
     data = _plain(raw, (), lines)
-    return YamlDocument(path or Path(display), display, data, lines)
+    return YamlDocument(path or Path(display), display, data, lines, _may_reference_env(text))
 
 
 def syntax_hint(exc: MarkedYAMLError, line: int | None) -> str:
