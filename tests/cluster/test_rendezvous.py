@@ -42,6 +42,16 @@ def test_owned_by_matches_owner() -> None:
     assert {w for w, r in assignment(REPLICAS).items() if r == REPLICAS[0]} == parts[0]
 
 
+def test_a_lone_replica_owns_every_watcher_and_no_other_replica_any() -> None:
+    """One live replica: ``owned_by`` gives it all, as ``owner`` does, and a replica not live none."""
+    alone = [REPLICAS[0]]
+    assert (set(WATCHERS), set()) == (
+        owned_by(REPLICAS[0], WATCHERS, alone),
+        owned_by(REPLICAS[1], WATCHERS, alone),
+    )
+    assert {REPLICAS[0]} == set(assignment(alone).values())
+
+
 def test_join_moves_about_a_quarter_and_only_to_the_new_replica() -> None:
     """A fourth replica takes ~1/4 of the watchers; no watcher moves between the old three."""
     before, after = assignment(REPLICAS), assignment([*REPLICAS, "host-d-404-6a7b"])

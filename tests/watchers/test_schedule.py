@@ -7,6 +7,8 @@ import itertools
 from datetime import UTC, datetime, timedelta
 
 from apscheduler.triggers.interval import IntervalTrigger
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, Scheduled
 from sentinel_hooks.watchers.schedule import (
@@ -155,7 +157,28 @@ def test_start_order_puts_interval_watchers_at_their_first_run_and_others_first(
     )
     hook = WATCHER_ADAPTER.validate_python({"id": "h", "strategy": "webhook"})
     wait_us = (first_run("p", INTERVAL, BASE) - BASE) // timedelta(microseconds=1)
-    assert (wait_us, 0, 0) == tuple(start_order(w, BASE) for w in (poll, cron, hook))
+    assert (wait_us, 0, 0) == tuple(map(start_order(BASE), (poll, cron, hook)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.from_regex(r"[a-z][a-z0-9-]{0,11}", fullmatch=True), st.integers(1, 3_600_000), st.integers(0, 10**12)
+)
+def test_the_start_order_of_an_interval_watcher_is_the_wait_for_its_first_run(
+    watcher_id: str, interval_ms: int, base_us: int
+) -> None:
+    """The key that works out the base once gives what ``first_run`` says, for any id and base."""
+    spec = WATCHER_ADAPTER.validate_python(
+        {
+            "id": watcher_id,
+            "strategy": "http-poll",
+            "endpoint": "http://127.0.0.1/",
+            "intervalMs": interval_ms,
+        }
+    )
+    base = BASE + timedelta(microseconds=base_us)
+    waited = first_run(watcher_id, timedelta(milliseconds=interval_ms), base) - base
+    assert waited // timedelta(microseconds=1) == start_order(base)(spec)
 
 
 def test_the_poll_job_store_keeps_jobs_in_run_order_through_updates_and_removals() -> None:

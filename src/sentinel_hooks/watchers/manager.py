@@ -34,7 +34,6 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -223,7 +222,8 @@ class WatcherManager:
         first, so no reload or API change sees a half-started set.
         """
         base = self._deps.clock.now()
-        ordered = sorted(items, key=partial(_start_key, base=base))
+        order = start_order(base)
+        ordered = sorted(items, key=lambda item: order(item.spec))
         scheduler = self._deps.scheduler
         begin, size = 0, FIRST_SLICE
         while begin < len(ordered):
@@ -394,10 +394,6 @@ async def _yield_every(done: int) -> None:
     """Let the event loop run (polls, the API) after every APPLY_SLICE items of a long loop."""
     if done % APPLY_SLICE == 0:
         await asyncio.sleep(0)
-
-
-def _start_key(item: _Specced, base: datetime) -> int:
-    return start_order(item.spec, base)
 
 
 def _same(runner: WatcherRunner) -> WatcherRunner:

@@ -111,14 +111,15 @@ class RedisStore:
 
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states`` (HGETALL; with a prefix, HSCAN matching it, so only
-        those states cross the wire)."""
+        those states cross the wire, ``READ_SLICE`` fields scanned per call)."""
         client = self._db.client
         async with self._db.translated("list watcher states"):
             if not prefix:
                 found = await client.hgetall(self.keys.watcher_states)
             else:
                 pattern = _GLOB_SPECIAL.sub(r"\\\g<0>", prefix) + "*"
-                found = {k: v async for k, v in client.hscan_iter(self.keys.watcher_states, pattern, 1000)}
+                scan = client.hscan_iter(self.keys.watcher_states, pattern, READ_SLICE)
+                found = {key: text async for key, text in scan}
         return {
             as_text(wid): codec.loads_dict(as_text(text), what="watcher state") for wid, text in found.items()
         }
