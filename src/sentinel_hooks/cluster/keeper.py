@@ -221,9 +221,10 @@ class LeaseKeeper:
             return
         kept = await self._leases.renew(held)
         current = [w for w, token in held.items() if self._owned.get(w) == token]  # not handed off meanwhile
+        until = started + self._lease
         for watcher_id in current:
             if watcher_id in kept:
-                self._valid_until[watcher_id] = started + self._lease
+                self._valid_until[watcher_id] = until
         self._lose([w for w in current if w not in kept], "expired or taken by another replica")
 
     async def _live(self) -> tuple[str, ...]:
@@ -263,9 +264,10 @@ class LeaseKeeper:
         got = await self._leases.acquire(wanted) if wanted else {}
         stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
         taken = {w: t for w, t in got.items() if w not in stray}
+        until = started + self._lease
         for watcher_id, token in taken.items():
             self._owned[watcher_id] = token
-            self._valid_until[watcher_id] = started + self._lease
+            self._valid_until[watcher_id] = until
             self._free_ticks.pop(watcher_id, None)
             self._unrenewed.pop(watcher_id, None)
             if watcher_id in orphans:
