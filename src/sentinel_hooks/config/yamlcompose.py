@@ -1,9 +1,11 @@
-"""The fast way to read a YAML file: libyaml composes the nodes, this module makes plain data.
+"""The fast way to read a YAML file: libyaml parses, this module makes plain data.
 
-PyYAML's C parser (libyaml) builds the node tree about 40 times faster than ruamel.yaml's
+PyYAML's C parser (libyaml) reads a document about 40 times faster than ruamel.yaml's
 round-trip loader. Its constructors are never used (they read YAML 1.1: ``no`` would become
 false); instead every plain scalar is resolved here by the YAML 1.2 core schema exactly as the
-round-trip loader resolves it, and the line of every key and list item is taken from its node.
+round-trip loader resolves it. The data is built from libyaml's events; a document with an
+anchor is composed into nodes first, so that an alias copies what it names. The line of a key
+or list item is its event's or node's.
 
 The fast path only answers when it is sure to give what the round-trip loader gives. It
 returns ``None`` (and :mod:`yamlfile` falls back to ruamel.yaml, which also words the errors)
@@ -25,6 +27,14 @@ from sentinel_hooks.config.linemap import LineMap, Loc
 try:  # PyYAML built without libyaml: every file takes the round-trip path
     from yaml import YAMLError
     from yaml._yaml import CParser
+    from yaml.events import (
+        AliasEvent,
+        DocumentEndEvent,
+        MappingStartEvent,
+        ScalarEvent,
+        SequenceStartEvent,
+        StreamEndEvent,
+    )
     from yaml.nodes import ScalarNode, SequenceNode
 except ImportError:  # pragma: no cover - PyYAML's wheels ship libyaml; a source build may not
     CParser = None
@@ -128,8 +138,17 @@ def compose_plain(text: str) -> tuple[Any, LineMap] | None:
     """``(data, lines)`` of a one-document YAML text, or None when ruamel.yaml must read it.
 
     ``lines`` gives the 1-based line of every key and list item by its path, ``()`` 1.
+
+    libyaml's events are read straight into plain data (``_read_events``); a document with an
+    anchor is composed into nodes first (``_plain``), as an alias copies the node it names.
     """
     if CParser is None or (any(c in text for c in _UNSURE_CHARS) and _UNSURE_TEXT.search(text)):
+        return None
+    try:
+        return _read_events(text)
+    except _Anchored:
+        pass
+    except (YAMLError, Unsure):
         return None
     composer = _Composer(text)
     try:
@@ -144,6 +163,100 @@ def compose_plain(text: str) -> tuple[Any, LineMap] | None:
         return _plain(root, set()), NodeLines(root)
     except Unsure:
         return None
+
+
+class _Anchored(Exception):
+    """The document names a node (``&anchor``): composing it into nodes reads it as ruamel.yaml."""
+
+
+_NO_KEY: Any = object()  # a mapping waiting for its next key
+
+
+def _read_events(text: str) -> tuple[Any, LineMap]:
+    """``compose_plain`` from libyaml's events, without building a node tree.
+
+    The nodes cost as much again as the events (each with two marks), and freeing 10,000
+    watchers' tree is a tenth of loading them. Values are resolved as ``_plain`` resolves
+    nodes; the lines of the first two levels (each watcher of a ``watchers:`` list) are kept as
+    read, deeper ones found when an error asks (``EventLines``). Raises ``Unsure`` where
+    ``_plain`` does, on a second document, and ``_Anchored`` on an anchor.
+    """
+    parser = CParser(text)
+    get = parser.get_event
+    try:
+        get()  # the stream's start
+        if type(get()) is StreamEndEvent:  # no document at all
+            return None, LineMap({(): 1})
+        data, near = _document(get)
+        if type(get()) is not StreamEndEvent:
+            raise Unsure("more than one document")
+    finally:
+        parser.dispose()
+    return data, EventLines(text, near)
+
+
+def _document(get: Any) -> tuple[Any, dict[Loc, int]]:
+    """The data of one document whose start was read, and the lines of its first two levels."""
+    near: dict[Loc, int] = {(): 1}
+    root: Any = None
+    container: Any = None  # the mapping or list being filled; None at the document's top
+    key: Any = _NO_KEY
+    path: Loc | None = ()  # the container's path while its children's lines are kept
+    other_keys: set[Any] | None = None  # the container's keys that are not text
+    stack: list[tuple[Any, Any, Loc | None, set[Any] | None]] = []
+    while True:
+        event = get()
+        kind = type(event)
+        if kind is ScalarEvent:
+            if event.anchor is not None:
+                raise _Anchored
+            tag = event.tag
+            if tag is not None and tag != "!":
+                raise Unsure(f"tag {tag}")
+            value = resolve_plain(event.value) if event.implicit[0] and tag is None else event.value
+        elif kind is MappingStartEvent or kind is SequenceStartEvent:
+            if event.anchor is not None:
+                raise _Anchored
+            if event.tag is not None:
+                raise Unsure(f"tag {event.tag}")
+            value = {} if kind is MappingStartEvent else []
+        elif kind is DocumentEndEvent:
+            return root, near
+        elif kind is AliasEvent:
+            raise _Anchored
+        else:  # the end of a mapping or a list
+            container, key, path, other_keys = stack.pop()
+            continue
+        if type(container) is dict:
+            if key is _NO_KEY:  # this node is a key
+                if kind is not ScalarEvent:
+                    raise Unsure("a key that is a list or a mapping")
+                if type(value) is str:
+                    if value in container:
+                        raise Unsure(f"duplicate key {value!r}")
+                    key = value
+                else:
+                    key = str(value)
+                    other_keys = set() if other_keys is None else other_keys
+                    if key in container or value in other_keys:  # one key to ruamel.yaml, as in Python
+                        raise Unsure(f"duplicate key {key!r}")
+                    other_keys.add(value)
+                if path is not None:
+                    near[(*path, key)] = event.start_mark.line + 1
+                continue
+            container[key] = value
+            child = None if path is None or len(path) == 1 else (*path, key)
+            key = _NO_KEY
+        elif container is not None:
+            if path is not None:
+                near[(*path, len(container))] = event.start_mark.line + 1
+            child = None if path is None or len(path) == 1 else (*path, len(container))
+            container.append(value)
+        else:
+            root, child = value, ()
+        if kind is not ScalarEvent:
+            stack.append((container, key, path, other_keys))
+            container, key, path, other_keys = value, _NO_KEY, child, None
 
 
 def _plain(node: Any, open_nodes: set[int]) -> Any:
@@ -226,6 +339,42 @@ class NodeLines(LineMap):
                 return LineMap()
             node, line = found
         return NodeLines(node, line)
+
+
+class EventLines(LineMap):
+    """The lines of a document read from its events: its first two levels as read (a watcher's
+    own line, on every load), anything deeper from its node tree, composed again the first time
+    one is asked for (an error's, never on a good load)."""
+
+    def __init__(self, text: str, near: dict[Loc, int]) -> None:
+        super().__init__(None)
+        self._text = text
+        self._near = near
+        self._nodes: NodeLines | None = None
+
+    def _tree(self) -> NodeLines:
+        if self._nodes is None:
+            composer = _Composer(self._text)
+            try:
+                self._nodes = NodeLines(composer.get_single_node())
+            finally:
+                composer.dispose()
+        return self._nodes
+
+    @property
+    def lines(self) -> dict[Loc, int]:
+        return self._tree().lines
+
+    def line_of(self, loc: Sequence[str | int]) -> int | None:
+        if len(loc) > 2:
+            return self._tree().line_of(loc)
+        near, parts = self._near, tuple(loc)
+        while parts not in near:  # every path of the first two levels is there; () is
+            parts = parts[:-1]
+        return near[parts]
+
+    def sub(self, prefix: Loc) -> LineMap:
+        return self._tree().sub(prefix)
 
 
 def _child(node: Any, part: str | int) -> tuple[Any, int] | None:
