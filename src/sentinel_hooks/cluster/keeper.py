@@ -8,9 +8,10 @@ Every ``lease_ms / 3`` one tick, in this order:
    replica should own (cached until the live set or the tracked set changes);
 3. **hand off** held leases another live replica should own: ``on_lost`` first (the runner
    stops, an in-flight poll finishes), then release, so the new owner never overlaps;
-4. **acquire** the free leases of watchers this replica should own; ``on_acquired({id: token})``
-   once for all the leases one tick took (at a start: every lease of the replica, so the manager
-   restores their states in one store read and schedules them as one start).
+4. **acquire** the free leases of watchers this replica should own, in the order they were
+   tracked; ``on_acquired({id: token})`` once for the first ``FIRST_TAKEN`` of them and once for
+   the rest (at a start: the watchers that poll first start after one small round trip, and
+   the manager schedules the rest as one start while they run).
 
 A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
 tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
@@ -58,6 +59,7 @@ Acquired = Callable[[Mapping[str, int]], Awaitable[None]]
 Lost = Callable[[str], Awaitable[None]]
 
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
+FIRST_TAKEN = 256  # leases taken, and started, before the rest of a tick's (see _acquire)
 
 
 class LeaseKeeper:
@@ -82,7 +84,7 @@ class LeaseKeeper:
         self._on_lost = on_lost
         self._lease = timedelta(milliseconds=leases.lease_ms)
         self.tick_s = leases.lease_ms / 3000
-        self._tracked: set[str] = set()
+        self._tracked: dict[str, None] = {}  # in the order tracked: the order leases are taken in
         self._owned: dict[str, int] = {}
         self._valid_until: dict[str, datetime] = {}
         self._leaving: set[str] = set()
@@ -102,14 +104,14 @@ class LeaseKeeper:
     def track(self, watcher_id: str) -> int | None:
         """Consider ``watcher_id`` for a lease; its token when this replica holds it right now."""
         if watcher_id not in self._tracked:
-            self._tracked.add(watcher_id)
+            self._tracked[watcher_id] = None
             self._version += 1
         return self.token(watcher_id)
 
     async def untrack(self, watcher_id: str) -> None:
         """Stop considering ``watcher_id`` (its runner is gone) and release its lease if held."""
         if watcher_id in self._tracked:
-            self._tracked.discard(watcher_id)
+            del self._tracked[watcher_id]
             self._version += 1
         self._free_ticks.pop(watcher_id, None)
         self._unrenewed.pop(watcher_id, None)
@@ -256,12 +258,28 @@ class LeaseKeeper:
             await self._release({watcher_id: token})
 
     async def _acquire(self, desired: Collection[str], started: datetime) -> None:
+        """Take the free leases this replica should own, and the orphans, in the order tracked.
+
+        The first ``FIRST_TAKEN`` go to ``on_acquired`` before the rest are asked for: the
+        manager tracks watchers in the order of their first polls, so a replica starting with
+        10,000 leases to take polls after one small round trip, not after all of them.
+        """
         others = [w for w in self._tracked if w not in desired and w not in self._owned]
         free = await self._leases.free(others) if others else set()
         self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
         orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
-        wanted = [w for w in desired if w not in self._owned] + sorted(orphans)
-        got = await self._leases.acquire(wanted) if wanted else {}
+        wanted = [w for w in self._tracked if w in desired and w not in self._owned] + sorted(orphans)
+        got = {}
+        for part in (wanted[:FIRST_TAKEN], wanted[FIRST_TAKEN:]):
+            if part:
+                got.update(await self._take(part, orphans, started))
+        if got:
+            adopted = len(orphans & got.keys())
+            log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
+
+    async def _take(self, wanted: list[str], orphans: set[str], started: datetime) -> dict[str, int]:
+        """Acquire ``wanted`` and hand the leases taken to ``on_acquired``; what the server gave."""
+        got = await self._leases.acquire(wanted)
         stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
         taken = {w: t for w, t in got.items() if w not in stray}
         until = started + self._lease
@@ -274,11 +292,9 @@ class LeaseKeeper:
                 self._adopted.add(watcher_id)
         if taken:
             self._chain(list(taken), partial(self._call_acquired, taken))
-        if got:
-            adopted = len(orphans & got.keys())
-            log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
         if stray:
             await self._release(stray)
+        return got
 
     def _expire(self, now: datetime) -> None:
         margin = timedelta(seconds=self.tick_s)

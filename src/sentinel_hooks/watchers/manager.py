@@ -116,15 +116,18 @@ class WatcherManager:
         """Start every watcher (file-defined and API-created), making up missed runs (misfire).
 
         Each runner reads its stored state as its slice starts (``_launch``). In cluster mode no
-        lease is held yet: a runner that needs one is built now and started, with the state read
-        then, by ``leases_acquired``; ``restore_idle_states`` reads the others' states later.
+        lease is held yet: a runner that needs one is built (and tracked, in the order of first
+        polls) now and started, with the state read then, by ``leases_acquired``;
+        ``restore_idle_states`` reads the others' states later.
         """
         self._api_defined = {w.spec.id for w in api_watchers}
         every = [*watchers, *api_watchers]
         async with self._lock:
             if self._ownership is None:
                 await self._launch(every, self._runnable, initial=True)
-            else:  # the runners to start now (webhook watchers') are few: no order to keep
+            else:  # tracked in the order of their first polls: the lease keeper takes those first
+                order = start_order(self._deps.clock.now())
+                every.sort(key=lambda loaded: order(loaded.spec))
                 runnable = [r for r in map(self._runnable, every) if r is not None]
                 await self._launch(runnable, _same, initial=True)
         log.info("started %d watcher(s)", len(self._runners))
