@@ -9,9 +9,9 @@ Every ``lease_ms / 3`` one tick, in this order:
 3. **hand off** held leases another live replica should own: ``on_lost`` first (the runner
    stops, an in-flight poll finishes), then release, so the new owner never overlaps;
 4. **acquire** the free leases of watchers this replica should own, in the order they were
-   tracked; ``on_acquired({id: token})`` once for the first ``FIRST_TAKEN`` of them and once for
-   the rest (at a start: the watchers that poll first start after one small round trip, and
-   the manager schedules the rest as one start while they run).
+   tracked; ``on_acquired({id: token})`` once for the first ``FIRST_TAKEN`` of them and once per
+   ``LATER_TAKEN`` of the rest (at a start: the watchers that poll first start after one small
+   round trip, and the manager schedules the others while they run).
 
 A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
 tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
@@ -60,6 +60,7 @@ Lost = Callable[[str], Awaitable[None]]
 
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
 FIRST_TAKEN = 256  # leases taken, and started, before the rest of a tick's (see _acquire)
+LATER_TAKEN = 2_048  # the rest, per round trip: preparing each is a few ms the started ones wait
 
 
 class LeaseKeeper:
@@ -262,7 +263,9 @@ class LeaseKeeper:
 
         The first ``FIRST_TAKEN`` go to ``on_acquired`` before the rest are asked for: the
         manager tracks watchers in the order of their first polls, so a replica starting with
-        10,000 leases to take polls after one small round trip, not after all of them.
+        10,000 leases to take polls after one small round trip, not after all of them. The rest
+        are taken ``LATER_TAKEN`` at a time: packing one request for thousands of leases holds
+        the event loop, and the runners just started are waiting on their first store reads.
         """
         others = [w for w in self._tracked if w not in desired and w not in self._owned]
         free = await self._leases.free(others) if others else set()
@@ -270,7 +273,10 @@ class LeaseKeeper:
         orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
         wanted = [w for w in self._tracked if w in desired and w not in self._owned] + sorted(orphans)
         got = {}
-        for part in (wanted[:FIRST_TAKEN], wanted[FIRST_TAKEN:]):
+        parts = [wanted[:FIRST_TAKEN]] + [
+            wanted[begin : begin + LATER_TAKEN] for begin in range(FIRST_TAKEN, len(wanted), LATER_TAKEN)
+        ]
+        for part in parts:
             if part:
                 got.update(await self._take(part, orphans, started))
         if got:
