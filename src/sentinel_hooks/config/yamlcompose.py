@@ -236,11 +236,8 @@ def _document(get: Any) -> tuple[Any, dict[Loc, int]]:
                         raise Unsure(f"duplicate key {value!r}")
                     key = value
                 else:
-                    key = str(value)
                     other_keys = set() if other_keys is None else other_keys
-                    if key in container or value in other_keys:  # one key to ruamel.yaml, as in Python
-                        raise Unsure(f"duplicate key {key!r}")
-                    other_keys.add(value)
+                    key = _other_key(value, container, other_keys)
                 if path is not None:
                     near[(*path, key)] = event.start_mark.line + 1
                 continue
@@ -257,6 +254,17 @@ def _document(get: Any) -> tuple[Any, dict[Loc, int]]:
         if kind is not ScalarEvent:
             stack.append((container, key, path, other_keys))
             container, key, path, other_keys = value, _NO_KEY, child, None
+
+
+def _other_key(key: Any, mapping: dict[str, Any], other_keys: set[Any]) -> str:
+    """The name in ``mapping`` of a key that is not text (``1``, ``true``, ``null``), recorded in
+    ``other_keys``; ``Unsure`` when it repeats a key (``1`` and ``true`` are one key to ruamel.yaml,
+    as in Python)."""
+    name = str(key)
+    if name in mapping or key in other_keys:
+        raise Unsure(f"duplicate key {name!r}")
+    other_keys.add(key)
+    return name
 
 
 def _plain(node: Any, open_nodes: set[int]) -> Any:
@@ -279,10 +287,7 @@ def _plain(node: Any, open_nodes: set[int]) -> Any:
                 if name in out:
                     raise Unsure(f"duplicate key {name!r}")
             else:
-                name = str(key)
-                if name in out or key in other_keys:  # one key to ruamel.yaml, as in Python
-                    raise Unsure(f"duplicate key {name!r}")
-                other_keys.add(key)
+                name = _other_key(key, out, other_keys)
             value_tag = value_node.tag  # scalars inline: most values are one
             if value_tag == _PLAIN:
                 out[name] = resolve_plain(value_node.value)
