@@ -4,6 +4,7 @@
     python bench/watchers.py            # 1,000 / 5,000 / 10,000 watchers, 60 s each; updates RESULTS.md
     python bench/watchers.py --huge     # 100,000 watchers every 60 s on SQLite (issue 18.4), under 10 min
     python bench/watchers.py --src DIR  # measure the sentinel_hooks in DIR (e.g. another checkout's src)
+    python bench/watchers.py --rounds 5 # five service/bare pairs per N; the row is the median pair
 
 The endpoint (aiohttp on 127.0.0.1), the Sentinel service and the bare loop each run in their
 own process, so CPU (from /proc/<pid>/stat) and RSS (VmRSS) belong to the measured process
@@ -52,6 +53,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--noisy-retries", type=int, default=0, help="re-measure an N up to this often on a shared machine"
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="service-then-bare window pairs per N; the row is the pair with the median CPU ratio",
     )
     parser.add_argument(
         "--scrape-every", type=float, help="scrape the service's /metrics this often (s) during the window"
@@ -103,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         store=args.store,
         noisy_retries=args.noisy_retries,
         scrape_every_s=args.scrape_every,
+        rounds=max(1, args.rounds),
     )
     with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
         try:
@@ -116,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --sizes {' '.join(map(str, sizes))}" if args.sizes else ""
         command += f" --interval {interval_s:g}" if args.interval else ""
         command += f" --noisy-retries {args.noisy_retries}" if args.noisy_retries else ""
+        command += f" --rounds {args.rounds}" if args.rounds > 1 else ""
         generated = section(results, window_s=window_s, command=command, huge=args.huge)
         write_results(RESULTS, generated, huge=args.huge)
         print(f"bench: wrote {RESULTS}", file=sys.stderr)

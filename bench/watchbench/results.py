@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 TARGET_N = 10_000
@@ -59,6 +60,8 @@ class RunResult:
     bare_rss_per_watcher_kib: float
     endpoint_cores: float = math.nan  # cores the endpoint kept busy in the service's window
     bare_endpoint_cores: float = math.nan  # ... and in the bare loop's
+    # with several rounds: every round's CPU ratio; the row is the round with the median ratio
+    round_cpu_ratios: tuple[float, ...] = ()
 
     @property
     def cpu_ratio_vs_bare(self) -> float:
@@ -131,7 +134,22 @@ class RunResult:
         return {**head, **rest, **shares, "keeps_up": self.keeps_up, "targets_met": targets}
 
 
+def median_round(rounds: Sequence[RunResult]) -> RunResult:
+    """The round whose CPU ratio is the median (the lower middle one for an even count), with
+    every round's ratio attached.
+
+    The bare loop's CPU per poll moves by tens of percent between windows on a shared VM, so
+    one window pair is not a stable ratio; each round measures both sides one after the other,
+    and the middle round's numbers all come from one real pair of windows.
+    """
+    ordered = sorted(rounds, key=lambda r: (math.isnan(r.cpu_ratio_vs_bare), r.cpu_ratio_vs_bare))
+    middle = ordered[(len(ordered) - 1) // 2]
+    return replace(middle, round_cpu_ratios=tuple(r.cpu_ratio_vs_bare for r in rounds))
+
+
 def _round(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_round(v) for v in value]
     if isinstance(value, float):
         return None if math.isnan(value) else round(value, 3)
     return value

@@ -1,0 +1,81 @@
+"""bench/watchers.py's report: the median round of several, and the RESULTS.md section it writes."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+sys.path.insert(0, str(BENCH))
+
+from watchbench.report import section  # noqa: E402  (after the path)
+from watchbench.results import RunResult, median_round  # noqa: E402
+
+
+def run(n: int = 10_000, cpu: float = 0.30, bare_cpu: float = 0.20) -> RunResult:
+    """One round at ``n`` watchers whose CPU per 1k polls is ``cpu`` against ``bare_cpu``."""
+    return RunResult(
+        n=n,
+        window_s=60.0,
+        interval_s=10.0,
+        config_s=0.4,
+        load_s=0.9,
+        other_cores=0.01,
+        polls=60_000,
+        polls_per_s=1_000.0,
+        sentinel_polls=60_000.0,
+        poll_errors=0.0,
+        fires=0.0,
+        dropped=0.0,
+        scrapes=11,
+        log_problems=0,
+        cpu_s=cpu * 60,
+        cpu_per_1k_polls_s=cpu,
+        lag_p50_ms=1.0,
+        lag_p99_ms=4.0,
+        lag_max_ms=9.0,
+        svc_lag_p50_ms=1.0,
+        svc_lag_p99_ms=5.0,
+        svc_lag_share_le_250ms=1.0,
+        rss_before_kib=60_000,
+        rss_end_kib=160_000,
+        rss_per_watcher_kib=10.0,
+        bare_polls=60_000,
+        bare_polls_per_s=1_000.0,
+        bare_cpu_s=bare_cpu * 60,
+        bare_cpu_per_1k_polls_s=bare_cpu,
+        bare_lag_p50_ms=1.0,
+        bare_lag_p99_ms=3.0,
+        bare_rss_per_watcher_kib=8.0,
+    )
+
+
+def test_the_median_round_is_a_real_round_with_every_ratio_attached() -> None:
+    rounds = [run(bare_cpu=0.20), run(bare_cpu=0.15), run(bare_cpu=0.24)]  # 1.5, 2.0, 1.25
+
+    middle = median_round(rounds)
+
+    assert dataclasses.replace(rounds[0], round_cpu_ratios=middle.round_cpu_ratios) == middle
+    assert pytest.approx([1.5, 2.0, 1.25]) == list(middle.round_cpu_ratios)
+    assert [1.5, 2.0, 1.25] == json.loads(json.dumps(middle.summary()))["round_cpu_ratios"]
+
+
+def test_an_even_count_takes_the_lower_middle_and_a_missing_ratio_sorts_last() -> None:
+    no_bare = run(bare_cpu=0.0)  # the bare loop made no poll: no ratio
+    rounds = [run(bare_cpu=0.10), no_bare, run(bare_cpu=0.30), run(bare_cpu=0.20)]  # 3.0, nan, 1.0, 1.5
+
+    assert pytest.approx(1.5) == median_round(rounds).cpu_ratio_vs_bare
+
+
+def test_the_section_judges_every_target_at_ten_thousand_and_lists_the_rounds() -> None:
+    middle = median_round([run(bare_cpu=0.20), run(bare_cpu=0.25)])
+
+    text = section([middle], window_s=60, command="python bench/watchers.py --rounds 2")
+
+    assert "CPU per poll ≤ 2x the bare loop: **met** (1.20x)" in text
+    assert "RSS < 15 KiB per watcher: **met** (10.0 KiB)" in text
+    assert "N = 10,000: 1.50, 1.20." in text
