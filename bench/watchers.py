@@ -5,6 +5,7 @@
     python bench/watchers.py --huge     # 100,000 watchers every 60 s on SQLite (issue 18.4), under 10 min
     python bench/watchers.py --src DIR  # measure the sentinel_hooks in DIR (e.g. another checkout's src)
     python bench/watchers.py --rounds 5 # five service/bare pairs per N; the row is the median pair
+    python bench/watchers.py --together --rounds 5  # both at once on one core, five windows
 
 The endpoint (aiohttp on 127.0.0.1), the Sentinel service and the bare loop each run in their
 own process, so CPU (from /proc/<pid>/stat) and RSS (VmRSS) belong to the measured process
@@ -61,6 +62,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="service-then-bare window pairs per N; the row is the pair with the median CPU ratio",
     )
     parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run both sides at once on one core and measure --rounds windows of one launch",
+    )
+    parser.add_argument(
         "--scrape-every", type=float, help="scrape the service's /metrics this often (s) during the window"
     )
     parser.add_argument(
@@ -111,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         noisy_retries=args.noisy_retries,
         scrape_every_s=args.scrape_every,
         rounds=max(1, args.rounds),
+        together=args.together,
     )
     with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
         try:
@@ -125,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         command += f" --interval {interval_s:g}" if args.interval else ""
         command += f" --noisy-retries {args.noisy_retries}" if args.noisy_retries else ""
         command += f" --rounds {args.rounds}" if args.rounds > 1 else ""
+        command += " --together" if args.together else ""
         generated = section(results, window_s=window_s, command=command, huge=args.huge)
         write_results(RESULTS, generated, huge=args.huge)
         print(f"bench: wrote {RESULTS}", file=sys.stderr)

@@ -1,10 +1,10 @@
 """The baseline: a bare aiohttp loop making the same requests on the same schedule as Sentinel.
 
 One plain ``ClientSession`` and one task per simulated watcher. Task ``i`` requests
-``/w/<i>`` at ``t0 + offset_i + k * interval`` (the offsets are the phases Sentinel's
-scheduler chose in the service run), reads the body and parses it as JSON, then sleeps until
-its next slot; a slot already past is skipped, as Sentinel's coalescing scheduler does.
-No store, no conditions, no metrics: what any poller pays at minimum.
+``/w/<i>`` (``/b/<i>`` with ``--side b``) at ``t0 + offset_i + k * interval`` (the offsets are
+the phases Sentinel's scheduler chose in the service run), reads the body and parses it as
+JSON, then sleeps until its next slot; a slot already past is skipped, as Sentinel's
+coalescing scheduler does. No store, no conditions, no metrics: what any poller pays at minimum.
 
 Run as ``python -m watchbench.bare --port P --schedule FILE --cpu 1``.
 """
@@ -47,7 +47,7 @@ async def poll_forever(
             due += math.ceil((now - due) / interval_s) * interval_s
 
 
-async def run(port: int, offsets: dict[int, float], interval_s: float, max_s: float) -> None:
+async def run(port: int, offsets: dict[int, float], interval_s: float, max_s: float, side: str) -> None:
     """Start one task per offset, announce ``t0``, run until told to stop."""
     pid = os.getpid()
     rss_before = rss_kib(pid)
@@ -56,7 +56,7 @@ async def run(port: int, offsets: dict[int, float], interval_s: float, max_s: fl
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=5.0)) as session:
         tasks = [
             asyncio.create_task(
-                poll_forever(session, f"http://127.0.0.1:{port}/w/{i}", t0 + offset, interval_s, errors)
+                poll_forever(session, f"http://127.0.0.1:{port}/{side}/{i}", t0 + offset, interval_s, errors)
             )
             for i, offset in offsets.items()
         ]
@@ -77,12 +77,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--schedule", type=Path, required=True, help="JSON {interval_s, offsets}")
     parser.add_argument("--cpu", type=int, default=None, help="pin to this CPU")
+    parser.add_argument("--side", default="w", help="the endpoint's path prefix (b: beside the service)")
     parser.add_argument("--max-s", type=float, default=600.0, help="exit after this long regardless")
     args = parser.parse_args()
     pin_to(args.cpu)
     schedule = json.loads(args.schedule.read_text())
     offsets = {int(i): float(offset) for i, offset in schedule["offsets"].items()}
-    asyncio.run(run(args.port, offsets, float(schedule["interval_s"]), args.max_s))
+    asyncio.run(run(args.port, offsets, float(schedule["interval_s"]), args.max_s, args.side))
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""The watched endpoint: an aiohttp server on 127.0.0.1 that answers ``/w/<i>`` with small JSON.
+"""The watched endpoint: an aiohttp server on 127.0.0.1 answering ``/w/<i>`` and ``/b/<i>`` with small JSON.
 
 It records when each request arrived (``time.time()`` at the handler) and for which watcher
 index, so the orchestrator can count polls and compute each poll's lag against the schedule
-the measured process reports. ``GET /_bench/arrivals?since=&until=`` returns them;
-``POST /_bench/clear`` forgets them between runs.
+the measured process reports. Sentinel's watchers request ``/w/<i>``; the bare loop requests
+``/b/<i>`` when both run at once (``--together``), so each side's arrivals stay apart.
+``GET /_bench/arrivals?since=&until=&side=w|b`` returns one side's; ``POST /_bench/clear``
+forgets them between runs.
 
 Run as ``python -m watchbench.endpoint --cpu 0 --max-s 3600``.
 """
@@ -45,25 +47,28 @@ class Arrivals:
         return {"ids": ids, "at": at}
 
 
-def build_app(arrivals: Arrivals) -> web.Application:
+def build_app(arrivals: dict[str, Arrivals]) -> web.Application:
     """The endpoint's routes."""
 
     async def watched(request: web.Request) -> web.Response:
-        arrivals.at.append(time.time())
-        arrivals.ids.append(int(request.match_info["index"]))
+        side = arrivals[request.match_info["side"]]
+        side.at.append(time.time())
+        side.ids.append(int(request.match_info["index"]))
         return web.Response(body=BODY, content_type="application/json")
 
     async def report(request: web.Request) -> web.Response:
         since = float(request.query.get("since", "0"))
         until = float(request.query.get("until", "inf"))
-        return web.Response(text=json.dumps(arrivals.between(since, until)), content_type="application/json")
+        side = arrivals[request.query.get("side", "w")]
+        return web.Response(text=json.dumps(side.between(since, until)), content_type="application/json")
 
     async def clear(request: web.Request) -> web.Response:
-        arrivals.clear()
+        for side in arrivals.values():
+            side.clear()
         return web.Response(status=204)
 
     app = web.Application()
-    app.router.add_get(r"/w/{index:\d+}", watched)
+    app.router.add_get(r"/{side:[wb]}/{index:\d+}", watched)
     app.router.add_get("/_bench/arrivals", report)
     app.router.add_post("/_bench/clear", clear)
     return app
@@ -71,7 +76,9 @@ def build_app(arrivals: Arrivals) -> web.Application:
 
 async def serve(max_s: float) -> None:
     """Listen on a free port of 127.0.0.1, say READY with it, serve until told to stop."""
-    runner = web.AppRunner(build_app(Arrivals()), access_log=None, shutdown_timeout=1.0)
+    runner = web.AppRunner(
+        build_app({"w": Arrivals(), "b": Arrivals()}), access_log=None, shutdown_timeout=1.0
+    )
     await runner.setup()
     try:
         site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)

@@ -7,6 +7,10 @@ when set), read CPU and RSS, scrape again → fetch the window's arrivals from t
 stop the service and count the WARNING and ERROR lines of its log; then the same window for the
 bare loop on the same schedule phases. The endpoint runs on one core, the measured process on
 the other.
+
+With ``together`` (``--together``) the bare loop starts beside the ready service, on the same
+core, requesting ``/b/<i>``; both are measured over the same ``rounds`` windows, so a slower
+minute of the shared machine slows both sides of a ratio alike.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 from watchbench.procfs import cpu_plan, cpu_seconds, machine_busy_seconds
-from watchbench.project import write_project
+from watchbench.project import Project, write_project
 from watchbench.results import OTHER_LOAD_WARNING, RunResult, median_round
 from watchbench.spawn import Child
 from watchbench.stats import (
@@ -52,7 +56,8 @@ class Plan:
     ready_timeout_s: float = 300.0
     noisy_retries: int = 0  # measure an N again when other processes loaded the machine
     scrape_every_s: float | None = None  # scrape the service's /metrics this often in the window
-    rounds: int = 1  # service-then-bare pairs per N; the row is the pair with the median CPU ratio
+    rounds: int = 1  # window pairs per N; the row is the pair with the median CPU ratio
+    together: bool = False  # both sides at once on one core, ``rounds`` windows of one launch
 
 
 @dataclass(frozen=True)
@@ -90,16 +95,25 @@ class Bench:
             return await response.text()
 
     async def _measure(
-        self, child: Child, plan: Plan, starts: dict[int, float], metrics_url: str | None
+        self,
+        child: Child,
+        plan: Plan,
+        starts: dict[int, float],
+        metrics_url: str | None,
+        *,
+        settle_s: float,
+        side: str = "w",
+        beside: Child | None = None,
     ) -> Window:
-        await asyncio.sleep(plan.settle_s)
+        """One window of ``child``; ``beside``, running at the same time, is not "other load"."""
+        await asyncio.sleep(settle_s)
         before = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
         cpu0, t0, endpoint0 = child.cpu_seconds(), time.time(), self.endpoint.cpu_seconds()
-        ours0 = cpu0 + endpoint0 + cpu_seconds(os.getpid())
+        ours0 = cpu0 + endpoint0 + cpu_seconds(os.getpid()) + (beside.cpu_seconds() if beside else 0.0)
         busy0 = machine_busy_seconds()
         scrapes = await self._wait_window(plan, metrics_url, t0)
         cpu1, t1, endpoint1 = child.cpu_seconds(), time.time(), self.endpoint.cpu_seconds()
-        ours1 = cpu1 + endpoint1 + cpu_seconds(os.getpid())
+        ours1 = cpu1 + endpoint1 + cpu_seconds(os.getpid()) + (beside.cpu_seconds() if beside else 0.0)
         other_cores = max(0.0, machine_busy_seconds() - busy0 - (ours1 - ours0)) / (t1 - t0)
         if other_cores > OTHER_LOAD_WARNING:
             sys.stderr.write(
@@ -109,7 +123,7 @@ class Bench:
         rss_end = child.rss_kib()
         after = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
         arrivals = json.loads(
-            await self._get_text(f"{self.endpoint_url}/_bench/arrivals?since={t0}&until={t1}")
+            await self._get_text(f"{self.endpoint_url}/_bench/arrivals?since={t0}&until={t1}&side={side}")
         )
         lags = wire_lags(arrivals["ids"], arrivals["at"], starts, plan.interval_ms / 1000)
         scrape = after.since(before) if after is not None and before is not None else None
@@ -135,45 +149,112 @@ class Bench:
         async with self.http.post(f"{self.endpoint_url}/_bench/clear") as response:
             response.raise_for_status()
 
-    async def run(self, n: int, plan: Plan) -> RunResult:
-        """Measure Sentinel with ``n`` watchers, then the bare loop on the same schedule."""
+    async def _start_service(self, n: int, plan: Plan) -> tuple[Child, Project, dict[str, Any]]:
+        """A service process with ``n`` watchers, ready (its schedule file written)."""
         self._runs += 1
-        root = self.workdir / f"n{n}-{self._runs}"
-        project = write_project(root, n=n, port=self.port, interval_ms=plan.interval_ms, store=plan.store)
-        max_s = str(plan.ready_timeout_s + plan.settle_s + plan.window_s + 120)
+        project = write_project(
+            self.workdir / f"n{n}-{self._runs}",
+            n=n,
+            port=self.port,
+            interval_ms=plan.interval_ms,
+            store=plan.store,
+        )
         await self._clear()
         service = await Child.start(
             "service",
-            ["--project", str(project.root), "--n", str(n), "--max-s", max_s, *self._cpu_args()],
+            ["--project", str(project.root), "--n", str(n), "--max-s", self._max_s(plan), *self._cpu_args()],
             self.workdir,
         )
         try:
-            ready = await service.ready(plan.ready_timeout_s)
-            schedule = json.loads(project.schedule_file.read_text())
-            starts = {int(i): float(at) for i, at in schedule["starts"].items()}
-            svc = await self._measure(service, plan, starts, f"{ready['url']}/metrics")
-        finally:
+            return service, project, await service.ready(plan.ready_timeout_s)
+        except BaseException:
             await service.stop()
-        problems = log_problems(service.log_path.read_text(errors="replace"))
-        for line in problems[:5]:
-            sys.stderr.write(f"bench: service log: {line}\n")
+            raise
+
+    async def _start_bare(
+        self, project: Project, starts: dict[int, float], plan: Plan, side: str
+    ) -> tuple[Child, dict[str, Any], dict[int, float]]:
+        """A bare loop on the service's schedule phases, ready; its own scheduled starts."""
         first = min(starts.values())
         offsets = {i: at - first for i, at in starts.items()}
         schedule_file = project.root / "bare-schedule.json"
-        schedule_file.write_text(json.dumps({"interval_s": schedule["interval_s"], "offsets": offsets}))
-        await self._clear()
+        schedule_file.write_text(json.dumps({"interval_s": plan.interval_ms / 1000, "offsets": offsets}))
         bare = await Child.start(
             "bare",
-            ["--port", str(self.port), "--schedule", str(schedule_file), "--max-s", max_s, *self._cpu_args()],
+            [
+                *("--port", str(self.port), "--schedule", str(schedule_file), "--side", side),
+                *("--max-s", self._max_s(plan), *self._cpu_args()),
+            ],
             self.workdir,
         )
         try:
             bare_ready = await bare.ready(plan.ready_timeout_s)
-            bare_starts = {i: bare_ready["t0"] + offset for i, offset in offsets.items()}
-            base = await self._measure(bare, plan, bare_starts, None)
+        except BaseException:
+            await bare.stop()
+            raise
+        return bare, bare_ready, {i: bare_ready["t0"] + offset for i, offset in offsets.items()}
+
+    def _max_s(self, plan: Plan) -> str:
+        windows = plan.window_s * (plan.rounds if plan.together else 1)
+        return str(plan.ready_timeout_s + plan.settle_s + windows + 120)
+
+    async def _stop_service(self, service: Child) -> int:
+        """Stop it; how many WARNING and ERROR lines its log has (the first five are shown)."""
+        await service.stop()
+        problems = log_problems(service.log_path.read_text(errors="replace"))
+        for line in problems[:5]:
+            sys.stderr.write(f"bench: service log: {line}\n")
+        return len(problems)
+
+    async def run(self, n: int, plan: Plan) -> RunResult:
+        """Measure Sentinel with ``n`` watchers, then the bare loop on the same schedule."""
+        service, project, ready = await self._start_service(n, plan)
+        try:
+            starts = _starts(project)
+            svc = await self._measure(
+                service, plan, starts, f"{ready['url']}/metrics", settle_s=plan.settle_s
+            )
+        finally:
+            problems = await self._stop_service(service)
+        await self._clear()
+        bare, bare_ready, bare_starts = await self._start_bare(project, starts, plan, "w")
+        try:
+            base = await self._measure(bare, plan, bare_starts, None, settle_s=plan.settle_s)
         finally:
             await bare.stop()
-        return _result(n, plan, ready, svc, bare_ready, base, len(problems))
+        return _result(n, plan, ready, svc, bare_ready, base, problems)
+
+    async def run_together(self, n: int, plan: Plan) -> list[RunResult]:
+        """Sentinel and the bare loop running at once, pinned to the same core, measured over the
+        same ``plan.rounds`` windows: whatever slows the machine down meanwhile slows both."""
+        service, project, ready = await self._start_service(n, plan)
+        try:
+            starts = _starts(project)
+            bare, bare_ready, bare_starts = await self._start_bare(project, starts, plan, "b")
+            try:
+                results = []
+                for window in range(plan.rounds):
+                    settle_s = plan.settle_s if window == 0 else 0.0
+                    svc, base = await asyncio.gather(
+                        self._measure(
+                            service, plan, starts, f"{ready['url']}/metrics", settle_s=settle_s, beside=bare
+                        ),
+                        self._measure(
+                            bare, plan, bare_starts, None, settle_s=settle_s, side="b", beside=service
+                        ),
+                    )
+                    results.append(_result(n, plan, ready, svc, bare_ready, base, 0))
+            finally:
+                await bare.stop()
+        finally:
+            problems = await self._stop_service(service)
+        return [replace(result, log_problems=problems) for result in results]
+
+
+def _starts(project: Project) -> dict[int, float]:
+    """Each watcher's first scheduled poll, as the service wrote it once ready."""
+    schedule = json.loads(project.schedule_file.read_text())
+    return {int(i): float(at) for i, at in schedule["starts"].items()}
 
 
 def _result(
@@ -240,11 +321,15 @@ async def _measure_round(bench: Bench, n: int, plan: Plan) -> RunResult:
         again = await bench.run(n, plan)
         result = min(result, again, key=lambda r: r.other_cores)
     if plan.rounds > 1:
-        sys.stderr.write(
-            f"bench: N = {n} round: CPU per 1k polls {result.cpu_per_1k_polls_s:.3f} s, "
-            f"bare {result.bare_cpu_per_1k_polls_s:.3f} s, ratio {result.cpu_ratio_vs_bare:.2f}\n"
-        )
+        _say_round(result)
     return result
+
+
+def _say_round(result: RunResult) -> None:
+    sys.stderr.write(
+        f"bench: N = {result.n} round: CPU per 1k polls {result.cpu_per_1k_polls_s:.3f} s, "
+        f"bare {result.bare_cpu_per_1k_polls_s:.3f} s, ratio {result.cpu_ratio_vs_bare:.2f}\n"
+    )
 
 
 async def run_all(
@@ -263,7 +348,12 @@ async def run_all(
             bench = Bench(workdir, endpoint, port, http)
             results: list[RunResult] = []
             for n in sizes:
-                rounds = [await _measure_round(bench, n, plan) for _ in range(plan.rounds)]
+                if plan.together:
+                    rounds = await bench.run_together(n, plan)
+                    for each in rounds:
+                        _say_round(each)
+                else:
+                    rounds = [await _measure_round(bench, n, plan) for _ in range(plan.rounds)]
                 result = rounds[0] if plan.rounds == 1 else median_round(rounds)
                 results.append(result)
                 on_result(result)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -79,3 +81,28 @@ def test_the_section_judges_every_target_at_ten_thousand_and_lists_the_rounds() 
     assert "CPU per poll ≤ 2x the bare loop: **met** (1.20x)" in text
     assert "RSS < 15 KiB per watcher: **met** (10.0 KiB)" in text
     assert "N = 10,000: 1.50, 1.20." in text
+
+
+@pytest.mark.slow
+def test_together_mode_measures_both_sides_over_the_same_windows() -> None:
+    """Both processes run at once; each side's polls are counted apart (``/w`` and ``/b``)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH / "watchers.py"),
+            *("--sizes", "200", "--interval", "1", "--window", "3", "--settle", "1"),
+            *("--rounds", "2", "--together", "--no-write"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=50,
+        env={**os.environ, "PYTHONPATH": str(BENCH.parent / "src")},
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 2 == len(summary["round_cpu_ratios"])
+    assert summary["polls"] >= 500  # 200 per second on each side, 3 s
+    assert summary["bare_polls"] >= 500
+    assert 0 == summary["poll_errors"]
+    assert 0 == summary["log_problems"]
