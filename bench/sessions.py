@@ -11,6 +11,9 @@ checkout's ``src``) in the same invocation.
 
     python bench/sessions.py --quick        instant model, this checkout only; one JSON line
     python bench/sessions.py                all models, before and after; bench/RESULTS.md
+    python bench/sessions.py --models "no sessions" instant --no-before --no-write --repeat 5
+                                            five rounds, the order flipped each round; the
+                                            median session machinery per model and code
 
 The last line printed is one JSON object.
 """
@@ -22,6 +25,7 @@ import asyncio
 import json
 import math
 import signal
+import statistics
 import sys
 from pathlib import Path
 
@@ -50,6 +54,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--before-src", type=Path, default=DEFAULT_BEFORE, help="the code to compare with")
     parser.add_argument("--no-before", action="store_true", help="run this checkout only")
     parser.add_argument("--no-write", action="store_true", help="leave bench/RESULTS.md alone")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="run every row this often (the order flipped each time); median machinery per row",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin the processes to cores")
     return parser.parse_args(argv)
 
@@ -69,57 +79,84 @@ def plans(args: argparse.Namespace) -> list[Plan]:
     ]
 
 
-async def main_async(args: argparse.Namespace) -> list[Outcome]:
+async def main_async(args: argparse.Namespace) -> list[list[Outcome]]:
+    """Every round's outcomes. A round runs every plan; each next round runs them in the
+    opposite order, so a drift of the machine's speed does not always favour the same row."""
     task = asyncio.current_task()
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-    outcomes: list[Outcome] = []
-    for plan in plans(args):
-        print(
-            f"session bench: {plan.scenario} model, {plan.label}, {plan.store} …", file=sys.stderr, flush=True
-        )
-        outcome = await run(plan)
-        outcomes.append(outcome)
-        print(json.dumps(outcome.row()), flush=True)
-    return outcomes
+    rounds: list[list[Outcome]] = []
+    for number in range(max(1, args.repeat)):
+        outcomes: list[Outcome] = []
+        ordered = plans(args)
+        for plan in ordered if number % 2 == 0 else reversed(ordered):
+            print(
+                f"session bench: {plan.scenario} model, {plan.label}, {plan.store} …",
+                file=sys.stderr,
+                flush=True,
+            )
+            outcome = await run(plan)
+            outcomes.append(outcome)
+            print(json.dumps(outcome.row()), flush=True)
+        rounds.append(outcomes)
+    return rounds
 
 
-def summary(outcomes: list[Outcome]) -> dict[str, object]:
-    """The last line: per row its CPU, machinery and sustainable rate; lost and duplicates in all."""
+def summary(rounds: list[list[Outcome]]) -> dict[str, object]:
+    """The last line: per row its CPU, machinery and sustainable rate (the machinery is the
+    row less the same round's no-sessions row); with several rounds every round's rows and the
+    median machinery per store, model and code; lost and duplicates in all."""
     rows = []
-    for o in outcomes:
-        rate, bound = sustainable(o)
-        machinery = machinery_ms(o, outcomes)
-        rows.append(
-            {
-                "store": o.plan.store_kind,
-                "model": o.plan.scenario,
-                "code": o.plan.label,
-                "cpu_ms_per_fire": round(o.cpu_ms_per_fire, 3),
-                "machinery_ms_per_fire": None if math.isnan(machinery) else round(machinery, 3),
-                "sustainable_fires_per_s": round(rate),
-                "bound": bound,
-                "kept_up": o.kept_up,
-            }
-        )
+    machinery: dict[str, list[float]] = {}
+    for number, outcomes in enumerate(rounds, start=1):
+        for o in outcomes:
+            rate, bound = sustainable(o)
+            above = machinery_ms(o, outcomes)
+            if not math.isnan(above):
+                machinery.setdefault(f"{o.plan.store_kind}/{o.plan.scenario}/{o.plan.label}", []).append(
+                    above
+                )
+            rows.append(
+                {
+                    **({"round": number} if len(rounds) > 1 else {}),
+                    "store": o.plan.store_kind,
+                    "model": o.plan.scenario,
+                    "code": o.plan.label,
+                    "cpu_ms_per_fire": round(o.cpu_ms_per_fire, 3),
+                    "machinery_ms_per_fire": None if math.isnan(above) else round(above, 3),
+                    "sustainable_fires_per_s": round(rate),
+                    "bound": bound,
+                    "kept_up": o.kept_up,
+                }
+            )
+    every = [o for outcomes in rounds for o in outcomes]
+    medians = (
+        {
+            row: {"median": round(statistics.median(values), 3), "each": [round(v, 3) for v in values]}
+            for row, values in machinery.items()
+        }
+        if len(rounds) > 1
+        else {}
+    )
     return {
-        "fires": sum(o.fires for o in outcomes),
-        "lost": sum(o.lost for o in outcomes),
-        "duplicates": sum(o.duplicates for o in outcomes),
+        "fires": sum(o.fires for o in every),
+        "lost": sum(o.lost for o in every),
+        "duplicates": sum(o.duplicates for o in every),
         "rows": rows,
+        **({"machinery_ms_per_fire": medians} if medians else {}),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        outcomes = asyncio.run(main_async(args))
+        rounds = asyncio.run(main_async(args))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("session bench: interrupted; child processes stopped", file=sys.stderr)
         return 130
-    if not (args.quick or args.no_write or args.no_before):
-        print(f"session bench: updated {update_results(outcomes)}", file=sys.stderr)
-    print(json.dumps(summary(outcomes)), flush=True)
+    if not (args.quick or args.no_write or args.no_before):  # the table shows the first round
+        print(f"session bench: updated {update_results(rounds[0])}", file=sys.stderr)
+    print(json.dumps(summary(rounds)), flush=True)
     return 0
 
 
