@@ -22,6 +22,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sentinel_hooks.background import cancel_and_wait
 from sentinel_hooks.callbacks.hooks import HookSessions
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.callbacks.mcp_client import McpServers
@@ -460,6 +461,25 @@ def default_state_dir(config: LoadedConfig) -> Path:
     return config.base_dir / ".sentinel"
 
 
+async def _started_unless_stopped(config_file: Path, stopping: asyncio.Event) -> Service | None:
+    """The started service, or None when ``stopping`` was set first (the start is cancelled
+    and undone by ``_started``); a failed start raises its error."""
+    gc.disable()
+    try:
+        starting = asyncio.ensure_future(_started(config_file))
+        stop_asked = asyncio.ensure_future(stopping.wait())
+        try:
+            await asyncio.wait({starting, stop_asked}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop_asked.cancel()
+        if starting.done():
+            return starting.result()
+        await cancel_and_wait(starting)
+        return None
+    finally:
+        gc.enable()
+
+
 async def _started(config_file: Path) -> Service:
     """Load the config and start the service (stopped again if the start fails)."""
     config = load_config(config_file)
@@ -487,21 +507,26 @@ def _url_host(host: str) -> str:
 async def serve(config_file: Path) -> int:
     """``sentinel run``: start, serve until SIGTERM/SIGINT, stop gracefully; SIGHUP reloads.
 
+    SIGTERM and SIGINT are handled from the first moment: one that arrives while the service
+    is starting (reading thousands of watchers, waiting for a slow store) cancels the start,
+    and what was started is stopped as after any failed start (in cluster mode: leases taken
+    so far are released, so another replica need not wait for them to expire).
+
     The garbage collector is off while the watchers are loaded and started: that work creates
     long-lived objects almost only (parsing 3,000 watchers leaves about 200 objects of cyclic
     garbage), and with CPython's default thresholds it ran hundreds of collections, the full
     ones walking every watcher loaded so far (10,000 watchers: 560 collections, seconds of
     CPU). The start ends with one collection and a freeze (``freeze_heap``).
     """
-    gc.disable()
-    try:
-        service = await _started(config_file)
-    finally:
-        gc.enable()
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stopping.set)
     loop.add_signal_handler(signal.SIGINT, stopping.set)
+    service = await _started_unless_stopped(config_file, stopping)
+    if service is None:
+        log.info("stopped before the start finished")
+        sys.stderr.write("sentinel: stopped before the start finished\n")
+        return 0
     reloads: set[asyncio.Task[object]] = set()
 
     def reload() -> None:

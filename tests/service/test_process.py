@@ -194,6 +194,41 @@ def test_sigterm_stops_cleanly(tmp_path: Path, running: list[Running]) -> None:
     assert 0 == service.kill(signal.SIGTERM)
 
 
+def test_sigterm_during_the_start_stops_it_gracefully(tmp_path: Path) -> None:
+    """SIGTERM while the start waits on its store: the start is undone, the process exits 0, no
+    traceback (before, the signal's default action killed it, leases and all)."""
+    with socket.socket() as silent:  # accepts connections, never answers a Redis command
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        silent.settimeout(20)
+        (tmp_path / "watchers").mkdir()
+        (tmp_path / "sentinel.yaml").write_text(
+            PROJECT.format(port=free_port()).replace(
+                "sqlite:///state.db", f"redis://127.0.0.1:{silent.getsockname()[1]}/0"
+            )
+        )
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+        proc = subprocess.Popen(
+            [*sentinel_command(), "run", "-c", str(tmp_path / "sentinel.yaml")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        try:
+            connection, _ = silent.accept()  # the start is waiting for the store's first answer
+            with connection:
+                proc.send_signal(signal.SIGTERM)
+                out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert 0 == proc.returncode, err
+    assert "stopped before the start finished" in err
+    assert "Traceback" not in out + err
+
+
 def test_sighup_reload_applies_changes_and_keeps_last_good(tmp_path: Path, running: list[Running]) -> None:
     """SIGHUP adds a new watcher; an invalid file is reported and the running set is kept."""
     service = make_project(tmp_path)
