@@ -9,15 +9,19 @@ on one replica, is in tests/contract/test_session_queues.py.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 import redis.asyncio
 
+from sentinel_hooks.callbacks.session_scripts import SOURCES
 from sentinel_hooks.callbacks.session_stream import StreamSessionQueue, StreamSettings
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract
 from sentinel_hooks.store.redis import RedisStore
+from sentinel_hooks.store.redis.keys import RedisKeys
 from tests.cluster.conftest import LEASE_MS, PREFIX
 from tests.contract.stores import create
 from tests.session_runs import Recorder, contract
@@ -216,3 +220,54 @@ async def test_a_session_that_hits_a_store_error_is_tried_again(
         what="the retry",
     )
     assert ["a", "a"] == recorder.started("flaky")
+
+
+@pytest.mark.slow
+async def test_an_entry_whose_read_came_too_late_is_taken_back_at_once(
+    redis_url: str, store: RedisStore, recorder: Recorder
+) -> None:
+    """A blocking read whose reply arrives after its bound (the event loop stalled: an
+    overloaded process) is given up, but Redis delivered its entry to this replica all the same.
+    The replica takes it back from its pending list at once instead of leaving it for the
+    abandoned-entry reclaim (``2 * lease_ms``: 12 s here) while the session's deadline runs."""
+    lease_ms = 6000  # a read is bounded by 1 s + 2 s; reclaimed as abandoned after 12 s
+    settings = StreamSettings(redis_url=redis_url, key_prefix=PREFIX, replica_id="a", lease_ms=lease_ms)
+    queue = StreamSessionQueue(
+        recorder.runner("a"), store=store, clock=SystemClock(), settings=settings, concurrency=2
+    )
+    watcher = redis.asyncio.from_url(redis_url)
+    keys = RedisKeys(PREFIX)
+
+    def enqueue_from_outside() -> None:
+        """Queue the callback as another replica would, while this process's loop is stalled."""
+        time.sleep(0.3)
+        with redis.Redis.from_url(redis_url) as other:
+            other.register_script(SOURCES["enqueue"])(
+                keys=[keys.session_queue("k"), keys.session_work], args=["late", "k", "0"]
+            )
+
+    try:
+        await queue.resume()
+        await accepted(store, [("late", "k")])
+
+        async def read_blocked() -> bool:
+            return int((await watcher.info("clients"))["blocked_clients"]) >= 1
+
+        await wait_for(read_blocked, what="the queue's blocking read")
+        outside = threading.Thread(target=enqueue_from_outside)
+        outside.start()
+        started = time.monotonic()
+        # fault injection: the loop stalls past the read's bound (1 s + 2 s) while the entry is
+        # delivered to that read, so its reply comes in after the bound
+        time.sleep(3.5)  # noqa: ASYNC251
+        outside.join()
+        await wait_for(
+            lambda: recorder.started("late") == ["a"],
+            timeout_s=lease_ms / 1000,  # before the reclaim at 2 * lease_ms could run it
+            what="the late entry's session",
+        )
+        assert time.monotonic() - started < 2 * lease_ms / 1000
+    finally:
+        recorder.release.set()
+        await queue.stop()
+        await watcher.aclose()

@@ -16,6 +16,8 @@ but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "H
 * the lock is **renewed** every ``lease_ms / 3`` together with the entry's idle time; a holder
   whose renewal fails, or that could not renew for ``lease_ms`` minus one tick, cancels the
   session at its next await (before its next write or tool call) and hands the key back;
+* a read whose reply comes too late (a busy event loop) is given up, and the entries Redis
+  delivered to it meanwhile are taken back at once from this consumer's pending list;
 * a replica that died holding a lock leaves its entry pending: once idle for ``2 * lease_ms``
   (the lock has expired by then), another replica **reclaims** it (XAUTOCLAIM) and resumes the
   session from its checkpoint. A tool call whose result was recorded is not repeated.
@@ -98,6 +100,7 @@ class StreamSessionQueue:
         self._scripts: dict[str, AsyncScript] = {}
         self._loops: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
+        self._entries: set[str] = set()  # the stream entries the handlers hold
         self._halted = False
         self.finished: dict[str, str] = {}
 
@@ -179,6 +182,7 @@ class StreamSessionQueue:
         while True:
             await self._limit.acquire()
             handed = False
+            failed: StoreError | None = None
             try:
                 async with bounded(
                     self.settings.redis_url, "read the session stream", timeout_s=self._read_s
@@ -191,10 +195,12 @@ class StreamSessionQueue:
                         self._spawn(str(entry_id), fields)
                         handed = True
             except StoreError as exc:
-                await self._after_error(exc)
+                failed = exc
             finally:
                 if not handed:
                     self._limit.release()
+            if failed is not None:  # with the slot given back: taking entries back needs slots
+                await self._after_read_error(failed)
 
     @property
     def _read_s(self) -> float:
@@ -242,12 +248,20 @@ class StreamSessionQueue:
         return len(claimed)
 
     def _spawn(self, entry_id: str, fields: dict[str, Any]) -> None:
-        """Handle one entry in its own task; the slot acquired for it is released when it ends."""
+        """Handle one entry in its own task; the slot acquired for it is released when it ends.
+
+        An entry a handler of this replica holds already (taken back after a late read, then
+        reclaimed too) is not handled twice: its slot is released at once."""
+        if entry_id in self._entries:
+            self._limit.release()
+            return
         task = asyncio.get_running_loop().create_task(self._handle(entry_id, str(fields.get("key", ""))))
         self._handlers.add(task)
+        self._entries.add(entry_id)
 
         def done(finished: asyncio.Task[None]) -> None:
             self._handlers.discard(finished)
+            self._entries.discard(entry_id)
             self._limit.release()
 
         task.add_done_callback(done)
@@ -259,6 +273,46 @@ class StreamSessionQueue:
             return
         log.warning("session queue: %s (retrying in %.1f s)", exc, self.tick_s)
         await self._clock.sleep(self.tick_s)
+
+    async def _after_read_error(self, exc: StoreError) -> None:
+        """After a failed read: take back what the stream delivered to it anyway, at once; wait
+        a tick as after any error when Redis does not answer that either."""
+        if "NOGROUP" in str(exc):
+            await self._after_error(exc)
+            return
+        try:
+            taken = await self._take_back_delivered()
+        except StoreError as again:
+            await self._after_error(again)
+            return
+        log.info("session queue: %s; took back %d entries delivered meanwhile", exc, taken)
+
+    async def _take_back_delivered(self) -> int:
+        """Handle the entries the stream delivered to this replica that no handler has; how many.
+
+        A blocking read whose reply arrives after its bound (an event loop busy for seconds) is
+        given up, but Redis has delivered its entry to this consumer all the same: without this,
+        the entry would wait until it is reclaimed as abandoned (``2 * lease_ms``) while its
+        session's deadline runs. This consumer's pending entries are those its handlers hold
+        (acknowledged when their key is released) and any such orphan.
+        """
+        wanted = self._concurrency + len(self._entries)
+        async with bounded(
+            self.settings.redis_url, "read this replica's pending sessions", timeout_s=self._timeout_s
+        ):
+            replies: Any = await self._redis.xreadgroup(
+                GROUP, self.replica_id, {self._keys.session_work: "0"}, count=wanted
+            )
+        taken = 0
+        for _, entries in replies or []:
+            for raw_id, fields in entries:
+                entry_id = str(raw_id)
+                if not fields or entry_id in self._entries:  # trimmed away, or being handled
+                    continue
+                await self._limit.acquire()
+                self._spawn(entry_id, fields)
+                taken += 1
+        return taken
 
     async def _ensure_group(self) -> None:
         try:
