@@ -85,7 +85,10 @@ class Events:
 
     def policy_decision(self, callback_id: str, tool: str, policy: dict[str, Any]) -> None:
         """An action-policy decision: rule id, decision, reason, elapsed time and the judges' verdicts
-        (each with its rule id, model, confidence, reason and elapsed time)."""
+        (each with its rule id, model, confidence, reason and elapsed time), each verdict also
+        counted by rule and outcome: a judge that keeps timing out is seen on /metrics."""
+        for verdict in policy.get("verdicts") or ():
+            self.metrics.judge_verdicts.labels(str(verdict.get("ruleId")), str(verdict.get("outcome"))).inc()
         self._write("policy_decision", {"callbackId": callback_id, "tool": tool, **policy})
 
     def session(self, callback_id: str, status: str) -> None:

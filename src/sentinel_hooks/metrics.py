@@ -195,6 +195,12 @@ class Metrics:
         self.tool_calls = Counter(
             "sentinel_tool_calls", "Tool calls by tool and decision", ["tool", "decision"], registry=r
         )
+        self.judge_verdicts = Counter(
+            "sentinel_judge_verdicts",
+            "Judge rule answers, by rule and outcome (violation, clear, timeout, ...)",
+            ["rule", "outcome"],
+            registry=r,
+        )
         self.deliveries = Counter(
             "sentinel_deliveries",
             "Delivery attempts by target and outcome",

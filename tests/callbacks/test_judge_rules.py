@@ -309,6 +309,7 @@ async def test_a_judge_timeout_applies_fail_open(
     assert runs == result["ok"]
     [entry] = await policy_entries(service, contract)
     assert ("timeout", "auto" if runs else "deny") == (entry["verdicts"][0]["outcome"], entry["decision"])
+    assert 1 == service.metrics.judge_verdicts.labels("no-destroy", "timeout")._value.get()
     if not runs:
         assert "could not judge (timeout" in result["error"]
 
@@ -425,6 +426,7 @@ async def test_decisions_are_in_the_transcript_and_telemetry(
         row["ruleId"],
         row["verdicts"][0]["confidence"],
     )
+    assert 1 == service.metrics.judge_verdicts.labels("no-destroy", "violation")._value.get()
 
 
 async def test_the_circuit_breaker_stops_and_escalates(
