@@ -171,6 +171,28 @@ async def test_inbox_ack(start_service: Starter) -> None:
     assert ("mcp", "on it") == (history[-1].actor, history[-1].note)
 
 
+async def test_the_actor_header_names_who_acted(start_service: Starter) -> None:
+    """An agent that says who it is (X-Sentinel-Actor, as for the API) is recorded by that name."""
+    service = await started(start_service)
+    item = await service.inbox.create(
+        "escalation", severity="warning", reason="queue stuck", watcher_id="hook"
+    )
+    async with connect(service, {**AUTH, "X-Sentinel-Actor": "claude-code (alice)"}) as client:
+        acked = await client.call_tool("ack_inbox_item", {"itemId": item.id})
+        added = await client.call_tool(
+            "add_silence",
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
+                "durationMs": 60_000,
+                "comment": "x",
+            },
+        )
+    assert "claude-code (alice)" == body_of(acked)["item"]["actor"]
+    assert "claude-code (alice)" == body_of(added)["silence"]["createdBy"]
+    _, history = await service.inbox_item(item.id)
+    assert "claude-code (alice)" == history[-1].actor
+
+
 async def test_add_silence(start_service: Starter) -> None:
     """add_silence makes an active silence (createdBy mcp) that list_silences shows."""
     service = await started(start_service)

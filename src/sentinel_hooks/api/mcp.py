@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sentinel_hooks.api.errors import error_of
 from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
+from sentinel_hooks.api.routes.inbox import ACTOR_HEADER, actor_of
 from sentinel_hooks.mcp_server.backend import Answer
 from sentinel_hooks.mcp_server.server import build_server
 from sentinel_hooks.mcp_server.tools import ApiCall
@@ -42,7 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ACTOR = "mcp"  # who acted, in inbox histories and silences' createdBy
+ACTOR = "mcp"  # who acted, in inbox histories and silences' createdBy, unless the request names one
+_ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("sentinel_mcp_actor", default=ACTOR)
 MAX_BODY = 4 * 1024 * 1024  # the SDK's own limit for a request body
 
 Handler = Callable[["Service", ApiCall], Awaitable[Any]]
@@ -66,12 +69,15 @@ HANDLERS: dict[str, tuple[int, Handler]] = {
     "list_callbacks": (200, lambda s, c: callbacks.callback_page(s, c.query)),
     "get_callback": (200, lambda s, c: callbacks.callback_json(s, c.ids["id"])),
     "list_inbox": (200, lambda s, c: inbox.inbox_page(s, c.query)),
-    "ack_inbox_item": (200, lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, ACTOR)),
-    "resolve_inbox_item": (200, lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, ACTOR)),
-    "approve": (200, lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, ACTOR)),
-    "deny": (200, lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, ACTOR)),
+    "ack_inbox_item": (200, lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, _ACTOR.get())),
+    "resolve_inbox_item": (
+        200,
+        lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, _ACTOR.get()),
+    ),
+    "approve": (200, lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, _ACTOR.get())),
+    "deny": (200, lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, _ACTOR.get())),
     "list_silences": (200, lambda s, c: silences.silence_page(s, c.query)),
-    "add_silence": (201, lambda s, c: silences.create_from(s, c.body, ACTOR)),
+    "add_silence": (201, lambda s, c: silences.create_from(s, c.body, _ACTOR.get())),
 }
 
 
@@ -131,8 +137,14 @@ class McpEndpoint:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``POST /mcp`` (a stateless endpoint has no GET stream and no session to DELETE: aiohttp
-        answers those 405)."""
-        return await _asgi(self._manager.handle_request, request)
+        answers those 405). Who acts is the ``X-Sentinel-Actor`` header, as for the API, else
+        ``mcp``: the SDK runs the call in tasks started from this one, which see this context."""
+        named = request.headers.get(ACTOR_HEADER, "").strip()
+        token = _ACTOR.set(actor_of(request) if named else ACTOR)  # actor_of checks the header
+        try:
+            return await _asgi(self._manager.handle_request, request)
+        finally:
+            _ACTOR.reset(token)
 
 
 async def _asgi(app: Callable[..., Awaitable[None]], request: web.Request) -> web.StreamResponse:
