@@ -163,6 +163,59 @@ def test_dry_run_template_error_at_fire_time(sentinel: Runner, tmp_path: Path) -
     assert "payload.price" in body["error"]
 
 
+ALERTMANAGER_WATCHER = """\
+id: am
+strategy: webhook
+format: alertmanager
+auth: none
+conditions: [{path: labels.severity, op: eq, value: critical}]
+"""
+
+NOTIFICATION = """\
+{"receiver": "sentinel", "status": "firing", "groupKey": "{}:{}", "externalURL": "http://am",
+ "alerts": [
+  {"status": "firing", "labels": {"alertname": "DiskFull", "severity": "critical"},
+   "startsAt": "2026-11-25T01:00:00Z", "fingerprint": "aaa"},
+  {"status": "firing", "labels": {"alertname": "SlowDisk", "severity": "warning"},
+   "startsAt": "2026-11-25T01:00:00Z", "fingerprint": "bbb"},
+  {"status": "resolved", "labels": {"alertname": "CpuHot", "severity": "critical"},
+   "startsAt": "2026-11-25T00:00:00Z", "endsAt": "2026-11-25T00:30:00Z", "fingerprint": "ccc"}]}
+"""
+
+
+def test_dry_run_splits_an_alertmanager_notification_into_its_alerts(
+    sentinel: Runner, tmp_path: Path
+) -> None:
+    """format: alertmanager: each alert is dry-run as the service handles it; the top level is the
+    first alert's result, ``alerts`` each one's."""
+    (tmp_path / "am.yaml").write_text(ALERTMANAGER_WATCHER)
+    (tmp_path / "n.json").write_text(NOTIFICATION)
+    result = sentinel("test", "am.yaml", "--payload", "@n.json", "--json")
+    assert 0 == result.code, result.err
+    body = result.json()
+    alerts = body.pop("alerts")
+    assert [("DiskFull", "firing", True), ("SlowDisk", "firing", False), ("CpuHot", "resolved", False)] == [
+        (a["alertname"], a["status"], a["fires"]) for a in alerts
+    ]
+    assert {k: v for k, v in alerts[0].items() if k not in ("alertname", "status", "fingerprint")} == body
+    assert "DiskFull" == body["envelope"]["payload"]["labels"]["alertname"]
+    shown = sentinel("test", "am.yaml", "--payload", "@n.json")
+    assert "alert 3 of 3: CpuHot (resolved)" in shown.out
+    assert "fires: yes (match)" in shown.out
+
+
+def test_dry_run_of_an_alertmanager_watcher_refuses_other_bodies(sentinel: Runner, tmp_path: Path) -> None:
+    """A body that is not a notification is exit 1 with what is wrong, as the service's 400 says;
+    --previous does not apply (each alert fires once, when it first arrives firing)."""
+    (tmp_path / "am.yaml").write_text(ALERTMANAGER_WATCHER)
+    wrong = sentinel("test", "am.yaml", "--payload", '{"status": "firing"}')
+    assert 1 == wrong.code
+    assert "not an Alertmanager webhook body: alerts: must be a list" in wrong.err
+    assert "Traceback" not in wrong.err
+    previous = sentinel("test", "am.yaml", "--payload", '{"alerts": []}', "--previous", "{}")
+    assert (1, True) == (previous.code, "--previous does not apply" in previous.err)
+
+
 def test_dry_run_invalid_watcher_exits_1(sentinel: Runner, tmp_path: Path) -> None:
     """An invalid watcher file: exit 1 with file:line: key: message."""
     (tmp_path / "w.yaml").write_text("id: w\nstrategy: webhook\nconditions: [{path: n, op: gt}]\n")

@@ -20,6 +20,7 @@ from sentinel_hooks.config.location import config_path
 from sentinel_hooks.errors import ConfigError, ConfigIssue, SentinelError
 
 if TYPE_CHECKING:
+    from sentinel_hooks.cli.watcher_arg import ResolvedWatcher
     from sentinel_hooks.watchers.dryrun import DryRun
 
 CONFIG_HELP = "sentinel.yaml (default: $SENTINEL_CONFIG, else ./sentinel.yaml)"
@@ -176,6 +177,9 @@ def _test_watcher(
     sample = _json_argument(payload, "--payload")
     before = _json_argument(previous, "--previous")
     target = resolve_watcher(watcher, config)
+    if getattr(target.spec, "format", None) == "alertmanager":
+        _test_alerts(target, sample, before, as_json)
+        return
     result = dry_run(
         target.spec,
         target.service,
@@ -189,6 +193,48 @@ def _test_watcher(
         print_json(result.to_json())
         return
     _print_dry_run(target.spec.id, result, payload_given=sample is not MISSING)
+
+
+def _test_alerts(target: ResolvedWatcher, sample: Any, before: Any, as_json: bool) -> None:
+    """``sentinel test`` of a ``format: alertmanager`` watcher: the sample is a notification,
+    dry-run alert by alert as the service splits it. The JSON's top level is the first alert's
+    result (the usual sample holds one), ``alerts`` each one's."""
+    from sentinel_hooks.clock import SystemClock
+    from sentinel_hooks.core.alertmanager import AlertPayloadError
+    from sentinel_hooks.core.paths import MISSING
+    from sentinel_hooks.watchers.dryrun import DryRun, dry_run_alerts
+
+    if before is not MISSING:
+        raise SentinelError(
+            "--previous does not apply to format: alertmanager: each alert fires once, when it first "
+            "arrives firing"
+        )
+    if sample is MISSING:
+        raise SentinelError("--payload: give an Alertmanager webhook body (format: alertmanager)")
+    try:
+        runs = dry_run_alerts(
+            target.spec,
+            target.service,
+            body=sample,
+            now=SystemClock().now(),
+            base_dir=target.base_dir,
+            redactor=target.redactor,
+        )
+    except AlertPayloadError as exc:
+        raise SentinelError(f"--payload: {exc}") from None
+    if as_json:
+        first = runs[0].result if runs else DryRun(False, False, [], None, None)
+        print_json({**first.to_json(), "alerts": [run.to_json() for run in runs]})
+        return
+    console = stdout_console()
+    if not runs:
+        console.print("the notification holds no alerts: nothing fires")
+    for number, run in enumerate(runs, start=1):
+        console.print(f"alert {number} of {len(runs)}: {run.name or run.fingerprint} ({run.status})")
+        if run.status == "resolved":
+            console.print("fires: no — resolved: ends the fire of this alert, if it had one (notifyResolved)")
+            continue
+        _print_dry_run(target.spec.id, run.result, payload_given=True)
 
 
 def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> None:

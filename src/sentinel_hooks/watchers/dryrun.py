@@ -16,7 +16,8 @@ from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.alertmanager import alert_name, alert_observations
+from sentinel_hooks.core.conditions import Evaluation, evaluate
 from sentinel_hooks.core.envelope import TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
@@ -45,6 +46,14 @@ class DryRun:
         }
 
 
+def _rows(evaluation: Evaluation) -> list[dict[str, Any]]:
+    """Each condition with the value it saw and its result (the ``conditions`` of the output)."""
+    return [
+        {"path": r.path, "op": r.op, "value": r.value, "actual": r.actual, "result": r.result}
+        for r in evaluation.results
+    ]
+
+
 def _probe_terminal(watcher: AnyWatcher, payload: Any) -> bool:
     return (
         isinstance(watcher, CommandWatcher)
@@ -65,10 +74,7 @@ def dry_run(
 ) -> DryRun:
     """Evaluate ``payload`` as the watcher's next observation after ``previous`` (MISSING: first)."""
     evaluation = evaluate(watcher.conditions, watcher.match, payload, previous)
-    conditions = [
-        {"path": r.path, "op": r.op, "value": r.value, "actual": r.actual, "result": r.result}
-        for r in evaluation.results
-    ]
+    conditions = _rows(evaluation)
     kind: TriggerKind | None = None
     if _probe_terminal(watcher, payload):
         kind = "terminal"
@@ -98,3 +104,47 @@ def dry_run(
     except (TemplateError, GoalFileError) as exc:
         return DryRun(evaluation.matched, False, conditions, None, str(exc), kind)
     return DryRun(evaluation.matched, True, conditions, envelope.to_json(), None, kind, message)
+
+
+@dataclass(frozen=True)
+class AlertDryRun:
+    """One alert of an Alertmanager notification, dry-run as the service handles it: a firing
+    alert is a first observation (it fires when the conditions match); a resolved one fires
+    nothing and ends the fire of its alert, if it had one."""
+
+    status: str
+    name: str | None
+    fingerprint: str
+    result: DryRun
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "alertname": self.name,
+            "fingerprint": self.fingerprint,
+            **self.result.to_json(),
+        }
+
+
+def dry_run_alerts(
+    watcher: AnyWatcher,
+    service: ServiceConfig,
+    *,
+    body: Any,
+    now: datetime,
+    base_dir: Path,
+    redactor: Redactor | None = None,
+) -> list[AlertDryRun]:
+    """``dry_run`` for each alert of a ``format: alertmanager`` watcher's sample body, in order.
+    Raises ``AlertPayloadError`` for a body that is not such a notification (the service answers
+    it 400)."""
+    runs = []
+    for alert in alert_observations(body):
+        status = str(alert.get("status"))
+        if status == "resolved":
+            evaluation = evaluate(watcher.conditions, watcher.match, alert, MISSING)
+            result = DryRun(evaluation.matched, False, _rows(evaluation), None, None)
+        else:
+            result = dry_run(watcher, service, payload=alert, now=now, base_dir=base_dir, redactor=redactor)
+        runs.append(AlertDryRun(status, alert_name(alert), str(alert.get("fingerprint")), result))
+    return runs
