@@ -34,7 +34,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from sentinel_hooks.api.errors import error_of
 from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
-from sentinel_hooks.api.routes.inbox import ACTOR_HEADER, actor_of
+from sentinel_hooks.api.routes.inbox import actor_of
 from sentinel_hooks.mcp_server.backend import Answer
 from sentinel_hooks.mcp_server.server import build_server
 from sentinel_hooks.mcp_server.tools import ApiCall
@@ -139,8 +139,7 @@ class McpEndpoint:
         """``POST /mcp`` (a stateless endpoint has no GET stream and no session to DELETE: aiohttp
         answers those 405). Who acts is the ``X-Sentinel-Actor`` header, as for the API, else
         ``mcp``: the SDK runs the call in tasks started from this one, which see this context."""
-        named = request.headers.get(ACTOR_HEADER, "").strip()
-        token = _ACTOR.set(actor_of(request) if named else ACTOR)  # actor_of checks the header
+        token = _ACTOR.set(actor_of(request, default=ACTOR))
         try:
             return await _asgi(self._manager.handle_request, request)
         finally:

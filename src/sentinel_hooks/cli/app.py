@@ -171,13 +171,14 @@ def _test_watcher(
 ) -> None:
     from sentinel_hooks.cli.watcher_arg import resolve_watcher
     from sentinel_hooks.clock import SystemClock
+    from sentinel_hooks.config.watcher import WebhookWatcher
     from sentinel_hooks.core.paths import MISSING
     from sentinel_hooks.watchers.dryrun import dry_run
 
     sample = _json_argument(payload, "--payload")
     before = _json_argument(previous, "--previous")
     target = resolve_watcher(watcher, config)
-    if getattr(target.spec, "format", None) == "alertmanager":
+    if isinstance(target.spec, WebhookWatcher) and target.spec.format == "alertmanager":
         _test_alerts(target, sample, before, as_json)
         return
     result = dry_run(

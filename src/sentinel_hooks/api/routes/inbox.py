@@ -58,14 +58,15 @@ def _choice(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> st
     return raw
 
 
-def actor_of(request: web.Request) -> str:
-    """The ``X-Sentinel-Actor`` header (trimmed), else ``api``; 400 when over 200 characters or not UTF-8."""
+def actor_of(request: web.Request, default: str = DEFAULT_ACTOR) -> str:
+    """The ``X-Sentinel-Actor`` header (trimmed), else ``default``; 400 when over 200 characters
+    or not UTF-8."""
     actor = request.headers.get(ACTOR_HEADER, "").strip()
     if has_lone_surrogate(actor):
         raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is not UTF-8 text")
     if len(actor) > MAX_ACTOR_CHARS:
         raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is longer than {MAX_ACTOR_CHARS} characters")
-    return actor or DEFAULT_ACTOR
+    return actor or default
 
 
 def note_of(data: Any) -> str | None:
