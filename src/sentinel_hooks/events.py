@@ -4,6 +4,14 @@ Components report through ``Events`` (one per service): an evaluation, a fire, a
 contract, a tool call and its policy decision, a session's end, a delivery attempt. Each
 updates the metrics and, when ``telemetry.eventsFile`` is set, appends one JSON line (secrets
 redacted) to that file.
+
+Every line is ``{at, kind, watcherId, callbackId, …}`` (SPEC.md §2.1): ``kind`` says what the
+row is (``evaluation``, ``fire``, ``contract``, ``tool_call``, ``policy_decision``, ``session``,
+``delivery``), and ``watcherId``/``callbackId`` are null where a row has none (an evaluation is
+of a watcher, not of a callback). A tool call carries its arguments, a policy decision the tool
+it decided; a delivery's own kind (``notify``, ``fallback``, ``escalation.1`` …) is
+``deliveryKind``, as ``kind`` names the row. Files written by earlier versions named the row's
+kind ``event``; nothing in Sentinel reads the file back.
 """
 
 from __future__ import annotations
@@ -48,65 +56,98 @@ class Events:
             self._file.close()
             self._file = None
 
-    def _write(self, event: str, fields: dict[str, Any]) -> None:
+    def _write(
+        self, kind: str, watcher_id: str | None, callback_id: str | None, fields: dict[str, Any]
+    ) -> None:
+        """One row: ``{at, kind, watcherId, callbackId}`` first, then the row's own fields."""
         if self._file is None:
             return
-        line = {"at": iso(self._clock.now()), "event": event, **fields}
+        line = {"at": iso(self._clock.now()), "kind": kind, "watcherId": watcher_id}
+        line["callbackId"] = callback_id
+        line.update((key, value) for key, value in fields.items() if key not in line)
         try:
             self._file.write(json.dumps(self._redactor.data(line), ensure_ascii=False, default=str) + "\n")
         except (OSError, ValueError) as exc:  # telemetry must never break the service
             log.warning("telemetry file %s: %s", self._path, exc)
 
     def evaluation(self, watcher_id: str, *, matched: bool, fired: bool, trigger: str | None) -> None:
-        self._write(
-            "evaluation", {"watcherId": watcher_id, "matched": matched, "fired": fired, "trigger": trigger}
-        )
+        self._write("evaluation", watcher_id, None, {"matched": matched, "fired": fired, "trigger": trigger})
 
     def fire(self, watcher_id: str, callback_id: str, *, state: str, kind: str) -> None:
         self.metrics.contracts.labels(state).inc()
-        self._write(
-            "fire", {"watcherId": watcher_id, "callbackId": callback_id, "state": state, "trigger": kind}
-        )
+        self._write("fire", watcher_id, callback_id, {"state": state, "trigger": kind})
 
     def settled(
-        self, callback_id: str, state: str, *, deadline: datetime | None = None, at: datetime | None = None
+        self,
+        callback_id: str,
+        state: str,
+        *,
+        deadline: datetime | None = None,
+        at: datetime | None = None,
+        watcher_id: str | None = None,
     ) -> None:
         self.metrics.contracts.labels(state).inc()
-        fields: dict[str, Any] = {"callbackId": callback_id, "state": state}
+        fields: dict[str, Any] = {"state": state}
         if deadline is not None and at is not None and state in ("fallback_sent", "expired"):
             lateness = max(0.0, (at - deadline).total_seconds())
             self.metrics.fallback_lateness.observe(lateness)
             fields["latenessMs"] = round(lateness * 1000, 1)
-        self._write("contract", fields)
+        self._write("contract", watcher_id, callback_id, fields)
 
-    def tool_call(self, callback_id: str, tool: str, *, decision: str, ok: bool) -> None:
+    def tool_call(
+        self,
+        callback_id: str,
+        tool: str,
+        *,
+        decision: str,
+        ok: bool,
+        watcher_id: str | None = None,
+        arguments: dict[str, Any] | str | None = None,
+    ) -> None:
+        """A tool call a session made, with the arguments the model gave (secrets redacted)."""
         self.metrics.tool_calls.labels(tool, decision).inc()
-        self._write("tool_call", {"callbackId": callback_id, "tool": tool, "decision": decision, "ok": ok})
+        fields = {"tool": tool, "arguments": arguments, "decision": decision, "ok": ok}
+        self._write("tool_call", watcher_id, callback_id, fields)
 
-    def policy_decision(self, callback_id: str, tool: str, policy: dict[str, Any]) -> None:
+    def policy_decision(
+        self, callback_id: str, tool: str, policy: dict[str, Any], *, watcher_id: str | None = None
+    ) -> None:
         """An action-policy decision: rule id, decision, reason, elapsed time and the judges' verdicts
         (each with its rule id, model, confidence, reason and elapsed time), each verdict also
         counted by rule and outcome: a judge that keeps timing out is seen on /metrics."""
         for verdict in policy.get("verdicts") or ():
             self.metrics.judge_verdicts.labels(str(verdict.get("ruleId")), str(verdict.get("outcome"))).inc()
-        self._write("policy_decision", {"callbackId": callback_id, "tool": tool, **policy})
+        self._write("policy_decision", watcher_id, callback_id, {"tool": tool, **policy})
 
-    def session(self, callback_id: str, status: str) -> None:
+    def session(self, callback_id: str, status: str, *, watcher_id: str | None = None) -> None:
         self.metrics.sessions.labels(status).inc()
-        self._write("session", {"callbackId": callback_id, "status": status})
+        self._write("session", watcher_id, callback_id, {"status": status})
 
     def delivery(
-        self, key: str, target: str, kind: str, *, outcome: str, attempts: int, error: str | None
+        self,
+        key: str,
+        target: str,
+        kind: str,
+        *,
+        outcome: str,
+        attempts: int,
+        error: str | None,
+        watcher_id: str | None = None,
+        callback_id: str | None = None,
     ) -> None:
+        """One delivery attempt: ``kind`` is the delivery's (``notify``, ``fallback`` …), written as
+        ``deliveryKind``; ``attempts`` counts this one, written as ``attempt``."""
         self.metrics.deliveries.labels(target, outcome).inc()
         self._write(
             "delivery",
+            watcher_id,
+            callback_id,
             {
                 "key": key,
                 "target": target,
-                "kind": kind,
+                "deliveryKind": kind,
+                "attempt": attempts,
                 "outcome": outcome,
-                "attempts": attempts,
                 "error": error,
             },
         )

@@ -420,7 +420,7 @@ async def test_decisions_are_in_the_transcript_and_telemetry(
     assert entry["elapsedMs"] >= verdict["elapsedMs"]
     assert {"decision", "ruleId", "reason"} == set(tool_results(model, 1)[0]["policy"])
     rows = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
-    [row] = [r for r in rows if r["event"] == "policy_decision"]
+    [row] = [r for r in rows if r["kind"] == "policy_decision"]
     assert (contract.callback_id, "no-destroy", 0.93) == (
         row["callbackId"],
         row["ruleId"],

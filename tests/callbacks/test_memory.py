@@ -79,9 +79,10 @@ def test_a_callback_is_dated_by_when_it_fired() -> None:
     state = memory.fold(MemoryState(), transcript.entries, exclude="NEW")
     fired = envelope(matched_at="2026-01-01T10:20:00.000Z")
     told = memory.render(memory.learn(state, envelopes={"A": fired}, contracts={}), NOW) or ""
-    assert "- 2026-01-01 10:20:00 (40 min ago): disk_high on db (match, high)" in told
+    assert "- 2026-01-01 10:20:00 (40 min ago), callback A: disk_high on db (match, high)" in told
     gone = memory.render(memory.learn(state, envelopes={}, contracts={}), NOW) or ""
-    assert "- 2026-01-01 10:30:00 (30 min ago): callback — notified hook" in gone
+    gone_line = "- 2026-01-01 10:30:00 (30 min ago), callback A: (its envelope is no longer stored) —"
+    assert gone_line in gone
 
 
 def recall(
@@ -107,7 +108,7 @@ def test_a_notify_is_told_with_its_message_target_event_and_outcome() -> None:
     transcript.notify("A", "disk at 97% on db-1", minute=50)
     text = memory.render(recall(transcript.entries), NOW) or ""
     [line] = [x for x in text.splitlines() if x.startswith("- ")]
-    assert line.startswith("- 2026-01-01 10:50:00 (10 min ago): disk_high on db (match, high)")
+    assert line.startswith("- 2026-01-01 10:50:00 (10 min ago), callback A: disk_high on db (match, high)")
     assert 'payload {"disk":97}' in line
     assert 'notified hook: "disk at 97% on db-1"' in line
     assert line.endswith("contract fulfilled")

@@ -111,6 +111,32 @@ async def test_the_second_callback_sees_what_the_first_did(
     assert ["disk at 97% on db-1", "disk still at 97%"] == [b["message"] for b in sink.bodies("notify")]
 
 
+async def test_earlier_callbacks_are_told_with_their_ids_and_payloads(
+    start: Start, model: FakeOpenAIServer
+) -> None:
+    """The request for a watcher's third callback names both earlier callbacks by callbackId, each
+    with its own payload, on its own line (SPEC §5.1: tell a repeat from a new problem)."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})
+    model.reply_text("Notified.")
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 99% on db-2"})
+    model.reply_text("Notified.")
+    service = await start()
+    first = await fire(service, "a", {"disk": 97, "host": "db-1"})
+    assert "done" == await finished(service, first)
+    second = await fire(service, "a", {"disk": 99, "host": "db-2"})
+    assert "done" == await finished(service, second)
+    assert "done" == await finished(service, await fire(service, "a", {"disk": 99, "host": "db-2"}))
+    prompt = first_request_of(model, 2)["messages"][1]["content"]
+    told = prompt[prompt.index("## Earlier callbacks in this session") : prompt.index("## Callback envelope")]
+    lines = [line for line in told.splitlines() if line.startswith("- ")]
+    assert 2 == len(lines)
+    for line, contract, payload in zip(
+        lines, (first, second), ('{"disk":97,"host":"db-1"}', '{"disk":99,"host":"db-2"}'), strict=True
+    ):
+        assert f"callback {contract.callback_id}: disk_high on a" in line
+        assert f"payload {payload}" in line
+
+
 async def test_another_watchers_callbacks_are_not_told(start: Start, model: FakeOpenAIServer) -> None:
     """Memory is per session: a different watcher's session starts with none."""
     model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk at 97% on db-1"})

@@ -163,6 +163,26 @@ async def test_bad_arguments_get_an_error_and_the_model_corrects_itself(
     assert "fulfilled" == await state(service, contract)
 
 
+async def test_only_control_tokens_are_refused_as_control_tokens(
+    start: Start, model: FakeOpenAIServer, sink: Sink
+) -> None:
+    """NO_REPLY, HEARTBEAT_OK and the like (alone, in any case, wrapped in brackets, quotes or
+    markdown) are refused; a message that is an ordinary word ("done", "ack", "skip") is sent."""
+    tokens = ["NO_REPLY", " heartbeat_ok ", "[NO_REPLY]", "`HEARTBEAT_OK`", "ANNOUNCE_SKIP", "REPLY_SKIP"]
+    words = ["done", "DONE", "ack", "skip", "silent", "noop", "NO_REPLY needed: disk is fine"]
+    model.reply_tool_calls(
+        [("sentinel_act", {"action": "notify", "message": text}) for text in tokens + words]
+    )
+    service = await start()
+    contract = await fire(service, "a", {"n": 1})
+    assert "done" == await finished(service, contract)
+    results = tool_results(model, 1)
+    refused = [r["error"] for r in results[: len(tokens)]]
+    assert [f"{t.strip()!r} is a control token" for t in tokens] == [e.split(", not")[0] for e in refused]
+    assert [True] * len(words) == [r["ok"] for r in results[len(tokens) :]]
+    assert sorted(words) == sorted(b["message"] for b in sink.bodies())
+
+
 async def test_sessions_are_isolated(start: Start, model: FakeOpenAIServer, sink: Sink) -> None:
     """Two watchers: separate sessions; one cannot reach the other's targets."""
     model.reply_tool_call("sentinel_act", {"action": "notify", "message": "x", "targets": ["other"]})

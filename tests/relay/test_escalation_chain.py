@@ -113,13 +113,15 @@ def test_an_approval_step_says_how_to_approve_or_deny() -> None:
     )
 
 
-def test_a_step_at_creation_announces_the_new_item() -> None:
-    """Step 0 at afterMs 0 keeps the new-item text (with the approve/deny line for approvals)."""
-    assert "Sentinel inbox: new escalation (critical) — vault health low [watcher vault]" == step_text(
-        item(), 0
-    )
+def test_the_first_step_names_the_item_and_how_to_ack_it() -> None:
+    """Step 0 at afterMs 0 has SPEC §15's text too: the first person paged can ack from it."""
+    assert (
+        "Unacknowledged for 0s: vault health low (escalation, critical, watcher vault) — "
+        "ack: sentinel inbox ack 01ITEM"
+    ) == step_text(item(), 0)
     assert step_text(item("approval"), 0).endswith(
-        "\nApprove: sentinel approvals approve 01ITEM · deny: sentinel approvals deny 01ITEM"
+        "(approval, critical, watcher vault) — approve: sentinel approvals approve 01ITEM"
+        " · deny: sentinel approvals deny 01ITEM"
     )
 
 

@@ -112,12 +112,16 @@ async def test_steps_arrive_in_order_and_on_time(service: Service, sink: TimedSi
 async def test_step_texts_say_how_long_and_link_the_item(
     service: Service, sink: TimedSink, create: Create
 ) -> None:
-    """Step 0 announces the item; step 1 says how long it has been open, how to ack, and links it."""
+    """Every step, the first included, says how long the item has been open, names it with the
+    command that acks it, and links it (SPEC §15)."""
     item = await create()
     await wait_for(lambda: len(sink.received) >= 2, timeout_s=10, what="two steps")
     first, second = (b["message"] for b in sink.bodies()[:2])
     link = f"https://sentinel.example.com/#inbox/{item.id}"
-    assert f"Sentinel inbox: new escalation (critical) — vault health low [watcher w]\n{link}" == first
+    assert (
+        f"Unacknowledged for 0s: vault health low (escalation, critical, watcher w) — "
+        f"ack: sentinel inbox ack {item.id}\n{link}"
+    ) == first
     assert (
         f"Unacknowledged for 0.7s: vault health low (escalation, critical, watcher w) — "
         f"ack: sentinel inbox ack {item.id}\n{link}"
@@ -166,7 +170,7 @@ async def test_a_decided_approval_stops_its_chain(
         what="step 1 cancelled",
     )
     assert [f"{item.id}:first:escalation.0"] == sink.keys()
-    assert f"Approve: sentinel approvals approve {item.id}" in sink.bodies()[0]["message"]
+    assert f"— approve: sentinel approvals approve {item.id}" in sink.bodies()[0]["message"]
 
 
 async def test_repeat_after_ms_starts_the_steps_over_while_open(

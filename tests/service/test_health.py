@@ -85,5 +85,5 @@ async def test_every_metric_family_and_the_telemetry_file(
     lines = (Path(str(tmp_path)) / "events.jsonl").read_text().splitlines()
     import json
 
-    kinds = {json.loads(line)["event"] for line in lines}
+    kinds = {json.loads(line)["kind"] for line in lines}
     assert {"evaluation", "fire", "tool_call", "session", "delivery", "contract"} <= kinds

@@ -1,10 +1,11 @@
 """Session memory: what a callback's model is told of its session's earlier callbacks (SPEC.md §5.1). Pure.
 
 Before the envelope, the model reads one line per earlier callback of its session: when it
-came, what fired (event, watcher, trigger, priority, a short payload), what the agent did about
-it (the messages it sent and to whom, escalations, commands with their results) and how its
-contract ended. It is plain text in the first user message: nothing of an earlier callback is
-replayed as a tool call, so the model cannot mistake an old callback for one it can still answer.
+came, its callbackId, what fired (event, watcher, trigger, priority, its payload cut at
+``PAYLOAD_CHARS``), what the agent did about it (the messages it sent and to whom,
+escalations, commands with their results) and how its contract ended. It is plain text in the
+first user message: nothing of an earlier callback is replayed as a tool call, so the model
+cannot mistake an old callback for one it can still answer.
 
 The lines come from a fold over the session's transcript, ``fold``. Its state, a
 ``MemoryState``, is kept in a checkpoint (``memory_key``) with the last ``seq`` it has seen, so
@@ -393,7 +394,7 @@ def _text(state: MemoryState, now: datetime) -> str:
 
 def _line(digest: Digest, now: datetime) -> str:
     facts = digest.facts or {}
-    what = str(facts.get("event") or "callback")
+    what = str(facts.get("event") or "(its envelope is no longer stored)")
     if facts.get("watcher"):
         what += f" on {facts['watcher']}"
     why = ", ".join(str(facts[k]) for k in ("trigger", "priority") if facts.get(k))
@@ -411,7 +412,7 @@ def _line(digest: Digest, now: datetime) -> str:
         parts.append(f"closing words: {json.dumps(digest.said, ensure_ascii=False)}")
     if digest.contract:
         parts.append(f"contract {digest.contract}")
-    line = f"- {_when(_at(digest), now)}: {what} — " + "; ".join(parts)
+    line = f"- {_when(_at(digest), now)}, callback {digest.callback_id}: {what} — " + "; ".join(parts)
     return cut(line, LINE_CHARS)
 
 

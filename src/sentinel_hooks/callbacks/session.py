@@ -415,7 +415,7 @@ class SessionRunner:
             try:
                 result = await box.execute(call, history=history)
             except Paused as paused:
-                self._tool_event(contract, call.name, "needs_approval", ok=False)
+                self._tool_event(contract, call, "needs_approval", ok=False)
                 if paused.policy is not None:
                     await self._record_policy(contract, call, dict(paused.policy))
                 entry = {
@@ -434,7 +434,7 @@ class SessionRunner:
                 result = {**result, "policy": {k: v for k, v in policy.items() if k in MODEL_SEES}}
                 await self._record_policy(contract, call, policy)
             decision = str(policy["decision"]) if policy else ("ok" if result.get("ok") else "error")
-            self._tool_event(contract, call.name, decision, ok=bool(result.get("ok")))
+            self._tool_event(contract, call, decision, ok=bool(result.get("ok")))
             message = {
                 "role": "tool",
                 "toolCallId": call.id,
@@ -449,11 +449,20 @@ class SessionRunner:
         """One policy decision in the transcript (``kind: policy``) and in telemetry."""
         await self.append(contract, {"kind": "policy", "toolCallId": call.id, "tool": call.name, **policy})
         if self._deps.events is not None:
-            self._deps.events.policy_decision(contract.callback_id, call.name, policy)
+            self._deps.events.policy_decision(
+                contract.callback_id, call.name, policy, watcher_id=contract.watcher_id
+            )
 
-    def _tool_event(self, contract: Contract, tool: str, decision: str, *, ok: bool) -> None:
+    def _tool_event(self, contract: Contract, call: ToolCall, decision: str, *, ok: bool) -> None:
         if self._deps.events is not None:
-            self._deps.events.tool_call(contract.callback_id, tool, decision=decision, ok=ok)
+            self._deps.events.tool_call(
+                contract.callback_id,
+                call.name,
+                decision=decision,
+                ok=ok,
+                watcher_id=contract.watcher_id,
+                arguments=call.arguments,
+            )
 
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]

@@ -121,5 +121,5 @@ async def run_counted(
         if running is not None:
             running.dec()
     if events is not None:
-        events.session(contract.callback_id, status)
+        events.session(contract.callback_id, status, watcher_id=contract.watcher_id)
     return status

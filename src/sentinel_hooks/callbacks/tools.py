@@ -29,9 +29,14 @@ from sentinel_hooks.relay.relay import Relay, escalation_key
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, notify_kind
 
+CONTROL_TOKENS = ("NO_REPLY", "HEARTBEAT_OK", "ANNOUNCE_SKIP", "REPLY_SKIP")
+"""What agent runtimes (OpenClaw's among them) read as "say nothing" rather than as a message.
+Each has an underscore, so no ordinary word ("done", "ack", "skip") is one of them."""
 CONTROL_TOKEN = re.compile(
-    r"^\s*\[?(NO_REPLY|HEARTBEAT_OK|NOOP|NO_OP|SILENT|SKIP|DONE|ACK)\]?\s*$", re.IGNORECASE
+    r"^\s*[\[(*`'\"]*\s*(" + "|".join(CONTROL_TOKENS) + r")\s*[\])*`'\".]*\s*$", re.IGNORECASE
 )
+"""A whole message that is a control token, in any case, perhaps wrapped in brackets, quotes or
+markdown emphasis (``[NO_REPLY]``, ```HEARTBEAT_OK```)."""
 
 
 class ToolArgs(BaseModel):

@@ -323,8 +323,16 @@ class Dispatcher:
 
     def _report(self, delivery: Delivery, outcome: str, attempts: int, error: str | None) -> None:
         if self._events is not None:
+            message = delivery.message
             self._events.delivery(
-                delivery.key, delivery.target, delivery.kind, outcome=outcome, attempts=attempts, error=error
+                delivery.key,
+                delivery.target,
+                delivery.kind,
+                outcome=outcome,
+                attempts=attempts,
+                error=error,
+                watcher_id=message.get("watcher_id") or None,
+                callback_id=message.get("callback_id") or delivery.callback_id,
             )
 
     async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:

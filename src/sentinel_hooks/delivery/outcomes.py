@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
 
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import DeliveryOutcome, Recorded, check_outcome
@@ -64,9 +66,21 @@ class OutcomeWriter:
             else:
                 if recorded.moved and self._on_moved is not None:
                     try:
-                        self._on_moved(recorded)
+                        self._on_moved(replace(recorded, watchers=_watchers(batch, recorded)))
                     except Exception:  # the outcomes are stored; a report must not undo that
                         log.exception("reporting moved contracts failed")
                 for _, written in batch:
                     if not written.done():
                         written.set_result(None)
+
+
+def _watchers(batch: Sequence[tuple[DeliveryOutcome, Any]], recorded: Recorded) -> dict[str, str]:
+    """The watcher of each contract ``recorded`` moved, from the claimed deliveries' messages."""
+    found: dict[str, str] = {}
+    for outcome, _ in batch:
+        claimed = outcome.claimed
+        if claimed is not None and claimed.callback_id in recorded.moved:
+            watcher_id = claimed.message.get("watcher_id")
+            if isinstance(watcher_id, str) and watcher_id:
+                found[claimed.callback_id] = watcher_id
+    return found

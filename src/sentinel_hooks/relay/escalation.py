@@ -120,23 +120,18 @@ def item_link(public_url: str | None, item_id: str) -> str | None:
 
 
 def step_text(item: InboxItem, offset_ms: int, *, public_url: str | None = None) -> str:
-    """What step's targets read. A step due at the item's creation announces the new item (with
-    how to approve or deny an approval); a later step says how long it has been unacknowledged
-    and how to ack it. Either ends with the link to the item when ``publicUrl`` is set."""
+    """What a step's targets read, SPEC §15's text for every step, the first one included (the
+    first person paged must be able to ack from the message): ``Unacknowledged for {age}:
+    {reason} ({kind}, {severity}, watcher {watcherId}) — ack: sentinel inbox ack {id}``, then the
+    link to the item when ``publicUrl`` is set. An approval cannot be acked (only approved or
+    denied), so its steps name those two commands in place of the ack."""
     watcher = f", watcher {item.watcher_id}" if item.watcher_id else ""
     if item.kind == "approval":
         how = f"approve: sentinel approvals approve {item.id} · deny: sentinel approvals deny {item.id}"
     else:
         how = f"ack: sentinel inbox ack {item.id}"
-    if offset_ms == 0:
-        text = f"Sentinel inbox: new {item.kind} ({item.severity}) — {item.reason}"
-        if item.watcher_id:
-            text += f" [watcher {item.watcher_id}]"
-        if item.kind == "approval":
-            text += f"\n{how[0].upper()}{how[1:]}"
-    else:
-        age = format_age(offset_ms)
-        text = f"Unacknowledged for {age}: {item.reason} ({item.kind}, {item.severity}{watcher}) — {how}"
+    age = format_age(offset_ms)
+    text = f"Unacknowledged for {age}: {item.reason} ({item.kind}, {item.severity}{watcher}) — {how}"
     link = item_link(public_url, item.id)
     return text if link is None else f"{text}\n{link}"
 

@@ -172,7 +172,7 @@ class Relay:
             if state == "pending":
                 self._wake.set()
             elif state == "fulfilled" and self._events is not None:
-                self._events.settled(callback_id, "fulfilled")
+                self._events.settled(callback_id, "fulfilled", watcher_id=recorded.watchers.get(callback_id))
 
     # -- the deadlines -----------------------------------------------------------------------
 
@@ -283,7 +283,11 @@ class Relay:
             worst_ms = max(worst_ms, late_ms)
             if self._events is not None:
                 self._events.settled(
-                    contract.callback_id, settlement.state, deadline=contract.deadline, at=now
+                    contract.callback_id,
+                    settlement.state,
+                    deadline=contract.deadline,
+                    at=now,
+                    watcher_id=contract.watcher_id,
                 )
             if settlement.state == "fallback_sent":
                 fallbacks += 1

@@ -468,7 +468,9 @@ class NotifyStart:
 @dataclass(frozen=True)
 class Recorded:
     """``Store.record_outcomes``' answer: the delivery keys updated, and the contracts that a
-    notify's final outcome moved (callback id → state after)."""
+    notify's final outcome moved (callback id → state after). ``watchers`` names the watcher of
+    a moved contract when the outcome writer knows it (for telemetry; stores leave it empty)."""
 
     keys: frozenset[str]
     moved: dict[str, ContractState] = field(default_factory=dict)
+    watchers: dict[str, str] = field(default_factory=dict)
