@@ -281,6 +281,29 @@ async def test_status_lists_active_silences(service: Service, document: dict[str
             {"matchers": [{"path": "watcherId", "op": "eq", "value": "x"}], "durationMs": 1000, "extra": 1},
             "extra",
         ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "startsAt": "9999-12-31T23:00:00Z",
+                "durationMs": 86_400_000,
+            },
+            "durationMs",
+        ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "startsAt": "9999-12-31T23:00:00-05:00",
+                "durationMs": 1000,
+            },
+            "startsAt",
+        ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "endsAt": "9999-12-31T23:30:00-01:00",
+            },
+            "endsAt",
+        ),
     ],
 )
 async def test_bad_silences_are_400_naming_the_key(service: Service, body: dict[str, Any], key: str) -> None:

@@ -224,6 +224,26 @@ async def test_bad_silence_is_the_api_error(start_service: Starter) -> None:
     assert "endsAt: give exactly one of endsAt and durationMs" == body_of(result)["error"]["message"]
 
 
+async def test_a_silence_ending_past_year_9999_names_the_duration(start_service: Starter) -> None:
+    """add_silence starting near the year 9999 with a duration that overflows is the API's 400
+    naming durationMs, not an internal error."""
+    service = await started(start_service)
+    arguments = {
+        "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
+        "startsAt": "9999-12-31T23:00:00Z",
+        "durationMs": 86_400_000,
+        "comment": "x",
+    }
+    async with connect(service) as client:
+        result = await client.call_tool("add_silence", arguments)
+    error = body_of(result)["error"]
+    assert (True, "invalid", ["durationMs"]) == (
+        result.is_error,
+        error["code"],
+        [d["key"] for d in error["details"]],
+    )
+
+
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}"])
 async def test_token_required(start_service: Starter, authorization: str | None) -> None:
     """Without the right bearer token /mcp answers the API's 401 and runs nothing."""
