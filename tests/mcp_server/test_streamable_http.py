@@ -209,6 +209,25 @@ async def test_add_silence(start_service: Starter) -> None:
     assert [silence["id"]] == [s["id"] for s in body_of(listed)["items"]]
 
 
+async def test_add_silence_takes_created_by(start_service: Starter) -> None:
+    """add_silence offers createdBy, as the API's body does: it names who silenced."""
+    service = await started(start_service)
+    arguments = {
+        "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
+        "durationMs": 60_000,
+        "comment": "deploy",
+        "createdBy": "claude-code (alice)",
+    }
+    async with connect(service) as client:
+        listed = await client.list_tools()
+        added = await client.call_tool("add_silence", arguments)
+    schema = next(t.input_schema for t in listed.tools if t.name == "add_silence")
+    assert ("string", "claude-code (alice)") == (
+        schema["properties"]["createdBy"]["type"],
+        body_of(added)["silence"]["createdBy"],
+    )
+
+
 async def test_bad_silence_is_the_api_error(start_service: Starter) -> None:
     """A silence the API refuses (both endsAt and durationMs) is its 400 as an error result."""
     service = await started(start_service)

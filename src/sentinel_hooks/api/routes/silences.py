@@ -1,7 +1,8 @@
 """Silence routes (SPEC.md §14): list, show, create, expire; and ``GET /api/v1/status``.
 
 A silence made here applies to this replica's next fire at once and to other replicas' within a
-second (``callbacks.silences``). ``createdBy`` is the ``X-Sentinel-Actor`` header, else ``api``.
+second (``callbacks.silences``). ``createdBy`` is the body's ``createdBy`` (as Alertmanager's clients
+send it), else the ``X-Sentinel-Actor`` header, else ``api`` (``/mcp``: ``mcp``).
 Every bad body is a 400 naming the key: an unknown matcher path or operator, a time that is not
 ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an end in the past.
 """
@@ -20,7 +21,7 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
-from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.api.routes.inbox import MAX_ACTOR_CHARS, actor_of
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.core.conditions import Op
@@ -41,7 +42,7 @@ MAX_BODY = 64 * 1024
 MAX_LIMIT = 500
 MAX_DURATION_MS = 366 * 24 * 3600 * 1000  # a year and a day: longer is a mistake, not a silence
 LAST_TIME = "9999-12-31T23:59:59.999Z"  # datetime's last instant: times past it cannot be held
-BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment"})
+BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment", "createdBy"})
 _MATCHERS: TypeAdapter[list[Matcher]] = TypeAdapter(list[Matcher])
 
 
@@ -70,8 +71,11 @@ async def silence_page(service: Service, query: Mapping[str, str]) -> dict[str, 
 
 
 async def create_from(service: Service, data: Any, actor: str) -> dict[str, Any]:
-    """A new silence from a POST body: ``{"silence"}``, the answer of a 201."""
-    silence = await service.create_silence(**parse_body(data, service.now()), actor=actor)
+    """A new silence from a POST body: ``{"silence"}``, the answer of a 201. The body's
+    ``createdBy`` names who made it (SPEC §14: without ``server.tokens`` it is the actor), else
+    ``actor`` (the request's)."""
+    arguments = parse_body(data, service.now())  # data is an object with known keys from here on
+    silence = await service.create_silence(**arguments, actor=_created_by(data) or actor)
     return {"silence": silence.to_json(service.now())}
 
 
@@ -116,6 +120,16 @@ def _instant(value: Any, key: str) -> datetime:
         return parsed.astimezone(UTC)
     except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000 in UTC
         raise _invalid(key, f"{value!r} is outside 0001-01-01T00:00:00Z to {LAST_TIME} once in UTC") from None
+
+
+def _created_by(data: dict[str, Any]) -> str | None:
+    """The body's ``createdBy``, trimmed; None when absent."""
+    value = data.get("createdBy")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > MAX_ACTOR_CHARS:
+        raise _invalid("createdBy", f"must name who silences, in 1 to {MAX_ACTOR_CHARS} characters")
+    return value.strip()
 
 
 def _duration_ms(value: Any) -> int:
