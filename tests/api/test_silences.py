@@ -353,3 +353,21 @@ async def test_a_bad_created_by_is_400_naming_it(service: Service, created_by: A
     _, listed = await call(service, "GET", "/api/v1/silences")
     keys = [d["key"] for d in answer["error"]["details"]]
     assert (400, ["createdBy"], []) == (status, keys, listed["items"])
+
+
+async def test_a_silence_for_an_unknown_watcher_is_made_with_a_warning(
+    service: Service, document: dict[str, Any]
+) -> None:
+    """A watcherId matcher naming no watcher is accepted (an envelope may carry the id) but the
+    answer warns, naming the id; a silence of known watchers has no warnings."""
+    body = {"matchers": [{"path": "watcherId", "op": "in", "value": ["hook", "hookk"]}], "durationMs": 60_000}
+    status, answer = await call(service, "POST", "/api/v1/silences", body={**body, "comment": "x"})
+    _, known = await call(service, "POST", "/api/v1/silences", body={**WATCHER_SILENCE, "comment": "x"})
+    problems = violations(document, "/api/v1/silences", "post", 201, answer)
+    assert (201, 1, True, False, []) == (
+        status,
+        len(answer["warnings"]),
+        "'hookk'" in answer["warnings"][0] and answer["warnings"][0].startswith("matchers.0:"),
+        "warnings" in known,
+        problems,
+    ), answer

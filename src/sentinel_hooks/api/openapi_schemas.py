@@ -369,7 +369,17 @@ def _silence_schemas() -> dict[str, Schema]:
         "Matcher": matcher,
         "Silence": silence,
         "SilenceList": page_of(ref("Silence"), "silences, newest first"),
-        "SilenceAnswer": closed_object({"silence": ref("Silence")}),
+        "SilenceAnswer": closed_object(
+            {
+                "silence": ref("Silence"),
+                "warnings": {
+                    **array_of(STRING),
+                    "description": "made, but may mute nothing: a watcherId matcher names an id no "
+                    "watcher has (POST only; absent when there is nothing to say)",
+                },
+            },
+            optional=("warnings",),
+        ),
         "SilenceBody": body,
         "Status": status,
     }

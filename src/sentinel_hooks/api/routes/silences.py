@@ -26,6 +26,7 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.core.conditions import Op
 from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.errors import NotFound
 from sentinel_hooks.store.silences import (
     MAX_COMMENT_CHARS,
     MAX_MATCHERS,
@@ -76,7 +77,35 @@ async def create_from(service: Service, data: Any, actor: str) -> dict[str, Any]
     ``actor`` (the request's)."""
     arguments = parse_body(data, service.now())  # data is an object with known keys from here on
     silence = await service.create_silence(**arguments, actor=_created_by(data) or actor)
-    return {"silence": silence.to_json(service.now())}
+    answer: dict[str, Any] = {"silence": silence.to_json(service.now())}
+    warnings = unknown_watchers(service, arguments["matchers"])
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
+def unknown_watchers(service: Service, matchers: list[Matcher]) -> list[str]:
+    """A warning per id a ``watcherId`` matcher (``eq``, ``in``) names and no watcher has.
+
+    Accepted, not refused (SPEC §14 does not ask that the watcher exist): the id may be a watcher
+    created later or the ``watcher.id`` of envelopes POSTed to /hooks/sentinel. But it is more
+    often a typo, and a silence that mutes nothing should not pass without a word.
+    """
+    warnings = []
+    for index, matcher in enumerate(matchers):
+        if matcher.path != "watcherId" or matcher.op not in ("eq", "in"):
+            continue
+        ids = matcher.value if matcher.op == "in" else [matcher.value]
+        for watcher_id in ids:
+            try:
+                service.watcher(str(watcher_id))
+            except NotFound:
+                warnings.append(
+                    f"matchers.{index}: no watcher has the id {watcher_id!r} (a typo?): this silence "
+                    "mutes only a watcher created later with that id, or envelopes POSTed to "
+                    "/hooks/sentinel that name it"
+                )
+    return warnings
 
 
 def _invalid(key: str, message: str) -> ApiError:
