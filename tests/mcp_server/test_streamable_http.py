@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+import sentinel_hooks
 from sentinel_hooks.mcp_server.tools import offered_tools
 from sentinel_hooks.service import Service
 from tests.mcp_server.conftest import (
@@ -284,7 +285,8 @@ async def test_sdk_client_without_token_fails(start_service: Starter) -> None:
 
 
 async def test_raw_post_with_token_answers_json(start_service: Starter) -> None:
-    """With the token a plain JSON-RPC POST gets one JSON answer (stateless, no SSE stream kept)."""
+    """With the token a plain JSON-RPC POST gets one JSON answer (stateless, no SSE stream kept);
+    the server says its name and the package's version."""
     service = await started(start_service)
     async with (
         aiohttp.ClientSession() as session,
@@ -292,7 +294,7 @@ async def test_raw_post_with_token_answers_json(start_service: Starter) -> None:
     ):
         body = await response.json()
         assert (200, "application/json") == (response.status, response.content_type)
-    assert "sentinel" == body["result"]["serverInfo"]["name"]
+    assert {"name": "sentinel", "version": sentinel_hooks.__version__} == body["result"]["serverInfo"]
 
 
 async def test_host_checked_without_a_token(start_service: Starter) -> None:
