@@ -229,6 +229,21 @@ async def test_add_silence_takes_created_by(start_service: Starter) -> None:
     )
 
 
+async def test_add_silence_for_an_unknown_watcher_warns(start_service: Starter) -> None:
+    """A silence of a watcher id no watcher has is made, and the result's warnings name the id
+    (the agent learns of its typo)."""
+    service = await started(start_service)
+    arguments = {"matchers": [{"path": "watcherId", "op": "eq", "value": "hoook"}], "durationMs": 60_000}
+    async with connect(service) as client:
+        added = await client.call_tool("add_silence", {**arguments, "comment": "x"})
+    body = body_of(added)
+    assert (False, "active", True) == (
+        added.is_error,
+        body["silence"]["state"],
+        "no watcher has the id 'hoook'" in body["warnings"][0],
+    )
+
+
 async def test_bad_silence_is_the_api_error(start_service: Starter) -> None:
     """A silence the API refuses (both endsAt and durationMs) is its 400 as an error result."""
     service = await started(start_service)
