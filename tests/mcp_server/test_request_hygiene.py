@@ -117,7 +117,10 @@ async def test_a_743_kb_definition_is_refused_saying_why(start_service: Starter)
         async with connect(service) as client:
             await client.call_tool("create_watcher", {"watcher": watcher})
     said = [str(error) for error in leaves(caught.value) if isinstance(error, MCPError)]
-    assert (True, ["hook"]) == ("the body is larger than" in said[0], [r.id for r in service.watchers()])
+    assert (True, ["hook"]) == (
+        "the MCP request is larger than" in said[0],
+        [r.id for r in service.watchers()],
+    )
 
 
 async def test_a_request_larger_than_any_tool_takes_is_413(start_service: Starter) -> None:

@@ -171,6 +171,15 @@ class McpEndpoint:
             self._stopping.set()
             await task
 
+    def _too_large(self) -> ApiError:
+        """The 413 of a request past ``max_body``, saying what the tools take."""
+        limit = self.max_body - FRAMING_BYTES
+        message = (
+            f"the MCP request is larger than {self.max_body} bytes: no tool takes more than {limit} "
+            f"bytes of arguments (a watcher definition: {watchers.MAX_BODY})"
+        )
+        return ApiError(413, "payload_too_large", message)
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``POST /mcp`` (a stateless endpoint has no GET stream and no session to DELETE: aiohttp
         answers those 405). Who acts is the ``X-Sentinel-Actor`` header, as for the API, else
@@ -181,7 +190,7 @@ class McpEndpoint:
             body = await read_raw(request, max_bytes=self.max_body)
             parse_json(body)  # the API's hygiene (SPEC §9): ApiError says what is wrong
         except ApiError as exc:
-            return _refused(exc)
+            return _refused(self._too_large() if exc.status == 413 else exc)
         token = _ACTOR.set(actor)
         try:
             return await _asgi(self._manager.handle_request, request, body)
