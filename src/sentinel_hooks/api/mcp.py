@@ -121,7 +121,7 @@ class ServiceBackend:
 
     async def send(self, call: ApiCall) -> Answer:
         status, handler = HANDLERS[call.tool]
-        refused = _too_large(call, self._limits.get(call.tool, 0))
+        refused = _too_large(call, self._limits.get(call.tool, max(self._limits.values())))
         if refused is not None:
             return refused
         try:
