@@ -216,6 +216,13 @@ class Metrics:
         self.inbox_open = Gauge(
             "sentinel_inbox_open_items", "Open inbox items, by kind", ["kind"], registry=r
         )
+        self.webhook_pushes = Counter(
+            "sentinel_webhook_pushes",
+            "Pushes to /hooks/ingest, by webhook watcher (empty: the id is not one) and outcome "
+            "(accepted, or the error code of the refusal)",
+            ["watcher", "outcome"],
+            registry=r,
+        )
         self.reconnects = Counter(
             "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
         )

@@ -281,6 +281,29 @@ async def test_status_lists_active_silences(service: Service, document: dict[str
             {"matchers": [{"path": "watcherId", "op": "eq", "value": "x"}], "durationMs": 1000, "extra": 1},
             "extra",
         ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "startsAt": "9999-12-31T23:00:00Z",
+                "durationMs": 86_400_000,
+            },
+            "durationMs",
+        ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "startsAt": "9999-12-31T23:00:00-05:00",
+                "durationMs": 1000,
+            },
+            "startsAt",
+        ),
+        (
+            {
+                "matchers": [{"path": "watcherId", "op": "eq", "value": "x"}],
+                "endsAt": "9999-12-31T23:30:00-01:00",
+            },
+            "endsAt",
+        ),
     ],
 )
 async def test_bad_silences_are_400_naming_the_key(service: Service, body: dict[str, Any], key: str) -> None:
@@ -303,3 +326,48 @@ async def test_unknown_silence_is_404_and_bad_state_400(service: Service) -> Non
     deleted = await call(service, "DELETE", "/api/v1/silences/nope")
     listed = await call(service, "GET", "/api/v1/silences?state=bogus")
     assert (404, 404, 400) == (shown[0], deleted[0], listed[0])
+
+
+async def test_created_by_in_the_body_names_who_silenced(service: Service, document: dict[str, Any]) -> None:
+    """createdBy, as Alertmanager's clients send it, is the silence's createdBy (over the actor
+    header, SPEC §14), and the documented request body has it."""
+    body = {**WATCHER_SILENCE, "comment": "deploying", "createdBy": " bob@example.com "}
+    status, answer = await call(
+        service, "POST", "/api/v1/silences", body=body, headers={"X-Sentinel-Actor": "ana"}
+    )
+    documented = document["components"]["schemas"]["SilenceBody"]["properties"]
+    problems = violations(document, "/api/v1/silences", "post", 201, answer)
+    assert (201, "bob@example.com", "string", []) == (
+        status,
+        answer["silence"]["createdBy"],
+        documented["createdBy"]["type"],
+        problems,
+    )
+
+
+@pytest.mark.parametrize("created_by", ["", "   ", 7, "x" * 201])
+async def test_a_bad_created_by_is_400_naming_it(service: Service, created_by: Any) -> None:
+    """createdBy must be 1 to 200 characters of text; nothing is stored otherwise."""
+    body = {**WATCHER_SILENCE, "comment": "x", "createdBy": created_by}
+    status, answer = await call(service, "POST", "/api/v1/silences", body=body)
+    _, listed = await call(service, "GET", "/api/v1/silences")
+    keys = [d["key"] for d in answer["error"]["details"]]
+    assert (400, ["createdBy"], []) == (status, keys, listed["items"])
+
+
+async def test_a_silence_for_an_unknown_watcher_is_made_with_a_warning(
+    service: Service, document: dict[str, Any]
+) -> None:
+    """A watcherId matcher naming no watcher is accepted (an envelope may carry the id) but the
+    answer warns, naming the id; a silence of known watchers has no warnings."""
+    body = {"matchers": [{"path": "watcherId", "op": "in", "value": ["hook", "hookk"]}], "durationMs": 60_000}
+    status, answer = await call(service, "POST", "/api/v1/silences", body={**body, "comment": "x"})
+    _, known = await call(service, "POST", "/api/v1/silences", body={**WATCHER_SILENCE, "comment": "x"})
+    problems = violations(document, "/api/v1/silences", "post", 201, answer)
+    assert (201, 1, True, False, []) == (
+        status,
+        len(answer["warnings"]),
+        "'hookk'" in answer["warnings"][0] and answer["warnings"][0].startswith("matchers.0:"),
+        "warnings" in known,
+        problems,
+    ), answer

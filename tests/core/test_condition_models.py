@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -218,20 +219,28 @@ KEYS = st.sampled_from(["a", "b", "0", "1", "x-y"])
 NUMERIC_TEXT = st.sampled_from(
     ["42", "-1.5", "1e3", "1e999999999999999999999", "-0", " 42 ", "NaN", "0x10", "1" * 40]
 )
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.integers(min_value=-(10**40), max_value=10**40)
-    | st.floats(allow_nan=False)
-    | st.text(max_size=8)
-    | st.sampled_from(["café", "cafe\u0301", "🚀", "a\ud800b", "\udfff"])
-    | NUMERIC_TEXT,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(KEYS | st.text(max_size=3), children, max_size=4)
-    ),
-    max_leaves=12,
-)
+
+
+def json_values(*, infinities: bool) -> st.SearchStrategy[Any]:
+    """Arbitrary JSON-like values (with or without float infinities)."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.integers(min_value=-(10**40), max_value=10**40)
+        | st.floats(allow_nan=False, allow_infinity=infinities)
+        | st.text(max_size=8)
+        | st.sampled_from(["café", "cafe\u0301", "🚀", "a\ud800b", "\udfff"])
+        | NUMERIC_TEXT,
+        lambda children: (
+            st.lists(children, max_size=4) | st.dictionaries(KEYS | st.text(max_size=3), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+
+
+JSON = json_values(infinities=True)  # observations
+VALUES = json_values(infinities=False)  # condition values: infinities are refused at load
 NUMBERS = (
     st.integers()
     | st.floats(allow_nan=False, allow_infinity=False)
@@ -249,7 +258,7 @@ def conditions_of_every_op(draw: st.DrawFn) -> Condition:
     if op in {"gt", "gte", "lt", "lte"}:
         value: Any = draw(NUMBERS)
     elif op in {"in", "notIn"}:
-        value = draw(st.lists(JSON, max_size=4))
+        value = draw(st.lists(VALUES, max_size=4))
     elif op in {"startsWith", "endsWith"}:
         value = draw(st.text(max_size=4))
     elif op == "matches":
@@ -257,7 +266,7 @@ def conditions_of_every_op(draw: st.DrawFn) -> Condition:
     elif op in VALUELESS:
         value = draw(JSON)
     else:
-        value = draw(JSON.filter(lambda candidate: candidate is not None))
+        value = draw(VALUES.filter(lambda candidate: candidate is not None))
     return Condition(path=draw(PATHS), op=op, value=value)
 
 
@@ -278,7 +287,7 @@ def test_evaluate_never_raises(nodes: list[Condition], match: Any, observation: 
 
 
 @settings(max_examples=100, deadline=None)
-@given(value=JSON.filter(lambda candidate: candidate is not None))
+@given(value=VALUES.filter(lambda candidate: candidate is not None))
 def test_eq_is_reflexive_on_json(value: Any) -> None:
     """Every JSON value equals itself (and is not changed against itself)."""
     eq = Condition(path="a", op="eq", value=value)
@@ -291,3 +300,21 @@ def test_eq_is_reflexive_on_json(value: Any) -> None:
 def test_decimal_value_accepted_for_numeric_op() -> None:
     """A Decimal value (exact YAML loaders) is a number."""
     assert True is evaluate([Condition(path="a", op="lt", value=Decimal("0.3"))], "all", {"a": 0.1}).matched
+
+
+@pytest.mark.parametrize(
+    ("op", "value"),
+    [
+        ("eq", math.nan),
+        ("neq", math.inf),
+        ("gt", -math.inf),
+        ("in", [1, math.nan]),
+        ("contains", {"a": [math.nan]}),
+    ],
+    ids=["eq-nan", "neq-inf", "gt-minus-inf", "in-nan", "contains-nested"],
+)
+def test_non_finite_values_refused(op: str, value: Any) -> None:
+    """NaN and infinities (YAML's .nan, .inf) are refused at load: NaN equals nothing and neither
+    is JSON, so a watcher holding one could not be stored."""
+    [(location, message)] = _errors([{"path": "a", "op": op, "value": value}])
+    assert ((0, "condition", "value"), True) == (location, "holds NaN or an infinity" in message)

@@ -15,6 +15,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+import sentinel_hooks
 from sentinel_hooks.mcp_server.tools import offered_tools
 from sentinel_hooks.service import Service
 from tests.mcp_server.conftest import (
@@ -209,6 +210,40 @@ async def test_add_silence(start_service: Starter) -> None:
     assert [silence["id"]] == [s["id"] for s in body_of(listed)["items"]]
 
 
+async def test_add_silence_takes_created_by(start_service: Starter) -> None:
+    """add_silence offers createdBy, as the API's body does: it names who silenced."""
+    service = await started(start_service)
+    arguments = {
+        "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
+        "durationMs": 60_000,
+        "comment": "deploy",
+        "createdBy": "claude-code (alice)",
+    }
+    async with connect(service) as client:
+        listed = await client.list_tools()
+        added = await client.call_tool("add_silence", arguments)
+    schema = next(t.input_schema for t in listed.tools if t.name == "add_silence")
+    assert ("string", "claude-code (alice)") == (
+        schema["properties"]["createdBy"]["type"],
+        body_of(added)["silence"]["createdBy"],
+    )
+
+
+async def test_add_silence_for_an_unknown_watcher_warns(start_service: Starter) -> None:
+    """A silence of a watcher id no watcher has is made, and the result's warnings name the id
+    (the agent learns of its typo)."""
+    service = await started(start_service)
+    arguments = {"matchers": [{"path": "watcherId", "op": "eq", "value": "hoook"}], "durationMs": 60_000}
+    async with connect(service) as client:
+        added = await client.call_tool("add_silence", {**arguments, "comment": "x"})
+    body = body_of(added)
+    assert (False, "active", True) == (
+        added.is_error,
+        body["silence"]["state"],
+        "no watcher has the id 'hoook'" in body["warnings"][0],
+    )
+
+
 async def test_bad_silence_is_the_api_error(start_service: Starter) -> None:
     """A silence the API refuses (both endsAt and durationMs) is its 400 as an error result."""
     service = await started(start_service)
@@ -222,6 +257,26 @@ async def test_bad_silence_is_the_api_error(start_service: Starter) -> None:
         result = await client.call_tool("add_silence", arguments)
     assert result.is_error
     assert "endsAt: give exactly one of endsAt and durationMs" == body_of(result)["error"]["message"]
+
+
+async def test_a_silence_ending_past_year_9999_names_the_duration(start_service: Starter) -> None:
+    """add_silence starting near the year 9999 with a duration that overflows is the API's 400
+    naming durationMs, not an internal error."""
+    service = await started(start_service)
+    arguments = {
+        "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
+        "startsAt": "9999-12-31T23:00:00Z",
+        "durationMs": 86_400_000,
+        "comment": "x",
+    }
+    async with connect(service) as client:
+        result = await client.call_tool("add_silence", arguments)
+    error = body_of(result)["error"]
+    assert (True, "invalid", ["durationMs"]) == (
+        result.is_error,
+        error["code"],
+        [d["key"] for d in error["details"]],
+    )
 
 
 @pytest.mark.parametrize("authorization", [None, "Bearer wrong-token-0123456789", f"Basic {TOKEN}"])
@@ -245,7 +300,8 @@ async def test_sdk_client_without_token_fails(start_service: Starter) -> None:
 
 
 async def test_raw_post_with_token_answers_json(start_service: Starter) -> None:
-    """With the token a plain JSON-RPC POST gets one JSON answer (stateless, no SSE stream kept)."""
+    """With the token a plain JSON-RPC POST gets one JSON answer (stateless, no SSE stream kept);
+    the server says its name and the package's version."""
     service = await started(start_service)
     async with (
         aiohttp.ClientSession() as session,
@@ -253,7 +309,7 @@ async def test_raw_post_with_token_answers_json(start_service: Starter) -> None:
     ):
         body = await response.json()
         assert (200, "application/json") == (response.status, response.content_type)
-    assert "sentinel" == body["result"]["serverInfo"]["name"]
+    assert {"name": "sentinel", "version": sentinel_hooks.__version__} == body["result"]["serverInfo"]
 
 
 async def test_host_checked_without_a_token(start_service: Starter) -> None:

@@ -87,3 +87,47 @@ async def test_every_metric_family_and_the_telemetry_file(
 
     kinds = {json.loads(line)["kind"] for line in lines}
     assert {"evaluation", "fire", "tool_call", "session", "delivery", "contract"} <= kinds
+
+
+HOOK = """\
+id: hook
+strategy: webhook
+conditions: [{path: level, op: eq, value: crit}]
+deliveryTargets: [console]
+"""
+
+
+async def test_webhook_pushes_are_counted_by_watcher_and_outcome(start_service: Starter) -> None:
+    """sentinel_webhook_pushes_total counts each push: accepted, or refused by its error code; a
+    push to an id that is no webhook watcher has an empty watcher label (not the path tried)."""
+    service = await start_service(
+        watchers={"hook.yaml": HOOK, "p.yaml": POLLED.format(url="http://127.0.0.1:9/")}
+    )
+    async with aiohttp.ClientSession() as session:
+        for path, data in [
+            ("hook", b'{"level": "crit"}'),
+            ("hook", b'{"level": "ok"}'),
+            ("hook", b'{"level": NaN}'),
+            ("nope-1", b"{}"),
+            ("nope-2", b"{}"),
+            ("p", b"{}"),
+        ]:
+            headers = {"Content-Type": "application/json"}
+            async with session.post(
+                f"{service.url}/hooks/ingest/{path}", data=data, headers=headers
+            ) as answer:
+                await answer.read()
+    _, text = await get(service.url + "/metrics")
+    pushes = {
+        tuple(sorted(s.labels.items())): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "sentinel_webhook_pushes"
+        for s in family.samples
+    }
+    refused_elsewhere = {labels: n for labels, n in pushes.items() if ("watcher", "hook") not in labels}
+    assert (2, 1, {""}, 3) == (
+        pushes[(("outcome", "accepted"), ("watcher", "hook"))],
+        pushes[(("outcome", "invalid_json"), ("watcher", "hook"))],
+        {dict(labels)["watcher"] for labels in refused_elsewhere},
+        sum(refused_elsewhere.values()),
+    ), pushes

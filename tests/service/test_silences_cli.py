@@ -52,6 +52,17 @@ def test_add_for_a_watcher_then_list_show_and_expire(service: Running) -> None:
     ), (added.stderr, listed.stdout)
 
 
+def test_add_for_an_unknown_watcher_warns_on_stderr(service: Running) -> None:
+    """A silence of a watcher id that does not exist is made (exit 0, the id on stdout) with a
+    warning on stderr naming the id."""
+    added = service.cli("silences", "add", "--watcher", "toggeld", "--for", "1h", "--comment", "typo")
+    service.cli("silences", "expire", added.stdout.split()[0])  # the module's service is shared
+    assert (0, True) == (
+        added.returncode,
+        added.stderr.startswith("sentinel: warning: matchers.0: no watcher has the id 'toggeld'"),
+    ), added.stderr
+
+
 def test_match_options_with_any_build_the_matchers(service: Running) -> None:
     """--match PATH OP VALUE (VALUE as JSON when it parses) and --any."""
     made = service.cli_json(

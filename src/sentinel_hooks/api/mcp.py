@@ -14,6 +14,11 @@ aiohttp handler through a twenty-line ASGI bridge (``_asgi``). Why this way:
   replica (Sentinel's tools never call back into the client, so nothing needs a session);
 - authentication and the Host check stay in our security middleware, as for every other route
   (``needs_token`` covers ``/mcp``), so the SDK's own DNS-rebinding check is turned off;
+- the body gets the API's request hygiene (SPEC §9, ``api.body``) before the SDK reads it: the
+  SDK's parser takes ``NaN`` (then stored as null), keeps the last of duplicate keys and nests
+  without limit, so those are refused here with the API's 400 (``_refused``); the whole request
+  is capped at the largest body a tool can send plus the JSON-RPC framing (413), and each tool's
+  arguments at the limit of the route it stands for (``ServiceBackend``, an error result);
 - the manager's task group runs in a task of its own (``McpEndpoint.run``), started and stopped
   with the aiohttp app (``cleanup_ctx``): anyio task groups must be entered and left by the same
   task, and stopping the app cancels whatever the manager still runs, so nothing leaks.
@@ -24,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -31,11 +37,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import INVALID_REQUEST, PARSE_ERROR
 
-from sentinel_hooks.api.errors import error_of
+from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
+from sentinel_hooks.api.errors import ApiError, error_of
 from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
 from sentinel_hooks.api.routes.inbox import actor_of
-from sentinel_hooks.mcp_server.backend import Answer
+from sentinel_hooks.mcp_server.backend import Answer, error_body
 from sentinel_hooks.mcp_server.server import build_server
 from sentinel_hooks.mcp_server.tools import ApiCall
 
@@ -46,7 +54,7 @@ log = logging.getLogger(__name__)
 
 ACTOR = "mcp"  # who acted, in inbox histories and silences' createdBy, unless the request names one
 _ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("sentinel_mcp_actor", default=ACTOR)
-MAX_BODY = 4 * 1024 * 1024  # the SDK's own limit for a request body
+FRAMING_BYTES = 16 * 1024  # the JSON-RPC message around a tool's arguments
 
 Handler = Callable[["Service", ApiCall], Awaitable[Any]]
 
@@ -81,14 +89,41 @@ HANDLERS: dict[str, tuple[int, Handler]] = {
 }
 
 
+def body_limits(service: Service) -> dict[str, int]:
+    """The most bytes of JSON each tool may send, by tool: its route's limit (``read_json``)."""
+    fire = max(watchers.MAX_BODY, service.settings.limits.max_response_bytes)
+    return {
+        "create_watcher": watchers.MAX_BODY,
+        "set_watcher_enabled": watchers.MAX_BODY,
+        "fire_watcher": fire,
+        "ack_inbox_item": inbox.MAX_BODY,
+        "resolve_inbox_item": inbox.MAX_BODY,
+        "approve": inbox.MAX_BODY,
+        "deny": inbox.MAX_BODY,
+        "add_silence": silences.MAX_BODY,
+    }
+
+
+def _too_large(call: ApiCall, limit: int) -> Answer | None:
+    """The route's 413 when the call's body is over ``limit`` bytes of JSON, else None."""
+    if call.body is None or len(json.dumps(call.body, ensure_ascii=False).encode()) <= limit:
+        return None
+    message = f"the body of {call.method} {call.route} is larger than {limit} bytes"
+    return Answer(413, error_body("payload_too_large", message))
+
+
 class ServiceBackend:
     """Answers a tool's API call in-process, with the route's status, body and errors."""
 
     def __init__(self, service: Service) -> None:
         self._service = service
+        self._limits = body_limits(service)
 
     async def send(self, call: ApiCall) -> Answer:
         status, handler = HANDLERS[call.tool]
+        refused = _too_large(call, self._limits.get(call.tool, max(self._limits.values())))
+        if refused is not None:
+            return refused
         try:
             return Answer(status, await handler(self._service, call))
         except Exception as exc:
@@ -103,12 +138,13 @@ class McpEndpoint:
 
     def __init__(self, service: Service) -> None:
         server = build_server(ServiceBackend(service), approvals=service.settings.server.mcp_approvals)
+        self.max_body = max(body_limits(service).values()) + FRAMING_BYTES
         self._manager = StreamableHTTPSessionManager(
             app=server,
             json_response=True,
             stateless=True,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            max_request_body_size=MAX_BODY,
+            max_request_body_size=self.max_body,
         )
         self._started = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -135,21 +171,47 @@ class McpEndpoint:
             self._stopping.set()
             await task
 
+    def _too_large(self) -> ApiError:
+        """The 413 of a request past ``max_body``, saying what the tools take."""
+        limit = self.max_body - FRAMING_BYTES
+        message = (
+            f"the MCP request is larger than {self.max_body} bytes: no tool takes more than {limit} "
+            f"bytes of arguments (a watcher definition: {watchers.MAX_BODY})"
+        )
+        return ApiError(413, "payload_too_large", message)
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
         """``POST /mcp`` (a stateless endpoint has no GET stream and no session to DELETE: aiohttp
         answers those 405). Who acts is the ``X-Sentinel-Actor`` header, as for the API, else
         ``mcp``: the SDK runs the call in tasks started from this one, which see this context."""
-        token = _ACTOR.set(actor_of(request, default=ACTOR))
         try:
-            return await _asgi(self._manager.handle_request, request)
+            actor = actor_of(request, default=ACTOR)
+            require_json_type(request)
+            body = await read_raw(request, max_bytes=self.max_body)
+            parse_json(body)  # the API's hygiene (SPEC §9): ApiError says what is wrong
+        except ApiError as exc:
+            return _refused(self._too_large() if exc.status == 413 else exc)
+        token = _ACTOR.set(actor)
+        try:
+            return await _asgi(self._manager.handle_request, request, body)
         finally:
             _ACTOR.reset(token)
 
 
-async def _asgi(app: Callable[..., Awaitable[None]], request: web.Request) -> web.StreamResponse:
-    """Run an ASGI app for one aiohttp request: the body is read whole (the SDK reads it whole
-    too, and caps it), the response is streamed back as the app sends it."""
-    body = await request.read()
+def _refused(exc: ApiError) -> web.Response:
+    """A request refused before the SDK reads it: the API's status, and as body a JSON-RPC error
+    without an id (what the MCP transport spec allows, and the only error an MCP client shows:
+    the SDK's client reduces any other body to "Server returned an error response"), whose
+    ``message`` is the API's and whose ``data`` is the API's error ``{code, message, details}``."""
+    rpc_code = PARSE_ERROR if exc.code == "invalid_json" else INVALID_REQUEST
+    api_error = error_body(exc.code, exc.message, exc.details)["error"]
+    error = {"code": rpc_code, "message": exc.message, "data": api_error}
+    return web.json_response({"jsonrpc": "2.0", "id": None, "error": error}, status=exc.status)
+
+
+async def _asgi(app: Callable[..., Awaitable[None]], request: web.Request, body: bytes) -> web.StreamResponse:
+    """Run an ASGI app for one aiohttp request whose ``body`` was read whole (the SDK reads it
+    whole too); the response is streamed back as the app sends it."""
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},

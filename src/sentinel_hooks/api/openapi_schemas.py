@@ -14,6 +14,7 @@ from typing import Any, Literal, get_args
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
+from sentinel_hooks.api.routes.inbox import MAX_ACTOR_CHARS
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
 from sentinel_hooks.core.conditions import Op
 from sentinel_hooks.core.envelope import Envelope
@@ -321,8 +322,15 @@ def _silence_schemas() -> dict[str, Schema]:
             "endsAt": TIME,
             "durationMs": {"type": "integer", "minimum": 1},
             "comment": {**STRING, "minLength": 1, "maxLength": MAX_COMMENT_CHARS},
+            "createdBy": {
+                **STRING,
+                "minLength": 1,
+                "maxLength": MAX_ACTOR_CHARS,
+                "description": "who silences (as Alertmanager's clients send it); default: the "
+                "X-Sentinel-Actor header, else api",
+            },
         },
-        optional=("match", "startsAt", "endsAt", "durationMs"),
+        optional=("match", "startsAt", "endsAt", "durationMs", "createdBy"),
         about="exactly one of endsAt and durationMs",
     )
     window = closed_object({"name": STRING, "startsAt": TIME, "endsAt": TIME})
@@ -361,7 +369,17 @@ def _silence_schemas() -> dict[str, Schema]:
         "Matcher": matcher,
         "Silence": silence,
         "SilenceList": page_of(ref("Silence"), "silences, newest first"),
-        "SilenceAnswer": closed_object({"silence": ref("Silence")}),
+        "SilenceAnswer": closed_object(
+            {
+                "silence": ref("Silence"),
+                "warnings": {
+                    **array_of(STRING),
+                    "description": "made, but may mute nothing: a watcherId matcher names an id no "
+                    "watcher has (POST only; absent when there is nothing to say)",
+                },
+            },
+            optional=("warnings",),
+        ),
         "SilenceBody": body,
         "Status": status,
     }

@@ -18,6 +18,7 @@ from sentinel_hooks.cli.client import operator_client
 from sentinel_hooks.cli.output import (
     compact,
     new_table,
+    print_error,
     print_json,
     print_table,
     show_answer,
@@ -192,6 +193,8 @@ def add(
         body["startsAt"] = starts
     answer = operator_client(options).call("POST", "/api/v1/silences", body)
     show_answer(answer, as_json=as_json, show=lambda a: stdout_console().print(_added(a["silence"])))
+    for warning in answer.get("warnings", []):
+        print_error(f"sentinel: warning: {warning}", prefix=False)
 
 
 @silences.command("expire")

@@ -13,6 +13,7 @@ Operator semantics live in :mod:`sentinel_hooks.core.operators`.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
@@ -95,6 +96,20 @@ def compile_pattern(pattern: str) -> Searchable:
     return compiled
 
 
+def _has_non_finite(value: Any) -> bool:
+    """Whether ``value`` is or holds a float NaN or infinity (YAML's ``.nan``, ``.inf``)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return True
+        if isinstance(item, list | tuple):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+    return False
+
+
 class Condition(BaseModel):
     """``{path, op, value?}``: one test of the value at ``path``."""
 
@@ -118,6 +133,11 @@ class Condition(BaseModel):
             return value
         if value is None:
             raise ValueError(f"op {op!r} requires a value")
+        if _has_non_finite(value):
+            raise ValueError(
+                f"value {value!r} holds NaN or an infinity, which JSON cannot carry (and NaN equals "
+                "nothing); compare with a finite number, or test the path with exists/absent"
+            )
         if op in _NUMERIC and as_number(value) is None:
             raise ValueError(
                 f"op {op!r} compares numbers: value must be a number or a numeric string "

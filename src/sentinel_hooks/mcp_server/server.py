@@ -16,6 +16,7 @@ import mcp_types as types
 from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
+from sentinel_hooks import __version__
 from sentinel_hooks.mcp_server.backend import Answer, Backend, error_body
 from sentinel_hooks.mcp_server.tools import ApiCall, Tool, offered_tools
 
@@ -98,6 +99,7 @@ def build_server(backend: Backend, *, approvals: bool) -> Server[Any]:
 
     return Server(
         SERVER_NAME,
+        version=__version__,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -21,6 +21,7 @@ from sentinel_hooks.store.contract_states import ContractState
 from sentinel_hooks.store.silences import MAX_COMMENT_CHARS, MAX_MATCHERS, SILENCE_STATES
 
 MAX_SILENCE_MS = 366 * 24 * 3600 * 1000  # as the API: a year and a day
+MAX_ACTOR_CHARS = 200  # as the API's X-Sentinel-Actor and createdBy
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,12 @@ ADD_SILENCE = Tool(
             "endsAt": {"type": "string", "description": "ISO 8601 with a timezone"},
             "durationMs": {"type": "integer", "minimum": 1, "maximum": MAX_SILENCE_MS},
             "comment": {"type": "string", "minLength": 1, "maxLength": MAX_COMMENT_CHARS},
+            "createdBy": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_ACTOR_CHARS,
+                "description": "who is silencing (default: the X-Sentinel-Actor header, else mcp)",
+            },
         },
         ("matchers", "comment"),
     ),

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
-from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.errors import ApiError, error_of
 from sentinel_hooks.api.ingest_auth import credentials_ok, included_headers, signature_ok
 from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.config.watcher import WebhookWatcher
@@ -33,7 +33,6 @@ def _with_headers(value: Any, headers: dict[str, str] | None) -> Any:
     return {**value, "_headers": headers}
 
 
-@routes.post("/hooks/ingest/{id}")
 async def ingest(request: web.Request) -> web.Response:
     service = service_of(request)
     watcher_id = request.match_info["id"]
@@ -70,3 +69,31 @@ async def ingest(request: web.Request) -> web.Response:
         return web.json_response({"accepted": True, "fired": fired}, status=202)
     outcome = await service.ingest(watcher_id, _with_headers(value, headers))
     return web.json_response({"accepted": True, "fired": outcome.fired}, status=202)
+
+
+@routes.post("/hooks/ingest/{id}")
+async def counted_ingest(request: web.Request) -> web.Response:
+    """``ingest``, counted in ``sentinel_webhook_pushes_total{watcher, outcome}``: the outcome is
+    ``accepted`` or the refusal's error code. The watcher label is the id only when it names a
+    webhook watcher: anyone can POST to any path, and a label per path tried would let them grow
+    the metrics without bound."""
+    service = service_of(request)
+    watcher_id = request.match_info["id"]
+    try:
+        response = await ingest(request)
+    except Exception as exc:
+        _, body = error_of(exc)
+        service.metrics.webhook_pushes.labels(
+            _watcher_label(request, watcher_id), body["error"]["code"]
+        ).inc()
+        raise
+    service.metrics.webhook_pushes.labels(watcher_id, "accepted").inc()
+    return response
+
+
+def _watcher_label(request: web.Request, watcher_id: str) -> str:
+    try:
+        runner = service_of(request).watcher(watcher_id)
+    except NotFound:
+        return ""
+    return watcher_id if isinstance(runner.spec, WebhookWatcher) else ""

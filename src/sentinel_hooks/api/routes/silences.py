@@ -1,7 +1,8 @@
 """Silence routes (SPEC.md §14): list, show, create, expire; and ``GET /api/v1/status``.
 
 A silence made here applies to this replica's next fire at once and to other replicas' within a
-second (``callbacks.silences``). ``createdBy`` is the ``X-Sentinel-Actor`` header, else ``api``.
+second (``callbacks.silences``). ``createdBy`` is the body's ``createdBy`` (as Alertmanager's clients
+send it), else the ``X-Sentinel-Actor`` header, else ``api`` (``/mcp``: ``mcp``).
 Every bad body is a 400 naming the key: an unknown matcher path or operator, a time that is not
 ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an end in the past.
 """
@@ -9,7 +10,7 @@ ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an e
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast, get_args
 
 from aiohttp import web
@@ -20,10 +21,12 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
-from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.api.routes.inbox import MAX_ACTOR_CHARS, actor_of
+from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.core.conditions import Op
 from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.errors import NotFound
 from sentinel_hooks.store.silences import (
     MAX_COMMENT_CHARS,
     MAX_MATCHERS,
@@ -39,7 +42,8 @@ routes = web.RouteTableDef()
 MAX_BODY = 64 * 1024
 MAX_LIMIT = 500
 MAX_DURATION_MS = 366 * 24 * 3600 * 1000  # a year and a day: longer is a mistake, not a silence
-BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment"})
+LAST_TIME = "9999-12-31T23:59:59.999Z"  # datetime's last instant: times past it cannot be held
+BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment", "createdBy"})
 _MATCHERS: TypeAdapter[list[Matcher]] = TypeAdapter(list[Matcher])
 
 
@@ -68,9 +72,40 @@ async def silence_page(service: Service, query: Mapping[str, str]) -> dict[str, 
 
 
 async def create_from(service: Service, data: Any, actor: str) -> dict[str, Any]:
-    """A new silence from a POST body: ``{"silence"}``, the answer of a 201."""
-    silence = await service.create_silence(**parse_body(data, service.now()), actor=actor)
-    return {"silence": silence.to_json(service.now())}
+    """A new silence from a POST body: ``{"silence"}``, the answer of a 201. The body's
+    ``createdBy`` names who made it (SPEC §14: without ``server.tokens`` it is the actor), else
+    ``actor`` (the request's)."""
+    arguments = parse_body(data, service.now())  # data is an object with known keys from here on
+    silence = await service.create_silence(**arguments, actor=_created_by(data) or actor)
+    answer: dict[str, Any] = {"silence": silence.to_json(service.now())}
+    warnings = unknown_watchers(service, arguments["matchers"])
+    if warnings:
+        answer["warnings"] = warnings
+    return answer
+
+
+def unknown_watchers(service: Service, matchers: list[Matcher]) -> list[str]:
+    """A warning per id a ``watcherId`` matcher (``eq``, ``in``) names and no watcher has.
+
+    Accepted, not refused (SPEC §14 does not ask that the watcher exist): the id may be a watcher
+    created later or the ``watcher.id`` of envelopes POSTed to /hooks/sentinel. But it is more
+    often a typo, and a silence that mutes nothing should not pass without a word.
+    """
+    warnings = []
+    for index, matcher in enumerate(matchers):
+        if matcher.path != "watcherId" or matcher.op not in ("eq", "in"):
+            continue
+        ids = matcher.value if matcher.op == "in" else [matcher.value]
+        for watcher_id in ids:
+            try:
+                service.watcher(str(watcher_id))
+            except NotFound:
+                warnings.append(
+                    f"matchers.{index}: no watcher has the id {watcher_id!r} (a typo?): this silence "
+                    "mutes only a watcher created later with that id, or envelopes POSTed to "
+                    "/hooks/sentinel that name it"
+                )
+    return warnings
 
 
 def _invalid(key: str, message: str) -> ApiError:
@@ -110,7 +145,20 @@ def _instant(value: Any, key: str) -> datetime:
         raise _invalid(key, f"{value!r} is not an ISO 8601 time (e.g. 2026-01-01T02:00:00Z)") from None
     if parsed.tzinfo is None:
         raise _invalid(key, f"{value!r} has no timezone; add Z or an offset such as +02:00")
-    return parsed
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000 in UTC
+        raise _invalid(key, f"{value!r} is outside 0001-01-01T00:00:00Z to {LAST_TIME} once in UTC") from None
+
+
+def _created_by(data: dict[str, Any]) -> str | None:
+    """The body's ``createdBy``, trimmed; None when absent."""
+    value = data.get("createdBy")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value.strip()) > MAX_ACTOR_CHARS:
+        raise _invalid("createdBy", f"must name who silences, in 1 to {MAX_ACTOR_CHARS} characters")
+    return value.strip()
 
 
 def _duration_ms(value: Any) -> int:
@@ -142,7 +190,15 @@ def parse_body(data: Any, now: datetime) -> dict[str, Any]:
     if "endsAt" in data:
         ends_at = _instant(data["endsAt"], "endsAt")
     else:
-        ends_at = start + timedelta(milliseconds=_duration_ms(data["durationMs"]))
+        duration_ms = _duration_ms(data["durationMs"])
+        try:
+            ends_at = start + timedelta(milliseconds=duration_ms)
+        except OverflowError:
+            raise _invalid(
+                "durationMs",
+                f"{duration_ms} ms after {iso(start)} ends past {LAST_TIME}, the last time a silence "
+                "can hold: give an earlier startsAt or a shorter duration",
+            ) from None
     if ends_at <= start:
         raise _invalid("endsAt", "must be after startsAt (or now)")
     if ends_at <= now:
