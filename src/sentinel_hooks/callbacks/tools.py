@@ -405,7 +405,10 @@ class ToolBox:
             from datetime import timedelta
 
             since = self.clock.now() - timedelta(milliseconds=args.sinceMs)
-        found = await self.store.observations(self.contract.watcher_id, limit=args.limit, since=since)
+        kept = self.service.retention.observations_per_watcher or args.limit  # 0: no limit
+        found = await self.store.observations(
+            self.contract.watcher_id, limit=min(args.limit, kept), since=since
+        )
         budget = self.service.limits.max_payload_chars * 4
         items: list[dict[str, Any]] = []
         for observation in found:
