@@ -71,6 +71,6 @@ async def test_sentinel_history_returns_at_most_the_kept_observations(
     await wait_for(lambda: service.sessions.queue.finished.get(callback_id), what="the session")
     [result] = [json.loads(m["content"]) for m in model.requests[1]["messages"] if m["role"] == "tool"]
     values = [o["value"]["n"] for o in result["observations"]]
-    assert 5 == len(values)
+    assert 5 == len(values), result
     assert values == sorted(values, reverse=True)
     assert len(await service.store.observations("a", limit=500)) <= 5
