@@ -40,6 +40,7 @@ from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
 from sentinel_hooks.hardening import protect_process
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.operations import ServiceOperations
@@ -417,7 +418,7 @@ class Service(ServiceOperations):
         (of the message's callback: an escalation step's delivery is keyed by its item)."""
         await self.inbox.create(
             "delivery_failure",
-            severity="warning",
+            severity=severity_for(delivery.message.get("priority")),
             reason=f"delivery to {delivery.target} failed after {delivery.attempts + 1} attempt(s): {error}",
             watcher_id=delivery.message.get("watcher_id") or None,
             callback_id=delivery.message.get("callback_id") or delivery.callback_id,

@@ -134,6 +134,18 @@ def test_unknown_template_variable(project: Writer) -> None:
     assert "paylod" in issue.message
 
 
+def test_path_below_a_known_template_variable(project: Writer) -> None:
+    """``${watcher.id.length}`` is refused at load (watcher.id is a string), with the filter to use."""
+    text = WATCHER.replace(
+        "  eventName: price_low\n",
+        "  eventName: price_low\n  messageTemplate: 'on ${watcher.id.length}'\n",
+    )
+    issue = only_issue(project(watchers__w_yaml=text))
+    assert (9, "fire.messageTemplate") == (issue.line, issue.key)
+    assert "'watcher.id.length': watcher.id is a string" in issue.message
+    assert "{{ watcher.id | length }}" in issue.message
+
+
 def test_host_not_allowed(project: Writer) -> None:
     """An endpoint whose host is not in allowedHosts is refused with the way out."""
     text = WATCHER.replace("api.example.com", "evil.example.net")

@@ -189,16 +189,31 @@ async def test_watcher_batch_keeps_only_the_newest(store: Store, make) -> None:
     assert [6] == [o.value for o in await store.observations("v")]
 
 
-async def test_batched_history_stays_bounded_and_reads_the_newest(store: Store, make) -> None:
-    """Many one-observation batches: reading ``keep`` gives the newest, and the history never
-    grows past ``keep + 31`` (SQLite trims every 32nd batched write, the others every write)."""
-    sizes = []
+async def test_batched_history_reads_exactly_the_newest_keep(store: Store, make) -> None:
+    """Many one-observation batches: after each, a read of up to 500 returns the newest ``keep``
+    and no more (SQLite trims its table every 32nd write; no read sees the rows in between)."""
+    seen = []
     for i in range(100):
-        await store.write_watcher_batch([("w", Observation(at=make.at(i), value=i))], {}, keep=3)
-        sizes.append(len(await store.observations("w", limit=500)))
-    assert [99, 98, 97] == [o.value for o in await store.observations("w", limit=3)]
-    assert 3 <= min(sizes[3:])
-    assert max(sizes) <= 3 + 31
+        await store.write_watcher_batch([("w", Observation(at=make.at(i), value=i))], {}, keep=5)
+        seen.append([o.value for o in await store.observations("w", limit=500)])
+    assert all(list(range(i, max(i - 5, -1), -1)) == values for i, values in enumerate(seen))
+
+
+async def test_history_since_reads_only_the_newest_keep(store: Store, make) -> None:
+    """A read with ``since`` older than the whole history still returns only the newest ``keep``."""
+    for i in range(40):
+        await store.write_watcher_batch([("w", Observation(at=make.at(i), value=i))], {}, keep=5)
+    found = await store.observations("w", limit=500, since=make.at(0))
+    assert [39, 38, 37, 36, 35] == [o.value for o in found]
+
+
+async def test_history_written_with_a_larger_keep_is_read_up_to_the_new_one(store: Store, make) -> None:
+    """A history kept at 50 (an earlier run's setting), then one write at keep 5: reads give 5."""
+    await store.write_watcher_batch(
+        [("old", Observation(at=make.at(i), value=i)) for i in range(50)], {}, keep=50
+    )
+    await store.write_watcher_batch([("w", Observation(at=make.at(50), value=50))], {}, keep=5)
+    assert [49, 48, 47, 46, 45] == [o.value for o in await store.observations("old", limit=500)]
 
 
 async def test_watcher_batch_puts_and_forgets_states_together(store: Store) -> None:

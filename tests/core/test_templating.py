@@ -275,14 +275,14 @@ def test_negative_path_segment_does_not_index() -> None:
 
 
 def test_template_roots_are_documented() -> None:
-    """TEMPLATE_ROOTS lists the six roots and the keys of the restricted ones."""
+    """TEMPLATE_ROOTS lists the six roots, the keys of the restricted ones and what each holds."""
     expected = {
         "payload": None,
         "previous": None,
-        "watcher": ("id", "skillId", "tags", "eventName"),
-        "event": ("name",),
-        "trigger": ("kind", "priority"),
-        "timestamp": (),
+        "watcher": {"id": "text", "skillId": "text", "tags": "texts", "eventName": "text"},
+        "event": {"name": "text"},
+        "trigger": {"kind": "text", "priority": "text"},
+        "timestamp": "text",
     }
     assert expected == dict(TEMPLATE_ROOTS)
 

@@ -222,3 +222,38 @@ def test_a_template_renders_the_same_on_its_first_and_later_renders() -> None:
     assert ["1,2,", "3,", "1,2,"] == [
         compiled.render({"payload": {"xs": xs}}) for xs in ([1, 2], [3], [1, 2])
     ]
+
+
+@pytest.mark.parametrize(
+    ("template", "variable"),
+    [
+        pytest.param("${watcher.id.length}", "watcher.id.length", id="placeholder"),
+        pytest.param("{{ watcher.id.length }}", "watcher.id.length", id="expression"),
+        pytest.param("{{ watcher['eventName'].upper() }}", "watcher.eventName.upper", id="method"),
+        pytest.param("${trigger.priority.level}", "trigger.priority.level", id="trigger"),
+        pytest.param("n={{ event.name.size }}", "event.name.size", id="in-text"),
+        pytest.param("${watcher.tags.first}", "watcher.tags.first", id="array-key"),
+        pytest.param("${watcher.tags.0.x}", "watcher.tags.0.x", id="below-an-item"),
+    ],
+)
+def test_path_below_a_known_string_is_rejected(template: str, variable: str) -> None:
+    """A key below a known variable that holds a string (or below a tag) is a load error naming it."""
+    assert variable == compile_error(template).variable
+
+
+def test_path_below_a_known_string_suggests_the_filter() -> None:
+    """``${watcher.id.length}`` says what watcher.id is and suggests ``| length``."""
+    expected = (
+        "fire.payloadTemplate: unknown variable 'watcher.id.length': watcher.id is a string and has no "
+        "key 'length' (did you mean the filter {{ watcher.id | length }}?)"
+    )
+    assert expected == compile_error("${watcher.id.length}").reason
+
+
+@pytest.mark.parametrize(
+    "template",
+    ["${watcher.tags.0}", "{{ watcher.tags[1] }}", "{{ watcher.id[0] }}", "{{ watcher.id[1:3] }}"],
+)
+def test_items_of_tags_and_characters_are_accepted(template: str) -> None:
+    """Indices into ``watcher.tags`` and subscripts of a string are valid paths."""
+    assert not compile_value(template, name="t").is_constant

@@ -116,3 +116,32 @@ async def test_quiet_source_fires_no_progress_once(start_service: Starter) -> No
 
 async def _count(kinds: object, n: int) -> bool:
     return len(await kinds()) >= n  # type: ignore[operator]
+
+
+def firing(service: Service, watcher_id: str) -> bool:
+    """The watcher's status ``firing``, as the API shows it."""
+    return bool(service.manager.status(service.manager.get(watcher_id))["firing"])
+
+
+async def test_a_webhook_event_fires_once_and_leaves_nothing_firing(start_service: Starter) -> None:
+    """A level-triggered webhook event fires, and the status is not ``firing`` afterwards."""
+    service = await start_service(watchers={"w.yaml": webhook("w")})
+    assert [True, True] == await push(service, "w", {"v": 11}, {"v": 12})
+    assert not firing(service, "w")
+
+
+async def test_an_edge_webhook_is_firing_until_its_condition_turns_false(start_service: Starter) -> None:
+    """fire.trigger: edge on a webhook: ``firing`` from the fire until an event that does not match."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "fire: {trigger: edge}\n")})
+    await push(service, "w", {"v": 11})
+    assert firing(service, "w")
+    await push(service, "w", {"v": 1})
+    assert not firing(service, "w")
+
+
+async def test_a_quiet_period_that_fired_is_firing_until_an_event(start_service: Starter) -> None:
+    """expectEventWithinMs: the quiet period's no_progress fire shows ``firing`` until an event re-arms it."""
+    service = await start_service(watchers={"w.yaml": webhook("w", "expectEventWithinMs: 300\n")})
+    await wait_for(lambda: firing(service, "w"), what="the quiet period's fire")
+    await push(service, "w", {"v": 1})
+    assert not firing(service, "w")

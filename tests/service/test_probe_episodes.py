@@ -172,3 +172,24 @@ async def test_an_open_episode_survives_a_restart(tmp_path: Path) -> None:
         finally:
             await service.stop()
         assert ["terminal"] == kinds
+
+
+def firing(service: Service) -> bool:
+    """The watcher's status ``firing``, as the API shows it."""
+    return bool(service.manager.status(service.manager.get("job"))["firing"])
+
+
+async def test_status_is_firing_while_a_probe_episode_is_open(start_service: Starter, tmp_path: Path) -> None:
+    """A stall that fired shows ``firing: true`` until the probe reports progress, then false."""
+    probe = Probe(tmp_path)
+    probe.prints('{"step": 7}')
+    service = await start_service(
+        watchers={"w.yaml": command_watcher(probe, probe_keys="{stallThreshold: 2}")}
+    )
+    assert not firing(service)
+    await wait_fires(service, 1, "the stall fire")
+    await probe.polled(2)
+    assert firing(service)
+    probe.prints('{"class": "progressing"}')
+    await probe.polled(1)
+    assert not firing(service)

@@ -35,6 +35,7 @@ from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, InboxItem
@@ -111,7 +112,7 @@ class CommandGate:
             runs = f" (runs {located.real})"
         item = await self._inbox.create(
             "approval",
-            severity="warning",
+            severity=severity_for(box.contract.trigger.priority),
             reason=f"run `{' '.join(request.argv)}`{runs}? {decision.reason}",
             watcher_id=box.contract.watcher_id,
             callback_id=box.contract.callback_id,

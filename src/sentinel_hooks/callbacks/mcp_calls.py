@@ -32,6 +32,7 @@ from sentinel_hooks.config.mcp import TOOL_SEPARATOR, pattern_server
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.severity import severity_for
 
 RESULT_CHARS = 4000
 REASON_ARGUMENT_CHARS = 500  # arguments quoted in an approval item's reason
@@ -116,7 +117,7 @@ class McpGate:
             shown = shown[: REASON_ARGUMENT_CHARS - 1] + "…"
         item = await self._inbox.create(
             "approval",
-            severity="warning",
+            severity=severity_for(box.contract.trigger.priority),
             reason=f"call MCP tool `{tool.tool}` with {shown}? {decision.reason}",
             watcher_id=box.contract.watcher_id,
             callback_id=box.contract.callback_id,

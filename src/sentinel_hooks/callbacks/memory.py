@@ -317,7 +317,8 @@ def _act(digest: Digest, call: Mapping[str, Any], result: Mapping[str, Any]) -> 
             text = f"ran `{argv}`: {error}" if result.get("error") else f"asked to run `{argv}`"
     elif name == "sentinel_escalate" and ok:
         digest.escalated += 1
-        text = f"escalated ({args.get('severity', 'warning')}): {_quote(args.get('reason') or '')}"
+        severity = result.get("severity") or args.get("severity") or "warning"
+        text = f"escalated ({severity}): {_quote(args.get('reason') or '')}"
     elif name == "sentinel_history" and ok:
         text = f"looked at the history ({len(result.get('observations') or [])} observations)"
     else:

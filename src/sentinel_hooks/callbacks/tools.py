@@ -12,9 +12,9 @@ import json
 import re
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
 from sentinel_hooks.callbacks.judge import Judges, overrule
@@ -25,9 +25,10 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.target import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay, escalation_key
 from sentinel_hooks.store.base import Store
-from sentinel_hooks.store.records import Contract, notify_kind
+from sentinel_hooks.store.records import Contract, Severity, notify_kind
 
 CONTROL_TOKENS = ("NO_REPLY", "HEARTBEAT_OK", "ANNOUNCE_SKIP", "REPLY_SKIP")
 """What agent runtimes (OpenClaw's among them) read as "say nothing" rather than as a message.
@@ -72,11 +73,23 @@ class ActArgs(ToolArgs):
         return self
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """Leave ``default`` out of a property's schema (a null default reads as a value to send)."""
+    schema.pop("default", None)
+
+
 class EscalateArgs(ToolArgs):
     """``sentinel_escalate``: a human must decide; files an inbox item."""
 
     reason: str = Field(min_length=1, max_length=4000)
-    severity: Literal["info", "warning", "critical"] = "warning"
+    # Offered as an optional string (no null, no default): left out, it follows the fire's priority.
+    severity: Annotated[
+        Severity | None, WithJsonSchema({"type": "string", "enum": list(get_args(Severity))})
+    ] = Field(
+        default=None,
+        description="default: from the fire's priority (critical → critical, low → info, else warning)",
+        json_schema_extra=_no_default,
+    )
 
 
 class HistoryArgs(ToolArgs):
@@ -366,13 +379,14 @@ class ToolBox:
         return replace(overrule(allowed, verdicts), elapsed_ms=(time.perf_counter() - started) * 1000)
 
     async def escalate(self, reason: str, *, actor: str) -> dict[str, Any]:
-        """File a warning escalation for this callback, as ``sentinel_escalate`` does, by ``actor``."""
+        """File an escalation for this callback, as ``sentinel_escalate`` does, by ``actor``."""
         return await self._escalate(EscalateArgs(reason=reason), actor=actor)
 
     async def _escalate(self, args: EscalateArgs, *, actor: str = "agent") -> dict[str, Any]:
+        severity = args.severity or severity_for(self.contract.trigger.priority)
         item = await self.inbox.create(
             "escalation",
-            severity=args.severity,
+            severity=severity,
             reason=args.reason,
             watcher_id=self.contract.watcher_id,
             callback_id=self.contract.callback_id,
@@ -381,11 +395,12 @@ class ToolBox:
             actor=actor,
         )
         await self.store.put_checkpoint(
-            escalation_key(self.contract.callback_id), {"severity": args.severity, "reason": args.reason}
+            escalation_key(self.contract.callback_id), {"severity": severity, "reason": args.reason}
         )
         return {
             "ok": True,
             "inboxItemId": item.id,
+            "severity": severity,
             "note": "escalated; people still get the fallback at the deadline unless you notify",
         }
 
@@ -395,7 +410,10 @@ class ToolBox:
             from datetime import timedelta
 
             since = self.clock.now() - timedelta(milliseconds=args.sinceMs)
-        found = await self.store.observations(self.contract.watcher_id, limit=args.limit, since=since)
+        kept = self.service.retention.observations_per_watcher or args.limit  # 0: no limit
+        found = await self.store.observations(
+            self.contract.watcher_id, limit=min(args.limit, kept), since=since
+        )
         budget = self.service.limits.max_payload_chars * 4
         items: list[dict[str, Any]] = []
         for observation in found:

@@ -38,6 +38,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.inbox.severity import message_priority
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.relay import delivery_targets
 from sentinel_hooks.store.base import Store
@@ -195,7 +196,11 @@ class Escalations:
         if item.kind == "delivery_failure" and is_escalation_kind(failed_kind):
             return []
         chain = await self._chain_for(item)
-        return [] if chain is None else self.deliveries(item, chain, 0)
+        if chain is None:
+            return []
+        contract = await self._store.get_contract(item.callback_id) if item.callback_id else None
+        priority = message_priority(item.severity, contract.trigger.priority if contract else None)
+        return self.deliveries(item, chain, 0, priority=priority)
 
     async def _chain_for(self, item: InboxItem) -> Chain | None:
         watcher = self._watcher(item.watcher_id) if item.watcher_id else None
@@ -219,9 +224,10 @@ class Escalations:
             return []
         return delivery_targets(envelope, contract)
 
-    def deliveries(self, item: InboxItem, chain: Chain, number: int) -> list[Delivery]:
+    def deliveries(self, item: InboxItem, chain: Chain, number: int, *, priority: str) -> list[Delivery]:
         """Step ``number``'s deliveries, one per target, due ``offset_ms(number)`` after the item's
-        creation (their ``created_at`` too, so delivery retries count from then)."""
+        creation (their ``created_at`` too, so delivery retries count from then), as messages of
+        ``priority`` (``message_priority``: the fire's, or more for a more severe item)."""
         offset_ms = chain.offset_ms(number)
         due = due_at(item, chain, number)
         kind = escalation_kind(number)
@@ -229,7 +235,7 @@ class Escalations:
             callback_id=item.callback_id or item.id,
             watcher_id=item.watcher_id or "",
             event_name=item.kind,
-            priority="high" if item.severity == "critical" else "normal",
+            priority=priority,
             kind=kind,
             text=step_text(item, offset_ms, public_url=self._public_url),
             extra={
@@ -273,7 +279,10 @@ class Escalations:
         chain = Chain.of(name or "", spec)
         elapsed_ms = int((self._clock.now() - item.created_at) / timedelta(milliseconds=1))
         following = chain.next_after(number, elapsed_ms=elapsed_ms)
-        return [] if following is None else self.deliveries(item, chain, following)
+        if following is None:
+            return []
+        priority = message_priority(item.severity, delivery.message.get("priority"))
+        return self.deliveries(item, chain, following, priority=priority)
 
     def sent(self, delivery: Delivery) -> None:
         """A target accepted an escalation step: count it by policy and policy step."""

@@ -136,7 +136,8 @@ class Store(Protocol):
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:
-        """Up to ``limit`` observations, newest (last recorded) first, only those at ≥ ``since``."""
+        """Up to ``limit`` observations, newest (last recorded) first, only those at ≥ ``since``;
+        never more than the ``keep`` of the latest ``write_watcher_batch`` of this store object."""
 
     async def write_watcher_batch(
         self,
@@ -148,11 +149,11 @@ class Store(Protocol):
         """Append ``(watcher_id, observation)`` pairs in order and put ``states``, in one round trip,
         applied all or nothing.
 
-        Each watcher keeps its newest ``keep`` observations. A state replaces the watcher's
-        whole state (the store does not merge or interpret it); None forgets it (no error when
-        there is none). SQLite trims a watcher's history at its first batched write and then
-        every 32nd, so it may hold up to ``keep + 31`` rows between trims; reading at most
-        ``keep`` is unaffected.
+        Each watcher keeps its newest ``keep`` observations, and ``observations`` returns no
+        more than that from then on. A state replaces the watcher's whole state (the store does
+        not merge or interpret it); None forgets it (no error when there is none). SQLite trims
+        a watcher's history at its first batched write and then every 32nd, so its table may
+        hold up to ``keep + 31`` rows between trims, which no read returns.
         """
 
     # -- response contracts --------------------------------------------------------------------

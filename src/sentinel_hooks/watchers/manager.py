@@ -40,7 +40,7 @@ from typing import Any, Protocol, TypeVar
 from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import AnyWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import POLLED, AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.store.shortcuts import put_watcher_state
@@ -313,7 +313,11 @@ class WatcherManager:
         return runner
 
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
-        return status_json(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
+        spec = runner.spec
+        lasting = spec.trigger_mode == "edge" or spec.strategy_name in POLLED
+        return status_json(
+            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
+        )
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""

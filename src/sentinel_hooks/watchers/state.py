@@ -156,12 +156,30 @@ def status_state(state: WatcherState, *, declared_enabled: bool, running: bool) 
     return "failing" if state.consecutive_failures > 0 else "ok"
 
 
-def status_json(state: WatcherState, *, declared_enabled: bool, running: bool) -> dict[str, Any]:
-    """The API's watcher status (SPEC §9)."""
+def is_firing(state: WatcherState, *, lasting: bool) -> bool:
+    """The status's ``firing`` (SPEC §9): whether the watcher is in a fired episode now, one that
+    has fired and not yet re-armed (SPEC §3, §4):
+
+    * its conditions' edge, when they describe a lasting state (``lasting``: a polled watcher, or
+      one with ``fire.trigger: edge``); an event of a level-triggered subscription or webhook
+      fires once and leaves nothing firing, whatever the next event brings;
+    * an open probe episode of a ``command`` watcher (terminal, stall, probe error), which fires
+      once and lasts until the probe reports the job moving again;
+    * an ``expectEventWithinMs`` quiet period that fired, until an event arrives.
+    """
+    episodes = state.probe_episodes
+    open_episode = episodes.terminal.firing or episodes.stall.firing or episodes.probe_error.firing
+    return (lasting and state.firing.firing) or open_episode or state.quiet_fired
+
+
+def status_json(
+    state: WatcherState, *, declared_enabled: bool, running: bool, lasting: bool
+) -> dict[str, Any]:
+    """The API's watcher status (SPEC §9); ``lasting`` as for ``is_firing``."""
     enabled = state.is_enabled(declared_enabled)
     return {
         "state": status_state(state, declared_enabled=declared_enabled, running=running),
-        "firing": state.firing.firing,
+        "firing": is_firing(state, lasting=lasting),
         "lastError": state.last_error,
         "consecutiveFailures": state.consecutive_failures,
         "lastCheckAt": iso(state.last_check_at) if state.last_check_at else None,

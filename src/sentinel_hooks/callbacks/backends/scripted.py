@@ -56,7 +56,7 @@ class ScriptedBackend:
         offered = {t.name for t in tools}
         if (self.plan.escalate or "sentinel_act" not in offered) and "sentinel_escalate" in offered:
             reason = self.plan.escalation_reason or self.plan.message
-            call = ToolCall("scripted-1", "sentinel_escalate", {"reason": reason, "severity": "warning"})
+            call = ToolCall("scripted-1", "sentinel_escalate", {"reason": reason})
         else:
             call = ToolCall("scripted-1", "sentinel_act", {"action": "notify", "message": self.plan.message})
         return ModelReply(text=None, tool_calls=[call], model=self.model)

@@ -42,6 +42,7 @@ from sentinel_hooks.core.templates.source import (
     RESULT_NAME,
     CompiledSource,
     PathRef,
+    Roots,
     VariableChecker,
     compile_source,
     exact_placeholder,
@@ -59,19 +60,20 @@ __all__ = [
     "template_variables",
 ]
 
-TEMPLATE_ROOTS: Final[Mapping[str, tuple[str, ...] | None]] = MappingProxyType(
+TEMPLATE_ROOTS: Final[Roots] = MappingProxyType(
     {
         "payload": None,
         "previous": None,
-        "watcher": ("id", "skillId", "tags", "eventName"),
-        "event": ("name",),
-        "trigger": ("kind", "priority"),
-        "timestamp": (),
+        "watcher": {"id": "text", "skillId": "text", "tags": "texts", "eventName": "text"},
+        "event": {"name": "text"},
+        "trigger": {"kind": "text", "priority": "text"},
+        "timestamp": "text",
     }
 )
-"""The variables templates may use: root → its allowed keys (``None``: any path below;
-``()``: none — ``timestamp`` is an ISO 8601 UTC string). ``previous`` is the previous
-observation of the watcher, or null."""
+"""The variables templates may use (SPEC.md §4): root → its keys and what each holds (``None``:
+any path below). A string has no keys (``watcher.id.length`` is a load error: the filter is
+``watcher.id | length``); ``watcher.tags`` takes item indices; ``timestamp`` is an ISO 8601 UTC
+string; ``previous`` is the previous observation of the watcher, or null."""
 
 
 def template_variables(

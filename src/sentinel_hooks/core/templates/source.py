@@ -21,18 +21,22 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, NoReturn, cast
+from typing import Final, Literal, NoReturn, cast
 
 import jinja2
 from jinja2 import nodes
 from jinja2.visitor import NodeTransformer
 
-from sentinel_hooks.core.paths import parse_path
+from sentinel_hooks.core.paths import is_index, parse_path
 from sentinel_hooks.core.templates.environment import TemplateBridge
+from sentinel_hooks.core.templates.filters import SAFE_FILTERS
 from sentinel_hooks.errors import TemplateError
 
-Roots = Mapping[str, tuple[str, ...] | None]
-"""Allowed variables: root name → allowed first keys (``None``: any path below)."""
+Leaf = Literal["text", "texts"]
+"""What a known variable holds: a string (or null), or an array of strings."""
+Roots = Mapping[str, Mapping[str, Leaf] | Leaf | None]
+"""Allowed variables: root name → its keys and what each holds, or what the root itself holds
+(a ``Leaf``), or ``None``: any path below (observed JSON, whose shape is known only at fire time)."""
 
 RESULT_NAME: Final = "sentinel_result"
 """Variable a single-expression template assigns its (typed) value to."""
@@ -135,26 +139,45 @@ class VariableChecker:
             segments = parse_path(path)
         except ValueError as exc:
             self.fail(f"'${{{path}}}' is not a valid path: {exc}", line, path)
-        self.check(segments[0], segments[1] if len(segments) > 1 else None, line)
+        self.check(segments[0], segments[1:], line)
         return PathRef(segments[0], segments[1:], path)
 
-    def check(self, root: str, key: str | int | None, line: int | None = None) -> None:
-        """Refuse an unknown root, or a key the root does not have."""
+    def check(self, root: str, keys: Sequence[str | int] = (), line: int | None = None) -> None:
+        """Refuse an unknown root, or a path below a known variable that it does not have."""
         if root in self.local_names:
             return
         if root not in self.roots:
             names = ", ".join(self.roots)
             hint = _did_you_mean(root, list(self.roots))
             self.fail(f"unknown variable {root!r}{hint}; templates can use {names}", line, root)
-        allowed = self.roots[root]
-        if allowed is None or key is None:
+        shape = self.roots[root]
+        if shape is None or not keys:
             return
-        shown = f"{root}.{key}"
-        if not allowed:
-            self.fail(f"unknown variable {shown!r}: {root} has no keys", line, shown)
-        if key not in allowed:
-            hint = _did_you_mean(shown, [f"{root}.{name}" for name in allowed])
-            self.fail(f"unknown variable {shown!r}: {root} has {', '.join(allowed)}{hint}", line, shown)
+        if not isinstance(shape, Mapping):
+            self._check_leaf(root, shape, keys, line)
+            return
+        shown = f"{root}.{keys[0]}"
+        if keys[0] not in shape:
+            hint = _did_you_mean(shown, [f"{root}.{name}" for name in shape])
+            self.fail(f"unknown variable {shown!r}: {root} has {', '.join(shape)}{hint}", line, shown)
+        self._check_leaf(shown, shape[str(keys[0])], keys[1:], line)
+
+    def _check_leaf(self, shown: str, leaf: Leaf, keys: Sequence[str | int], line: int | None) -> None:
+        """Refuse keys below a known variable that holds ``leaf``: a string has none (a Jinja2
+        subscript ``[0]`` takes a character), an array of strings only item indices."""
+        if not keys:
+            return
+        key, rest = keys[0], keys[1:]
+        item = isinstance(key, int) if leaf == "text" else isinstance(key, int) or is_index(key)
+        if item:  # an array's item, or a string's character
+            self._check_leaf(f"{shown}.{key}", "text", rest, line)
+            return
+        what = "a string" if leaf == "text" else "an array of strings"
+        wrong = f"{shown}.{key}"
+        hint = f" (did you mean the filter {{{{ {shown} | {key} }}}}?)" if key in SAFE_FILTERS else ""
+        self.fail(
+            f"unknown variable {wrong!r}: {shown} is {what} and has no key {str(key)!r}{hint}", line, wrong
+        )
 
     def check_tree(self, tree: nodes.Template, env: jinja2.Environment) -> None:
         """Forbidden tags, unknown filters/tests, unknown variables — first problem wins.
@@ -193,13 +216,12 @@ class VariableChecker:
         if "self" in lines:  # Jinja2 binds ``self`` to the template itself: refuse it outright
             self.fail("unknown variable 'self' (templates have no Jinja2 globals)", lines["self"], "self")
         for name in sorted(unbound, key=lambda n: (lines.get(n, 0), n)):
-            self.check(name, None, lines.get(name))
+            self.check(name, (), lines.get(name))
         for candidate in every:
-            if not isinstance(candidate, nodes.Getattr | nodes.Getitem):
-                continue
-            key, root = _constant_key(candidate), candidate.node
-            if isinstance(root, nodes.Name) and root.name in self.roots and key is not None:
-                self.check(root.name, key, candidate.lineno)
+            if isinstance(candidate, nodes.Getattr | nodes.Getitem):
+                chain = _constant_chain(candidate)
+                if chain is not None and chain[0] in self.roots:
+                    self.check(chain[0], chain[1], candidate.lineno)
 
 
 def bound_and_unbound(every: Sequence[nodes.Node]) -> tuple[frozenset[str], frozenset[str]]:
@@ -212,6 +234,21 @@ def bound_and_unbound(every: Sequence[nodes.Node]) -> tuple[frozenset[str], froz
     read = {n.name for n in names if n.ctx == "load"}
     read |= {node.name for node in every if isinstance(node, nodes.NSRef)}
     return frozenset(bound), frozenset(read - bound)
+
+
+def _constant_chain(node: nodes.Getattr | nodes.Getitem) -> tuple[str, list[str | int]] | None:
+    """``(root, keys)`` of ``root.a[0].b`` when every key is a constant; None otherwise."""
+    keys: list[str | int] = []
+    current: nodes.Node = node
+    while isinstance(current, nodes.Getattr | nodes.Getitem):
+        key = _constant_key(current)
+        if key is None:
+            return None
+        keys.append(key)
+        current = current.node
+    if not isinstance(current, nodes.Name) or current.ctx != "load":
+        return None
+    return current.name, keys[::-1]
 
 
 def _constant_key(node: nodes.Getattr | nodes.Getitem) -> str | int | None:

@@ -79,6 +79,7 @@ class RedisStore:
         self.url = url
         self.keys = RedisKeys(key_prefix)
         self._db = RedisConnection(url)
+        self._history_keep: int | None = None  # the ``keep`` of the latest batch written
 
     def __repr__(self) -> str:
         return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
@@ -157,9 +158,14 @@ class RedisStore:
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:
-        """See ``Store.observations``."""
+        """See ``Store.observations`` (each write trims its history, so only a history written
+        before a smaller ``keep`` holds more than ``keep``: it is read up to ``keep``)."""
+        limit = check_positive(limit)
         since = None if since is None else utc_ms(since)
-        end = check_positive(limit) - 1 if since is None else -1
+        window = self._history_keep  # the newest kept; then, without ``since``, ``limit`` of them
+        if since is None:
+            window = limit if window is None else min(limit, window)
+        end = -1 if window is None else window - 1
         async with self._db.translated("observations"):
             texts = await self._db.client.lrange(self.keys.observations(watcher_id), 0, end)
         found = [codec.load_record(Observation, as_text(t)) for t in texts]
@@ -173,7 +179,7 @@ class RedisStore:
         keep: int = 500,
     ) -> None:
         """See ``Store.write_watcher_batch``: one script run (atomic, as MULTI/EXEC would be)."""
-        keep = check_positive(keep, "keep")
+        keep = self._history_keep = check_positive(keep, "keep")
         docs = [(wid, codec.dump_record(obs)) for wid, obs in observations]
         texts = [
             (wid, None if state is None else codec.dumps(state, what=f"state of {wid!r}"))

@@ -64,6 +64,7 @@ class SqliteStore:
         self.path = path
         self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
         self._writes_since_trim: dict[str, int] = {}
+        self._history_keep: int | None = None  # the ``keep`` of the latest batch written
 
     @classmethod
     def in_memory(cls) -> SqliteStore:
@@ -158,11 +159,13 @@ class SqliteStore:
     async def observations(
         self, watcher_id: str, *, limit: int = 100, since: datetime | None = None
     ) -> list[Observation]:
-        """See ``Store.observations``."""
+        """See ``Store.observations``: the newest ``keep`` rows only (a history trimmed every
+        ``TRIM_EVERY`` writes may hold more), those at ≥ ``since`` among them."""
         since_ms = None if since is None else to_epoch_ms(since)
-        sql = """SELECT doc FROM observations WHERE watcher_id = ? AND (? IS NULL OR at_ms >= ?)
-            ORDER BY id DESC LIMIT ?"""
-        args = (watcher_id, since_ms, since_ms, check_positive(limit))
+        sql = """SELECT doc FROM (SELECT id, at_ms, doc FROM observations WHERE watcher_id = ?
+            ORDER BY id DESC LIMIT ?) WHERE (? IS NULL OR at_ms >= ?) ORDER BY id DESC LIMIT ?"""
+        kept = -1 if self._history_keep is None else self._history_keep  # -1: no limit
+        args = (watcher_id, kept, since_ms, since_ms, check_positive(limit))
         return await self._records("observations", Observation, sql, *args)
 
     async def write_watcher_batch(
@@ -174,7 +177,7 @@ class SqliteStore:
     ) -> None:
         """See ``Store.write_watcher_batch``: one transaction; a watcher's history is trimmed at
         its first batched write, then at every ``TRIM_EVERY``-th (``_due_for_trim``)."""
-        keep = check_positive(keep, "keep")
+        keep = self._history_keep = check_positive(keep, "keep")
         rows = [(wid, to_epoch_ms(obs.at), codec.dump_record(obs)) for wid, obs in observations]
         texts = [
             (wid, None if state is None else codec.dumps(state, what=f"state of {wid!r}"))
@@ -194,7 +197,8 @@ class SqliteStore:
         The trim walks ``keep`` index entries per watcher (~45 µs with 500 kept): done on every
         poll of 10,000 watchers it cost more than the insert. Trimming a watcher every
         ``TRIM_EVERY`` writes lets its history hold up to ``keep + TRIM_EVERY - 1`` rows between
-        trims; reads ask for at most ``keep`` and see the same newest rows.
+        trims; reads return the newest ``keep`` at most (``observations``), so no reader sees
+        the rows waiting for the next trim.
         """
         due: list[str] = []
         for watcher_id in dict.fromkeys(watcher_ids):
