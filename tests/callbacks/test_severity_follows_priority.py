@@ -114,7 +114,8 @@ async def test_console_line_calls_a_critical_item_critical(
 
     line = await wait_for(printed, what="the console line of the escalation")
     assert line.startswith(
-        "[sentinel] critical escalation on vault: Sentinel inbox: new escalation (critical)"
+        "[sentinel] critical escalation on vault: Unacknowledged for 0s: vault health low "
+        "(escalation, critical, watcher vault)"
     )
 
 
