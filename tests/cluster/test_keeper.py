@@ -265,3 +265,49 @@ async def test_fencing_check_of_a_lease_dropped_for_want_of_renewal_cannot_tell(
     assert {} == a.keeper.owned()
     with pytest.raises(StoreUnavailable, match="not renewed within"):
         await a.keeper.holds("w1", token)
+
+
+async def test_hand_offs_found_taken_are_one_line_saying_how_late_this_replica_was(
+    make_replica: MakeReplica, raw: redis.asyncio.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica so late that another one took the leases it was handing off (a CPU-starved start):
+    one warning for the whole batch, naming its own delay, none blaming Redis (before: nothing said
+    they were gone, and a timed-out release was one "check that Redis is running" line per lease)."""
+    clock = FakeClock()
+    ids = watcher_ids(200)
+    late, taken = asyncio.Event(), asyncio.Event()
+    b = make_replica("b", clock=clock)
+
+    async def too_late(watcher_id: str) -> None:
+        if late.is_set():
+            await taken.wait()
+            return
+        late.set()  # the runners stopped 1.5 leases after the last renewal: B took over meanwhile
+        clock.advance(1.5 * LEASE_MS / 1000)
+        async with raw.pipeline(transaction=False) as pipe:
+            for other in theirs:
+                pipe.set(f"{PREFIX}lease:{other}", f"{b.id}:999999", px=LEASE_MS)
+            await pipe.execute()
+        taken.set()
+
+    a = make_replica("a", clock=clock, before_lost=too_late)
+    await a.leases.open()
+    await a.membership.open()
+    await a.membership.heartbeat()
+    for watcher_id in ids:
+        a.keeper.track(watcher_id)
+    await a.keeper.tick()
+    await b.membership.open()
+    await b.membership.heartbeat()
+    theirs = owned_by(b.id, ids, sorted([a.id, b.id]))
+    caplog.clear()
+    await a.keeper.tick()
+    await a.keeper.drain()
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "sentinel_hooks.cluster.keeper"]
+    gone = [line for line in lines if "no longer this replica's" in line]
+    assert theirs == set(a.lost), lines
+    assert 1 == len(gone), lines
+    assert f"{len(theirs)} watcher lease(s)" in gone[0]
+    assert f"expired {LEASE_MS // 2} ms before this replica, late, released them" in gone[0]
+    assert not [line for line in lines if "check that Redis" in line], lines
