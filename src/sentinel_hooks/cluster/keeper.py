@@ -54,6 +54,7 @@ from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.outages import Outage
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,7 @@ class LeaseKeeper:
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
         self._handed: dict[str, tuple[int, datetime | None]] = {}  # to release: id → (token, valid until)
         self._releasing = False  # a batch of ``_handed`` is being released
+        self._ticks = Outage(log, "lease keeper", clock=clock)  # ticks keep their period: see ``tick``
 
     # -- what the manager asks -----------------------------------------------------------------
 
@@ -209,7 +211,11 @@ class LeaseKeeper:
     # -- one tick ------------------------------------------------------------------------------
 
     async def tick(self) -> None:
-        """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick."""
+        """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick.
+
+        Ticks do not back off while Redis is away: a third of a lease apart, they are what takes
+        the leases back the moment it returns. Their log does (``outages``): the first failure,
+        a summary now and then, the recovery."""
         started = self._clock.now()
         try:
             await self._renew(started)
@@ -217,7 +223,9 @@ class LeaseKeeper:
             self._hand_off(desired)
             await self._acquire(desired, started)
         except StoreError as exc:
-            log.warning("lease keeper: %s (retrying in %.1f s)", exc, self.tick_s)
+            self._ticks.failed(exc)
+        else:
+            self._ticks.succeeded()
         finally:
             self._expire(self._clock.now())
             ticked, self._ticked = self._ticked, asyncio.Event()
