@@ -50,7 +50,7 @@ WATCHER = """\
     strategy: http-poll
     endpoint: "{url}"
     intervalMs: 1000
-    conditions: [{{path: n, op: changed}}]
+    conditions: [{{path: n, op: gt, value: 0}}]
     fire: {{eventName: tick, escalate: true}}
     deliveryTargets: [sink]
 """
@@ -93,6 +93,14 @@ def fallbacks(http: LocalHttp, watcher_id: str, service: Running) -> set[str]:
     return delivered & {c["callbackId"] for c in page["items"]}
 
 
+def diagnosis(service: Running, watcher_id: str) -> str:
+    """What a failed wait shows: the watcher's status and contracts, the log's warnings."""
+    status = service.call("GET", f"/api/v1/watchers/{watcher_id}")[1]
+    contracts = service.call("GET", f"/api/v1/callbacks?watcherId={watcher_id}")[1]
+    warnings = [line["message"][:200] for line in log_lines(service) if line["level"] != "debug"]
+    return f"status {status}, contracts {contracts}, log {warnings[-20:]}"
+
+
 @pytest.mark.timeout(120)
 def test_a_redis_outage_logs_a_few_lines_and_the_service_recovers(
     tmp_path: Path, http: LocalHttp, redis_server: RestartableRedis
@@ -101,7 +109,7 @@ def test_a_redis_outage_logs_a_few_lines_and_the_service_recovers(
     per pass or per watcher), each loop says when it works again, the fallback that fell due
     during the outage is sent after it, and the watchers poll and fire again."""
     ids = [f"w{i:03d}" for i in range(WATCHERS)]
-    http.freeze(ids)  # no fires until the test changes a value
+    http.frozen = dict.fromkeys(ids, 0)  # no fires until the test raises a value above 0
     port = free_port()
     (tmp_path / "sentinel.yaml").write_text(
         CONFIG.format(store=redis_server.url, port=port, sink=http.url("/deliver"))
@@ -125,10 +133,13 @@ def test_a_redis_outage_logs_a_few_lines_and_the_service_recovers(
 
         assert http.frozen is not None
         http.frozen["w000"] += 1  # a fire whose fallback falls due during the outage
-        wait_until(
-            lambda: service.call("GET", "/api/v1/callbacks?watcherId=w000&state=pending")[1]["items"],
-            what="the fire's contract, pending",
-        )
+        try:
+            wait_until(
+                lambda: service.call("GET", "/api/v1/callbacks?watcherId=w000&state=pending")[1]["items"],
+                what="the fire's contract, pending",
+            )
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}: {diagnosis(service, 'w000')}") from exc
         before = len(log_lines(service))
         redis_server.stop()
         stopped = time.monotonic()
@@ -153,7 +164,7 @@ def test_a_redis_outage_logs_a_few_lines_and_the_service_recovers(
     shown = "\n".join(f"{line['level']} {line['logger']}: {line['message'][:160]}" for line in during)
     assert len(troubles) <= MAX_OUTAGE_LINES, f"{len(troubles)} lines in {OUTAGE_S:g} s:\n{shown}"
     per_logger = Counter(line["logger"] for line in troubles)
-    assert max(per_logger.values()) <= 3, per_logger
+    assert max(per_logger.values()) <= 4, per_logger  # a few loops per module, never a line per pass
     assert restarted - stopped >= OUTAGE_S
     recovered = [line["message"] for line in after if "works again after" in line["message"]]
     assert any(message.startswith("lease keeper works again") for message in recovered), recovered
