@@ -283,8 +283,8 @@ class StreamSessionQueue:
         await self._clock.sleep(outage.failed(exc))
 
     async def _after_read_error(self, exc: StoreError) -> None:
-        """After a failed read: take back what the stream delivered to it anyway, at once; wait
-        a tick as after any error when Redis does not answer that either."""
+        """After a failed read: take back what the stream delivered to it anyway, at once; back
+        off as after any error when Redis does not answer that either."""
         if "NOGROUP" in str(exc):
             await self._after_error(exc, self._reading)
             return
