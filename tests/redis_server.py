@@ -80,3 +80,47 @@ def _answers(url: str, process: subprocess.Popen[bytes], timeout_s: float) -> bo
         except (redis.RedisError, OSError):
             time.sleep(0.05)
     return False
+
+
+class RestartableRedis:
+    """A ``redis-server`` on a free port with its data in ``workdir`` (AOF on), that a test stops and
+    starts again on the same port with the same data: a Redis outage, nothing lost."""
+
+    def __init__(self, workdir: str) -> None:
+        binary = shutil.which("redis-server")
+        if binary is None:
+            if os.environ.get("CI"):
+                pytest.fail("redis-server is not installed; .ci/run must install it")
+            pytest.skip("redis-server is not installed")
+        self._binary = binary
+        self._workdir = workdir
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, *, timeout_s: float = 10.0) -> None:
+        """Start the server (again); wait until it answers."""
+        self._process = subprocess.Popen(
+            [
+                *(self._binary, "--bind", "127.0.0.1", "--port", str(self.port)),
+                *("--save", "", "--appendonly", "yes", "--appendfsync", "always"),
+                *("--dir", self._workdir, "--logfile", os.path.join(self._workdir, "redis.log")),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        if not _answers(self.url, self._process, timeout_s):
+            self.stop()
+            pytest.fail(f"redis-server did not start again on port {self.port} (log in {self._workdir})")
+
+    def stop(self) -> None:
+        """Stop the server (SIGTERM: its AOF is complete); nothing answers on the port afterwards."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -22,7 +22,7 @@ FLOORS: list[set[str]] = [
     {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap"},
     {"core"},  # pure shared logic: paths, operators, conditions, envelope, templates, the EVM ABI, backoff
     {"config"},  # sentinel.yaml, watcher and skill files, validated
-    {"store", "process_runner", "net", "logs", "events"},  # durable state and the ways out
+    {"store", "process_runner", "net", "logs", "events", "outages"},  # durable state and the ways out
     {"cluster"},  # leases, membership, watcher changes between replicas
     {"inbox"},  # the operator inbox
     {"delivery"},  # targets and the outbox dispatcher

@@ -10,6 +10,7 @@ from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.config.watcher import RetrySpec
 from sentinel_hooks.core.retry import Backoff
 from sentinel_hooks.delivery.dispatch import delivery_backoff
+from sentinel_hooks.outages import STORE_RETRY
 from sentinel_hooks.watchers.runner import watcher_backoff
 
 
@@ -45,3 +46,9 @@ def test_a_cluster_clients_first_command_is_tried_three_times_at_once() -> None:
         FIRST_COMMAND_BACKOFF.max_attempts,
         [FIRST_COMMAND_BACKOFF.delay_s(n, rng) for n in (1, 2)],
     )
+
+
+def test_a_loop_on_a_failing_store_backs_off_from_half_a_second_to_five() -> None:
+    """The outbox, the relay, the session queue, the subscription: equal jitter under 0.5 s doubling
+    to 5 s, for as long as the store fails."""
+    assert Backoff(base_s=0.5, cap_s=5.0, jitter="equal") == STORE_RETRY

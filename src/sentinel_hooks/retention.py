@@ -28,6 +28,7 @@ from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
 from sentinel_hooks.delivery.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
@@ -129,6 +130,7 @@ class Pruner:
         self._batch = batch
         self._pause_s = pause_s
         self._loop = BackgroundTask()
+        self._passes = Outage(log, "retention pass", clock=clock)
 
     @property
     def enabled(self) -> bool:
@@ -162,9 +164,10 @@ class Pruner:
         while True:
             try:
                 done = await self.prune()
-            except Exception:  # a store hiccup: the next pass tries again
-                log.exception("retention pass failed")
+            except Exception as exc:  # a store outage: the next pass tries again
+                self._passes.failed(exc)
             else:
+                self._passes.succeeded()
                 if any(done.counts().values()):
                     log.info("retention: pruned %s", ", ".join(f"{n} {k}" for k, n in done.counts().items()))
             await asyncio.sleep(self._interval_s)

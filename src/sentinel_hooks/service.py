@@ -244,7 +244,8 @@ class Service(ServiceOperations):
         )
         self.ready = False
         self._web: web.AppRunner | None = None
-        self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"
+        self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"  # reachable from here
+        self.bound: list[tuple[str, int]] = []  # the addresses the API listens on (host, port), once started
 
     def _session_stream(self) -> StreamSettings | None:
         """Where hook sessions queue when replicas share Redis (None: in this process)."""
@@ -299,10 +300,10 @@ class Service(ServiceOperations):
                 f"cannot listen on {server.host}:{server.port}: {exc.strerror or exc} "
                 "(is another sentinel running? change server.port)"
             ) from exc
-        if server.port == 0:
-            addresses = self._web.addresses
-            if addresses:
-                self.url = f"http://{_url_host(server.host)}:{addresses[0][1]}"
+        addresses = self._web.addresses
+        if addresses:
+            self.bound = [(str(address[0]), int(address[1])) for address in addresses]
+            self.url = f"http://{_url_host(server.host)}:{addresses[0][1]}"
 
     async def stop(self) -> None:
         """Stop taking requests, let in-flight polls and writes finish, close everything."""
@@ -499,10 +500,28 @@ async def _started(config_file: Path) -> Service:
     return service
 
 
+WILDCARDS = {"0.0.0.0": "every IPv4 interface", "::": "every interface", "": "every interface"}
+
+
 def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::", ""):
-        return "127.0.0.1"
+    return "127.0.0.1" if host in WILDCARDS else _bracketed(host)
+
+
+def _bracketed(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def listening(bound: list[tuple[str, int]], url: str) -> str:
+    """Where the API listens, as the start-up line says it: the addresses actually bound (``url``
+    before the API started), and for a wildcard (0.0.0.0 in a container) what it means and the
+    URL that reaches it from this machine."""
+    if not bound:
+        return url
+    shown = ", ".join(f"{_bracketed(host)}:{port}" for host, port in bound)
+    wildcard = next((WILDCARDS[host] for host, _ in bound if host in WILDCARDS), None)
+    if wildcard is not None:
+        return f"{shown} ({wildcard}; from this machine {url})"
+    return f"http://{shown}" if len(bound) == 1 else shown
 
 
 async def serve(config_file: Path) -> int:
@@ -537,7 +556,8 @@ async def serve(config_file: Path) -> int:
 
     loop.add_signal_handler(signal.SIGHUP, reload)
     sys.stderr.write(
-        f"sentinel: listening on {service.url} — {service.watcher_count()} watcher(s), "
+        f"sentinel: listening on {listening(service.bound, service.url)} — "
+        f"{service.watcher_count()} watcher(s), "
         f"store {service.store.__class__.__name__}; Ctrl-C to stop\n"
     )
     sys.stderr.flush()

@@ -265,3 +265,86 @@ async def test_fencing_check_of_a_lease_dropped_for_want_of_renewal_cannot_tell(
     assert {} == a.keeper.owned()
     with pytest.raises(StoreUnavailable, match="not renewed within"):
         await a.keeper.holds("w1", token)
+
+
+async def test_hand_offs_found_taken_are_one_line_saying_how_late_this_replica_was(
+    make_replica: MakeReplica, raw: redis.asyncio.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A replica so late that another one took the leases it was handing off (a CPU-starved start):
+    one warning for the whole batch, naming its own delay, none blaming Redis (before: nothing said
+    they were gone, and a timed-out release was one "check that Redis is running" line per lease)."""
+    clock = FakeClock()
+    ids = watcher_ids(200)
+    late, taken = asyncio.Event(), asyncio.Event()
+    b = make_replica("b", clock=clock)
+
+    async def too_late(watcher_id: str) -> None:
+        if late.is_set():
+            await taken.wait()
+            return
+        late.set()  # the runners stopped 1.5 leases after the last renewal: B took over meanwhile
+        clock.advance(1.5 * LEASE_MS / 1000)
+        async with raw.pipeline(transaction=False) as pipe:
+            for other in theirs:
+                pipe.set(f"{PREFIX}lease:{other}", f"{b.id}:999999", px=LEASE_MS)
+            await pipe.execute()
+        taken.set()
+
+    a = make_replica("a", clock=clock, before_lost=too_late)
+    await a.leases.open()
+    await a.membership.open()
+    await a.membership.heartbeat()
+    for watcher_id in ids:
+        a.keeper.track(watcher_id)
+    await a.keeper.tick()
+    await b.membership.open()
+    await b.membership.heartbeat()
+    theirs = owned_by(b.id, ids, sorted([a.id, b.id]))
+    caplog.clear()
+    await a.keeper.tick()
+    await a.keeper.drain()
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "sentinel_hooks.cluster.keeper"]
+    gone = [line for line in lines if "no longer this replica's" in line]
+    assert theirs == set(a.lost), lines
+    assert 1 == len(gone), lines
+    assert f"{len(theirs)} watcher lease(s)" in gone[0]
+    assert f"expired {LEASE_MS // 2} ms before this replica, late, released them" in gone[0]
+    assert not [line for line in lines if "check that Redis" in line], lines
+
+
+async def test_a_release_this_replica_read_late_blames_its_own_delay_not_redis(
+    make_replica: MakeReplica, raw: redis.asyncio.Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A release that failed only after this replica's event loop was held up for a second (past
+    the command's 0.5 s bound) says so, instead of "check that Redis is running"."""
+    clock = FakeClock()
+    ids = watcher_ids(30)
+    b = make_replica("b", clock=clock)
+    held_up = asyncio.Event()
+
+    async def busy(watcher_id: str) -> None:
+        if not held_up.is_set():
+            held_up.set()
+            await raw.execute_command("CLIENT", "PAUSE", 2000, "WRITE")  # the release waits on Redis
+            asyncio.get_running_loop().call_later(0.05, time.sleep, 1.0)  # while this process is busy
+
+    a = make_replica("a", clock=clock, before_lost=busy)
+    await a.leases.open()
+    await a.membership.open()
+    await a.membership.heartbeat()
+    for watcher_id in ids:
+        a.keeper.track(watcher_id)
+    await a.keeper.tick()
+    await b.membership.open()
+    await b.membership.heartbeat()
+    caplog.clear()
+    try:
+        await a.keeper.tick()
+        await a.keeper.drain()
+    finally:
+        await raw.execute_command("CLIENT", "UNPAUSE")
+    released = [r.getMessage() for r in caplog.records if "could not release" in r.getMessage()]
+    assert 1 == len(released), released
+    assert "ms late itself (its event loop busy, or short of CPU), so Redis may well be fine" in released[0]
+    assert "check that Redis" not in released[0]

@@ -45,6 +45,7 @@ from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
+from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.redis.keys import RedisKeys
@@ -96,6 +97,8 @@ class StreamSessionQueue:
         self._timeout_s = command_timeout_s(settings.lease_ms)
         self._concurrency = concurrency
         self._limit = asyncio.Semaphore(concurrency)
+        self._reading = Outage(log, "session queue: reading the stream", clock=clock)
+        self._reclaiming = Outage(log, "session queue: reclaiming abandoned entries", clock=clock)
         self._client: Redis | None = None
         self._scripts: dict[str, AsyncScript] = {}
         self._loops: list[asyncio.Task[None]] = []
@@ -201,6 +204,8 @@ class StreamSessionQueue:
                     self._limit.release()
             if failed is not None:  # with the slot given back: taking entries back needs slots
                 await self._after_read_error(failed)
+            else:
+                self._reading.succeeded()
 
     @property
     def _read_s(self) -> float:
@@ -213,9 +218,11 @@ class StreamSessionQueue:
             try:
                 await self.reclaim()
             except StoreError as exc:
-                await self._after_error(exc)
-            except Exception:  # a bug in one sweep must not end reclaiming; the next tick retries
-                log.exception("session reclaim failed")
+                await self._after_error(exc, self._reclaiming)
+            except Exception as exc:  # a bug in one sweep must not end reclaiming; the next tick retries
+                self._reclaiming.failed(exc)
+            else:
+                self._reclaiming.succeeded()
 
     async def reclaim(self) -> int:
         """Claim and handle up to the free slots' worth of abandoned entries; how many."""
@@ -266,24 +273,25 @@ class StreamSessionQueue:
 
         task.add_done_callback(done)
 
-    async def _after_error(self, exc: StoreError) -> None:
+    async def _after_error(self, exc: StoreError, outage: Outage) -> None:
+        """Recreate a deleted group, or wait as ``outage`` says before the loop tries again (its log
+        stays short however long Redis is away, ``outages``)."""
         if "NOGROUP" in str(exc):  # the stream or its group was deleted (a flushed database)
             with contextlib.suppress(StoreError):
                 await self._ensure_group()
             return
-        log.warning("session queue: %s (retrying in %.1f s)", exc, self.tick_s)
-        await self._clock.sleep(self.tick_s)
+        await self._clock.sleep(outage.failed(exc))
 
     async def _after_read_error(self, exc: StoreError) -> None:
-        """After a failed read: take back what the stream delivered to it anyway, at once; wait
-        a tick as after any error when Redis does not answer that either."""
+        """After a failed read: take back what the stream delivered to it anyway, at once; back
+        off as after any error when Redis does not answer that either."""
         if "NOGROUP" in str(exc):
-            await self._after_error(exc)
+            await self._after_error(exc, self._reading)
             return
         try:
             taken = await self._take_back_delivered()
         except StoreError as again:
-            await self._after_error(again)
+            await self._after_error(again, self._reading)
             return
         log.info("session queue: %s; took back %d entries delivered meanwhile", exc, taken)
 

@@ -23,8 +23,10 @@ from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
 from sentinel_hooks.background import BackgroundTask
+from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster.connection import bounded, first_command, open_client
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.outages import STORE_RETRY, Outage
 
 log = logging.getLogger(__name__)
 
@@ -32,14 +34,16 @@ Changed = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``on_change(watcher_id, change)``: a change another replica's API made to the watcher."""
 
 PUBLISH_TIMEOUT_S = 2.0
-RETRY_S = 1.0
 
 
 class WatcherChanges:
     """Publish API changes to watchers, and hand the ones other replicas publish to ``on_change``."""
 
-    def __init__(self, redis_url: str, *, key_prefix: str, replica_id: str) -> None:
+    def __init__(
+        self, redis_url: str, *, key_prefix: str, replica_id: str, clock: Clock | None = None
+    ) -> None:
         self._url = redis_url
+        self._subscribing = Outage(log, "watcher changes: subscribing", clock=clock or SystemClock())
         self._replica_id = replica_id
         self.channel = f"{key_prefix}watcher-changes"
         self._client: Redis | None = None
@@ -93,12 +97,17 @@ class WatcherChanges:
             await self._deliver(message.get("data"), on_change)
 
     async def _resubscribe(self) -> PubSub:
+        """Subscribe again, backing off while Redis is away (``outages``: a short log)."""
+        wait_s = STORE_RETRY.base_s
         while True:
-            await asyncio.sleep(RETRY_S)
+            await asyncio.sleep(wait_s)
             try:
-                return await self._subscribe()
+                pubsub = await self._subscribe()
             except StoreError as exc:
-                log.warning("watcher changes: %s", exc)
+                wait_s = self._subscribing.failed(exc)
+                continue
+            self._subscribing.succeeded()
+            return pubsub
 
     async def _deliver(self, data: Any, on_change: Changed) -> None:
         try:

@@ -7,7 +7,10 @@ Every ``lease_ms / 3`` one tick, in this order:
 2. read the live replicas and work out, by rendezvous hashing, which tracked watchers this
    replica should own (cached until the live set or the tracked set changes);
 3. **hand off** held leases another live replica should own: ``on_lost`` first (the runner
-   stops, an in-flight poll finishes), then release, so the new owner never overlaps;
+   stops, an in-flight poll finishes), then release, so the new owner never overlaps; the leases
+   whose runners stopped are released together, one round trip for all that stopped while the
+   previous release was under way (not one per lease: thousands of them, each bounded by a third
+   of the lease, queueing for the few lease connections, timed out on a busy replica);
 4. **acquire** the free leases of watchers this replica should own, in the order they were
    tracked; ``on_acquired({id: token})`` once for the first ``FIRST_TAKEN`` of them and once per
    ``LATER_TAKEN`` of the rest (at a start: the watchers that poll first start after one small
@@ -51,6 +54,7 @@ from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.outages import Outage
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +103,9 @@ class LeaseKeeper:
         self._loop = BackgroundTask()
         self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
+        self._handed: dict[str, tuple[int, datetime | None]] = {}  # to release: id → (token, valid until)
+        self._releasing = False  # a batch of ``_handed`` is being released
+        self._ticks = Outage(log, "lease keeper", clock=clock)  # ticks keep their period: see ``tick``
 
     # -- what the manager asks -----------------------------------------------------------------
 
@@ -204,7 +211,11 @@ class LeaseKeeper:
     # -- one tick ------------------------------------------------------------------------------
 
     async def tick(self) -> None:
-        """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick."""
+        """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick.
+
+        Ticks do not back off while Redis is away: a third of a lease apart, they are what takes
+        the leases back the moment it returns. Their log does (``outages``): the first failure,
+        a summary now and then, the recovery."""
         started = self._clock.now()
         try:
             await self._renew(started)
@@ -212,7 +223,9 @@ class LeaseKeeper:
             self._hand_off(desired)
             await self._acquire(desired, started)
         except StoreError as exc:
-            log.warning("lease keeper: %s (retrying in %.1f s)", exc, self.tick_s)
+            self._ticks.failed(exc)
+        else:
+            self._ticks.succeeded()
         finally:
             self._expire(self._clock.now())
             ticked, self._ticked = self._ticked, asyncio.Event()
@@ -255,8 +268,27 @@ class LeaseKeeper:
     async def _give_back(self, watcher_id: str, token: int) -> None:
         await self._call_lost(watcher_id)
         if self._owned.get(watcher_id) == token:  # not lost while the runner stopped
+            until = self._valid_until.get(watcher_id)
             self._forget(watcher_id)
-            await self._release({watcher_id: token})
+            self._handed[watcher_id] = (token, until)
+            await self._release_handed()
+
+    async def _release_handed(self) -> None:
+        """Release every handed-off lease queued so far in one batch, and again for those queued
+        meanwhile; a caller that finds a batch under way leaves its lease to that one."""
+        if self._releasing:
+            return
+        self._releasing = True
+        try:
+            await asyncio.sleep(0)  # runners that stopped in the same turn of the loop join the batch
+            while self._handed:
+                batch, self._handed = self._handed, {}
+                await self._release(
+                    {w: token for w, (token, _) in batch.items()},
+                    valid_until={w: until for w, (_, until) in batch.items() if until is not None},
+                )
+        finally:
+            self._releasing = False
 
     async def _acquire(self, desired: Collection[str], started: datetime) -> None:
         """Take the free leases this replica should own, and the orphans, in the order tracked.
@@ -321,21 +353,65 @@ class LeaseKeeper:
         """Leases that are gone: forget them and call ``on_lost`` (unless a hand-off already did)."""
         if not watcher_ids:
             return
-        shown = ", ".join(sorted(watcher_ids)[:10]) + (", …" if len(watcher_ids) > 10 else "")
-        log.warning("lost %d watcher lease(s) (%s): %s", len(watcher_ids), shown, why)
+        log.warning("lost %d watcher lease(s) (%s): %s", len(watcher_ids), _shown(watcher_ids), why)
         for watcher_id in watcher_ids:
             leaving = watcher_id in self._leaving
             self._forget(watcher_id)
             if not leaving:
                 self._chain([watcher_id], partial(self._call_lost, watcher_id))
 
-    async def _release(self, held: dict[str, int]) -> None:
+    async def _release(
+        self, held: dict[str, int], *, valid_until: Mapping[str, datetime] | None = None
+    ) -> None:
+        """Release ``held`` in one round trip; one log line for the batch when something went wrong,
+        naming the cause: a release answered late because this replica was (its event loop busy,
+        short of CPU) is not blamed on Redis, and leases that were no longer this replica's say how
+        late it came (``valid_until``: until when each was known to be held)."""
         if not held:
             return
+        loop = asyncio.get_running_loop()
+        began = loop.time()
         try:
-            await self._leases.release(held)
+            released = await self._leases.release(held)
         except StoreError as exc:
-            log.warning("could not release %d lease(s) (they expire within the lease): %s", len(held), exc)
+            log.warning(
+                "could not release %d watcher lease(s) (%s; they expire within the lease): %s",
+                len(held),
+                _shown(held),
+                self._late_cause(loop.time() - began) or exc,
+            )
+            return
+        gone = [w for w in held if w not in released]
+        if gone:
+            now = self._clock.now()
+            late_ms = max(
+                ((now - until).total_seconds() * 1000 for w in gone if (until := (valid_until or {}).get(w))),
+                default=0.0,
+            )
+            log.warning(
+                "%d watcher lease(s) (%s) were no longer this replica's to release: %s",
+                len(gone),
+                _shown(gone),
+                f"they expired {late_ms:.0f} ms before this replica, late, released them (its "
+                "renewals delayed: the process was busy or short of CPU); another replica may hold them"
+                if late_ms > 0
+                else "another replica took them",
+            )
+
+    def _late_cause(self, took_s: float) -> str | None:
+        """When a command failed only because this replica looked at its answer late: why, else None.
+
+        A command is bounded by ``Leases.timeout_s``; one whose failure came well after that bound
+        (half of it again) was held up in this process (an event loop busy with other work, a
+        starved CPU, a queue for the few lease connections), not by Redis."""
+        bound_s = self._leases.timeout_s
+        if took_s < 1.5 * bound_s:
+            return None
+        return (
+            f"no answer within {bound_s:g} s, but this replica came back to it after {took_s * 1000:.0f} ms: "
+            f"it was {(took_s - bound_s) * 1000:.0f} ms late itself (its event loop busy, or short of CPU), "
+            "so Redis may well be fine"
+        )
 
     def _chain(self, watcher_ids: list[str], step: Callable[[], Awaitable[None]]) -> None:
         """Run ``step()`` once every earlier callback of these watchers finished (per-watcher
@@ -368,3 +444,9 @@ class LeaseKeeper:
             await self._on_lost(watcher_id)
         except Exception:  # the callback's failure is the manager's; keep the others running
             log.exception("on_lost(%s) failed", watcher_id)
+
+
+def _shown(watcher_ids: Collection[str]) -> str:
+    """Up to ten ids for a log line, then an ellipsis."""
+    ids = sorted(watcher_ids)
+    return ", ".join(ids[:10]) + (", …" if len(ids) > 10 else "")

@@ -110,7 +110,7 @@ class Leases:
         self.prefix = key_prefix
         self.replica_id = replica_id
         self.lease_ms = lease_ms
-        self._timeout_s = command_timeout_s(lease_ms)
+        self.timeout_s = command_timeout_s(lease_ms)  # the bound of each command
         self._client: Redis | None = None
         self._scripts: dict[str, AsyncScript] = {}
 
@@ -185,7 +185,7 @@ class Leases:
 
     async def holder(self, watcher_id: str) -> tuple[str, int] | None:
         """Who holds ``watcher_id``'s lease now: (replica id, token), or None when it is free."""
-        async with bounded(self.url, "read a lease", timeout_s=self._timeout_s):
+        async with bounded(self.url, "read a lease", timeout_s=self.timeout_s):
             value = await self.client.get(self.key(watcher_id))
         if value is None:
             return None
@@ -194,7 +194,7 @@ class Leases:
 
     async def holds(self, watcher_id: str, token: int) -> bool:
         """Does this replica hold ``watcher_id`` with ``token`` on the server, right now? (one GET)"""
-        async with bounded(self.url, "check a lease", timeout_s=self._timeout_s):
+        async with bounded(self.url, "check a lease", timeout_s=self.timeout_s):
             value = await self.client.get(self.key(watcher_id))
         return value == self.value(token)
 
@@ -204,7 +204,7 @@ class Leases:
             return []
         client, run = self.client, self._scripts[script]
         async with (
-            bounded(self.url, what, timeout_s=self._timeout_s),
+            bounded(self.url, what, timeout_s=self.timeout_s),
             client.pipeline(transaction=False) as pipe,
         ):
             for keys, args in calls:

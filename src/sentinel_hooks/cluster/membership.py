@@ -25,6 +25,7 @@ from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock, to_ms
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.errors import StoreError, StoreUnavailable
+from sentinel_hooks.outages import Outage
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +57,7 @@ class Membership:
         self._timeout_s = command_timeout_s(lease_ms)
         self._client: Redis | None = None
         self._loop = BackgroundTask()
+        self._beats = Outage(log, "cluster heartbeat", clock=clock)
 
     @property
     def client(self) -> Redis:
@@ -121,5 +123,7 @@ class Membership:
             await self._clock.sleep(self.lease_ms / 3000)
             try:
                 await self.heartbeat()
-            except StoreError as exc:
-                log.warning("cluster heartbeat failed (retrying): %s", exc)
+            except StoreError as exc:  # beats stay a third of a lease apart: they are what keeps it
+                self._beats.failed(exc)
+            else:
+                self._beats.succeeded()

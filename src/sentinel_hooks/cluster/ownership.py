@@ -34,7 +34,9 @@ class ClusterOwnership:
         self.keeper = LeaseKeeper(
             self.leases, self.membership, clock=clock, on_acquired=self._acquired, on_lost=self._lost
         )
-        self.changes = WatcherChanges(redis_url, key_prefix=key_prefix, replica_id=self.replica_id)
+        self.changes = WatcherChanges(
+            redis_url, key_prefix=key_prefix, replica_id=self.replica_id, clock=clock
+        )
         self._on_acquired: Acquired | None = None
         self._on_lost: Lost | None = None
 

@@ -11,6 +11,7 @@ which ``retry_after_cap_s`` may bound. The policies in use (SPEC §3, §5.2, §6
     subscription (re)connects  as the watcher's polls         full    until connected       up to 10 x maxMs
     deliveries (the outbox)    delivery.baseMs / .maxMs       equal   delivery.maxAttempts  as long as asked
     model calls                0.5 / 8                        full    3                     (none given)
+    loops on a failing store   0.5 / 5 (``outages``)          equal   until it works        (none given)
 
 Jitter spreads the retries of many callers that failed together: ``full`` waits a uniform
 draw from [0, ceiling], ``equal`` from [ceiling / 2, ceiling] (never much less than the

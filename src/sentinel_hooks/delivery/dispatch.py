@@ -35,6 +35,7 @@ from sentinel_hooks.delivery.outcomes import OutcomeWriter
 from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TransientDeliveryError
 from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
+from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import (
     Delivery,
@@ -115,6 +116,7 @@ class Dispatcher:
         self._lease_ms = lease_ms
         self._wake = asyncio.Event()
         self._loop = BackgroundTask()
+        self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
         self._room = asyncio.Event()  # set when enough slots are free to claim again
         self._on_moved = on_moved
@@ -216,12 +218,14 @@ class Dispatcher:
                 continue
             self._wake.clear()
             free = CONCURRENCY - len(self._inflight)
+            wait_s = POLL_S
             try:
                 claimed = await self._store.claim_deliveries(
                     self._clock.now(), limit=free, lease_ms=self._lease_ms
                 )
-            except Exception:  # the worker must outlive a store hiccup; the next pass retries
-                log.exception("claiming deliveries failed")
+                self._claims.succeeded()
+            except Exception as exc:  # the worker must outlive a store outage: it backs off and retries
+                wait_s = self._claims.failed(exc)
                 claimed = []
             for delivery in claimed:
                 task = asyncio.get_running_loop().create_task(self._attempt(delivery))
@@ -230,7 +234,7 @@ class Dispatcher:
             if claimed and len(claimed) == free:
                 continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=POLL_S)
+                await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
 
     def _done(self, task: asyncio.Task[bool]) -> None:
         self._inflight.discard(task)

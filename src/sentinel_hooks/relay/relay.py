@@ -38,6 +38,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.target import Message, details_payload
 from sentinel_hooks.events import Events
+from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import (
@@ -102,6 +103,7 @@ class Relay:
         self._claimed_until = datetime.min.replace(tzinfo=UTC)  # the last claim took what was due by then
         self._wake = asyncio.Event()
         self._loop = BackgroundTask()
+        self._settling = Outage(log, "settling due contracts", clock=clock)
         self.settled = 0
 
     def expect(self, deadline: datetime) -> None:
@@ -184,15 +186,18 @@ class Relay:
 
     async def _run(self) -> None:
         while True:
+            wait_s = None
             try:
                 while await self.settle_due() == CLAIM_BATCH:
                     pass
-            except Exception:  # keep relaying through a store hiccup; the next pass retries
-                log.exception("settling due contracts failed")
-            await self._sleep()
+                self._settling.succeeded()
+            except Exception as exc:  # keep relaying through a store outage: back off and retry
+                wait_s = self._settling.failed(exc)
+            await self._sleep(wait_s)
 
-    async def _sleep(self) -> None:
-        timeout = self.next_wait_s()
+    async def _sleep(self, wait_s: float | None = None) -> None:
+        """Until the next deadline (``next_wait_s``), or ``wait_s`` after a failed pass, or a wake."""
+        timeout = self.next_wait_s() if wait_s is None else wait_s
         self._wake.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=timeout)

@@ -28,6 +28,7 @@ import random
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from functools import cached_property
 from typing import Any
 
 from apscheduler.job import Job
@@ -47,6 +48,7 @@ from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.retry import Backoff, retry_after_of, retrying
 from sentinel_hooks.errors import SentinelError, StoreError, TransientError
 from sentinel_hooks.metrics import Metrics, WatcherSeries
+from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
@@ -96,6 +98,17 @@ class RunnerDeps:
     writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
     alerts: AlertStreams | None = None  # format: alertmanager (None: alerts resolve in the log only)
 
+    @cached_property
+    def unrecorded(self) -> Outage:
+        """The runners' store failures, logged as one run (``outages``), not a line per watcher:
+        each watcher's own is on its status (``lastError``) and at DEBUG."""
+        return Outage(log, "recording what watchers observe", clock=self.clock)
+
+    @cached_property
+    def unfenced(self) -> Outage:
+        """The runners' lease checks that could not tell (Redis away), logged as one run."""
+        return Outage(log, "checking watcher leases", clock=self.clock)
+
 
 def _retried(exc: BaseException) -> bool:
     """A failed observation worth another try (a quiet long-poll is asked again at once instead)."""
@@ -123,6 +136,9 @@ class WatcherRunner:
         self.state = state
         self._deps = deps
         self._lock = asyncio.Lock()
+        # the last failures were the store's or its lease checks' (logged once for every runner by
+        # ``deps.unrecorded`` and ``deps.unfenced``, so its recovery is not a line of its own either)
+        self._redis_trouble = False
         # Created when first waited on, not per runner: an asyncio.Event holds a deque of waiters
         # (about 0.7 KiB), and most runners never wait (interval polls without a failure).
         self._stopping = False
@@ -430,12 +446,14 @@ class WatcherRunner:
             outcome = await self._run(step, before)
             self._previous = observed.value  # only once stored: a change not stored is seen again
             if before.consecutive_failures:
-                log.info(
+                log.log(
+                    logging.DEBUG if self._redis_trouble else logging.INFO,  # Redis's recovery: one line
                     "watcher %s: recovered after %d failed attempt(s)",
                     self.id,
                     before.consecutive_failures,
                     extra={"watcherId": self.id},
                 )
+            self._redis_trouble = False
         if self._event_seen is not None:
             self._event_seen.set()
         return outcome
@@ -453,6 +471,7 @@ class WatcherRunner:
         except StoreError as exc:
             await self._store_failed(exc, before)
             raise
+        self._deps.unrecorded.succeeded()
         await self._apply(outcome)
         return outcome
 
@@ -461,8 +480,9 @@ class WatcherRunner:
         shows ``failing`` with the store's error until an observation is stored again."""
         self._deps.metrics.poll_errors.labels(self.id).inc()
         message = self._deps.redactor.text(f"not recorded: {exc}")
-        level = logging.DEBUG if state.consecutive_failures else logging.WARNING
-        log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        log.debug("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        self._deps.unrecorded.failed(exc)
+        self._redis_trouble = True
         self.state = state.failed(self._deps.clock.now(), message)
         with contextlib.suppress(StoreError):  # most likely refused too; kept in memory meanwhile
             await self._save()
@@ -480,23 +500,27 @@ class WatcherRunner:
         try:
             held = fence is not None and await fence()
         except SentinelError as exc:
-            message = self._dropped(LEASE_UNKNOWN, str(exc))
+            message = self._dropped(LEASE_UNKNOWN, str(exc), level=logging.DEBUG)
+            self._deps.unfenced.failed(exc)
+            self._redis_trouble = True
             self.state = self.state.failed(self._deps.clock.now(), message)
             with contextlib.suppress(SentinelError):  # Redis may be what failed; the drop is logged
                 await self._save()
             return False
-        if not held:
+        if held:
+            self._deps.unfenced.succeeded()
+        else:
             self._dropped(LEASE_LOST, "this replica no longer holds its lease; stopping")
             if self.fence is not None:
                 self.fence = None
                 self._stopper = asyncio.get_running_loop().create_task(self.stop())
         return held
 
-    def _dropped(self, reason: str, why: str) -> str:
+    def _dropped(self, reason: str, why: str, *, level: int = logging.WARNING) -> str:
         """Count and log an observation not acted on; the message, redacted."""
         self._deps.metrics.observations_dropped.labels(reason).inc()
         message = f"observation dropped: {self._deps.redactor.text(why)}"
-        log.warning("watcher %s: %s", self.id, message, extra={"watcherId": self.id})
+        log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
         return message
 
     @property

@@ -58,8 +58,23 @@ def new_client(
         socket_timeout=None,  # redis-py 8 defaults to 5 s, which brings its wait_for back
         socket_keepalive=True,
         retry=Retry(NoBackoff(), 0),
+        **_checked_connections(),
     )
     return Redis.from_pool(pool)
+
+
+def _checked_connections() -> dict[str, Any]:
+    """Pool options under which the pool checks a connection before lending it.
+
+    With maintenance notifications on (redis-py 8's default) the pool skips that check and lends
+    connections the server has closed: after a Redis restart, each connection idle in a pool
+    failed its next command ("Connection closed by server"), a session not queued, an API call
+    answered 503. Older redis-py has no such notifications and always checks."""
+    if not hasattr(BlockingConnectionPool, "maint_notifications_enabled"):
+        return {}
+    from redis.maint_notifications import MaintNotificationsConfig
+
+    return {"maint_notifications_config": MaintNotificationsConfig(enabled=False)}
 
 
 class Scripts:
