@@ -8,7 +8,7 @@ as a ConfigError of ``file:line: key: message`` issues, with secrets redacted.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from sentinel_hooks.config.issues import format_loc, validation_issues
 from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.service import ServerSpec, ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec, watcher_model
 from sentinel_hooks.config.yamlfile import YamlDocument, display_path, read_yaml
@@ -117,6 +117,50 @@ def load_service(path: Path, environ: Mapping[str, str], collector: IssueCollect
         return None
     collector.problems(display, doc.lines, (), check_service(service))
     return service
+
+
+SERVER_ADDRESS_KEYS = ("host", "port", "apiToken")
+"""What a management command needs of ``server`` to reach the service (``load_server``)."""
+
+
+def load_server(
+    path: Path, environ: Mapping[str, str], keys: Sequence[str] = SERVER_ADDRESS_KEYS
+) -> ServerSpec:
+    """The ``server`` keys ``keys`` of sentinel.yaml, for a command that talks to the service.
+
+    Only those keys are interpolated and validated, so a problem elsewhere in the file (a
+    variable only a target needs) does not keep the command from the service it names; a
+    problem in them, or a file that is not YAML, raises ConfigError: guessing the address
+    could reach another service, or another program.
+    """
+    display = display_path(path)
+    doc = read_yaml(path, display=display)
+    data = {} if doc.data is None else doc.data
+    server = data.get("server") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(server, dict | None):
+        key = "" if not isinstance(data, dict) else "server"
+        line = doc.lines.line_of((key,)) if key else 1
+        raise ConfigError([ConfigIssue(display, line, key, "must be a mapping of keys")])
+    wanted = {key: value for key, value in (server or {}).items() if key in keys}
+    collector = IssueCollector()
+    result = interpolate({"server": wanted}, environ)
+    collector.secrets |= result.secrets
+    collector.problems(display, doc.lines, (), result.problems)
+    if not collector.issues:
+        try:
+            return ServerSpec.model_validate(result.data["server"])
+        except ValidationError as exc:
+            collector.issues.extend(
+                validation_issues(
+                    exc,
+                    display=display,
+                    data=result.data["server"],
+                    lines=doc.lines,
+                    root=ServerSpec,
+                    prefix=("server",),
+                )
+            )
+    raise _config_error(collector)
 
 
 def validate_watcher(
