@@ -2,8 +2,16 @@
 
 Every table goes through :func:`new_table` and :func:`print_table`, so ids are never wrapped
 or cut: piped into ``grep`` or a file, a table is printed at its full width (one row per line,
-whatever ``$COLUMNS`` says); on a terminal, id columns keep their full width and only the
-other columns fold (the table grows past the terminal's width rather than cut an id).
+whatever ``$COLUMNS`` says). On a terminal a table fits its width, as amtool's do: text columns
+wrap between words (rich's wrapping; a word longer than :data:`LONG_WORD_CHARS`, a URL, may
+fold), id columns keep their full width, and when even the narrowest layout is too wide the
+table's least important columns are left out, in the order it names, with a line saying which.
+Only an id wider than the terminal makes the table wider than it.
+
+Each column's ``min_width`` is its widest id or longest word. rich narrows a table too wide for
+the terminal by shrinking its widest wrapping columns first, below their ``min_width`` too, so
+:func:`print_table` gives the text columns a ``max_width`` each instead: its longest word plus a
+share of the width left, in proportion to the width it would use.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ import importlib
 import json
 import sys
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -21,8 +30,8 @@ if TYPE_CHECKING:  # rich is imported when something is printed with it, not for
     from rich.table import Table
 
 UNBOUNDED_WIDTH = 1_000_000
-FOLDED_COLUMN_CHARS = 8
-"""On a narrow terminal, the width a folding column may be squeezed to before the table grows."""
+LONG_WORD_CHARS = 30
+"""A word up to this long is never split on a terminal; a longer one (a URL) may fold."""
 
 
 def stdout_console() -> Console:
@@ -31,33 +40,118 @@ def stdout_console() -> Console:
     return Console(highlight=False, soft_wrap=True)
 
 
-def new_table(columns: Sequence[str], *, ids: Collection[str] = (), **options: Any) -> Table:
-    """A table whose ``ids`` columns never wrap; the other columns fold when space is short."""
-    from rich.table import Table
+@dataclass
+class Rows:
+    """A table's columns and rows, laid out when printed (:func:`print_table`).
 
-    table = Table(**options)
-    for column in columns:
-        table.add_column(column, no_wrap=column in ids, overflow="fold")
-    return table
+    ``ids`` never wrap (ids, timestamps, one-word cells); ``drop`` lists the columns a terminal
+    too narrow for the whole table leaves out, least important first.
+    """
+
+    columns: tuple[str, ...]
+    ids: frozenset[str]
+    drop: tuple[str, ...]
+    options: dict[str, Any]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+    _widths: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False, compare=False)
+
+    def add_row(self, *cells: Any) -> None:
+        self.rows.append(cells)
+        self._widths.clear()
+
+    def table(self, shown: Collection[str]) -> Table:
+        """The rich table of the columns ``shown``, each at least as wide as its widest id or
+        longest word (up to LONG_WORD_CHARS)."""
+        from rich.table import Table
+
+        table = Table(**self.options)
+        kept = [index for index, name in enumerate(self.columns) if name in shown]
+        for index in kept:
+            name = self.columns[index]
+            widest, longest_word = self.widths(index)
+            if name in self.ids:
+                table.add_column(name, no_wrap=True, min_width=widest)
+            else:
+                table.add_column(name, overflow="fold", min_width=min(longest_word, LONG_WORD_CHARS))
+        for row in self.rows:
+            table.add_row(*(row[index] for index in kept))
+        return table
+
+    def widths(self, index: int) -> tuple[int, int]:
+        """Column ``index``'s width unwrapped, and its longest word's (header included)."""
+        if index not in self._widths:
+            from rich.cells import cell_len
+
+            texts = _plain([self.columns[index], *(row[index] for row in self.rows)])
+            words = [word for text in texts for word in text.split()]
+            self._widths[index] = (
+                max(map(cell_len, texts), default=1),
+                max(map(cell_len, words), default=1),
+            )
+        return self._widths[index]
 
 
-def print_table(table: Table, console: Console | None = None) -> None:
-    """Print ``table`` without wrapping or cutting its no-wrap (id) columns."""
+def _plain(cells: Sequence[Any]) -> list[str]:
+    """The text of each cell that is text (rich markup, like ``[green]true[/green]``, left out)."""
+    from rich.text import Text
+
+    return [Text.from_markup(cell).plain if "[" in cell else cell for cell in cells if isinstance(cell, str)]
+
+
+def new_table(
+    columns: Sequence[str], *, ids: Collection[str] = (), drop: Sequence[str] = (), **options: Any
+) -> Rows:
+    """A table whose ``ids`` columns never wrap; ``drop``: the columns a narrow terminal leaves
+    out, first listed first; ``options`` go to rich's ``Table``."""
+    return Rows(tuple(columns), frozenset(ids), tuple(drop), options)
+
+
+def print_table(rows: Rows, console: Console | None = None) -> None:
+    """Print ``rows``: at full width when not on a terminal, else to fit the terminal."""
+    console = console or stdout_console()
+    if not console.is_terminal:
+        table = rows.table(rows.columns)
+        console.width = _measured(console, table)[1]
+        console.print(table)
+        return
+    width = console.width
+    shown = list(rows.columns)
+    left_out: list[str] = []
+    table = rows.table(shown)
+    narrowest, widest = _measured(console, table)
+    for name in rows.drop:
+        if narrowest <= width:
+            break
+        shown.remove(name)
+        left_out.append(name)
+        table = rows.table(shown)
+        narrowest, widest = _measured(console, table)
+    if widest > width:
+        _share(table, rows, max(width, narrowest) - narrowest)
+    console.width = max(width, narrowest)
+    console.print(table)
+    if left_out:
+        console.print(f"(left out to fit: {', '.join(left_out)}; --json shows all)", soft_wrap=False)
+
+
+def _measured(console: Console, table: Table) -> tuple[int, int]:
+    """The narrowest and the widest ``table`` can be laid out, borders included."""
     from rich.measure import Measurement
 
-    console = console or stdout_console()
-    unbounded = console.options.update_width(UNBOUNDED_WIDTH)
-    if not console.is_terminal:
-        console.width = Measurement.get(console, unbounded, table).maximum
-    else:
-        folding = [column for column in table.columns if not column.no_wrap and column.max_width is None]
-        for column in folding:
-            column.max_width = FOLDED_COLUMN_CHARS
-        narrowest = Measurement.get(console, unbounded, table).maximum
-        for column in folding:
-            column.max_width = None
-        console.width = max(console.width, narrowest)
-    console.print(table)
+    measured = Measurement.get(console, console.options.update_width(UNBOUNDED_WIDTH), table)
+    return measured.minimum, measured.maximum
+
+
+def _share(table: Table, rows: Rows, spare: int) -> None:
+    """Cap each text column at its longest word plus its share of ``spare`` columns."""
+    text = [column for column in table.columns if not column.no_wrap]
+    wants = {
+        id(column): rows.widths(rows.columns.index(str(column.header)))[0] - (column.min_width or 0)
+        for column in text
+    }
+    total = sum(wants.values()) or 1
+    for column in text:
+        column.max_width = (column.min_width or 0) + spare * wants[id(column)] // total
 
 
 class LazyChoice(click.Choice):  # type: ignore[type-arg]
