@@ -560,8 +560,8 @@ def _within_conditions(watcher: dict[str, Any], notes: list[Note], limit: int) -
     if not isinstance(conditions, list) or len(conditions) <= limit:
         return watcher
     reason = f"over limits.maxConditionsPerWatcher ({limit}) of the project"
-    while len(conditions) > limit:
-        watcher = _dropped(watcher, ("conditions", len(conditions) - 1), reason, notes)
+    for index in reversed(range(limit, len(conditions))):
+        watcher = _dropped(watcher, ("conditions", index), reason, notes)
     return watcher
 
 
