@@ -208,3 +208,13 @@ def test_hostile_file_imports_as_text_and_validates(sentinel: Runner, tmp_path: 
     assert {"X-Note": "a\rtimeoutMs: 1"} == data["headers"]
     assert "degraded\u2028enabled: false" == data["conditions"][0]["value"]
     assert (10000, 15000) == (data["intervalMs"], data["timeoutMs"])  # the header did not set it
+
+
+def test_json_report_of_a_lone_surrogate_is_json(sentinel: Runner, tmp_path: Path) -> None:
+    """A lone surrogate spelt in the input reaches the --json report as a JSON escape, not a crash."""
+    source = tmp_path / "w.json"
+    source.write_text(json.dumps({**STATUS_WATCH, "metadata": {"k": "\ud800"}}), encoding="utf-8")
+    result = sentinel("import", "openclaw", str(source), "--json")
+    assert (0, "") == (result.code, result.err)
+    notes = result.json()["watchers"][0]["notes"]
+    assert ["tags[0]"] == [n["path"] for n in notes if n["reason"].startswith("not valid Unicode")]

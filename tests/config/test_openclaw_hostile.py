@@ -168,3 +168,20 @@ def test_any_text_is_written_as_text(
     conversion = convert_watcher(raw)
     assert conversion.watcher is not None
     loads_as_written(conversion)
+
+
+def test_lone_surrogate_in_a_value_or_key_is_refused_with_a_report_line() -> None:
+    """JSON may spell a lone surrogate (\\ud800), which is not Unicode text: dropped, reported."""
+    raw = upstream(
+        headers={"X-\ud800": "v", "Accept": "json"}, fire={"eventName": "e", "operatorGoal": "a\ud800"}
+    )
+    conversion = convert_watcher(raw)
+    assert conversion.watcher is not None
+    assert ({"Accept": "json"}, None) == (
+        conversion.watcher["headers"],
+        conversion.watcher["fire"].get("operatorGoal"),
+    )
+    reasons = dropped(conversion)
+    assert reasons["fire.operatorGoal"].startswith("not valid Unicode")
+    assert reasons["headers.X-\ud800"].startswith("not valid Unicode")
+    loads_as_written(conversion)

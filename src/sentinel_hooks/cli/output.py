@@ -176,8 +176,14 @@ class LazyChoice(click.Choice):  # type: ignore[type-arg]
 
 
 def print_json(data: Any) -> None:
-    """Indented JSON on stdout (UTF-8, keys in their natural order)."""
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Indented JSON on stdout (UTF-8, keys in their natural order); text stdout cannot encode
+    (a lone surrogate read from a JSON file) is written as JSON escapes."""
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    try:
+        text.encode(sys.stdout.encoding or "utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(data, indent=2)
+    sys.stdout.write(text + "\n")
 
 
 def print_error(message: str, *, prefix: bool = True) -> None:
