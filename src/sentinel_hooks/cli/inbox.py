@@ -80,7 +80,7 @@ def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None
     table = new_table(
         columns,
         ids=columns[:-1],
-        drop=("age", "severity", "kind"),
+        drop=("age", "severity", "kind", "watcher"),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,

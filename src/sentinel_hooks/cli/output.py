@@ -8,10 +8,9 @@ fold), id columns keep their full width, and when even the narrowest layout is t
 table's least important columns are left out, in the order it names, with a line saying which.
 Only an id wider than the terminal makes the table wider than it.
 
-Each column's ``min_width`` is its widest id or longest word. rich narrows a table too wide for
-the terminal by shrinking its widest wrapping columns first, below their ``min_width`` too, so
-:func:`print_table` gives the text columns a ``max_width`` each instead: its longest word plus a
-share of the width left, in proportion to the width it would use.
+rich narrows a table too wide for the terminal by shrinking its widest wrapping columns first,
+whatever the words in them (``watcherI|d eq|"queue-c|ron"``), so :func:`print_table` gives the
+text columns a ``max_width`` each instead (:meth:`_Layout.fit`).
 """
 
 from __future__ import annotations
@@ -60,19 +59,17 @@ class Rows:
         self._widths.clear()
 
     def table(self, shown: Collection[str]) -> Table:
-        """The rich table of the columns ``shown``, each at least as wide as its widest id or
-        longest word (up to LONG_WORD_CHARS)."""
+        """The rich table of the columns ``shown`` (id columns never narrower than their ids)."""
         from rich.table import Table
 
         table = Table(**self.options)
         kept = [index for index, name in enumerate(self.columns) if name in shown]
         for index in kept:
             name = self.columns[index]
-            widest, longest_word = self.widths(index)
-            if name in self.ids:
-                table.add_column(name, no_wrap=True, min_width=widest)
+            if name in self.ids:  # min_width: rich squeezes even no_wrap columns when short of room
+                table.add_column(name, no_wrap=True, min_width=self.widths(index)[0])
             else:
-                table.add_column(name, overflow="fold", min_width=min(longest_word, LONG_WORD_CHARS))
+                table.add_column(name, overflow="fold")
         for row in self.rows:
             table.add_row(*(row[index] for index in kept))
         return table
@@ -111,47 +108,89 @@ def print_table(rows: Rows, console: Console | None = None) -> None:
     console = console or stdout_console()
     if not console.is_terminal:
         table = rows.table(rows.columns)
-        console.width = _measured(console, table)[1]
+        console.width = _measured(console, table, rows).widest
         console.print(table)
         return
     width = console.width
     shown = list(rows.columns)
     left_out: list[str] = []
     table = rows.table(shown)
-    narrowest, widest = _measured(console, table)
+    layout = _measured(console, table, rows)
     for name in rows.drop:
-        if narrowest <= width:
+        if layout.narrowest <= width:
             break
         shown.remove(name)
         left_out.append(name)
         table = rows.table(shown)
-        narrowest, widest = _measured(console, table)
-    if widest > width:
-        _share(table, rows, max(width, narrowest) - narrowest)
-    console.width = max(width, narrowest)
+        layout = _measured(console, table, rows)
+    if layout.widest > width:
+        width = layout.fit(width)
+    console.width = max(console.width, width)
     console.print(table)
     if left_out:
         console.print(f"(left out to fit: {', '.join(left_out)}; --json shows all)", soft_wrap=False)
 
 
-def _measured(console: Console, table: Table) -> tuple[int, int]:
-    """The narrowest and the widest ``table`` can be laid out, borders included."""
+@dataclass
+class _Layout:
+    """A table's text columns and the widths that bound its layout.
+
+    ``fixed`` is what the id columns, padding and borders take; each text column needs its
+    longest word (up to LONG_WORD_CHARS, ``words``) and would use its widest cell (``cells``).
+    """
+
+    columns: list[Any]
+    fixed: int
+    words: list[int]
+    cells: list[int]
+
+    @property
+    def narrowest(self) -> int:
+        return self.fixed + sum(self.words)
+
+    @property
+    def widest(self) -> int:
+        return self.fixed + sum(self.cells)
+
+    def fit(self, width: int) -> int:
+        """Cap each text column (``max_width``) so that the table fits ``width``; the width it
+        then takes. With room for every word, each column gets its word and a share of what is
+        left, in proportion to the width it would use. Without, the widest words are cut down
+        to one level (so they fold) and the narrow columns keep theirs; ids never are: a table
+        whose ids alone are too wide takes their width."""
+        room = width - self.fixed
+        if room < len(self.columns):
+            return self.narrowest
+        if room >= sum(self.words):
+            spare = room - sum(self.words)
+            wants = [cells - words for cells, words in zip(self.cells, self.words, strict=True)]
+            total = sum(wants) or 1
+            caps = [words + spare * want // total for words, want in zip(self.words, wants, strict=True)]
+        else:
+            level = max(level for level in range(1, max(self.words) + 1) if self._under(level) <= room)
+            caps = [min(words, level) for words in self.words]
+        for column, cap in zip(self.columns, caps, strict=True):
+            column.max_width = cap
+        return width
+
+    def _under(self, level: int) -> int:
+        return sum(min(words, level) for words in self.words)
+
+
+def _measured(console: Console, table: Table, rows: Rows) -> _Layout:
+    """``table``'s layout bounds, from rich's measure (borders and padding) and the cells'."""
     from rich.measure import Measurement
 
     measured = Measurement.get(console, console.options.update_width(UNBOUNDED_WIDTH), table)
-    return measured.minimum, measured.maximum
-
-
-def _share(table: Table, rows: Rows, spare: int) -> None:
-    """Cap each text column at its longest word plus its share of ``spare`` columns."""
     text = [column for column in table.columns if not column.no_wrap]
-    wants = {
-        id(column): rows.widths(rows.columns.index(str(column.header)))[0] - (column.min_width or 0)
-        for column in text
-    }
-    total = sum(wants.values()) or 1
-    for column in text:
-        column.max_width = (column.min_width or 0) + spare * wants[id(column)] // total
+    widths = [rows.widths(rows.columns.index(str(column.header))) for column in text]
+    fixed = measured.minimum - sum(longest for _, longest in widths)
+    return _Layout(
+        text,
+        fixed,
+        [min(longest, LONG_WORD_CHARS) for _, longest in widths],
+        [widest for widest, _ in widths],
+    )
 
 
 class LazyChoice(click.Choice):  # type: ignore[type-arg]
