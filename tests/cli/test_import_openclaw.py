@@ -169,3 +169,52 @@ def test_skill_the_project_has_is_kept(sentinel: Runner, tmp_path: Path) -> None
         encoding="utf-8"
     )
     assert 0 == sentinel("validate", "-c", str(config)).code
+
+
+HOSTILE = {
+    **STATUS_WATCH,
+    "headers": {"X-Token": "${env:SENTINEL_API_TOKEN}", "X-Note": "a\rtimeoutMs: 1"},
+    "conditions": [{"path": "status", "op": "eq", "value": "degraded\u2028enabled: false"}],
+    "fire": {
+        **STATUS_WATCH["fire"],
+        "operatorGoal": "g" * 30_000_000,
+        "payloadTemplate": {"status": "${payload.status}", "home": "at ${env:HOME}\r\nstrategy: sse"},
+    },
+}
+
+
+def test_hostile_file_imports_as_text_and_validates(sentinel: Runner, tmp_path: Path) -> None:
+    """Env references, line breaks YAML reads (CR, U+2028), a newline in the file's name and a
+    30 MB goal: what is written reads back as text, `validate` accepts it, and no secret is read."""
+    config = project(sentinel, tmp_path)
+    source = write_json(tmp_path / "w\nid: evil.json", HOSTILE)
+    result = sentinel("import", "openclaw", str(source), "-c", str(config))
+    assert 0 == result.code, result.err
+    assert "  not carried over: headers.X-Token: holds '${env:'" in result.out
+    assert (
+        "  not carried over: fire.operatorGoal: 30000000 characters, over maxOperatorGoalChars" in result.out
+    )
+    written = tmp_path / "demo/watchers/status-watch.yaml"
+    checked = sentinel(
+        "validate", "-c", str(config), "--json", env={"SENTINEL_API_TOKEN": "s3cret-token-0123456789"}
+    )
+    assert (0, True) == (checked.code, checked.json()["ok"]), checked.out
+    text = written.read_text(encoding="utf-8")
+    assert not [line for line in text.splitlines() if "${env:" in line and not line.startswith("#")]
+    assert "# Imported by `sentinel import openclaw` from w\\nid: evil.json (" in text
+    from sentinel_hooks.config.yamlfile import parse_yaml
+
+    data = parse_yaml(text, display="w.yaml").data
+    assert {"X-Note": "a\rtimeoutMs: 1"} == data["headers"]
+    assert "degraded\u2028enabled: false" == data["conditions"][0]["value"]
+    assert (10000, 15000) == (data["intervalMs"], data["timeoutMs"])  # the header did not set it
+
+
+def test_json_report_of_a_lone_surrogate_is_json(sentinel: Runner, tmp_path: Path) -> None:
+    """A lone surrogate spelt in the input reaches the --json report as a JSON escape, not a crash."""
+    source = tmp_path / "w.json"
+    source.write_text(json.dumps({**STATUS_WATCH, "metadata": {"k": "\ud800"}}), encoding="utf-8")
+    result = sentinel("import", "openclaw", str(source), "--json")
+    assert (0, "") == (result.code, result.err)
+    notes = result.json()["watchers"][0]["notes"]
+    assert ["tags[0]"] == [n["path"] for n in notes if n["reason"].startswith("not valid Unicode")]

@@ -145,6 +145,30 @@ def test_dry_run_unknown_watcher_exits_1(sentinel: Runner) -> None:
     assert "self-health" in result.err
 
 
+def test_dry_run_json_of_an_invalid_watcher_is_the_error_document(sentinel: Runner, tmp_path: Path) -> None:
+    """`test --json` of an invalid watcher prints its errors as JSON (as `validate --json`), exit 1."""
+    (tmp_path / "w.yaml").write_text(
+        "id: w\nstrategy: webhook\nconditions: [{path: n, op: gte, value: 1}]\nmatchh: all\n"
+    )
+    result = sentinel("test", "w.yaml", "--payload", '{"n": 1}', "--json")
+    assert (1, "") == (result.code, result.err)
+    body = result.json()
+    assert (False, False, None) == (body["matched"], body["fires"], body["envelope"])
+    assert [("w.yaml", 4, "matchh")] == [(e["file"], e["line"], e["key"]) for e in body["errors"]]
+    assert body["error"].startswith("w.yaml:4: matchh: unknown key 'matchh'")
+
+
+def test_dry_run_json_of_a_bad_payload_or_id_is_an_error_document(sentinel: Runner) -> None:
+    """A payload that is not JSON and an unknown id: one error each, as JSON on stdout, exit 1."""
+    sentinel("init", "demo")
+    for args in (("self-health", "--payload", "{nope"), ("nope",)):
+        result = sentinel("test", *args, "-c", "demo/sentinel.yaml", "--json")
+        assert (1, "") == (result.code, result.err), args
+        errors = result.json()["errors"]
+        assert [(None, None)] == [(e["file"], e["line"]) for e in errors]
+        assert result.json()["error"] == errors[0]["message"]
+
+
 def test_dry_run_watcher_file_without_config(sentinel: Runner, tmp_path: Path) -> None:
     """A watcher file can be tried on its own, with no project around it."""
     (tmp_path / "w.yaml").write_text("id: w\nstrategy: webhook\nconditions: [{path: n, op: gt, value: 10}]\n")

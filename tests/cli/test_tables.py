@@ -13,6 +13,7 @@ import pytest
 
 from tests.cli.conftest import sentinel_command
 from tests.service.test_process import Running, free_port
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -25,8 +26,23 @@ PROJECT = """\
 store: sqlite:///state.db
 server: {{host: 127.0.0.1, port: {port}}}
 hookResponseDedupeWindowMs: 0
+allowedHosts: [127.0.0.1]
 targets: {{console: {{type: console}}}}
 """
+FAILING_ID = "queue-cron-on-the-nightly-billing-host"
+FAILING = (
+    f"  - {{{{id: {FAILING_ID}, strategy: http-poll, endpoint: 'http://127.0.0.1:{{port}}/x', "
+    "intervalMs: 1000, deliveryTargets: [console]}}\n"
+)
+SILENCE = {
+    "matchers": [
+        {"path": "watcherId", "op": "eq", "value": "queue-cron"},
+        {"path": "payload.region", "op": "in", "value": ["eu-west-1", "us-east-2"]},
+    ],
+    "durationMs": 3_600_000,
+    "comment": "nightly billing migration: the queue backs up on purpose, pages would only be noise",
+}
+BOX = "\u2500"  # the box-drawing characters are U+2500 to U+257F
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
@@ -40,15 +56,21 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running]:
     (root / "watchers" / "w.yaml").write_text(
         "watchers:\n"
         + "".join(f"  - {{id: {i}, strategy: webhook, deliveryTargets: [console]}}\n" for i in IDS)
+        + FAILING.format(port=free_port())
     )
     running = Running(root / "sentinel.yaml", port)
-    running.start()
-    for watcher_id in IDS:
-        assert 202 == running.call("POST", f"/api/v1/watchers/{watcher_id}/fire", {"payload": {}})[0]
-    yield running
-    assert running.proc is not None
-    running.proc.kill()
-    running.proc.wait()
+    try:
+        running.start()
+        for watcher_id in IDS:
+            assert 202 == running.call("POST", f"/api/v1/watchers/{watcher_id}/fire", {"payload": {}})[0]
+        created = running.call("POST", "/api/v1/silences", SILENCE)
+        assert 201 == created[0], created
+        wait_until(lambda: running.status(FAILING_ID)["lastError"], what="the watcher's first error")
+        yield running
+    finally:
+        if running.proc is not None:
+            running.proc.kill()
+            running.proc.wait()
 
 
 def piped(service: Running, *args: str) -> list[str]:
@@ -120,3 +142,26 @@ def test_narrow_terminal_does_not_cut_ids(service: Running) -> None:
     body = service.call("GET", "/api/v1/callbacks?limit=50")[1]
     lines = on_a_terminal(service, "callbacks", "list", columns=40)
     assert all(any(c["callbackId"] in line for line in lines) for c in body["items"]), "\n".join(lines)
+
+
+def tokens(lines: list[str]) -> set[str]:
+    """The words of a table's lines (box-drawing characters are not words)."""
+    return {
+        token for line in lines for token in line.split() if any(not BOX <= ch <= "\u257f" for ch in token)
+    }
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+@pytest.mark.parametrize("command", [("watchers", "list"), ("callbacks", "list"), ("silences", "list")])
+def test_terminal_tables_fit_and_split_no_word(
+    service: Running, command: tuple[str, ...], columns: int
+) -> None:
+    """At 80 and 120 columns every line fits the terminal and no word is split: each word on the
+    terminal is a whole word of the piped table (text wraps between words, and less important
+    columns are left out, with a line saying which)."""
+    lines = on_a_terminal(service, *command, columns=columns)
+    assert [] == [line for line in lines if len(line) > columns], "\n".join(lines)
+    whole = tokens(piped(service, *command))
+    hint = next((i for i, line in enumerate(lines) if line.startswith("(left out to fit: ")), len(lines))
+    shown = tokens(lines[:hint])
+    assert set() == shown - whole, "\n".join(lines)

@@ -8,8 +8,9 @@ import pytest
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.errors import ConfigError, ConfigIssue
-from tests.conftest import Writer
+from tests.conftest import BASE_CONFIG, Writer
 
+CONFIG = BASE_CONFIG.replace("allowedHosts: [", "allowedHosts: [events.pagerduty.com, ")
 WATCHER = """\
 id: price
 strategy: http-poll
@@ -213,6 +214,30 @@ def test_unset_env_variable(project: Writer) -> None:
     issue = only_issue(project(watchers__w_yaml=text))
     assert (3, "endpoint") == (issue.line, issue.key)
     assert "PRICE_PATH is not set" in issue.message
+
+
+@pytest.mark.parametrize(
+    ("where", "line", "key"),
+    [
+        ("  pager: {type: pagerduty, routingKey: '${env:ROUTING}'}\n", 7, "targets.pager.routingKey"),
+        ("  mail: ${env:MAIL_TARGET}\n", 7, "targets.mail"),
+        ("server: {port: '${env:PORT}'}\n", 7, "server.port"),
+        ("escalationTargets: ${env:ESCALATE}\n", 7, "escalationTargets"),
+    ],
+    ids=["secret", "whole-target", "number", "list"],
+)
+def test_unset_env_variable_is_one_error(project: Writer, where: str, line: int, key: str) -> None:
+    """One unset variable is one error, its own: the models' and the checks' words about the
+    empty text left in its place (a missing key, a wrong type, a too-short value) are not added."""
+    issue = only_issue(project(CONFIG + where, watchers__price_yaml=WATCHER))
+    assert (line, key) == (issue.line, issue.key)
+    assert "is not set (set it, or give a default: ${env:" in issue.message
+
+
+def test_empty_secret_is_refused_in_words(project: Writer) -> None:
+    """A value under its minimum length says so in words (not "at least 1 item after validation")."""
+    issue = only_issue(project(CONFIG + "  pager: {type: pagerduty, routingKey: ''}\n"))
+    assert ("targets.pager.routingKey", "is empty: give it a value") == (issue.key, issue.message)
 
 
 def test_env_default_used(project: Writer) -> None:

@@ -158,12 +158,34 @@ def _json_argument(text: str | None, option: str) -> Any:
 @json_flag
 def test_watcher(
     watcher: str, config: str | None, payload: str | None, previous: str | None, as_json: bool
-) -> None:
+) -> int:
     """Dry run: evaluate one watcher against a sample payload; nothing is sent."""
     from sentinel_hooks.heap import collection_paused
 
-    with collection_paused():  # imports and one watcher's load: long-lived objects, no garbage
-        _test_watcher(watcher, config, payload, previous, as_json)
+    try:
+        with collection_paused():  # imports and one watcher's load: long-lived objects, no garbage
+            _test_watcher(watcher, config, payload, previous, as_json)
+    except SentinelError as exc:
+        if not as_json:
+            raise
+        print_json(_test_error(exc))
+        return EXIT_INVALID
+    return EXIT_OK
+
+
+def _test_error(exc: SentinelError) -> dict[str, Any]:
+    """``test --json`` of an invalid watcher, config or payload: the result's keys (nothing
+    matched or fired), ``error`` in one line, and ``errors`` as ``validate --json`` lists them."""
+    issues = exc.issues if isinstance(exc, ConfigError) else [ConfigIssue("", None, "", str(exc))]
+    errors = [{**_issue(issue), "file": issue.file or None} for issue in issues]
+    return {
+        "matched": False,
+        "fires": False,
+        "conditions": [],
+        "envelope": None,
+        "error": "; ".join(str(issue) if issue.file else issue.message for issue in issues),
+        "errors": errors,
+    }
 
 
 def _test_watcher(

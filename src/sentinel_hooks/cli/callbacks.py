@@ -52,7 +52,7 @@ def list_callbacks(
         print_json(body)
         return
     columns = ("callbackId", "watcher", "kind", "priority", "state", "created", "deadline")
-    table = new_table(columns, ids=("callbackId", "watcher", "created", "deadline"))
+    table = new_table(columns, ids=columns, drop=("deadline", "kind", "created", "priority", "watcher"))
     for item in body["items"]:
         trigger = item["trigger"]
         table.add_row(

@@ -135,18 +135,22 @@ def _refused(exc: urllib.error.HTTPError) -> ApiRefused:
 
 
 def _from_config(config: str | None) -> tuple[str, str | None]:
+    """The service's URL and token from the config's ``server``; the defaults without a config.
+
+    Only ``server.host``, ``port`` and ``apiToken`` are read (``load_server``): a problem
+    elsewhere does not matter here, and a problem in them stops the command with the reason
+    (exit 1) rather than sending it to 127.0.0.1:8765 without a token.
+    """
     path = config_path(config, os.environ)
     if not path.exists():
         if config is not None:
             raise SentinelError(f"config {config!r} not found")
         return DEFAULT_URL, None
-    from sentinel_hooks.config.loader import IssueCollector, load_service
+    from sentinel_hooks.config.loader import load_server
 
-    service = load_service(path.absolute(), os.environ, IssueCollector())
-    if service is None:
-        return DEFAULT_URL, None
-    host = service.server.host
+    server = load_server(path.absolute(), os.environ)
+    host = server.host
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "") else host
     host = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    token = service.server.api_token.get_secret_value() if service.server.api_token else None
-    return f"http://{host}:{service.server.port}", token
+    token = server.api_token.get_secret_value() if server.api_token else None
+    return f"http://{host}:{server.port}", token

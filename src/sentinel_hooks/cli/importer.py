@@ -35,6 +35,8 @@ class Project:
     skills: frozenset[str] = frozenset()
     allowed_hosts: tuple[str, ...] | None = None  # None: no sentinel.yaml was read
     min_interval_ms: int = 1000
+    max_goal_chars: int = 12000
+    max_conditions: int = 25
 
 
 @dataclass
@@ -73,6 +75,8 @@ def find_project(config: str | None, out: Path | None) -> Project:
         skills=frozenset(skills),
         allowed_hosts=tuple(service.allowed_hosts),
         min_interval_ms=service.limits.min_interval_ms,
+        max_goal_chars=service.max_operator_goal_chars,
+        max_conditions=service.limits.max_conditions_per_watcher,
     )
 
 
@@ -89,13 +93,19 @@ def _read(file: str) -> str:
 
 def plan(file: str, project: Project) -> list[Planned]:
     """Convert every watcher of ``file``; a repeated id is not imported twice."""
-    from sentinel_hooks.config.openclaw import Conversion, Note, convert_watcher, read_watchers
+    from sentinel_hooks.config.openclaw import Conversion, Note, convert_watcher, read_watchers, visible
 
-    name = "stdin" if file == "-" else file
+    name = "stdin" if file == "-" else visible(file)
     planned: list[Planned] = []
     seen: set[str] = set()
     for raw in read_watchers(_read(file), name=name):
-        conversion = convert_watcher(raw, skills=project.skills, min_interval_ms=project.min_interval_ms)
+        conversion = convert_watcher(
+            raw,
+            skills=project.skills,
+            min_interval_ms=project.min_interval_ms,
+            max_goal_chars=project.max_goal_chars,
+            max_conditions=project.max_conditions,
+        )
         watcher = conversion.watcher
         if watcher is not None and watcher["id"] in seen:
             conversion = Conversion(
@@ -166,15 +176,18 @@ LABELS = {"dropped": "not carried over", "changed": "changed", "hint": "check"}
 
 
 def report_text(planned: list[Planned], hosts: list[str], project: Project) -> str:
-    """The readable report: one block per watcher, then what to do next."""
+    """The readable report: one block per watcher, then what to do next. Upstream text in it is
+    made visible (a line break or a terminal escape in a value prints as its escape)."""
+    from sentinel_hooks.config.openclaw import visible
+
     lines: list[str] = []
     for item in planned:
         notes = item.conversion.notes
         if item.path is None:
-            lines.append(f"skipped {item.conversion.source_id}")
+            lines.append(f"skipped {visible(item.conversion.source_id)}")
         else:
             lines.append(f"wrote {item.path}" + ("" if notes else " (everything carried over)"))
-        lines += [f"  {LABELS[note.kind]}: {note}" for note in notes]
+        lines += [f"  {LABELS[note.kind]}: {visible(str(note))}" for note in notes]
     if hosts:
         where = f"in {project.config}" if project.config else "in sentinel.yaml"
         lines.append(f"next: add to allowedHosts {where}: {', '.join(hosts)}")
@@ -209,11 +222,13 @@ def import_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="print JSON instead of text")
 def openclaw(file: str, out: Path | None, config: str | None, force: bool, as_json: bool) -> int:
     """Convert openclaw-sentinel watchers in FILE (JSON; - for stdin) into watcher files."""
+    from sentinel_hooks.config.openclaw import visible
+
     project = find_project(config, out)
     planned = plan(file, project)
     if not any(p.path is not None for p in planned):
         reasons = "; ".join(f"{p.conversion.source_id}: {p.conversion.notes[-1]}" for p in planned)
-        raise SentinelError(f"no watcher could be imported ({reasons})")
+        raise SentinelError(f"no watcher could be imported ({visible(reasons)})")
     write(planned, "stdin" if file == "-" else Path(file).name, force=force)
     hosts = missing_hosts(planned, project)
     if as_json:

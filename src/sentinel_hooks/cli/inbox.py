@@ -77,7 +77,14 @@ def _list(options: dict[str, Any], query: dict[str, str], *, empty: str) -> None
     now = SystemClock().now()
     columns = ("id", "kind", "status", "severity", "watcher", "age", "reason")
     # ids are copied into other commands: never wrap them (nor the short enum cells)
-    table = new_table(columns, ids=columns[:-1], box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = new_table(
+        columns,
+        ids=columns[:-1],
+        drop=("age", "severity", "kind", "watcher"),
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     for item in body["items"]:
         table.add_row(
             item["id"],
@@ -159,7 +166,11 @@ def show(item_id: str, **options: Any) -> None:
     console.print("detail:")
     console.print_json(json.dumps(item["detail"], ensure_ascii=False))
     table = new_table(
-        ("at", "actor", "from", "to", "note"), ids=("at",), title="history", title_justify="left"
+        ("at", "actor", "from", "to", "note"),
+        ids=("at", "from", "to"),
+        drop=("from", "actor"),
+        title="history",
+        title_justify="left",
     )
     for entry in body["history"]:
         table.add_row(entry["at"], entry["actor"], entry["from"] or "", entry["to"], entry["note"] or "")

@@ -47,16 +47,16 @@ class HttpBackend:
 
 
 def approvals_enabled(config: str | None) -> bool:
-    """``server.mcpApprovals`` of the config, False without a readable one."""
+    """``server.mcpApprovals`` of the config, False without one; a problem in that key (not
+    elsewhere in the config) stops the command with the reason."""
     path = config_path(config, os.environ)
     if not path.exists():
         if config is not None:
             raise SentinelError(f"config {config!r} not found")
         return False
-    from sentinel_hooks.config.loader import IssueCollector, load_service
+    from sentinel_hooks.config.loader import load_server
 
-    service = load_service(path.absolute(), os.environ, IssueCollector())
-    return service is not None and service.server.mcp_approvals
+    return load_server(path.absolute(), os.environ, ("mcpApprovals",)).mcp_approvals
 
 
 async def serve_stdio(backend: HttpBackend, *, approvals: bool) -> None:

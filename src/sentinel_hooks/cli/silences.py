@@ -63,6 +63,7 @@ def silences_table(items: list[dict[str, Any]], *, title: str | None = None) -> 
     table = new_table(
         columns,
         ids=("id", "state", "starts", "ends"),
+        drop=("starts", "by", "state", "ends", "comment"),
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,

@@ -71,7 +71,11 @@ def list_watchers(
         print_json({"items": items, "nextCursor": None})
         return
     columns = ("id", "strategy", "state", "firing", "fires", "last check", "next check", "last error")
-    table = new_table(columns, ids=("id", "last check", "next check"))
+    table = new_table(
+        columns,
+        ids=columns[:-1],
+        drop=("next check", "last check", "fires", "strategy", "firing", "last error"),
+    )
     for item in items:
         status = item["status"]
         table.add_row(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, SecretStr, Tag, ValidationError
@@ -176,12 +176,24 @@ def _message(error: ErrorDetails, root: Any) -> str:
         for prefix in ("Value error, ", "Assertion failed, "):
             message = message.removeprefix(prefix)
         return message
+    if kind in ("string_too_short", "too_short"):
+        return _too_short(value, ctx)
     message = error["msg"]
     if _is_secret(root, error["loc"]):
         return message
     if isinstance(value, str | int | float | bool) or value is None:
         message += f" (got {_shown(value)})"
     return message
+
+
+def _too_short(value: Any, ctx: Mapping[str, Any]) -> str:
+    """A length under the minimum, in words that show no value (it may be a secret)."""
+    minimum = ctx.get("min_length", 1)
+    if isinstance(value, list | dict):
+        return f"needs at least {minimum} item(s), has {len(value)}"
+    if not value:
+        return "is empty: give it a value"
+    return f"needs at least {minimum} character(s), has {len(str(value))}"
 
 
 EXPECTED_TYPES = {

@@ -8,7 +8,7 @@ as a ConfigError of ``file:line: key: message`` issues, with secrets redacted.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from sentinel_hooks.config.issues import format_loc, validation_issues
 from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.service import ServerSpec, ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec, watcher_model
 from sentinel_hooks.config.yamlfile import YamlDocument, display_path, read_yaml
@@ -67,13 +67,49 @@ class LoadedConfig:
 
 @dataclass
 class IssueCollector:
+    """The issues found so far, and the values read from the environment (to redact).
+
+    ``unresolved`` holds the ``(file, key)`` places whose ``${env:…}`` reference did not resolve
+    (an unset variable): the value there is not the user's, so what the models or the checks
+    would say of it, or of anything below it, only repeats that one error in other words, and
+    :meth:`add` leaves it out.
+    """
+
     issues: list[ConfigIssue] = field(default_factory=list)
     secrets: set[str] = field(default_factory=set)
+    unresolved: set[tuple[str, str]] = field(default_factory=set)
 
     def problems(self, display: str, lines: LineMap, prefix: Loc, found: list[tuple[Loc, str]]) -> None:
+        self.add(self._issues(display, lines, prefix, found))
+
+    def unresolved_references(self, display: str, lines: LineMap, found: list[tuple[Loc, str]]) -> None:
+        """The interpolation's problems: reported, and their keys remembered."""
+        issues = self._issues(display, lines, (), found)
+        self.unresolved.update((issue.file, issue.key) for issue in issues)
+        self.issues.extend(issues)
+
+    def add(self, issues: Iterable[ConfigIssue]) -> None:
+        """``issues``, but those about a value whose reference did not resolve."""
+        self.issues.extend(issue for issue in issues if not self._about_unresolved(issue))
+
+    def _about_unresolved(self, issue: ConfigIssue) -> bool:
+        if not self.unresolved:
+            return False
+        key = issue.key
+        while key:
+            if (issue.file, key) in self.unresolved:
+                return True
+            cut = max(key.rfind("."), key.rfind("["))
+            key = key[:cut] if cut > 0 else ""
+        return False
+
+    @staticmethod
+    def _issues(display: str, lines: LineMap, prefix: Loc, found: list[tuple[Loc, str]]) -> list[ConfigIssue]:
+        issues = []
         for loc, message in found:
             full = (*prefix, *loc)
-            self.issues.append(ConfigIssue(display, lines.line_of(full), format_loc(full), message))
+            issues.append(ConfigIssue(display, lines.line_of(full), format_loc(full), message))
+        return issues
 
 
 def _read(doc: YamlDocument, environ: Mapping[str, str], collector: IssueCollector) -> Any:
@@ -81,7 +117,7 @@ def _read(doc: YamlDocument, environ: Mapping[str, str], collector: IssueCollect
         return doc.data
     result = interpolate(doc.data, environ)
     collector.secrets |= result.secrets
-    collector.problems(doc.display, doc.lines, (), result.problems)
+    collector.unresolved_references(doc.display, doc.lines, result.problems)
     return result.data
 
 
@@ -111,12 +147,54 @@ def load_service(path: Path, environ: Mapping[str, str], collector: IssueCollect
     try:
         service = ServiceConfig.model_validate(data)
     except ValidationError as exc:
-        collector.issues.extend(
-            validation_issues(exc, display=display, data=data, lines=doc.lines, root=ServiceConfig)
-        )
+        collector.add(validation_issues(exc, display=display, data=data, lines=doc.lines, root=ServiceConfig))
         return None
     collector.problems(display, doc.lines, (), check_service(service))
     return service
+
+
+SERVER_ADDRESS_KEYS = ("host", "port", "apiToken")
+"""What a management command needs of ``server`` to reach the service (``load_server``)."""
+
+
+def load_server(
+    path: Path, environ: Mapping[str, str], keys: Sequence[str] = SERVER_ADDRESS_KEYS
+) -> ServerSpec:
+    """The ``server`` keys ``keys`` of sentinel.yaml, for a command that talks to the service.
+
+    Only those keys are interpolated and validated, so a problem elsewhere in the file (a
+    variable only a target needs) does not keep the command from the service it names; a
+    problem in them, or a file that is not YAML, raises ConfigError: guessing the address
+    could reach another service, or another program.
+    """
+    display = display_path(path)
+    doc = read_yaml(path, display=display)
+    data = {} if doc.data is None else doc.data
+    server = data.get("server") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or not isinstance(server, dict | None):
+        key = "" if not isinstance(data, dict) else "server"
+        line = doc.lines.line_of((key,)) if key else 1
+        raise ConfigError([ConfigIssue(display, line, key, "must be a mapping of keys")])
+    wanted = {key: value for key, value in (server or {}).items() if key in keys}
+    collector = IssueCollector()
+    result = interpolate({"server": wanted}, environ)
+    collector.secrets |= result.secrets
+    collector.unresolved_references(display, doc.lines, result.problems)
+    if not collector.issues:
+        try:
+            return ServerSpec.model_validate(result.data["server"])
+        except ValidationError as exc:
+            collector.issues.extend(
+                validation_issues(
+                    exc,
+                    display=display,
+                    data=result.data["server"],
+                    lines=doc.lines,
+                    root=ServerSpec,
+                    prefix=("server",),
+                )
+            )
+    raise _config_error(collector)
 
 
 def validate_watcher(
@@ -205,7 +283,7 @@ def load_watcher_file(
             skills=skills,
             base_dir=base_dir,
         )
-        collector.issues.extend(issues)
+        collector.add(issues)
         if watcher is not None:
             source = WatcherSource(display, doc.lines.line_of(prefix) if prefix else 1)
             loaded.append(LoadedWatcher(watcher, item, source))

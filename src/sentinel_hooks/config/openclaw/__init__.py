@@ -8,7 +8,15 @@ targets), and ``render`` writes the watcher file. All of it is pure: the CLI rea
 from __future__ import annotations
 
 from sentinel_hooks.config.openclaw.convert import Conversion, Note, convert_watcher
-from sentinel_hooks.config.openclaw.render import watcher_yaml
+from sentinel_hooks.config.openclaw.render import visible, watcher_yaml
 from sentinel_hooks.config.openclaw.source import NotOpenclawError, read_watchers
 
-__all__ = ["Conversion", "NotOpenclawError", "Note", "convert_watcher", "read_watchers", "watcher_yaml"]
+__all__ = [
+    "Conversion",
+    "NotOpenclawError",
+    "Note",
+    "convert_watcher",
+    "read_watchers",
+    "visible",
+    "watcher_yaml",
+]

@@ -6,8 +6,10 @@ timeoutMs, match, conditions, fire, retry, fireOnce, deliveryTargets, evmCall, m
 tags}``. Each key is mapped to its Sentinel counterpart (SPEC.md §2.2) or reported as a
 :class:`Note`; the result is then validated with Sentinel's own watcher model, and anything
 it still refuses is dropped and reported too, so the file written is one ``validate`` accepts
-(given the hosts in ``allowedHosts``). A watcher that loses a condition is written disabled:
-fewer conditions would fire on observations the original ignored.
+(given the hosts in ``allowedHosts``). Before that, values Sentinel would not read as the text
+they are (``safety``: an ``${env:…}`` reference, an over-long text) are dropped and reported.
+A watcher that loses a condition is written disabled: fewer conditions would fire on
+observations the original ignored.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from typing import Any, Final, Literal
 from pydantic import ValidationError
 
 from sentinel_hooks.config.hosts import url_host
-from sentinel_hooks.config.issues import validation_issues
-from sentinel_hooks.config.linemap import LineMap
+from sentinel_hooks.config.issues import format_loc, validation_issues
+from sentinel_hooks.config.linemap import LineMap, Loc
 from sentinel_hooks.config.openclaw.evm import EvmShape, evm_shape, integer_value
+from sentinel_hooks.config.openclaw.safety import unsafe_value
 from sentinel_hooks.config.openclaw.targets import target_hint
 from sentinel_hooks.config.openclaw.templates import (
     Constant,
@@ -130,13 +133,21 @@ def to_intent(event_name: str) -> str:
 
 
 def convert_watcher(
-    raw: dict[str, Any], *, skills: Collection[str] = (), min_interval_ms: int = 1000
+    raw: dict[str, Any],
+    *,
+    skills: Collection[str] = (),
+    min_interval_ms: int = 1000,
+    max_goal_chars: int = 12000,
+    max_conditions: int = 25,
 ) -> Conversion:
-    """``raw`` as a Sentinel watcher; ``skills`` are the skill ids the project has."""
+    """``raw`` as a Sentinel watcher; ``skills`` are the skill ids the project has, the limits
+    its ``limits.minIntervalMs``, ``maxOperatorGoalChars`` and ``limits.maxConditionsPerWatcher``."""
     source_id = str(raw.get("id", "?"))
     builder = _Builder(copy.deepcopy(raw), skills=skills, min_interval_ms=min_interval_ms)
     try:
         watcher = builder.build()
+        watcher = _text_only(watcher, builder.notes, max_goal_chars=max_goal_chars)
+        watcher = _within_conditions(watcher, builder.notes, max_conditions)
         watcher = _validated(watcher, builder.notes)
     except Skip as exc:
         return Conversion(
@@ -526,16 +537,45 @@ def _validated(watcher: dict[str, Any], notes: list[Note]) -> dict[str, Any]:
             WATCHER_ADAPTER.validate_python(watcher)
         except ValidationError as exc:
             issue = validation_issues(exc, display="", data=watcher, lines=LineMap(), root=WatcherSpec)[0]
-            loc = _loc(issue.key)
-            if not loc or loc[0] in FATAL_KEYS or not _drop(watcher, loc):
-                raise Skip(issue.key, f"Sentinel refuses it: {issue.message}") from exc
-            notes.append(Note(issue.key, "dropped", f"Sentinel refuses it: {issue.message}"))
-            if loc[0] == "conditions" and watcher.get("enabled") is not False:
-                watcher = _ordered({**watcher, "enabled": False})
-                notes.append(Note("enabled", "changed", "written disabled: a condition was not carried over"))
+            try:
+                watcher = _dropped(watcher, _loc(issue.key), f"Sentinel refuses it: {issue.message}", notes)
+            except Skip as skip:
+                raise skip from exc
             continue
         return watcher
     raise Skip("", "Sentinel's validation did not settle")  # pragma: no cover - each round drops a key
+
+
+def _text_only(watcher: dict[str, Any], notes: list[Note], *, max_goal_chars: int) -> dict[str, Any]:
+    """``watcher`` without (and reporting) the values ``safety`` refuses: an env reference
+    Sentinel would fill in, an over-long text."""
+    while (found := unsafe_value(watcher, max_goal_chars=max_goal_chars)) is not None:
+        watcher = _dropped(watcher, *found, notes)
+    return watcher
+
+
+def _within_conditions(watcher: dict[str, Any], notes: list[Note], limit: int) -> dict[str, Any]:
+    """The first ``limit`` conditions (limits.maxConditionsPerWatcher); the rest reported."""
+    conditions = watcher.get("conditions")
+    if not isinstance(conditions, list) or len(conditions) <= limit:
+        return watcher
+    reason = f"over limits.maxConditionsPerWatcher ({limit}) of the project"
+    for index in reversed(range(limit, len(conditions))):
+        watcher = _dropped(watcher, ("conditions", index), reason, notes)
+    return watcher
+
+
+def _dropped(watcher: dict[str, Any], loc: Loc, reason: str, notes: list[Note]) -> dict[str, Any]:
+    """``watcher`` without what ``loc`` names, reported; a watcher that loses a condition is
+    written disabled. Raises Skip when the watcher cannot do without it."""
+    key = format_loc(loc)
+    if not loc or loc[0] in FATAL_KEYS or not _drop(watcher, loc):
+        raise Skip(key, reason)
+    notes.append(Note(key, "dropped", reason))
+    if loc[0] == "conditions" and watcher.get("enabled") is not False:
+        watcher = _ordered({**watcher, "enabled": False})
+        notes.append(Note("enabled", "changed", "written disabled: a condition was not carried over"))
+    return watcher
 
 
 def _drop(watcher: dict[str, Any], loc: tuple[str | int, ...]) -> bool:
@@ -544,7 +584,7 @@ def _drop(watcher: dict[str, Any], loc: tuple[str | int, ...]) -> bool:
         depth = 2
     elif loc[:2] in (("fire", "payloadTemplate"), ("fire", "contextTemplate")):
         depth = len(loc)
-    elif loc[0] == "fire":
+    elif loc[0] in ("fire", "headers", "tags"):
         depth = 2
     else:
         depth = 1
