@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, SecretStr, Tag, model_validator
 
 from sentinel_hooks.config.base import Spec
+from sentinel_hooks.config.secrets import CREDENTIAL_HEADERS
 
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$"  # an HTTP field name (RFC 9110 token)
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 class BasicAuthSpec(Spec):
