@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sentinel_hooks.api.ingest_auth import basic_credentials, credentials_ok
+from sentinel_hooks.api.ingest_auth import basic_credentials, credentials_ok, signature_ok
 from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
@@ -186,3 +186,22 @@ async def test_auth_none_and_no_auth_on_loopback_take_pushes(start_service: Star
     first = await call(service, "POST", "/hooks/ingest/hook", body={"x": 1}, headers=JSON)
     second = await call(service, "POST", "/hooks/ingest/quiet", body={"x": 1}, headers=JSON)
     assert (202, 202) == (first[0], second[0])
+
+
+@pytest.mark.parametrize("added", ["\u00a0", "\u3000", "\u2003"])
+def test_credentials_are_compared_exactly(added: str) -> None:
+    """A bearer token, basic credentials or an HMAC signature with a Unicode space after it (which
+    ``str.strip`` drops; aiohttp keeps it, having dropped only spaces and tabs) is a wrong one."""
+    bearer = IngestAuthSpec.model_validate({"bearerToken": "s3cret-bearer-token"})
+    user_pass = IngestAuthSpec.model_validate({"basic": {"username": "am", "password": "pw-123456"}})
+    digest = "sha256=" + hmac.new(b"k3y-value", b"{}", hashlib.sha256).hexdigest()
+    assert (True, True, True) == (
+        credentials_ok(bearer, "Bearer s3cret-bearer-token"),
+        credentials_ok(user_pass, basic("am", "pw-123456")),
+        signature_ok("k3y-value", b"{}", digest),
+    )
+    assert (False, False, False) == (
+        credentials_ok(bearer, "Bearer s3cret-bearer-token" + added),
+        credentials_ok(user_pass, basic("am", "pw-123456") + added),
+        signature_ok("k3y-value", b"{}", digest + added),
+    )

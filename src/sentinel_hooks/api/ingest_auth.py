@@ -16,7 +16,7 @@ import hashlib
 import hmac
 from collections.abc import Mapping
 
-from sentinel_hooks.api.security import bearer_token
+from sentinel_hooks.api.security import auth_scheme, bearer_token
 from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.config.watcher import WebhookWatcher
 
@@ -31,18 +31,18 @@ def signature_ok(secret: str, body: bytes, header: str | None) -> bool:
     if not header or not header.startswith("sha256="):
         return False
     expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest().encode()
-    given = header[len("sha256=") :].strip().lower().encode("utf-8", "surrogateescape")
+    given = _bytes(header[len("sha256=") :]).lower()  # hex digits in either case, nothing around them
     return hmac.compare_digest(given, expected)
 
 
 def basic_credentials(authorization: str) -> tuple[bytes, bytes] | None:
     """``(user, password)`` of an ``Authorization: Basic <base64>`` header (any case of the
-    scheme), else None."""
-    scheme, _, encoded = authorization.strip().partition(" ")
-    if scheme.lower() != "basic":
+    scheme, the base64 exactly as sent), else None."""
+    encoded = auth_scheme(authorization, "basic")
+    if encoded is None:
         return None
     try:
-        decoded = base64.b64decode(_bytes(encoded.strip()), validate=True)
+        decoded = base64.b64decode(_bytes(encoded), validate=True)
     except (binascii.Error, ValueError):
         return None
     user, colon, password = decoded.partition(b":")
