@@ -205,3 +205,49 @@ def test_credentials_are_compared_exactly(added: str) -> None:
         credentials_ok(user_pass, basic("am", "pw-123456") + added),
         signature_ok("k3y-value", b"{}", digest + added),
     )
+
+
+POLLED = """\
+id: polled
+strategy: http-poll
+endpoint: http://127.0.0.1:9/
+intervalMs: 3600000
+deliveryTargets: [console]
+"""
+PROBES = [
+    {},
+    {"Authorization": "Bearer s3cret-bearer-token-guess"},
+    {"Authorization": basic("alertmanager", "guess")},
+    {"X-Sentinel-Signature": "sha256=" + "0" * 64},
+]
+
+
+async def test_without_credentials_every_id_gets_the_same_answer(start_service: Starter) -> None:
+    """A push without the right credentials gets one status and body whatever the id: unknown, a
+    watcher of another strategy, a disabled webhook watcher, or enabled ones with a secret, a bearer
+    token or basic credentials; nothing is stored. Only the right credentials learn it is disabled."""
+    signed_hook = GITHUB.replace("id: gh", "id: signed").replace(
+        "X-Hub-Signature-256", "X-Sentinel-Signature"
+    )
+    disabled = BEARER.replace("id: hook", "id: off") + "enabled: false\n"
+    service = await start_service(
+        watchers={
+            "p.yaml": POLLED,
+            "b.yaml": BEARER,
+            "a.yaml": BASIC.replace("id: hook", "id: basic"),
+            "s.yaml": signed_hook,
+            "o.yaml": disabled,
+        }
+    )
+    answers = set()
+    for watcher_id in ("nope", "polled", "off", "hook", "basic", "signed"):
+        for probe in PROBES:
+            status, answer = await call(
+                service, "POST", f"/hooks/ingest/{watcher_id}", body={"x": 1}, headers={**JSON, **probe}
+            )
+            answers.add((status, json.dumps(answer, sort_keys=True)))
+    [(status, answer)] = answers
+    assert (401, "unauthorized") == (status, json.loads(answer)["error"]["code"])
+    assert all([await last_observation(service.store, w) is None for w in ("hook", "basic", "signed", "off")])
+    proven = {**JSON, "Authorization": "Bearer s3cret-bearer-token"}
+    assert 409 == (await call(service, "POST", "/hooks/ingest/off", body={"x": 1}, headers=proven))[0]
