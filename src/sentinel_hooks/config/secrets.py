@@ -86,6 +86,12 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"
 _URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)[^/?#@]*@")
 
 
+def masked_url(text: str) -> str:
+    """``text`` with the password of a URL in it (``redis://:pw@host``, ``https://user:pw@host``)
+    replaced by ``***``; anything else unchanged."""
+    return _URL_PASSWORD.sub(rf"\g<head>{MASK}@", text)
+
+
 def masked_credentials(model: BaseModel, data: Any) -> Any:
     """``data``, the mapping ``model`` was validated from (keys as written), with every credential
     replaced by ``***``: each ``SecretStr`` field (a webhook watcher's ``secret``, ``auth.bearerToken``,
@@ -111,5 +117,5 @@ def masked_credentials(model: BaseModel, data: Any) -> Any:
                 for header, text in shown[key].items()
             }
         elif isinstance(shown[key], str):
-            shown[key] = _URL_PASSWORD.sub(rf"\g<head>{MASK}@", shown[key])
+            shown[key] = masked_url(shown[key])
     return shown
