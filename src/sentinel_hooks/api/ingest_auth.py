@@ -31,7 +31,7 @@ from sentinel_hooks.config.watcher import WebhookWatcher
 
 _UNGUESSABLE = secrets.token_hex(32)  # compared against when a watcher has no such credential
 _UNGUESSABLE_AUTH = IngestAuthSpec.model_construct(bearer_token=SecretStr(_UNGUESSABLE), basic=None)
-DEFAULT_SIGNATURE_HEADER = "X-Sentinel-Signature"
+DEFAULT_SIGNATURE_HEADER: str = WebhookWatcher.model_fields["signature_header"].default
 
 
 def _bytes(text: str) -> bytes:

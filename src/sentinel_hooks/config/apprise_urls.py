@@ -21,7 +21,8 @@ allowPrivateNetworks to every name lookup and connect: HTTP(S) notifiers (they s
 ``requests``), e-mail (``smtplib``), and Apprise's own IRC and APRS clients. The others send UDP
 datagrams (``rsyslog://``), write to the local syslog (``syslog://``), show desktop notifications or
 drive USB devices: the host policy cannot be applied to them, so a URL of theirs is refused at
-load. An allow-list, so a notifier added by a later Apprise release is refused until it is known.
+load. The test is what a notifier is built with, not its name: one that a later Apprise release adds
+is taken when it sends with ``requests`` or ``smtplib``, and refused otherwise until it is known.
 
 Secrets (``url_secrets``): the parts of a URL that Apprise hides in its privacy form
 (``url(privacy=True)``: tokens, passwords), and every other part of its user, password, host, path
@@ -92,7 +93,7 @@ def parse_apprise_url(url: str) -> AppriseUrl:
             "missing (see https://github.com/caronc/apprise/wiki for the form of each service)"
         )
     if transport(notifier) is None:
-        name = getattr(notifier, "service_name", scheme)
+        name = str(getattr(notifier, "service_name", scheme))
         raise AppriseUrlError(
             f"Apprise's {name} notifier ({scheme}://) does not send over HTTP(S), SMTP or TCP, where "
             "allowedHosts and allowPrivateNetworks are applied to every connection, so the apprise "
@@ -120,6 +121,8 @@ def transport(notifier: NotifyBase) -> str | None:
         if klass.__module__ in _TCP_CLIENTS:
             return "TCP"
         module = sys.modules.get(klass.__module__)
+        if module is None:  # pragma: no cover - a class's module is loaded while the class exists
+            continue
         used = {value.__name__ for value in vars(module).values() if isinstance(value, ModuleType)}
         for name, how in _SENDING_MODULES.items():
             if name in used:
