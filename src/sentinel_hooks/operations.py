@@ -20,7 +20,7 @@ from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
-from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.secrets import Redactor, masked_credentials
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
@@ -166,8 +166,10 @@ class ServiceOperations:
         return await self.silences.snapshot(stale_ok=True)
 
     def watcher_definition(self, runner: WatcherRunner) -> dict[str, Any]:
-        """The watcher's definition as written, secrets masked."""
-        definition: dict[str, Any] = self.redactor.data(runner.loaded.raw)
+        """The watcher's definition as written, secrets masked: the values that came from the
+        environment wherever they are, and the credentials of its keys even when written as
+        literals (an API-created watcher can hold no other kind)."""
+        definition: dict[str, Any] = self.redactor.data(masked_credentials(runner.spec, runner.loaded.raw))
         return definition
 
     def validate_watcher(self, data: dict[str, Any]) -> AnyWatcher:

@@ -171,3 +171,35 @@ async def test_a_token_that_is_not_utf8_is_401(start_service: Starter) -> None:
     service = await start_service(watchers={}, server=WITH_TOKEN)
     request = b"GET /api/v1/watchers HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \xff\xfe\r\n\r\n"
     assert 401 == await raw_status(service, request)
+
+
+TOKEN_ROUTES = [
+    (b"GET", b"/api/v1/watchers"),
+    (b"GET", b"/api/v1/status"),
+    (b"POST", b"/hooks/sentinel"),
+    (b"POST", b"/mcp"),
+]
+
+
+def with_authorization(method: bytes, path: bytes, authorization: bytes) -> bytes:
+    """A raw request to ``path`` carrying ``authorization`` byte for byte (POSTs with a ``{}`` body)."""
+    head = method + b" " + path + b" HTTP/1.1\r\nHost: x\r\nAuthorization: " + authorization + b"\r\n"
+    if method == b"POST":
+        head += b"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        head += b"Content-Length: 2\r\n"
+    return head + b"Connection: close\r\n\r\n" + (b"{}" if method == b"POST" else b"")
+
+
+@pytest.mark.parametrize(("method", "path"), TOKEN_ROUTES)
+@pytest.mark.parametrize("added", [b"\xc2\xa0", b"\xe3\x80\x80", b"\xe2\x80\x83", b"\xc2\x85"])
+async def test_a_token_with_unicode_space_around_it_is_401(
+    start_service: Starter, method: bytes, path: bytes, added: bytes
+) -> None:
+    """The token is compared exactly: followed (or preceded) by a non-breaking, ideographic or em
+    space or a NEL, which ``str.strip`` would drop, it is another token, on every route that takes it."""
+    service = await start_service(watchers={}, server=WITH_TOKEN)
+    token = TOKEN.encode()
+    exact = await raw_status(service, with_authorization(method, path, b"Bearer " + token))
+    after = await raw_status(service, with_authorization(method, path, b"Bearer " + token + added))
+    before = await raw_status(service, with_authorization(method, path, b"Bearer " + added + token))
+    assert (True, 401, 401) == (exact != 401, after, before)

@@ -134,7 +134,7 @@ async def test_a_signature_that_is_not_ascii_is_401(start_service: Starter) -> N
     service = await start_service(watchers={"hook.yaml": WEBHOOK + "secret: topsecret-value\n"})
     headers = {**JSON, "X-Sentinel-Signature": "sha256=é"}
     status, body = await call(service, "POST", "/hooks/ingest/hook", raw=b"{}", headers=headers)
-    assert (401, "bad_signature") == (status, body["error"]["code"])
+    assert (401, "unauthorized") == (status, body["error"]["code"])
 
 
 async def test_an_actor_that_is_not_utf8_is_400(start_service: Starter) -> None:

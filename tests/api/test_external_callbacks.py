@@ -87,3 +87,46 @@ async def test_racing_posts_of_one_callback_id_make_one_callback(service: Servic
     statuses = sorted(status for status, _ in await asyncio.gather(*posts))
     assert [202] + [409] * 7 == statuses
     assert ["race:1"] == [c.callback_id for c in (await service.store.list_contracts(limit=10)).items]
+
+
+@pytest.mark.parametrize(
+    ("fields", "key"),
+    [
+        ({"trigger": {"matchedAt": "yesterday"}}, "trigger.matchedAt"),
+        ({"trigger": {"matchedAt": "2026-01-01T00:00:00"}}, "trigger.matchedAt"),
+        ({"trigger": {"matchedAt": "9999-12-31T23:00:00-05:00"}}, "trigger.matchedAt"),
+        ({"trigger": {"matchedAt": 1767225600}}, "trigger.matchedAt"),
+        ({"source": "monitoring"}, "source"),
+        ({"source": ["monitoring"]}, "source"),
+        ({"source": {"service": 5}}, "source.service"),
+        ({"source": {"service": "ci", "route": "elsewhere"}}, "source.route"),
+        ({"delivery": {"targets": ["console"], "timeoutMs": "600000"}}, "delivery.timeoutMs"),
+        ({"watcher": {"id": "ci", "eventName": "deploy_failed", "fireOnce": "true"}}, "watcher.fireOnce"),
+    ],
+)
+async def test_an_invalid_envelope_is_400_naming_the_key(
+    start_service: Starter, fields: dict[str, Any], key: str
+) -> None:
+    """A time that is not ISO 8601 with a zone, a source that is not an object, a value of the wrong
+    type (never converted): 400 in the house format naming the key, and nothing is stored."""
+    service = await start_service(watchers={})
+    status, body = await call(service, "POST", "/hooks/sentinel", body=envelope(**fields))
+    assert (400, "invalid_envelope") == (status, body["error"]["code"])
+    assert [key] == [detail["key"] for detail in body["error"]["details"]]
+    assert body["error"]["message"].startswith(f"invalid envelope: {key}: ")
+    assert [] == (await service.store.list_contracts(limit=10)).items
+
+
+async def test_a_valid_envelope_keeps_its_time_and_service(start_service: Starter) -> None:
+    """matchedAt with an offset is kept as the same instant in the API's form; source.service is kept
+    and the route is /hooks/sentinel."""
+    service = await start_service(watchers={})
+    sent = envelope(trigger={"matchedAt": "2026-01-01T02:00:00+02:00"}, source={"service": "ci"})
+    status, body = await call(service, "POST", "/hooks/sentinel", body=sent)
+    assert 202 == status
+    _, shown = await call(service, "GET", f"/api/v1/callbacks/{body['callbackId']}")
+    kept = shown["envelope"]
+    assert ("2026-01-01T00:00:00.000Z", {"service": "ci", "route": "/hooks/sentinel"}) == (
+        kept["trigger"]["matchedAt"],
+        kept["source"],
+    )

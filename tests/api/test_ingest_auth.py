@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from sentinel_hooks.api.ingest_auth import basic_credentials, credentials_ok
+from sentinel_hooks.api.ingest_auth import basic_credentials, credentials_ok, signature_ok
 from sentinel_hooks.config.ingest import IngestAuthSpec
 from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
@@ -186,3 +186,68 @@ async def test_auth_none_and_no_auth_on_loopback_take_pushes(start_service: Star
     first = await call(service, "POST", "/hooks/ingest/hook", body={"x": 1}, headers=JSON)
     second = await call(service, "POST", "/hooks/ingest/quiet", body={"x": 1}, headers=JSON)
     assert (202, 202) == (first[0], second[0])
+
+
+@pytest.mark.parametrize("added", ["\u00a0", "\u3000", "\u2003"])
+def test_credentials_are_compared_exactly(added: str) -> None:
+    """A bearer token, basic credentials or an HMAC signature with a Unicode space after it (which
+    ``str.strip`` drops; aiohttp keeps it, having dropped only spaces and tabs) is a wrong one."""
+    bearer = IngestAuthSpec.model_validate({"bearerToken": "s3cret-bearer-token"})
+    user_pass = IngestAuthSpec.model_validate({"basic": {"username": "am", "password": "pw-123456"}})
+    digest = "sha256=" + hmac.new(b"k3y-value", b"{}", hashlib.sha256).hexdigest()
+    assert (True, True, True) == (
+        credentials_ok(bearer, "Bearer s3cret-bearer-token"),
+        credentials_ok(user_pass, basic("am", "pw-123456")),
+        signature_ok("k3y-value", b"{}", digest),
+    )
+    assert (False, False, False) == (
+        credentials_ok(bearer, "Bearer s3cret-bearer-token" + added),
+        credentials_ok(user_pass, basic("am", "pw-123456") + added),
+        signature_ok("k3y-value", b"{}", digest + added),
+    )
+
+
+POLLED = """\
+id: polled
+strategy: http-poll
+endpoint: http://127.0.0.1:9/
+intervalMs: 3600000
+deliveryTargets: [console]
+"""
+PROBES = [
+    {},
+    {"Authorization": "Bearer s3cret-bearer-token-guess"},
+    {"Authorization": basic("alertmanager", "guess")},
+    {"X-Sentinel-Signature": "sha256=" + "0" * 64},
+]
+
+
+async def test_without_credentials_every_id_gets_the_same_answer(start_service: Starter) -> None:
+    """A push without the right credentials gets one status and body whatever the id: unknown, a
+    watcher of another strategy, a disabled webhook watcher, or enabled ones with a secret, a bearer
+    token or basic credentials; nothing is stored. Only the right credentials learn it is disabled."""
+    signed_hook = GITHUB.replace("id: gh", "id: signed").replace(
+        "X-Hub-Signature-256", "X-Sentinel-Signature"
+    )
+    disabled = BEARER.replace("id: hook", "id: off") + "enabled: false\n"
+    service = await start_service(
+        watchers={
+            "p.yaml": POLLED,
+            "b.yaml": BEARER,
+            "a.yaml": BASIC.replace("id: hook", "id: basic"),
+            "s.yaml": signed_hook,
+            "o.yaml": disabled,
+        }
+    )
+    answers = set()
+    for watcher_id in ("nope", "polled", "off", "hook", "basic", "signed"):
+        for probe in PROBES:
+            status, answer = await call(
+                service, "POST", f"/hooks/ingest/{watcher_id}", body={"x": 1}, headers={**JSON, **probe}
+            )
+            answers.add((status, json.dumps(answer, sort_keys=True)))
+    [(status, answer)] = answers
+    assert (401, "unauthorized") == (status, json.loads(answer)["error"]["code"])
+    assert all([await last_observation(service.store, w) is None for w in ("hook", "basic", "signed", "off")])
+    proven = {**JSON, "Authorization": "Bearer s3cret-bearer-token"}
+    assert 409 == (await call(service, "POST", "/hooks/ingest/off", body={"x": 1}, headers=proven))[0]

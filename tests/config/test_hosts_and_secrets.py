@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.hosts import host_allowed, normalise_ip, url_host, url_origin
-from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.secrets import Redactor, masked_credentials
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
 
 
@@ -122,3 +122,40 @@ def test_url_origin_is_the_scheme_and_host_part_only_when_plain() -> None:
     assert "http://h" == url_origin("http://h")
     for unplain in ("HTTP://h/", " http://h/", "http://a\tb/c", "http://h\\x/", "http:/h", "http://"):
         assert url_origin(unplain) is None, unplain
+
+
+@pytest.mark.parametrize(
+    ("definition", "masked"),
+    [
+        ({"strategy": "webhook", "secret": "abc"}, {"secret": "***"}),
+        ({"strategy": "webhook", "auth": {"bearerToken": "tok"}}, {"auth": {"bearerToken": "***"}}),
+        (
+            {"strategy": "webhook", "auth": {"basic": {"username": "am", "password": "pw"}}},
+            {"auth": {"basic": {"username": "am", "password": "***"}}},
+        ),
+        ({"strategy": "webhook", "auth": "none"}, {"auth": "none"}),
+        (
+            {
+                "strategy": "http-poll",
+                "intervalMs": 60000,
+                "endpoint": "https://bob:pa55@api.example.com/x?q=a:b@c",
+                "headers": {"authorization": "Bearer t0k", "Accept": "application/json"},
+            },
+            {
+                "endpoint": "https://bob:***@api.example.com/x?q=a:b@c",
+                "headers": {"authorization": "***", "Accept": "application/json"},
+            },
+        ),
+        (
+            {"strategy": "redis-pubsub", "redisUrl": "redis://:hunter2@redis:6379/0", "channel": "c"},
+            {"redisUrl": "redis://:***@redis:6379/0", "channel": "c"},
+        ),
+    ],
+)
+def test_credentials_of_a_definition_are_masked_by_key(
+    definition: dict[str, object], masked: dict[str, object]
+) -> None:
+    """Credentials are masked whatever their length and wherever they came from; the rest is kept."""
+    data = {"id": "w", "deliveryTargets": [], **definition}
+    shown = masked_credentials(WATCHER_ADAPTER.validate_python(data), data)
+    assert data | masked == shown

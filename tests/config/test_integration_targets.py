@@ -6,11 +6,12 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+import apprise
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sentinel_hooks.config.apprise_urls import hidden_parts, parse_apprise_url
+from sentinel_hooks.config.apprise_urls import hidden_parts, parse_apprise_url, transport
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import AppriseTargetSpec, PagerDutyTargetSpec
@@ -165,3 +166,29 @@ def test_no_token_survives_in_the_shown_form(form: str, token: str) -> None:
     parsed = parse_apprise_url(url)
     assert token not in parsed.shown
     assert token not in Redactor(parsed.secrets).text(f"Failed to send to {url}: {token}")
+
+
+def test_a_udp_syslog_url_is_refused_at_load(project: Writer) -> None:
+    """rsyslog:// sends UDP datagrams, where the host policy is not applied: even with its host in
+    allowedHosts the URL is a load error at its item, naming the scheme and the way out."""
+    [issue] = issues_of(project(apprise_config("rsyslog://localhost:5140", allowed="[localhost]")))
+    assert (6, "targets.chat.urls[0]") == (issue.line, issue.key)
+    assert "(rsyslog://) does not send over HTTP(S), SMTP or TCP" in issue.message
+    assert "allowPrivateNetworks" in issue.message
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("json://127.0.0.1/x", "HTTP(S)"),
+        ("discord://1234/abcdef", "HTTP(S)"),
+        ("mailto://bob:pw12@mail.example.org", "SMTP"),
+        ("irc://bot@irc.example.org/ops", "TCP"),
+        ("rsyslog://127.0.0.1", None),
+        ("syslog://", None),
+    ],
+)
+def test_the_transport_of_a_notifier(url: str, expected: str | None) -> None:
+    """HTTP(S), SMTP and Apprise's TCP clients go through the connection guard; syslog does not."""
+    notifier = apprise.Apprise.instantiate(url)
+    assert expected == transport(notifier)

@@ -133,3 +133,19 @@ def test_api_created_watcher_without_auth_is_refused_off_loopback(project: Write
         base_dir=config.base_dir,
     )
     assert (None, ["auth"]) == (spec, [issue.key for issue in found])
+
+
+@pytest.mark.parametrize(
+    ("extra", "key"),
+    [
+        ("auth: {basic: {username: am, password: '${env:PW:-}'}}\n", "auth.basic.password"),
+        ("auth: {basic: {username: am, password: '${env:PW}'}}\n", "auth.basic.password"),
+        ("auth: {basic: {username: '${env:USER:-}', password: pw-123456}}\n", "auth.basic.username"),
+        ("secret: '${env:HOOK_SECRET:-}'\n", "secret"),
+    ],
+)
+def test_an_empty_credential_is_a_load_error(project: Writer, extra: str, key: str) -> None:
+    """An empty basic user name or password, or an empty HMAC secret (an unset ``${env:…:-}``, or a
+    variable set to nothing), would let anyone in: refused at its key, saying how to give it."""
+    [issue] = issues(project, extra, PW="")
+    assert (key, True, True) == (issue.key, "is empty" in issue.message, "give " in issue.message), issue

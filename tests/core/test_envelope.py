@@ -129,6 +129,13 @@ def test_secrets_are_redacted_from_the_envelope() -> None:
     assert {"echo": "token ***"} == envelope.payload
 
 
+def test_a_literal_url_password_is_masked_in_the_envelope() -> None:
+    """A password written in the endpoint (an API-created watcher can only hold literals) is ``***``."""
+    spec = watcher(endpoint="https://bob:hunter2pass@api.example.com/p")
+    envelope = build_envelope(spec, ServiceConfig(), Firing("match", {"usd": 1999}, AT))
+    assert "https://bob:***@api.example.com/p" == envelope.watcher.endpoint
+
+
 def test_external_envelope_validation() -> None:
     """An envelope from another system is validated strictly (unknown keys refused)."""
     minimal = {

@@ -15,8 +15,9 @@ from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.delivery.target import Message, Target, TargetContext, create_target
 from sentinel_hooks.net.client import SafeHttp
 from tests.delivery.sinks import sink, slack
+from tests.net.servers import datagrams
 
-__all__ = ["sink", "slack"]  # fixtures of sinks.py, for the tests here
+__all__ = ["datagrams", "sink", "slack"]  # fixtures of sinks.py and net/servers.py, for the tests here
 
 SPECS: TypeAdapter[TargetSpec] = TypeAdapter(TargetSpec)
 MakeTarget = Callable[..., Target]

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
+import socket
+import warnings
 from collections.abc import AsyncIterator
 from typing import Any
 
+import apprise
 import pytest
 from aiohttp import web
 
@@ -20,8 +24,11 @@ from sentinel_hooks.delivery.target import (
     create_target,
 )
 from sentinel_hooks.net.client import SafeHttp
+from sentinel_hooks.net.guard import guarded
+from sentinel_hooks.net.policy import HostPolicy
 from tests.delivery.conftest import SPECS, MakeTarget, message, new_http
 from tests.delivery.sinks import Sink, text_reply
+from tests.net.servers import received
 
 
 def apprise_spec(*urls: str) -> dict[str, Any]:
@@ -157,3 +164,19 @@ async def test_a_service_that_does_not_answer_times_out(context: TargetContext, 
         with pytest.raises(TransientDeliveryError):
             await asyncio.wait_for(target.send(message(), idempotency_key="k"), 5)
     never.set()
+
+
+async def test_a_udp_notifier_never_reaches_loopback(datagrams: socket.socket) -> None:
+    """Apprise's own rsyslog:// notifier under the host policy (``localhost`` listed by name, private
+    networks off), as the target would run it: its datagram to a syslog socket on 127.0.0.1 is
+    refused, and nothing arrives."""
+    notifier = apprise.Apprise()
+    assert notifier.add(f"rsyslog://localhost:{datagrams.getsockname()[1]}")
+    with guarded(HostPolicy(("localhost",))) as guard:
+        result = await notifier.async_notify(body="disk full", title="Sentinel")
+    with warnings.catch_warnings():  # Apprise leaves its socket open when sendto raises: not ours
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
+    assert not result
+    assert "datagram to the name 'localhost'" in guard.refusals[0]
+    assert [] == received(datagrams)

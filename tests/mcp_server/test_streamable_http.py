@@ -4,6 +4,7 @@ token and Host check of the API, results that are the API's JSON, errors as erro
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -107,6 +108,18 @@ async def test_create_list_and_fire_a_watcher(start_service: Starter) -> None:
     assert "pending" == body_of(fired)["state"]
     assert "made-by-mcp" == body_of(callback)["callback"]["watcherId"]
     assert {"n": 1} == body_of(callback)["envelope"]["payload"]
+
+
+async def test_a_created_watchers_secret_is_never_shown(start_service: Starter) -> None:
+    """create_watcher with an HMAC secret: its answer, get_watcher and list_watchers show ``***``."""
+    service = await started(start_service)
+    secret_watcher = NEW_WATCHER | {"secret": "mcp-literal-secret-42"}
+    async with connect(service) as client:
+        created = body_of(await client.call_tool("create_watcher", {"watcher": secret_watcher}))
+        shown = body_of(await client.call_tool("get_watcher", {"watcherId": "made-by-mcp"}))
+        listed = body_of(await client.call_tool("list_watchers", {}))
+    assert ("***", "***") == (created["watcher"]["secret"], shown["watcher"]["secret"])
+    assert "mcp-literal-secret-42" not in json.dumps([created, shown, listed])
 
 
 async def test_unknown_watcher_is_an_error_result(start_service: Starter) -> None:

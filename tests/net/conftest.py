@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.net.servers import open_http, serve
+from tests.net.servers import datagrams, open_http, serve
 
-__all__ = ["open_http", "serve"]
+__all__ = ["datagrams", "open_http", "serve"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -88,3 +88,24 @@ class ScriptedResolver(AbstractResolver):
 
     async def close(self) -> None:
         return None
+
+
+@pytest.fixture
+def datagrams() -> Iterator[socket.socket]:
+    """A UDP socket bound to 127.0.0.1, as a syslog server would be: what the tests send to it."""
+    receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    receiver.bind(("127.0.0.1", 0))
+    receiver.settimeout(5)
+    yield receiver
+    receiver.close()
+
+
+def received(receiver: socket.socket) -> list[bytes]:
+    """The datagrams that reached ``receiver`` so far: an unguarded marker datagram is sent after the
+    test's own, and everything read before it is returned (no waiting on a hunch)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as marker:
+        marker.sendto(b"marker", receiver.getsockname())
+    found: list[bytes] = []
+    while (datagram := receiver.recv(65536)) != b"marker":
+        found.append(datagram)
+    return found

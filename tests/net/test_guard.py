@@ -11,6 +11,7 @@ import pytest
 
 from sentinel_hooks.net.guard import ConnectionRefusedByPolicy, guarded
 from sentinel_hooks.net.policy import HostPolicy
+from tests.net.servers import received
 
 
 @pytest.fixture
@@ -79,3 +80,47 @@ def test_nothing_is_checked_outside_a_guard(listener: int) -> None:
         fresh = contextvars.Context()  # a thread of its own, not a copy of the guarded context
         assert None is in_thread(fresh, "127.0.0.1", listener)
     connect("127.0.0.1", listener)
+
+
+def send_datagram(address: tuple[str, int]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender:
+        sender.sendto(b"<14>sentinel test", address)
+
+
+def test_a_datagram_to_loopback_is_refused(datagrams: socket.socket) -> None:
+    """UDP to 127.0.0.1, which the policy does not list: refused, nothing arrives."""
+    port = datagrams.getsockname()[1]
+    with guarded(HostPolicy(("localhost",))) as guard, pytest.raises(ConnectionRefusedByPolicy):
+        send_datagram(("127.0.0.1", port))
+    assert "'127.0.0.1' is not in allowedHosts" in guard.refusals[0]
+    assert [] == received(datagrams)
+
+
+def test_a_datagram_to_a_listed_name_is_refused(datagrams: socket.socket) -> None:
+    """UDP to ``localhost`` (listed by name): the send resolves the name where no hook sees the
+    address, so the datagram is refused and nothing arrives."""
+    port = datagrams.getsockname()[1]
+    with guarded(HostPolicy(("localhost",))) as guard, pytest.raises(ConnectionRefusedByPolicy):
+        send_datagram(("localhost", port))
+    assert "datagram to the name 'localhost'" in guard.refusals[0]
+    assert [] == received(datagrams)
+
+
+def test_sendmsg_is_checked_as_sendto(datagrams: socket.socket) -> None:
+    """``sendmsg`` with an address: the same rule, nothing arrives."""
+    with (
+        guarded(HostPolicy(())) as guard,
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sender,
+        pytest.raises(ConnectionRefusedByPolicy),
+    ):
+        sender.sendmsg([b"refused"], [], 0, datagrams.getsockname())
+    assert 1 == len(guard.refusals)
+    assert [] == received(datagrams)
+
+
+def test_a_datagram_to_a_listed_address_is_sent(datagrams: socket.socket) -> None:
+    """127.0.0.1 listed as a literal: the datagram goes (a listed address unlocks loopback)."""
+    port = datagrams.getsockname()[1]
+    with guarded(HostPolicy(("127.0.0.1",))) as guard:
+        send_datagram(("127.0.0.1", port))
+    assert ([], [b"<14>sentinel test"]) == (guard.refusals, received(datagrams))

@@ -72,15 +72,15 @@ async def test_ingest_with_bad_signature_is_401(start_service: Starter) -> None:
     status, answer = await call(
         service, "POST", "/hooks/ingest/hook", raw=body, headers=signed(body, "wrong")
     )
-    assert (401, "bad_signature") == (status, answer["error"]["code"])
+    assert (401, "unauthorized") == (status, answer["error"]["code"])
     assert await last_observation(service.store, "hook") is None
 
 
-async def test_ingest_unknown_or_wrong_strategy_is_404(start_service: Starter) -> None:
-    """Ingest answers 404 for an unknown id."""
+async def test_ingest_to_an_unknown_id_is_401(start_service: Starter) -> None:
+    """An id no webhook watcher has gets the 401 a wrong credential gets (it cannot be told apart)."""
     service = await start_service(watchers={"h.yaml": WEBHOOK})
-    status, _ = await call(service, "POST", "/hooks/ingest/nope", body={})
-    assert 404 == status
+    status, answer = await call(service, "POST", "/hooks/ingest/nope", body={})
+    assert (401, "unauthorized") == (status, answer["error"]["code"])
 
 
 async def test_ingest_oversized_is_413(start_service: Starter) -> None:
@@ -121,6 +121,37 @@ async def test_create_show_delete_api_watcher(start_service: Starter) -> None:
     assert ["made"] == [item["id"] for item in listing["items"]]
     assert (204, None) == await call(service, "DELETE", "/api/v1/watchers/made")
     assert 404 == (await call(service, "GET", "/api/v1/watchers/made"))[0]
+
+
+async def test_an_api_created_watchers_secret_is_never_shown(start_service: Starter) -> None:
+    """An HMAC secret sent through the API (a literal: the API takes no ``${env:}``) is ``***`` in the
+    201, in GET and in the listing, and still checks pushes."""
+    service = await start_service(watchers={})
+    created = {
+        "id": "made",
+        "strategy": "webhook",
+        "secret": "api-literal-secret-42",
+        "deliveryTargets": ["console"],
+    }
+    status, answer = await call(service, "POST", "/api/v1/watchers", body=created)
+    shown = await call(service, "GET", "/api/v1/watchers/made")
+    listing = await call(service, "GET", "/api/v1/watchers")
+    assert (201, "***") == (status, answer["watcher"]["secret"])
+    assert (200, "***") == (shown[0], shown[1]["watcher"]["secret"])
+    assert "api-literal-secret-42" not in json.dumps([answer, shown, listing])
+    body = b'{"level": "crit"}'
+    pushed = await call(
+        service, "POST", "/hooks/ingest/made", raw=body, headers=signed(body, "api-literal-secret-42")
+    )
+    assert 202 == pushed[0]
+
+
+async def test_a_literal_secret_in_a_file_is_never_shown(start_service: Starter) -> None:
+    """A file watcher's secret written as a literal (not from the environment) is masked as well."""
+    service = await start_service(watchers={"h.yaml": WEBHOOK})
+    status, answer = await call(service, "GET", "/api/v1/watchers/hook")
+    assert (200, "***") == (status, answer["watcher"]["secret"])
+    assert "topsecret-value" not in json.dumps(answer)
 
 
 async def test_create_invalid_watcher_lists_errors(start_service: Starter) -> None:

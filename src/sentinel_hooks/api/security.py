@@ -67,10 +67,22 @@ def is_loopback_host(host_header: str) -> bool:
     return name in LOOPBACK_NAMES or _is_loopback_address(name)
 
 
+def auth_scheme(authorization: str, scheme: str) -> str | None:
+    """The credentials of an ``Authorization: <scheme> <credentials>`` header, exactly as sent, or
+    None for another scheme. The scheme matches in any ASCII case (RFC 7235) and is followed by one
+    or more spaces; nothing else is stripped. aiohttp has already dropped the spaces and tabs around
+    the field value (RFC 9110's OWS) and rejected control characters; anything else it kept
+    (``str.strip`` would also drop a non-breaking space, U+3000 …) is part of the credentials, so a
+    token with a character added is another token."""
+    given, _, credentials = authorization.partition(" ")
+    if not given.isascii() or given.lower() != scheme:
+        return None
+    return credentials.lstrip(" ")
+
+
 def bearer_token(authorization: str) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header (any case of the scheme), else None."""
-    scheme, _, credentials = authorization.strip().partition(" ")
-    return credentials.lstrip(" ") if scheme.lower() == "bearer" else None
+    return auth_scheme(authorization, "bearer")
 
 
 def token_matches(authorization: str, expected: bytes) -> bool:

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.secrets import Redactor, masked_url
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_dedupe_basis
@@ -102,7 +102,7 @@ def build_envelope(
             event_name=watcher.event_name,
             intent=watcher.intent,
             strategy=watcher.strategy_name,
-            endpoint=urls[0] if urls else None,
+            endpoint=masked_url(urls[0]) if urls else None,  # a literal password is no less secret
             match=watcher.match,
             conditions=condition_dump(watcher),
             fire_once=watcher.fire_once,

@@ -15,6 +15,15 @@ declares one (``notify_url``: ``api.telegram.org``, ``discord.com``, ``ntfy.sh``
 known before sending; every connection a notifier opens is checked again when it is made
 (``net.guard``), so a host this misses is refused then.
 
+Which notifiers the ``apprise`` target takes (``transport``): those that reach their service over
+TCP through Python's socket module, where the connection guard applies allowedHosts and
+allowPrivateNetworks to every name lookup and connect: HTTP(S) notifiers (they send with
+``requests``), e-mail (``smtplib``), and Apprise's own IRC and APRS clients. The others send UDP
+datagrams (``rsyslog://``), write to the local syslog (``syslog://``), show desktop notifications or
+drive USB devices: the host policy cannot be applied to them, so a URL of theirs is refused at
+load. The test is what a notifier is built with, not its name: one that a later Apprise release adds
+is taken when it sends with ``requests`` or ``smtplib``, and refused otherwise until it is known.
+
 Secrets (``url_secrets``): the parts of a URL that Apprise hides in its privacy form
 (``url(privacy=True)``: tokens, passwords), and every other part of its user, password, host, path
 and query values except the hosts it reaches (a ntfy topic or a webhook path lets anyone post).
@@ -24,7 +33,9 @@ and query values except the hosts it reaches (a ntfy topic or a webhook path let
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -36,6 +47,8 @@ if TYPE_CHECKING:
 _PIECES = re.compile(r"[/:@?&=#,+ ]+")  # what separates the parts of a URL, to find the hidden ones
 _FIXED_URL_ATTRIBUTES = ("notify_url", "cloud_notify_url")
 _SERVER_ATTRIBUTES = ("smtp_host",)  # e-mail: the SMTP server Apprise picked (not the address's domain)
+_TCP_CLIENTS = ("apprise.plugins.irc.base", "apprise.plugins.aprs")  # resolve and connect with socket
+_SENDING_MODULES = {"requests": "HTTP(S)", "smtplib": "SMTP"}
 MIN_SECRET_CHARS = 4
 SCHEME_CHARS = 20
 
@@ -79,6 +92,14 @@ def parse_apprise_url(url: str) -> AppriseUrl:
             f"Apprise cannot use this {scheme}:// URL: the scheme is unknown or a required part is "
             "missing (see https://github.com/caronc/apprise/wiki for the form of each service)"
         )
+    if transport(notifier) is None:
+        name = str(getattr(notifier, "service_name", scheme))
+        raise AppriseUrlError(
+            f"Apprise's {name} notifier ({scheme}://) does not send over HTTP(S), SMTP or TCP, where "
+            "allowedHosts and allowPrivateNetworks are applied to every connection, so the apprise "
+            "target refuses it; reach that service another way (a webhook target to a relay that "
+            "forwards to it, or a file target for a local log)"
+        )
     privacy = str(notifier.url(privacy=True))  # type: ignore[no-untyped-call]  # untyped in Apprise
     hosts = reached_hosts(notifier)
     secrets = url_secrets(url, privacy, hosts)
@@ -90,6 +111,23 @@ def parse_apprise_url(url: str) -> AppriseUrl:
         hosts=hosts,
         secrets=secrets,
     )
+
+
+def transport(notifier: NotifyBase) -> str | None:
+    """How ``notifier`` reaches its service when the connection guard sees it (``"HTTP(S)"``,
+    ``"SMTP"``, ``"TCP"``), else None (see the module docstring): told by the modules its class and
+    its bases are written in, so a notifier built on an HTTP one (Guilded on Discord) is HTTP too."""
+    for klass in type(notifier).__mro__:
+        if klass.__module__ in _TCP_CLIENTS:
+            return "TCP"
+        module = sys.modules.get(klass.__module__)
+        if module is None:  # pragma: no cover - a class's module is loaded while the class exists
+            continue
+        used = {value.__name__ for value in vars(module).values() if isinstance(value, ModuleType)}
+        for name, how in _SENDING_MODULES.items():
+            if name in used:
+                return how
+    return None
 
 
 def url_secrets(url: str, privacy: str, hosts: tuple[str, ...]) -> tuple[str, ...]:

@@ -9,19 +9,39 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import Discriminator, Field, SecretStr, Tag, model_validator
+from pydantic import Discriminator, SecretStr, Tag, field_validator, model_validator
 
 from sentinel_hooks.config.base import Spec
+from sentinel_hooks.config.secrets import CREDENTIAL_HEADERS
 
 HEADER_NAME = r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,256}$"  # an HTTP field name (RFC 9110 token)
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 class BasicAuthSpec(Spec):
-    """HTTP basic credentials a webhook source sends (what Alertmanager's ``basic_auth`` writes)."""
+    """HTTP basic credentials a webhook source sends (what Alertmanager's ``basic_auth`` writes).
 
-    username: str = Field(min_length=1)
+    Neither part may be empty: an unset ``${env:PW:-}`` gives an empty password, and an empty
+    password lets in anyone who knows (or guesses) the user name."""
+
+    username: str
     password: SecretStr
+
+    @field_validator("username")
+    @classmethod
+    def _username_given(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is empty; give the user name the source sends (e.g. alertmanager)")
+        return value
+
+    @field_validator("password")
+    @classmethod
+    def _password_given(cls, value: SecretStr) -> SecretStr:
+        if not value.get_secret_value().strip():
+            raise ValueError(
+                "is empty (an unset ${env:…:-} default?): anyone who knows the user name would get "
+                "in; give it from the environment, e.g. ${env:INGEST_PASSWORD}"
+            )
+        return value
 
 
 class IngestAuthSpec(Spec):

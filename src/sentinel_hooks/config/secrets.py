@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import BaseModel, SecretStr
+
 MIN_SECRET_CHARS = 4
 MASK = "***"
 
@@ -77,3 +79,43 @@ class Redactor:
     def merged(self, other: Redactor) -> Redactor:
         """A redactor that masks the secrets of both."""
         return Redactor((*self._secrets, *other._secrets))
+
+
+CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+"""Request headers whose value is a credential (masked in a shown definition, never observed)."""
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/?#@:]*:)[^/?#@]*@")
+
+
+def masked_url(text: str) -> str:
+    """``text`` with the password of a URL in it (``redis://:pw@host``, ``https://user:pw@host``)
+    replaced by ``***``; anything else unchanged."""
+    return _URL_PASSWORD.sub(rf"\g<head>{MASK}@", text)
+
+
+def masked_credentials(model: BaseModel, data: Any) -> Any:
+    """``data``, the mapping ``model`` was validated from (keys as written), with every credential
+    replaced by ``***``: each ``SecretStr`` field (a webhook watcher's ``secret``, ``auth.bearerToken``,
+    ``auth.basic.password``), the value of each credential header, and the password of each URL.
+
+    By key, not by value: a secret written as a literal (in a file, or sent through the API, which
+    takes no ``${env:…}``) is unknown to the ``Redactor`` yet just as secret, whatever its length."""
+    if not isinstance(data, dict):
+        return data
+    shown = dict(data)
+    for name, info in type(model).model_fields.items():
+        key = info.alias or name
+        if key not in shown:
+            continue
+        value = getattr(model, name)
+        if isinstance(value, SecretStr):
+            shown[key] = MASK
+        elif isinstance(value, BaseModel):
+            shown[key] = masked_credentials(value, shown[key])
+        elif name == "headers" and isinstance(shown[key], dict):
+            shown[key] = {
+                header: MASK if str(header).lower() in CREDENTIAL_HEADERS else text
+                for header, text in shown[key].items()
+            }
+        elif isinstance(shown[key], str):
+            shown[key] = masked_url(shown[key])
+    return shown

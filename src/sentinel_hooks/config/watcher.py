@@ -317,6 +317,16 @@ class WebhookWatcher(WatcherBase):
             )
         return value
 
+    @field_validator("secret")
+    @classmethod
+    def _secret_given(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError(
+                "is empty (an unset ${env:…:-} default?): anyone can sign with an empty key; give it "
+                "from the environment, e.g. ${env:HOOK_SECRET}, or leave secret out"
+            )
+        return value
+
     @field_validator("include_headers")
     @classmethod
     def _header_names(cls, names: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ Pure: building an envelope is a function of the watcher, the observation and the
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from ulid import ULID
 
 from sentinel_hooks.canonical import canonical_json, sha256_hex
+from sentinel_hooks.clock import iso
 
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
@@ -22,9 +24,12 @@ CALLBACK_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 
 class EnvelopePart(BaseModel):
-    """Envelope parts: camelCase on the wire, unknown keys refused (external envelopes too)."""
+    """Envelope parts: camelCase on the wire, unknown keys refused and values never converted
+    (``strict``: ``"30000"`` is no ``timeoutMs``, ``"true"`` no ``fireOnce``), so an envelope POSTed
+    to /hooks/sentinel is checked as strictly as a watcher file."""
 
     model_config = ConfigDict(
+        strict=True,
         extra="forbid",
         alias_generator=to_camel,
         validate_by_alias=True,
@@ -50,9 +55,24 @@ class EnvelopeWatcher(EnvelopePart):
 
 class EnvelopeTrigger(EnvelopePart):
     kind: TriggerKind = "match"
-    matched_at: str
+    matched_at: str = Field(json_schema_extra={"format": "date-time"})
     dedupe_key: str | None = Field(default=None, min_length=1, max_length=512)
     priority: Literal["low", "normal", "high", "critical"] = "normal"
+
+    @field_validator("matched_at")
+    @classmethod
+    def _instant(cls, value: str) -> str:
+        """An ISO 8601 instant with a time zone, kept in the API's form (UTC, milliseconds, ``Z``)."""
+        try:
+            at = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(f"{value!r} is not an ISO 8601 time (e.g. 2026-01-01T02:00:00Z)") from None
+        if at.tzinfo is None:
+            raise ValueError(f"{value!r} has no time zone; add Z or an offset such as +02:00")
+        try:
+            return iso(at)
+        except OverflowError:  # 9999-12-31T23:00:00-05:00 is in the year 10000 in UTC
+            raise ValueError(f"{value!r} is past 9999-12-31T23:59:59.999Z once in UTC") from None
 
 
 class EnvelopeMode(EnvelopePart):

@@ -3,10 +3,14 @@
 Every request Sentinel makes goes through ``SafeHttp``, whose resolver applies the host policy
 to the addresses it connects to. Apprise cannot use it: its notifiers send with ``requests`` and
 ``smtplib`` in Apprise's own worker threads and accept no connector. Python's audit hooks
-(PEP 578) see every name lookup (``socket.getaddrinfo``) and every connect (``socket.connect``) in
-the process, whichever library makes it, so one hook applies the same ``HostPolicy`` there: a
-name must be in allowedHosts, and the address connected to must be public unless listed (or
-``allowPrivateNetworks``).
+(PEP 578) see every name lookup (``socket.getaddrinfo``), every connect (``socket.connect``) and
+every datagram sent to an address (``socket.sendto``, ``socket.sendmsg``) in the process, whichever
+library makes it, so one hook applies the same ``HostPolicy`` there: a name must be in
+allowedHosts, and the address connected or sent to must be public unless listed (or
+``allowPrivateNetworks``). A datagram is checked as a lookup and a connect at once: its address
+must be an IP literal that passes both, since a name given to ``sendto`` is resolved where no hook
+sees the address (the apprise target refuses UDP notifiers at load anyway, ``config.apprise_urls``;
+this keeps any datagram a library sends inside the policy).
 
 The hook is installed once, on first use, and stays (audit hooks cannot be removed); it does
 nothing unless the running context holds a ``Guard``, which ``guarded`` sets around a library
@@ -37,6 +41,7 @@ from sentinel_hooks.net.policy import HostPolicy
 
 _CURRENT: ContextVar[Guard | None] = ContextVar("sentinel_connection_guard", default=None)
 _INET = (socket.AF_INET, socket.AF_INET6)
+_SENDS = ("socket.sendto", "socket.sendmsg")
 
 
 class ConnectionRefusedByPolicy(PermissionError):
@@ -75,13 +80,25 @@ class Guard:
                 "or list the address itself in allowedHosts)"
             )
 
+    def check_send(self, sock: Any, address: Any) -> None:
+        """A datagram about to be sent to ``address``: the name rule and the address rule at once."""
+        if getattr(sock, "family", None) not in _INET or not isinstance(address, tuple) or not address:
+            return  # a connected socket (its connect was checked) or a Unix socket
+        self.check_name(address[0])
+        if normalise_ip(str(address[0]).split("%", 1)[0]) is None:
+            self._refuse(
+                f"datagram to the name {address[0]!r}, whose address cannot be checked "
+                "(it is resolved inside the send); send to an IP address listed in allowedHosts"
+            )
+        self.check_connect(sock, address)
+
     def _refuse(self, reason: str) -> None:
         self.refusals.append(reason)
         raise ConnectionRefusedByPolicy(reason)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
-    """The audit hook: cheap for every other event, the policy for lookups and connects."""
+    """The audit hook: cheap for every other event, the policy for lookups, connects and sends."""
     if event == "socket.getaddrinfo":
         guard = _CURRENT.get()
         if guard is not None:
@@ -90,6 +107,10 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
         guard = _CURRENT.get()
         if guard is not None:
             guard.check_connect(args[0], args[1])
+    elif event in _SENDS:
+        guard = _CURRENT.get()
+        if guard is not None:
+            guard.check_send(args[0], args[1])
 
 
 @cache

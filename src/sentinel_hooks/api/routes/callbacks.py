@@ -14,7 +14,7 @@ from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import INT64_MAX, int_param, limit_param
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
-from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.envelope import Envelope, EnvelopeSource
 from sentinel_hooks.store.records import ContractState
 
 if TYPE_CHECKING:
@@ -27,7 +27,10 @@ STATES = get_args(ContractState)
 
 
 def _invalid(exc: ValidationError) -> ApiError:
-    details = [{"key": format_loc(e["loc"]), "message": e["msg"]} for e in exc.errors()]
+    """400 ``invalid_envelope`` naming every key that is wrong (the first five in the message)."""
+    details = [
+        {"key": format_loc(e["loc"]), "message": e["msg"].removeprefix("Value error, ")} for e in exc.errors()
+    ]
     text = "; ".join(f"{d['key']}: {d['message']}" for d in details[:5])
     return ApiError(400, "invalid_envelope", f"invalid envelope: {text}", details)
 
@@ -39,13 +42,14 @@ async def external_callback(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_ENVELOPE_BYTES)
     if not isinstance(data, dict):
         raise ApiError(400, "invalid_envelope", "the body must be a callback envelope (a JSON object)")
-    source = data.get("source")
-    service_name = source.get("service") if isinstance(source, dict) else None
-    data = {**data, "source": {"service": str(service_name or "external"), "route": "/hooks/sentinel"}}
     try:
-        envelope = Envelope.model_validate(data)
+        envelope = Envelope.model_validate(data)  # strict: nothing converted, nothing unknown (§7)
     except ValidationError as exc:
         raise _invalid(exc) from None
+    sent = data.get("source")  # valid if present: only its service is kept, the route is this one
+    service_name = sent.get("service") if isinstance(sent, dict) else None
+    source = EnvelopeSource(service=service_name or "external", route="/hooks/sentinel")
+    envelope = envelope.model_copy(update={"source": source})
     known = service.target_names()
     unknown = [t for t in envelope.delivery.targets if t not in known]
     if unknown:

@@ -8,22 +8,30 @@ fired; a body that is not a notification is 400).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError, error_of
-from sentinel_hooks.api.ingest_auth import credentials_ok, included_headers, signature_ok
-from sentinel_hooks.config.ingest import IngestAuthSpec
+from sentinel_hooks.api.ingest_auth import included_headers, push_admitted
 from sentinel_hooks.config.watcher import WebhookWatcher
 from sentinel_hooks.core.alertmanager import AlertPayloadError, alert_observations
 from sentinel_hooks.errors import NotFound
 
+if TYPE_CHECKING:
+    from sentinel_hooks.service import Service
+    from sentinel_hooks.watchers.runner import WatcherRunner
+
 routes = web.RouteTableDef()
 
-UNAUTHORIZED = "missing or wrong credentials for this webhook watcher (see its auth in the watcher file)"
+UNAUTHORIZED = (
+    "no webhook watcher took this push: the id in the URL must be a webhook watcher's, and the push "
+    "must carry the credentials its file asks for (the HMAC signature header of its secret, or "
+    "Authorization: Bearer or Basic for its auth)"
+)
+"""The one refusal of a push, whatever the id: it names neither the watcher nor what was wrong."""
 
 
 def _with_headers(value: Any, headers: dict[str, str] | None) -> Any:
@@ -33,30 +41,31 @@ def _with_headers(value: Any, headers: dict[str, str] | None) -> Any:
     return {**value, "_headers": headers}
 
 
-async def ingest(request: web.Request) -> web.Response:
-    service = service_of(request)
-    watcher_id = request.match_info["id"]
+def _webhook(service: Service, watcher_id: str) -> tuple[WatcherRunner, WebhookWatcher] | None:
+    """Webhook watcher ``watcher_id``'s runner and spec; None when no webhook watcher has that id."""
     try:
         runner = service.watcher(watcher_id)
     except NotFound:
-        raise ApiError(404, "not_found", f"no webhook watcher {watcher_id!r}") from None
+        return None
     spec = runner.spec
-    if not isinstance(spec, WebhookWatcher):
-        raise ApiError(404, "not_found", f"watcher {watcher_id!r} is not a webhook watcher")
-    if not runner.enabled:
-        raise ApiError(409, "disabled", f"watcher {watcher_id!r} is disabled")
-    if isinstance(spec.auth, IngestAuthSpec) and not credentials_ok(
-        spec.auth, request.headers.get("Authorization", "")
-    ):
-        raise ApiError(401, "unauthorized", UNAUTHORIZED)
+    return (runner, spec) if isinstance(spec, WebhookWatcher) else None
+
+
+async def ingest(request: web.Request) -> web.Response:
+    """A push: its shape (415, 413), then its credentials, then the watcher's state. The credentials
+    come before anything that depends on the watcher, so a caller without them gets the one 401
+    whether the id is unknown, another strategy's, or a disabled or enabled webhook watcher's."""
+    service = service_of(request)
+    watcher_id = request.match_info["id"]
     require_json_type(request)
     body = await read_raw(request, max_bytes=service.settings.limits.max_response_bytes)
-    if spec.secret is not None:
-        header = request.headers.get(spec.signature_header)
-        if not signature_ok(spec.secret.get_secret_value(), body, header):
-            raise ApiError(
-                401, "bad_signature", f"{spec.signature_header} must be sha256=<hex HMAC-SHA256 of the body>"
-            )
+    found = _webhook(service, watcher_id)
+    admitted = push_admitted(found[1] if found else None, request.headers, body)  # the same work always
+    if found is None or not admitted:
+        raise ApiError(401, "unauthorized", UNAUTHORIZED)
+    runner, spec = found
+    if not runner.enabled:
+        raise ApiError(409, "disabled", f"watcher {watcher_id!r} is disabled")
     value = parse_json(body)
     headers = included_headers(spec, request.headers) if spec.include_headers else None
     if spec.format == "alertmanager":
@@ -83,17 +92,8 @@ async def counted_ingest(request: web.Request) -> web.Response:
         response = await ingest(request)
     except Exception as exc:
         _, body = error_of(exc)
-        service.metrics.webhook_pushes.labels(
-            _watcher_label(request, watcher_id), body["error"]["code"]
-        ).inc()
+        label = watcher_id if _webhook(service, watcher_id) else ""
+        service.metrics.webhook_pushes.labels(label, body["error"]["code"]).inc()
         raise
     service.metrics.webhook_pushes.labels(watcher_id, "accepted").inc()
     return response
-
-
-def _watcher_label(request: web.Request, watcher_id: str) -> str:
-    try:
-        runner = service_of(request).watcher(watcher_id)
-    except NotFound:
-        return ""
-    return watcher_id if isinstance(runner.spec, WebhookWatcher) else ""
