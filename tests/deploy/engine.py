@@ -310,15 +310,20 @@ class PackageIndex:
             if entry.marker is None or entry.marker.evaluate(dict(environment))
         ]
         requirements = root / "requirements.txt"
-        requirements.write_text("\n".join(re.sub(r"\s*;[^\\]*", " ", e.text, count=1) for e in wanted) + "\n")
-        run(
-            [
-                *(sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:"),
-                *("--python-version", environment["python_full_version"], "--dest", str(wheels)),
-                *("--require-hashes", "-r", str(requirements)),
-            ],
-            timeout=600,
-        )
+        text = "\n".join(re.sub(r"\s*;[^\\]*", " ", e.text, count=1) for e in wanted) + "\n"
+        requirements.write_text(text)
+        done = wheels / f".downloaded-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+        if not done.exists():  # pip asks the index about every file even when it has them all
+            run(
+                [
+                    *(sys.executable, "-m", "pip", "download", "--quiet", "--no-deps"),
+                    *("--only-binary", ":all:"),
+                    *("--python-version", environment["python_full_version"], "--dest", str(wheels)),
+                    *("--require-hashes", "-r", str(requirements)),
+                ],
+                timeout=600,
+            )
+            done.touch()
         self._write_simple_index(wheels, {e.name for e in wanted})
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_QuietHandler, directory=str(root)))
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
