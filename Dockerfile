@@ -7,7 +7,7 @@
 # build, which fails offline and behind a mirror. Everything it needs is given here:
 #   PYTHON_IMAGE          the base image (pinned by version and digest; any Debian-like image
 #                         with python3, venv and pip will do, e.g. one from your own registry)
-#   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST, PIP_FIND_LINKS, PIP_CERT
+#   PIP_INDEX_URL, PIP_EXTRA_INDEX_URL, PIP_TRUSTED_HOST, PIP_FIND_LINKS
 #                         the package index (a mirror, a proxy, a local directory server);
 #                         build-time only, never kept in the image
 
@@ -19,7 +19,6 @@ ARG PIP_INDEX_URL
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
 ARG PIP_FIND_LINKS
-ARG PIP_CERT
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_INPUT=1 \
