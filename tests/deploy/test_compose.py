@@ -30,6 +30,7 @@ from tests.deploy.layout import (
     compose,
     dockerfile_instructions,
     healthcheck_command,
+    interpolate,
     last_instruction,
     local_healthcheck,
     prepare,
@@ -99,7 +100,7 @@ def test_compose_services_layout() -> None:
     actual = {
         "depends": sentinel["depends_on"],
         "mounts": sentinel["volumes"],
-        "ports": sentinel["ports"],
+        "ports": [interpolate(port, {}) for port in sentinel["ports"]],  # SENTINEL_HOST_PORT unset
         "restart": sentinel["restart"],
         "aof": store["command"][store["command"].index("--appendonly") + 1],
         "redis volume": [v.split(":")[1] for v in store["volumes"]],
