@@ -126,6 +126,18 @@ class AlertStreams:
     ) -> Outcome:
         """Process one alert (an observation from ``core.alertmanager.alert_observations``)."""
         previous = await self._pipeline.record(watcher.id, observed, previous)
+        return await self.judge(watcher, observed, state, previous=previous)
+
+    async def record(self, watcher_id: str, alerts: list[Observed], previous: Any = UNKNOWN) -> Any:
+        """Store the alerts of one notification as observations, in one write that waits for no
+        gathering window (a client waits for the 202); the observation before the first."""
+        return await self._pipeline.record_all(watcher_id, alerts, previous, prompt=True)
+
+    async def judge(
+        self, watcher: AnyWatcher, observed: Observed, state: WatcherState, *, previous: Any
+    ) -> Outcome:
+        """``observe`` of an alert already recorded (``record``); ``previous`` is the observation
+        before it (MISSING for none)."""
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         alert: dict[str, Any] = observed.value
         callback_id = alert_callback_id(watcher.id, alert)
