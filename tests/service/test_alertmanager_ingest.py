@@ -345,3 +345,15 @@ async def test_fire_once_stops_a_notification_after_its_first_fire(start: Start,
 async def _status_code(service: Service, *alerts: dict[str, Any]) -> tuple[int, str]:
     status, body = await push(service, *alerts)
     return status, body["error"]["code"]
+
+
+async def test_an_alert_twice_in_one_notification_is_judged_in_order(start: Start, sink: Sink) -> None:
+    """The batch keeps the alerts' order: the same alert twice fires once, and an alert firing then
+    resolved in one notification fires and sends its resolved line in that fire."""
+    service = await start()
+    assert (202, {"accepted": True, "fired": 1}) == await push(service, alert("web-1"), alert("web-1"))
+    resolved = alert("web-2", "resolved", endsAt="2026-03-01T10:05:00Z")
+    assert (202, {"accepted": True, "fired": 1}) == await push(service, alert("web-2"), resolved)
+    [line] = await wait_for(lambda: sink.bodies("resolved"), what="the resolved line")
+    assert alert_callback_id("am", alert("web-2")) == line["callbackId"]
+    assert 2 == len((await service.store.list_contracts(watcher_id="am")).items)

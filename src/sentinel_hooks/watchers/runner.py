@@ -519,8 +519,9 @@ class WatcherRunner:
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
-        one hold of the lock, their observations stored in one write, each alert then run
-        through its stream (``watchers.alerts``) in order, and the state stored once at the end.
+        one hold of the lock, their observations stored in one write while their streams'
+        callbacks are read, each alert then run through its stream (``watchers.alerts``) in
+        order, and the state stored once at the end.
 
         No write waits for the write-back's gathering window: a notification of many alerts
         costs a few round trips, not two windows per alert. Alerts after a fire that disabled
@@ -536,7 +537,9 @@ class WatcherRunner:
             streams, before = self._alerts(), self.state
             self.state = before.succeeded(at)
             try:
-                previous = await streams.record(self.id, observed, self._previous)
+                previous, known = await asyncio.gather(
+                    streams.record(self.id, observed, self._previous), streams.callbacks(self.id, observed)
+                )
             except StoreError as exc:
                 await self._store_failed(exc, before, prompt=True)
                 raise
@@ -546,7 +549,7 @@ class WatcherRunner:
             for item in observed:
                 if not self.enabled:
                     break
-                step = streams.judge(self.spec, item, self.state, previous=previous)
+                step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
                 outcomes.append(await self._run(step, self.state, save=False, prompt=True))
                 previous = item.value
             try:
