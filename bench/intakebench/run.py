@@ -184,6 +184,7 @@ async def run_row(row: Row) -> dict[str, Any]:
         )
         cpu_intake = cpu_seconds(proc.pid) - cpu0
         waited = runqueue_wait_s(proc.pid) - waited0
+        intake_s = time.monotonic() - answers.first_send  # until the last answer or timeout
         if row.server == "sentinel":
             await _drain(sink_port, 2 * answers.fired)
         cpu = cpu_seconds(proc.pid) - cpu0
@@ -193,8 +194,8 @@ async def run_row(row: Row) -> dict[str, Any]:
         await sink.stop()
         delivered, repeated = _sink_counts(folder / "sink.jsonl")
         result = _numbers(row, answers, cpu_intake, cpu, delivered, repeated, load_avg, max(0.0, other))
-        span = max(1e-9, answers.last_answer - answers.first_send)
-        result["server_cpu_denied_during_intake"] = round(waited / span, 2)
+        result["server_busy_during_intake"] = round(cpu_intake / intake_s, 2)
+        result["server_cpu_denied_during_intake"] = round(waited / intake_s, 2)
         return result
     finally:
         if proc is not None:
@@ -225,7 +226,7 @@ def _numbers(
     load_avg: float,
     other: float,
 ) -> dict[str, Any]:
-    span = max(1e-9, answers.last_answer - answers.first_send)
+    span = max(1e-9, answers.last_answer - answers.first_send) if answers.latencies_s else float("inf")
     accepted = answers.alerts_accepted
     expected = 2 * answers.fired if row.server == "sentinel" else 0
     lat = answers.latencies_s
@@ -236,14 +237,13 @@ def _numbers(
         "alerts_per_notification": row.per,
         "alerts_sent": answers.sent * row.per,
         "alerts_absorbed_per_s": round(accepted / span, 1),
-        "p50_ms": round(percentile(lat, 0.5) * 1000, 1),
-        "p99_ms": round(percentile(lat, 0.99) * 1000, 1),
-        "max_ms": round(max(lat, default=float("nan")) * 1000, 1),
+        "p50_ms": round(percentile(lat, 0.5) * 1000, 1) if lat else None,
+        "p99_ms": round(percentile(lat, 0.99) * 1000, 1) if lat else None,
+        "max_ms": round(max(lat) * 1000, 1) if lat else None,
         "errors": answers.errors,
         "fired": answers.fired,
-        "cpu_ms_per_alert_intake": round(cpu_intake * 1000 / max(1, accepted), 2),
-        "cpu_ms_per_alert": round(cpu * 1000 / max(1, accepted), 2),
-        "server_busy_during_intake": round(cpu_intake / span, 2),
+        "cpu_ms_per_alert_intake": round(cpu_intake * 1000 / accepted, 2) if accepted else None,
+        "cpu_ms_per_alert": round(cpu * 1000 / accepted, 2) if accepted else None,  # of answered alerts
         "deliveries_missing": max(0, expected - delivered),
         "deliveries_repeated": repeated,
         "load_avg_1m": round(load_avg, 2),
