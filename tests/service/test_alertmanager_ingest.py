@@ -6,6 +6,7 @@ and a local webhook receiver stands in for the team's channel.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.alertmanager import alert_callback_id
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.shortcuts import last_observation
+from sentinel_hooks.watchers import writeback
 from tests.service.test_api import call
 from tests.support import Sink, wait_for
 
@@ -308,3 +310,50 @@ async def test_a_silenced_alert_is_recorded_once_and_fires_after_it(start: Start
     await push(service, alert("web-1", "resolved", endsAt="2026-03-01T10:09:00Z"))
     [line] = await wait_for(lambda: sink.bodies("resolved"), what="the resolved line")
     assert (own_id, own_id) == (note["callbackId"], line["callbackId"])
+
+
+async def test_a_notification_waits_for_no_write_back_window(
+    start: Start, sink: Sink, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A notification's alerts are one batch whose writes go out at once: with the write-back's
+    gathering window at 60 s, a notification of 50 new alerts and three more after it are
+    answered within seconds (each alert used to sit out two windows: 100 minutes here)."""
+    monkeypatch.setattr(writeback, "BUSY_WINDOW_S", 60.0)
+    service = await start()
+    async with asyncio.timeout(30):
+        first = await push(service, *(alert(f"web-{i}") for i in range(50)))
+        more = [await push(service, alert(f"db-{i}")) for i in range(3)]
+    assert (202, {"accepted": True, "fired": 50}) == first
+    assert [(202, {"accepted": True, "fired": 1})] * 3 == more
+    history = await service.store.observations("am", limit=60)
+    expected = [f"fp-db-{i}" for i in (2, 1, 0)] + [f"fp-web-{i}" for i in range(49, -1, -1)]
+    assert expected == [o.value["fingerprint"] for o in history]  # newest first, in order
+    _, shown = await call(service, "GET", "/api/v1/watchers/am", headers=AUTH)
+    assert 53 == shown["status"]["fires"]
+
+
+async def test_fire_once_stops_a_notification_after_its_first_fire(start: Start, sink: Sink) -> None:
+    """fireOnce: the first matching alert of a notification fires, the rest fire nothing, and the
+    watcher is disabled durably (a restart keeps it disabled)."""
+    service = await start(extra="fireOnce: true\n")
+    answer = await push(service, alert("web-1"), alert("web-2"), alert("web-3"))
+    assert (202, {"accepted": True, "fired": 1}) == answer
+    assert ["fireOnce"] == [(await service.store.get_watcher_state("am") or {}).get("disabledReason")]
+    assert (409, "disabled") == await _status_code(service, alert("web-4"))
+
+
+async def _status_code(service: Service, *alerts: dict[str, Any]) -> tuple[int, str]:
+    status, body = await push(service, *alerts)
+    return status, body["error"]["code"]
+
+
+async def test_an_alert_twice_in_one_notification_is_judged_in_order(start: Start, sink: Sink) -> None:
+    """The batch keeps the alerts' order: the same alert twice fires once, and an alert firing then
+    resolved in one notification fires and sends its resolved line in that fire."""
+    service = await start()
+    assert (202, {"accepted": True, "fired": 1}) == await push(service, alert("web-1"), alert("web-1"))
+    resolved = alert("web-2", "resolved", endsAt="2026-03-01T10:05:00Z")
+    assert (202, {"accepted": True, "fired": 1}) == await push(service, alert("web-2"), resolved)
+    [line] = await wait_for(lambda: sink.bodies("resolved"), what="the resolved line")
+    assert alert_callback_id("am", alert("web-2")) == line["callbackId"]
+    assert 2 == len((await service.store.list_contracts(watcher_id="am")).items)

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+
+import pytest
 
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.shortcuts import get_envelope
+from sentinel_hooks.watchers import writeback
 from tests.service.conftest import Starter
 from tests.support import wait_for
 
@@ -28,6 +32,19 @@ async def test_events_are_level_triggered(start_service: Starter) -> None:
     """Webhook events fire on every match by default."""
     service = await start_service(watchers={"w.yaml": webhook("w")})
     assert [True, True, False, True] == await push(service, "w", {"v": 11}, {"v": 12}, {"v": 1}, {"v": 13})
+
+
+async def test_pushes_wait_for_no_write_back_window(
+    start_service: Starter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A push's writes go out at once: with the write-back's gathering window at 60 s, ten events
+    pushed one after the other (each a fire: an observation and a state write) take seconds, not
+    the twenty windows they used to sit out."""
+    monkeypatch.setattr(writeback, "BUSY_WINDOW_S", 60.0)
+    service = await start_service(watchers={"w.yaml": webhook("w")})
+    async with asyncio.timeout(30):
+        assert [True] * 10 == await push(service, "w", *({"v": 11 + i} for i in range(10)))
+    assert 10 == len(await service.store.observations("w"))
 
 
 async def test_edge_trigger_fires_on_becoming_true(start_service: Starter) -> None:

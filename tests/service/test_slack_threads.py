@@ -96,6 +96,8 @@ async def test_fallback_replies_in_the_fire_thread(make_service: Make, slack_api
     service = await make_service(agent=False, timeout_ms=300)
     callback_id = await fire(service, 97)
     assert callback_id is not None
+    # a push is answered as soon as its fire is stored, before the fan-out line is posted
+    await wait_for(lambda: any(m.callback_id == callback_id for m in slack_api.roots()), what="the root")
     await wait_for(lambda: "⚠️" in thread(slack_api, callback_id)[0].text, what="the ⚠️ on the root")
     root, kinds = thread(slack_api, callback_id)
     assert ("fanout", ["fallback"], "⚠️ fallback — disk_full fired on disk") == (root.kind, kinds, root.text)

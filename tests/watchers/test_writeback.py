@@ -93,3 +93,30 @@ async def test_drain_sends_what_is_pending(store: CountingStore) -> None:
         await task
     await writes.drain()
     assert {"fires": 1} == await store.get_watcher_state("w")
+
+
+async def test_a_prompt_write_waits_for_no_window(store: CountingStore) -> None:
+    """A push's write (prompt) goes out at once even while the writer is busy, and takes a poll's
+    write that was gathering for the window along: with a 60 s window both return within seconds."""
+    writes = WatcherWrites(store, keep=10, window_s=60.0)
+    await writes.observation("poll", Observation(at=AT, value=0))  # idle: sent at once; now busy
+    gathering = asyncio.create_task(writes.observation("poll", Observation(at=AT, value=1)))
+    async with asyncio.timeout(10):
+        for i in range(5):  # one after the other, as a watcher's pushes queue on its lock
+            await writes.observation("push", Observation(at=AT, value=i), prompt=True)
+            await writes.state("push", {"n": i}, prompt=True)
+        await gathering
+    assert [1, 0] == [o.value for o in await store.observations("poll")]  # newest first
+    assert {"n": 4} == await store.get_watcher_state("push")
+
+
+async def test_a_poll_write_under_load_still_gathers(store: CountingStore) -> None:
+    """Without a push, a write made while busy waits for the window, so polls share a batch."""
+    writes = WatcherWrites(store, keep=10, window_s=60.0)
+    await writes.observation("w0", Observation(at=AT, value=0))
+    gathering = asyncio.create_task(writes.observation("w1", Observation(at=AT, value=1)))
+    await asyncio.sleep(0.05)  # not synchronisation: the write must still be waiting after a while
+    assert not gathering.done()
+    await writes.drain()
+    await gathering
+    assert [1, 1] == store.batches

@@ -33,8 +33,10 @@ The watcher's ``firing`` status flag stays false: its alerts fire and resolve on
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections import Counter
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
@@ -126,17 +128,45 @@ class AlertStreams:
     ) -> Outcome:
         """Process one alert (an observation from ``core.alertmanager.alert_observations``)."""
         previous = await self._pipeline.record(watcher.id, observed, previous)
+        return await self.judge(watcher, observed, state, previous=previous)
+
+    async def record(self, watcher_id: str, alerts: list[Observed], previous: Any = UNKNOWN) -> Any:
+        """Store the alerts of one notification as observations, in one write that waits for no
+        gathering window (a client waits for the 202); the observation before the first."""
+        return await self._pipeline.record_all(watcher_id, alerts, previous, prompt=True)
+
+    async def callbacks(self, watcher_id: str, alerts: list[Observed]) -> dict[str, Contract | None]:
+        """The callbacks of the alerts' streams (None: not fired yet), read all at once rather than
+        one per alert in turn under the watcher's lock; an alert that comes twice in the batch is
+        left out (its second judgement reads the fire of its first)."""
+        counts = Counter(alert_callback_id(watcher_id, alert.value) for alert in alerts)
+        once = [callback_id for callback_id, count in counts.items() if count == 1]
+        found = await asyncio.gather(*(self._store.get_contract(callback_id) for callback_id in once))
+        return dict(zip(once, found, strict=True))
+
+    async def judge(
+        self,
+        watcher: AnyWatcher,
+        observed: Observed,
+        state: WatcherState,
+        *,
+        previous: Any,
+        known: Mapping[str, Contract | None] | None = None,
+    ) -> Outcome:
+        """``observe`` of an alert already recorded (``record``); ``previous`` is the observation
+        before it (MISSING for none), ``known`` the stream's callback when read already
+        (``callbacks``)."""
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         alert: dict[str, Any] = observed.value
         callback_id = alert_callback_id(watcher.id, alert)
         if alert.get("status") == "resolved":
-            await self._resolved(watcher, observed, await self._store.get_contract(callback_id))
+            await self._resolved(watcher, observed, await self._fired(callback_id, known))
             self._evaluated(watcher, matched=False, fired=False)
             return Outcome(state)
         if not holds(watcher.conditions, watcher.match, alert, previous):
             self._evaluated(watcher, matched=False, fired=False)
             return Outcome(state)
-        if await self._store.get_contract(callback_id) is not None:
+        if await self._fired(callback_id, known) is not None:
             self._evaluated(watcher, matched=True, fired=False)
             return Outcome(state, skipped="repeat")
         try:
@@ -147,6 +177,12 @@ class AlertStreams:
             outcome = Outcome(state, skipped="repeat")
         self._evaluated(watcher, matched=True, fired=outcome.fired)
         return outcome
+
+    async def _fired(self, callback_id: str, known: Mapping[str, Contract | None] | None) -> Contract | None:
+        """The callback of the alert's stream: from ``known`` when it holds it, else read now."""
+        if known is not None and callback_id in known:
+            return known[callback_id]
+        return await self._store.get_contract(callback_id)
 
     async def _resolved(self, watcher: AnyWatcher, observed: Observed, fired: Contract | None) -> None:
         """The alert is over: tell its fire's targets and close its fire's escalation items.

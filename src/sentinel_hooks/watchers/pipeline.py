@@ -144,14 +144,21 @@ class FiringPipeline:
         self._events = events
 
     async def observe(
-        self, watcher: AnyWatcher, observed: Observed, state: WatcherState, *, previous: Any = UNKNOWN
+        self,
+        watcher: AnyWatcher,
+        observed: Observed,
+        state: WatcherState,
+        *,
+        previous: Any = UNKNOWN,
+        prompt: bool = False,
     ) -> Outcome:
         """Process one observation; returns the new state (not yet persisted) and any contract.
 
         ``previous`` is the watcher's previous observation when the caller remembers it
-        (MISSING for none); by default it is read from the store.
+        (MISSING for none); by default it is read from the store. ``prompt``: a pushed event,
+        recorded without waiting for the write-back's window (``watchers.writeback``).
         """
-        previous = await self.record(watcher.id, observed, previous)
+        previous = await self.record(watcher.id, observed, previous, prompt=prompt)
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         unfired = state  # what a muted fire leaves: the edge and episodes as they were
         episode = _NO_EPISODE
@@ -197,19 +204,30 @@ class FiringPipeline:
         )
         return _remember_fire(outcome)
 
-    async def record(self, watcher_id: str, observed: Observed, previous: Any = UNKNOWN) -> Any:
+    async def record(
+        self, watcher_id: str, observed: Observed, previous: Any = UNKNOWN, *, prompt: bool = False
+    ) -> Any:
         """Store the observation (and ack it to its source); the previous one (``previous`` when
         the caller knows it, else read from the store first; MISSING for none)."""
+        return await self.record_all(watcher_id, [observed], previous, prompt=prompt)
+
+    async def record_all(
+        self, watcher_id: str, observed: list[Observed], previous: Any = UNKNOWN, *, prompt: bool = False
+    ) -> Any:
+        """``record`` for several observations of one watcher in one write (the alerts of one
+        notification): stored in order, each acked; the observation before the first."""
         if previous is UNKNOWN:
             last = await last_observation(self._store, watcher_id)
             previous = last.value if last is not None else MISSING
-        observation = Observation(at=observed.at, value=observed.value)
+        observations = [Observation(at=item.at, value=item.value) for item in observed]
         if self._writes is not None:
-            await self._writes.observation(watcher_id, observation)
+            await self._writes.observations(watcher_id, observations, prompt=prompt)
         else:
-            await self._store.write_watcher_batch([(watcher_id, observation)], {}, keep=HISTORY_KEEP)
-        if observed.ack is not None:
-            await observed.ack()
+            batch = [(watcher_id, observation) for observation in observations]
+            await self._store.write_watcher_batch(batch, {}, keep=HISTORY_KEEP)
+        for item in observed:
+            if item.ack is not None:
+                await item.ack()
         return previous
 
     async def fire_match(

@@ -77,6 +77,7 @@ Fence = Callable[[], Awaitable[bool]]
 
 LEASE_LOST = "lease_lost"  # dropped: another replica runs the watcher now (or will at its next tick)
 LEASE_UNKNOWN = "lease_unknown"  # dropped: this replica could not confirm its lease in time
+NOT_LEASED = "lease not held by this replica"  # Outcome.skipped of an observation dropped so
 
 
 class _Stopping(Exception):
@@ -227,8 +228,9 @@ class WatcherRunner:
             with contextlib.suppress(Exception):
                 await self._strategy.close()
             self._strategy = self._poller = None
-        with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back
-            await self._save(force=True)
+        with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back;
+            # sent without waiting for the gathering window: a stop (a shutdown) is waited for
+            await self._save(force=True, prompt=True)
 
     def _spawn(self, coro: Any) -> None:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
@@ -432,50 +434,59 @@ class WatcherRunner:
 
     # -- events ------------------------------------------------------------------------------
 
-    async def _handle(self, observed: Observed, *, alert: bool = False) -> Outcome:
-        """Run an observation through the pipeline (an alert through its stream, ``watchers.alerts``);
-        a store that does not take it raises ``StoreError`` after the watcher was marked failing
-        (``_store_failed``)."""
+    async def _handle(self, observed: Observed, *, prompt: bool = False) -> Outcome:
+        """Run an observation through the pipeline; a store that does not take it raises
+        ``StoreError`` after the watcher was marked failing (``_store_failed``). ``prompt``: a
+        pushed event, whose writes wait for no gathering window (``watchers.writeback``)."""
         async with self._lock:
             if self.needs_lease and not await self._fenced():
-                return Outcome(state=self.state, skipped="lease not held by this replica")
+                return Outcome(state=self.state, skipped=NOT_LEASED)
             before = self.state
             self.state = before.succeeded(observed.at)
-            observe = self._alerts().observe if alert else self._deps.pipeline.observe
-            step = observe(self.spec, observed, self.state, previous=self._previous)
-            outcome = await self._run(step, before)
+            step = self._deps.pipeline.observe(
+                self.spec, observed, self.state, previous=self._previous, prompt=prompt
+            )
+            outcome = await self._run(step, before, prompt=prompt)
             self._previous = observed.value  # only once stored: a change not stored is seen again
-            if before.consecutive_failures:
-                log.log(
-                    logging.DEBUG if self._redis_trouble else logging.INFO,  # Redis's recovery: one line
-                    "watcher %s: recovered after %d failed attempt(s)",
-                    self.id,
-                    before.consecutive_failures,
-                    extra={"watcherId": self.id},
-                )
-            self._redis_trouble = False
+            self._recovered(before)
         if self._event_seen is not None:
             self._event_seen.set()
         return outcome
+
+    def _recovered(self, before: WatcherState) -> None:
+        """An observation was stored again after failures: one INFO line, or DEBUG when the failures
+        were the store's (its recovery is one line of ``deps.unrecorded``, not one per watcher)."""
+        if before.consecutive_failures:
+            log.log(
+                logging.DEBUG if self._redis_trouble else logging.INFO,
+                "watcher %s: recovered after %d failed attempt(s)",
+                self.id,
+                before.consecutive_failures,
+                extra={"watcherId": self.id},
+            )
+        self._redis_trouble = False
 
     async def _observed(self, observed: Observed) -> None:
         """``_handle`` for the watcher's own polls and streams: a store failure is on its status."""
         with contextlib.suppress(StoreError):
             await self._handle(observed)
 
-    async def _run(self, step: Awaitable[Outcome], before: WatcherState) -> Outcome:
-        """Await a pipeline step and adopt its outcome (caller holds the lock). A store that does
-        not take it marks the watcher failing from ``before`` and raises its ``StoreError``."""
+    async def _run(
+        self, step: Awaitable[Outcome], before: WatcherState, *, save: bool = True, prompt: bool = False
+    ) -> Outcome:
+        """Await a pipeline step and adopt its outcome (caller holds the lock), stored unless not
+        ``save``. A store that does not take it marks the watcher failing from ``before`` and
+        raises its ``StoreError``."""
         try:
             outcome = await step
         except StoreError as exc:
-            await self._store_failed(exc, before)
+            await self._store_failed(exc, before, prompt=prompt)
             raise
         self._deps.unrecorded.succeeded()
-        await self._apply(outcome)
+        await self._apply(outcome, save=save, prompt=prompt)
         return outcome
 
-    async def _store_failed(self, exc: StoreError, state: WatcherState) -> None:
+    async def _store_failed(self, exc: StoreError, state: WatcherState, *, prompt: bool = False) -> None:
         """The store did not take an observation or a fire (caller holds the lock): the watcher
         shows ``failing`` with the store's error until an observation is stored again."""
         self._deps.metrics.poll_errors.labels(self.id).inc()
@@ -485,7 +496,7 @@ class WatcherRunner:
         self._redis_trouble = True
         self.state = state.failed(self._deps.clock.now(), message)
         with contextlib.suppress(StoreError):  # most likely refused too; kept in memory meanwhile
-            await self._save()
+            await self._save(prompt=prompt)
 
     async def _fenced(self) -> bool:
         """Cluster mode: may this replica act on what it observed? (the fencing check; the caller
@@ -530,16 +541,51 @@ class WatcherRunner:
 
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (webhook watchers)."""
-        return await self._handle(Observed(value=value, at=self._deps.clock.now()))
+        return await self._handle(Observed(value=value, at=self._deps.clock.now()), prompt=True)
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
-        """The alerts of one pushed notification (``format: alertmanager``), in order; those
-        after a fire that disabled the watcher (fireOnce) are left alone."""
-        outcomes = []
-        for alert in alerts:
-            if not self.enabled:
-                break
-            outcomes.append(await self._handle(Observed(value=alert, at=self._deps.clock.now()), alert=True))
+        """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
+        one hold of the lock, their observations stored in one write while their streams'
+        callbacks are read, each alert then run through its stream (``watchers.alerts``) in
+        order, and the state stored once at the end.
+
+        No write waits for the write-back's gathering window: a notification of many alerts
+        costs a few round trips, not two windows per alert. Alerts after a fire that disabled
+        the watcher (fireOnce) are recorded but left alone; the state is stored at once then.
+        A store that refuses a write raises ``StoreError`` (the 202 is not sent, so the source
+        sends the notification again: fired alerts find their callbacks and are repeats).
+        """
+        async with self._lock:
+            if self.needs_lease and not await self._fenced():
+                return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in alerts]
+            at = self._deps.clock.now()
+            observed = [Observed(value=alert, at=at) for alert in alerts]
+            streams, before = self._alerts(), self.state
+            self.state = before.succeeded(at)
+            try:
+                previous, known = await asyncio.gather(
+                    streams.record(self.id, observed, self._previous), streams.callbacks(self.id, observed)
+                )
+            except StoreError as exc:
+                await self._store_failed(exc, before, prompt=True)
+                raise
+            if observed:
+                self._previous = observed[-1].value
+            outcomes = []
+            for item in observed:
+                if not self.enabled:
+                    break
+                step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
+                outcomes.append(await self._run(step, self.state, save=False, prompt=True))
+                previous = item.value
+            try:
+                await self._save(prompt=True)
+            except StoreError as exc:
+                await self._store_failed(exc, self.state, prompt=True)
+                raise
+            self._recovered(before)
+        if self._event_seen is not None:
+            self._event_seen.set()
         return outcomes
 
     def _alerts(self) -> AlertStreams:
@@ -550,10 +596,11 @@ class WatcherRunner:
         """A manual fire (API/CLI)."""
         async with self._lock:
             step = self._deps.pipeline.fire_manual(self.spec, payload, self.state)
-            return await self._run(step, self.state)
+            return await self._run(step, self.state, prompt=True)
 
-    async def _apply(self, outcome: Outcome) -> None:
-        """Adopt the pipeline's new state (caller holds the lock), persist it, count the fire."""
+    async def _apply(self, outcome: Outcome, *, save: bool = True, prompt: bool = False) -> None:
+        """Adopt the pipeline's new state (caller holds the lock), persist it unless not ``save``
+        (``prompt``: without waiting for the write-back's window), count the fire."""
         self.state = outcome.state.evolve(next_check_at=self._next_run() if self.running else None)
         if outcome.contract is not None:
             if outcome.contract.state == "pending":
@@ -563,9 +610,10 @@ class WatcherRunner:
             else:
                 self._deps.metrics.deduped.labels(self.id).inc()
         try:
-            await self._save()
+            if save:
+                await self._save(prompt=prompt)
         except StoreError as exc:
-            await self._store_failed(exc, self.state)
+            await self._store_failed(exc, self.state, prompt=prompt)
             raise
         if not self.state.is_enabled(self.spec.enabled) and self.running:
             asyncio.get_running_loop().create_task(self.stop())
@@ -599,7 +647,7 @@ class WatcherRunner:
             self.state = change(self.state)
             await self._save()
 
-    async def _save(self, *, force: bool = False) -> None:
+    async def _save(self, *, force: bool = False, prompt: bool = False) -> None:
         """Persist the state when a durable field changed, else at most every STATE_FLUSH_S.
 
         The check and event instants change on every poll, the failure count and last error on
@@ -612,7 +660,7 @@ class WatcherRunner:
             return
         data = self.state.to_json()
         if self._deps.writes is not None:
-            await self._deps.writes.state(self.id, data)
+            await self._deps.writes.state(self.id, data, prompt=prompt)
         else:
             await put_watcher_state(self._deps.store, self.id, data)
         self._saved, self._saved_at = durable, now
