@@ -54,20 +54,22 @@ def numbers() -> st.SearchStrategy[Any]:
     )
 
 
-def scalars() -> st.SearchStrategy[Any]:
+def scalars(*, non_finite: bool = True) -> st.SearchStrategy[Any]:
+    """Observed scalars; ``non_finite=False`` for condition values (NaN and infinities refused at load)."""
+    odd = [float("nan"), float("inf"), -float("inf"), Decimal("NaN")] if non_finite else [None]
     return st.one_of(
         st.none(),
         st.booleans(),
         numbers(),
-        st.sampled_from([float("nan"), float("inf"), -float("inf"), Decimal("NaN")]),
+        st.sampled_from(odd),
         st.text(max_size=6),
         st.sampled_from(KEYS + NUMERIC_TEXT + ["\ud800", "a\udc00b", "é", "Xb1"]),
     )
 
 
-def json_values() -> st.SearchStrategy[Any]:
+def json_values(*, non_finite: bool = True) -> st.SearchStrategy[Any]:
     return st.recursive(
-        scalars(),
+        scalars(non_finite=non_finite),
         lambda children: st.one_of(
             st.lists(children, max_size=3),
             st.dictionaries(st.sampled_from(KEYS), children, max_size=4),
@@ -83,16 +85,16 @@ def paths() -> st.SearchStrategy[str]:
 def conditions() -> st.SearchStrategy[Condition]:
     def with_value(op: str) -> st.SearchStrategy[Any]:
         if op in ("exists", "absent", "changed"):
-            return st.one_of(st.none(), scalars())
+            return st.one_of(st.none(), scalars(non_finite=False))
         if op in ("gt", "gte", "lt", "lte"):
             return st.one_of(numbers(), st.sampled_from(NUMERIC_TEXT[:7]))
         if op in ("in", "notIn"):
-            return st.lists(st.one_of(scalars(), json_values()), max_size=4)
+            return st.lists(st.one_of(scalars(non_finite=False), json_values(non_finite=False)), max_size=4)
         if op == "matches":
             return st.sampled_from(PATTERNS)
         if op in ("startsWith", "endsWith"):
             return st.one_of(st.text(max_size=3), st.sampled_from(["a", "é", "\ud800"]))
-        return json_values().filter(lambda value: value is not None)  # eq, neq, contains
+        return json_values(non_finite=False).filter(lambda value: value is not None)  # eq, neq, contains
 
     ops = st.sampled_from(get_args(Op))
     return st.tuples(paths(), ops).flatmap(
