@@ -222,10 +222,11 @@ PROBES = [
 ]
 
 
-async def test_without_credentials_every_id_gets_the_same_answer(start_service: Starter) -> None:
-    """A push without the right credentials gets one status and body whatever the id: unknown, a
-    watcher of another strategy, a disabled webhook watcher, or enabled ones with a secret, a bearer
-    token or basic credentials; nothing is stored. Only the right credentials learn it is disabled."""
+async def test_without_credentials_unknown_other_and_disabled_ids_look_alike(start_service: Starter) -> None:
+    """A push without the right credentials gets one 404 (status and body) whether the id is unknown,
+    a watcher of another strategy or a disabled webhook watcher; enabled webhook watchers with a
+    secret, a bearer token or basic credentials answer 401 (SPEC §3); nothing is stored. Only the
+    right credentials learn that a watcher is disabled."""
     signed_hook = GITHUB.replace("id: gh", "id: signed").replace(
         "X-Hub-Signature-256", "X-Sentinel-Signature"
     )
@@ -239,14 +240,22 @@ async def test_without_credentials_every_id_gets_the_same_answer(start_service: 
             "o.yaml": disabled,
         }
     )
-    answers = set()
-    for watcher_id in ("nope", "polled", "off", "hook", "basic", "signed"):
+
+    async def answers(watcher_id: str) -> set[tuple[int, str]]:
+        seen = set()
         for probe in PROBES:
             status, answer = await call(
                 service, "POST", f"/hooks/ingest/{watcher_id}", body={"x": 1}, headers={**JSON, **probe}
             )
-            answers.add((status, json.dumps(answer, sort_keys=True)))
-    [(status, answer)] = answers
+            text = json.dumps(answer, sort_keys=True).replace(repr(watcher_id), "'<id>'")
+            seen.add((status, text))
+        return seen
+
+    hidden = [await answers(watcher_id) for watcher_id in ("nope", "polled", "off")]
+    refused = [await answers(watcher_id) for watcher_id in ("hook", "basic", "signed")]
+    [(status, answer)] = set().union(*hidden)
+    assert (404, "not_found") == (status, json.loads(answer)["error"]["code"])
+    [(status, answer)] = set().union(*refused)
     assert (401, "unauthorized") == (status, json.loads(answer)["error"]["code"])
     assert all([await last_observation(service.store, w) is None for w in ("hook", "basic", "signed", "off")])
     proven = {**JSON, "Authorization": "Bearer s3cret-bearer-token"}

@@ -76,11 +76,11 @@ async def test_ingest_with_bad_signature_is_401(start_service: Starter) -> None:
     assert await last_observation(service.store, "hook") is None
 
 
-async def test_ingest_to_an_unknown_id_is_401(start_service: Starter) -> None:
-    """An id no webhook watcher has gets the 401 a wrong credential gets (it cannot be told apart)."""
+async def test_ingest_unknown_or_wrong_strategy_is_404(start_service: Starter) -> None:
+    """Ingest answers 404 for an unknown id (SPEC §3)."""
     service = await start_service(watchers={"h.yaml": WEBHOOK})
     status, answer = await call(service, "POST", "/hooks/ingest/nope", body={})
-    assert (401, "unauthorized") == (status, answer["error"]["code"])
+    assert (404, "not_found") == (status, answer["error"]["code"])
 
 
 async def test_ingest_oversized_is_413(start_service: Starter) -> None:

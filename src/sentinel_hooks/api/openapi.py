@@ -149,7 +149,7 @@ def _watcher_paths() -> dict[str, Schema]:
                     "description": "any JSON value; for `format: alertmanager` an Alertmanager or "
                     "Grafana alerting webhook body (400 `invalid_alerts` otherwise)"
                 },
-                errors=(409,),
+                errors=(404, 409),
             ),
         },
     }

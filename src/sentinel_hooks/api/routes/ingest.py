@@ -26,12 +26,20 @@ if TYPE_CHECKING:
 
 routes = web.RouteTableDef()
 
-UNAUTHORIZED = (
-    "no webhook watcher took this push: the id in the URL must be a webhook watcher's, and the push "
-    "must carry the credentials its file asks for (the HMAC signature header of its secret, or "
-    "Authorization: Bearer or Basic for its auth)"
+NOT_FOUND = (
+    "no enabled webhook watcher {id!r}: the id in the URL must be the id of a webhook watcher "
+    "(`sentinel watchers list` shows them), and a disabled one takes no pushes"
 )
-"""The one refusal of a push, whatever the id: it names neither the watcher nor what was wrong."""
+"""The answer for an unknown id, another strategy's watcher, and a disabled one to a push that did
+not prove itself: one text, so a caller cannot tell them apart."""
+
+UNAUTHORIZED = (
+    "the push did not carry the credentials this webhook watcher's file asks for: the HMAC signature "
+    "header of its secret (sha256=<hex HMAC-SHA256 of the raw body>), or Authorization: Bearer or "
+    "Basic for its auth"
+)
+"""The one refusal of a push to an enabled webhook watcher that wants credentials: it does not
+say what was wrong with them."""
 
 
 def _with_headers(value: Any, headers: dict[str, str] | None) -> Any:
@@ -52,16 +60,21 @@ def _webhook(service: Service, watcher_id: str) -> tuple[WatcherRunner, WebhookW
 
 
 async def ingest(request: web.Request) -> web.Response:
-    """A push: its shape (415, 413), then its credentials, then the watcher's state. The credentials
-    come before anything that depends on the watcher, so a caller without them gets the one 401
-    whether the id is unknown, another strategy's, or a disabled or enabled webhook watcher's."""
+    """A push: its shape (415, 413), then the watcher and its credentials, then its state.
+
+    The credentials are checked (the same work always) before any answer that depends on the
+    watcher: a caller who cannot prove itself gets one 404 whether the id is unknown, another
+    strategy's or a disabled webhook watcher's (SPEC.md §3), and the 401 of §3 only from an enabled
+    webhook watcher that wants credentials; only a proven push learns that a watcher is disabled."""
     service = service_of(request)
     watcher_id = request.match_info["id"]
     require_json_type(request)
     body = await read_raw(request, max_bytes=service.settings.limits.max_response_bytes)
     found = _webhook(service, watcher_id)
     admitted = push_admitted(found[1] if found else None, request.headers, body)  # the same work always
-    if found is None or not admitted:
+    if found is None or (not admitted and not found[0].enabled):
+        raise ApiError(404, "not_found", NOT_FOUND.format(id=watcher_id))
+    if not admitted:
         raise ApiError(401, "unauthorized", UNAUTHORIZED)
     runner, spec = found
     if not runner.enabled:
