@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sentinel_hooks.canonical import (
+    _tokens_json,
     canonical_json,
     compare_numbers,
     parse_number,
@@ -231,3 +232,43 @@ def test_canonical_json_is_stable_through_a_json_round_trip(value: Any) -> None:
     """The text is valid JSON, and parsing it back gives the same canonical text."""
     text = canonical_json(value)
     assert text == canonical_json(json.loads(text))
+
+
+PLAIN = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**2100), max_value=2**2100)
+    | st.text(max_size=10)
+    | st.sampled_from(["\ud800", 'a\x00\x1f\x7f"\\\n', "\U0001f600", "\ufb01"]),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.tuples(children, children)
+        | st.dictionaries(
+            st.text(max_size=4) | st.sampled_from(["\U0001f600", "\ufb01", "\ud800"]), children, max_size=4
+        )
+    ),
+    max_leaves=15,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(PLAIN | JSON)
+def test_canonical_json_fast_path_spells_what_the_token_path_spells(value: Any) -> None:
+    """Values json.dumps can spell (strings, ints, nesting) take it; the text is the same as the
+    token-by-token path's, astral and surrogate keys and strings, huge ints and floats included."""
+    assert canonical_json(value) == _tokens_json(value)
+
+
+def test_canonical_json_fast_path_leaves_deep_and_subclassed_values_to_the_token_path() -> None:
+    """Nesting past json.dumps' comfort, bool/int subclasses and non-str keys are spelled as before."""
+    deep: Any = "x"
+    for _ in range(70):
+        deep = [deep]
+    assert canonical_json(deep) == "[" * 70 + '"x"' + "]" * 70
+
+    class Level(int):
+        def __str__(self) -> str:
+            return "level"
+
+    assert canonical_json({"a": Level(3), "b": [1]}) == '{"a":3,"b":[1]}'
+    assert canonical_json({1: "one", "b": None}) == '{"1":"one","b":null}'

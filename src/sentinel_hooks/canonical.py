@@ -181,6 +181,53 @@ def canonical_json(value: Any) -> str:
     the JSON string of its ``str()``. NaN and infinities render as ``null``. Raises
     ``ValueError`` only for a container that contains itself.
     """
+    if type(value) in _CONTAINERS and _plain(value):
+        # json's C encoder spells these exactly as below, ~7x faster (a fire renders its
+        # payload three times: dedupe key, truncation, fan-out line)
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        if _SURROGATE.search(text) is None:
+            return text
+    return _tokens_json(value)
+
+
+_CONTAINERS: Final = (dict, list, tuple)
+_PLAIN_MAX_DEPTH: Final = 64  # deeper values take the iterative path (json.dumps recurses)
+
+
+def _plain(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> bool:
+    """Whether ``json.dumps(sort_keys=True)`` writes ``value`` canonically: only dicts with ASCII
+    string keys (code point order is then UTF-16 order), lists, tuples, strings, ints that
+    ``to_number`` keeps as ints, bools and None (exact types, no subclasses), nested at most
+    ``_PLAIN_MAX_DEPTH`` deep (a container that contains itself goes past that and is refused
+    by the iterative path). Floats and Decimals are not plain: their canonical spelling is not
+    ``repr``'s."""
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        container, depth = pending.pop()
+        if depth > _PLAIN_MAX_DEPTH:
+            return False
+        members = container
+        if type(container) is dict:
+            for key in container:
+                if type(key) is not str or not key.isascii():
+                    return False
+            members = container.values()
+        for member in members:
+            kind = type(member)
+            if kind is str or kind is bool or member is None:
+                continue
+            if kind is int:
+                if member.bit_length() > _MAX_INT_BITS:
+                    return False
+            elif kind in _CONTAINERS:
+                pending.append((member, depth + 1))
+            else:
+                return False
+    return True
+
+
+def _tokens_json(value: Any) -> str:
+    """``canonical_json`` of any value, token by token without recursion."""
     out: list[str] = []
     open_containers: set[int] = set()
     stack: list[tuple[int, Any]] = [(_VALUE, value)]

@@ -78,6 +78,31 @@ def test_redactor_masks_a_secret_percent_encoded_or_escaped() -> None:
     assert ["key=***;"] * 5 == [redactor.text(f"key={form};") for form in echoed]
 
 
+@given(
+    st.recursive(
+        st.none() | st.integers() | st.text(alphabet='ab/%2f&\\"\x00', max_size=8),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.text(alphabet="ab/\x00", max_size=4), children, max_size=3)
+        ),
+        max_leaves=8,
+    ),
+    st.sampled_from(["ab/ab", 'a&b"b', "ab\x00ab", "abab"]),
+)
+def test_redactor_finds_a_secret_exactly_where_data_masks_one(value: object, secret: str) -> None:
+    """found_in (one search of the strings joined) agrees with data: never across two strings."""
+    redactor = Redactor([secret])
+    assert redactor.found_in(value) == (redactor.data(value) != value)
+
+
+def test_redactor_finds_secrets_in_keys_and_escaped_but_not_across_strings() -> None:
+    redactor = Redactor(["bench-token"])
+    assert redactor.found_in({"a": [{"x": "Bearer bench-token"}]})
+    assert redactor.found_in({"bench%2Dtoken": 1})
+    assert not redactor.found_in({"a": ["bench-", "token"], "bench-": "token"})
+    assert not Redactor([]).found_in({"bench-token": "bench-token"})
+
+
 def test_redactor_leaves_plain_text_around_a_secret() -> None:
     """Only the secret is replaced; letters keep their case (encodings are matched, not the text)."""
     redactor = Redactor(["Tok3n-Value"])

@@ -129,6 +129,26 @@ def test_secrets_are_redacted_from_the_envelope() -> None:
     assert {"echo": "token ***"} == envelope.payload
 
 
+def test_an_envelope_without_a_secret_in_it_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redaction that masks nothing keeps the envelope as built (one validation per fire)."""
+    redactor = Redactor(["s3cret-value"])
+    validated: list[Envelope] = []
+    original = Envelope.model_validate
+
+    def counting(data: Any) -> Envelope:
+        validated.append(original(data))
+        return validated[-1]
+
+    monkeypatch.setattr(Envelope, "model_validate", counting)
+    plain = build_envelope(watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT), redactor=redactor)
+    masked = build_envelope(
+        watcher(), ServiceConfig(), Firing("match", {"k": "s3cret-value"}, AT), redactor=redactor
+    )
+    assert plain.payload == {"usd": 1999}
+    assert masked.payload == {"k": "***"}
+    assert validated == [masked]
+
+
 def test_a_literal_url_password_is_masked_in_the_envelope() -> None:
     """A password written in the endpoint (an API-created watcher can only hold literals) is ``***``."""
     spec = watcher(endpoint="https://bob:hunter2pass@api.example.com/p")

@@ -53,6 +53,8 @@ class Redactor:
         kept = sorted({s for s in secrets if len(s) >= MIN_SECRET_CHARS}, key=len, reverse=True)
         self._secrets = tuple(kept)
         self._pattern = re.compile("|".join(secret_pattern(s) for s in kept)) if kept else None
+        # no spelling of these secrets holds the joiner, so no match spans two joined strings
+        self._joinable = not any(_JOINER in s for s in kept)
 
     @property
     def secrets(self) -> tuple[str, ...]:
@@ -76,9 +78,38 @@ class Redactor:
             return [self.data(v) for v in value]
         return value
 
+    def found_in(self, value: Any) -> bool:
+        """Whether ``data`` would mask anything in JSON-like ``value`` (a key or a string).
+
+        One search of all its strings joined: a fraction of ``data``'s cost, for callers that
+        keep ``value`` as it is when nothing in it is secret."""
+        if self._pattern is None:
+            return False
+        strings: list[str] = []
+        _collect_strings(value, strings)
+        if self._joinable:
+            return self._pattern.search(_JOINER.join(strings)) is not None
+        return any(self._pattern.search(text) is not None for text in strings)
+
     def merged(self, other: Redactor) -> Redactor:
         """A redactor that masks the secrets of both."""
         return Redactor((*self._secrets, *other._secrets))
+
+
+_JOINER = "\x00"  # an environment variable cannot hold it
+
+
+def _collect_strings(value: Any, out: list[str]) -> None:
+    """Append every string ``Redactor.data`` would mask in ``value`` (keys as ``str``) to ``out``."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, member in value.items():
+            out.append(str(key))
+            _collect_strings(member, out)
+    elif isinstance(value, list | tuple):
+        for member in value:
+            _collect_strings(member, out)
 
 
 CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})

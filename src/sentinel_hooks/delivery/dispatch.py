@@ -136,7 +136,9 @@ class Dispatcher:
         """One pending delivery of ``message`` per target (not yet stored), secrets masked, keyed
         ``{key_id}:{target}:{kind}``; ``key_id`` is the message's callback id unless given (an
         inbox item's id for its escalation steps)."""
-        body = self._redactor.data(message.to_json())
+        body = message.to_json()
+        if self._redactor.found_in(body):  # else the fresh dict as it is: no masked copy per fire
+            body = self._redactor.data(body)
         first = key_id or message.callback_id
         return [Delivery.new(first, target, kind, body, at=at) for target in dict.fromkeys(targets)]
 
