@@ -20,6 +20,8 @@ from contextlib import contextmanager
 import pytest
 import redis
 
+from tests.support import unavailable
+
 
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that nothing listens on right now."""
@@ -28,15 +30,17 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def redis_server_binary() -> str:
+    """The ``redis-server`` to start (skipped locally without it, a failure in CI)."""
+    return shutil.which("redis-server") or unavailable(
+        "redis-server is not installed", in_ci=".ci/run must install it"
+    )
+
+
 @contextmanager
 def running_redis(*, start_timeout_s: float = 10.0) -> Iterator[str]:
     """Start ``redis-server`` on a free port; yield its URL (db 0); stop it afterwards."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        message = "redis-server is not installed"
-        if os.environ.get("CI"):
-            pytest.fail(f"{message}; .ci/run must install it")
-        pytest.skip(message)
+    binary = redis_server_binary()
     with tempfile.TemporaryDirectory(prefix="sentinel-redis-") as workdir:
         for _ in range(5):  # another process may take the port between probing and binding
             port = free_port()
@@ -87,12 +91,7 @@ class RestartableRedis:
     starts again on the same port with the same data: a Redis outage, nothing lost."""
 
     def __init__(self, workdir: str) -> None:
-        binary = shutil.which("redis-server")
-        if binary is None:
-            if os.environ.get("CI"):
-                pytest.fail("redis-server is not installed; .ci/run must install it")
-            pytest.skip("redis-server is not installed")
-        self._binary = binary
+        self._binary = redis_server_binary()
         self._workdir = workdir
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"

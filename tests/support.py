@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
+import pytest
 from aiohttp import web
 
 T = TypeVar("T")
@@ -118,3 +120,11 @@ class Sink(Endpoint):
             if request["status"] < 300:
                 found.append(json.loads(request["raw"]))
         return found
+
+
+def unavailable(reason: str, *, in_ci: str) -> NoReturn:
+    """Something a test needs is not on this machine: skip it locally, fail when ``CI`` is set
+    (``.ci/run`` installs it, so its absence there is a broken CI, not a skipped test)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; {in_ci}")
+    pytest.skip(reason)

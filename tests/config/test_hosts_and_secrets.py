@@ -172,8 +172,8 @@ def test_url_origin_is_the_scheme_and_host_part_only_when_plain() -> None:
             },
         ),
         (
-            {"strategy": "redis-pubsub", "redisUrl": "redis://:hunter2@redis:6379/0", "channel": "c"},
-            {"redisUrl": "redis://:***@redis:6379/0", "channel": "c"},
+            {"strategy": "redis-pubsub", "redisUrl": "redis://:hunter2@cache.internal/0", "channel": "c"},
+            {"redisUrl": "redis://:***@cache.internal/0", "channel": "c"},
         ),
     ],
 )

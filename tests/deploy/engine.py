@@ -40,12 +40,11 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.support import wait_until
+from tests.support import unavailable, wait_until
 
 CACHE = Path(os.environ.get("SENTINEL_TEST_CACHE", "/var/cache/sentinel-tests"))
 SUITE = "bookworm"
@@ -59,19 +58,16 @@ def tool(name: str, *candidates: str) -> str:
     for path in (*candidates, shutil.which(name)):
         if path and os.access(path, os.X_OK):
             return path
-    message = f"{name} is not installed (Debian's {DEBIAN_PACKAGES} provide what this test needs)"
-    if os.environ.get("CI"):
-        pytest.fail(f"{message}; .ci/run installs them")
-    pytest.skip(message)
+    return unavailable(
+        f"{name} is not installed (Debian's {DEBIAN_PACKAGES} provide what this test needs)",
+        in_ci=".ci/run installs them",
+    )
 
 
 def require_root() -> None:
     """dockerd and debootstrap need root; skip locally without it, fail in CI."""
-    if os.geteuid() == 0:
-        return
-    if os.environ.get("CI"):
-        pytest.fail("the compose test runs dockerd and debootstrap, which need root")
-    pytest.skip("the compose test runs dockerd and debootstrap, which need root")
+    if os.geteuid() != 0:
+        unavailable("the compose test runs dockerd and debootstrap, which need root", in_ci="CI runs as root")
 
 
 def run(argv: list[str], *, timeout: float, env: dict[str, str] | None = None, **kwargs: Any) -> str:
