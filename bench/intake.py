@@ -15,7 +15,9 @@ busy by other processes during the row).
                                                     SQLite and Redis, and the bare baseline
     python bench/intake.py --src /work/main/src     measure another checkout's code
 
-A Redis row FLUSHES the database of the URL it is given (default db 13), before and after.
+Redis rows run on a redis-server the benchmark starts on a free port (``--stores redis``, the
+default) and stops at the end; a ``redis://`` URL given instead has its database FLUSHED before
+and after each row, so name one you own.
 The last line printed is one JSON object (the rows).
 """
 
@@ -23,17 +25,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH)]
 
 from intakebench.run import Row, run_row  # noqa: E402  (after the path)
+from soakbench.probes import own_redis  # noqa: E402
 
-DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
+OWN_REDIS = "redis"  # a redis-server this benchmark starts on a free port (and flushes between rows)
 COLUMNS = (
     "server", "store", "alerts_per_notification", "offered_alerts_per_s", "alerts_absorbed_per_s",
     "p50_ms", "p99_ms", "max_ms", "errors", "cpu_ms_per_alert", "server_busy_during_intake",
@@ -51,15 +56,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rates", type=float, nargs="+", default=None, help="alerts/s (default 50 150 300)")
     parser.add_argument("--per", type=int, nargs="+", default=None, help="alerts per notification (1 10)")
     parser.add_argument(
-        "--stores", nargs="+", default=None, help=f"sqlite and/or redis:// URLs ({DEFAULT_REDIS})"
+        "--stores",
+        nargs="+",
+        default=None,
+        help="sqlite, redis (a redis-server of its own on a free port) and/or redis:// URLs (flushed)",
     )
     parser.add_argument("--duration-s", type=float, default=None, help="seconds of load per row (default 10)")
     parser.add_argument("--no-bare", action="store_true", help="leave the bare baseline out")
     parser.add_argument("--src", type=Path, default=BENCH.parent / "src", help="the Sentinel code to run")
     args = parser.parse_args(argv)
     for store in args.stores or []:
-        if store != "sqlite" and not store.startswith("redis://"):
-            parser.error(f"--stores: {store!r} is neither sqlite nor a redis:// URL")
+        if store not in ("sqlite", OWN_REDIS) and not store.startswith("redis://"):
+            parser.error(f"--stores: {store!r} is neither sqlite, redis nor a redis:// URL")
         if store.startswith("redis://") and store.rstrip("/").rsplit("/", 1)[-1] in (
             "",
             "0",
@@ -69,11 +77,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def rows(args: argparse.Namespace) -> list[Row]:
+def stores_of(args: argparse.Namespace) -> list[str]:
+    """The stores asked for (``redis`` stands for the benchmark's own redis-server)."""
+    return list(args.stores or (["sqlite"] if args.quick else ["sqlite", OWN_REDIS]))
+
+
+def rows(args: argparse.Namespace, own_redis_url: str | None = None) -> list[Row]:
     """The rows of this invocation: the bare baseline first at each rate, then Sentinel per store."""
     rates = args.rates or ([150.0] if args.quick else [50.0, 150.0, 300.0])
     pers = args.per or ([1] if args.quick else [1, 10])
-    stores = args.stores or (["sqlite"] if args.quick else ["sqlite", DEFAULT_REDIS])
+    stores = [own_redis_url or OWN_REDIS if store == OWN_REDIS else store for store in stores_of(args)]
     duration = args.duration_s or (5.0 if args.quick else 10.0)
     usable = sorted(os.sched_getaffinity(0))
     load_core, server_core = usable[0], usable[-1]
@@ -96,8 +109,8 @@ def table(results: list[dict[str, object]]) -> str:
     return "\n".join(lines)
 
 
-async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
-    planned = rows(args)
+async def main_async(args: argparse.Namespace, own_redis_url: str | None) -> list[dict[str, object]]:
+    planned = rows(args, own_redis_url)
     os.sched_setaffinity(0, {planned[0].load_core})
     results = []
     for row in planned:
@@ -112,7 +125,13 @@ async def main_async(args: argparse.Namespace) -> list[dict[str, object]]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        results = asyncio.run(main_async(args))
+        with contextlib.ExitStack() as stack:
+            own_redis_url = None
+            if OWN_REDIS in stores_of(args):
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="intake-redis-")))
+                url, _pid, _version = stack.enter_context(own_redis(folder))
+                own_redis_url = url.rsplit("/", 1)[0] + "/13"
+            results = asyncio.run(main_async(args, own_redis_url))
     except KeyboardInterrupt:
         print("intake bench: interrupted", file=sys.stderr)
         return 130
