@@ -11,6 +11,7 @@ import pytest
 import redis
 
 from sentinel_hooks.store.sqlite import SqliteStore
+from sentinel_hooks.testing import FakeOpenAIServer
 from tests.redis_server import running_redis
 from tests.support import Sink
 
@@ -53,6 +54,13 @@ async def sink() -> AsyncIterator[Sink]:
     await server.start()
     yield server
     await server.stop()
+
+
+@pytest.fixture
+async def model() -> AsyncIterator[FakeOpenAIServer]:
+    """A model server stand-in speaking OpenAI's API on 127.0.0.1, scripted by the test."""
+    async with FakeOpenAIServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -35,12 +35,6 @@ conditions: [{path: go, op: eq, value: true}]
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def service(tmp_path: Path, model: FakeOpenAIServer) -> AsyncIterator[Service]:
     (tmp_path / "sentinel.yaml").write_text(CONFIG.format(model_url=model.url))
     (tmp_path / "watchers").mkdir()

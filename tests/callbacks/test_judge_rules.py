@@ -106,12 +106,6 @@ def action_of(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 def verdicts(model: FakeOpenAIServer) -> Verdicts:
     return Verdicts(model)
 

@@ -100,12 +100,6 @@ def free_port() -> int:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 def calls_file(tmp_path: Path) -> Path:
     return tmp_path / "calls.jsonl"
 

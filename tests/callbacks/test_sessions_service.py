@@ -57,12 +57,6 @@ Start = Callable[..., Awaitable[Service]]
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def anthropic() -> AsyncIterator[FakeAnthropicServer]:
     async with FakeAnthropicServer() as server:
         yield server

@@ -46,12 +46,6 @@ Start = Callable[[], Awaitable[Service]]
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def start(tmp_path: Path, sink: Sink, model: FakeOpenAIServer) -> AsyncIterator[Start]:
     services: list[Service] = []
 

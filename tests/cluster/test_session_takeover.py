@@ -62,12 +62,6 @@ class Project:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
 async def project(tmp_path: Path, redis_url: str, model: FakeOpenAIServer) -> AsyncIterator[Project]:
     (tmp_path / "sentinel.yaml").write_text(
         CONFIG.format(store=redis_url, lease_ms=LEASE_MS, model=model.url)

@@ -4,7 +4,6 @@ command and notifies, and every row the file gets says what it is and whose it i
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,6 @@ WATCHER = "id: w\nstrategy: webhook\ndeliveryTargets: [hook]\n"
 
 RUN = {"action": "run_command", "command": "echo", "args": ["checked"]}
 NOTIFY = {"action": "notify", "message": f"disk at 97% (key {HOOK_SECRET} leaked by the source)"}
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture
