@@ -43,8 +43,3 @@ def write_project(folder: Path, *, store: str, port: int, sink_port: int) -> Pat
     path = folder / "sentinel.yaml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
-
-
-def sqlite_url(folder: Path) -> str:
-    """An absolute sqlite store URL for a database file in ``folder``."""
-    return f"sqlite:///{(folder / 'state.db').resolve()}"

@@ -27,9 +27,10 @@ from typing import Any
 import aiohttp
 import redis.asyncio as aioredis
 from relaybench.procs import BENCH_DIR, Child, cpu_seconds, is_local_process, machine_busy_seconds
+from relaybench.project import sqlite_url
 
 from intakebench.load import Answers, offer
-from intakebench.project import TOKEN, TOKEN_ENV, WATCHER_ID, sqlite_url, write_project
+from intakebench.project import TOKEN, TOKEN_ENV, WATCHER_ID, write_project
 
 READY_TIMEOUT_S = 90.0
 DRAIN_TIMEOUT_S = 60.0
