@@ -153,12 +153,7 @@ class Service(ServiceOperations):
         if shared is not None:  # shared state: other replicas may run beside this one
             from sentinel_hooks.cluster import ClusterOwnership
 
-            self.cluster = ClusterOwnership(
-                shared.url,
-                key_prefix=shared.key_prefix,
-                lease_ms=service.cluster.lease_ms,
-                clock=self.clock,
-            )
+            self.cluster = ClusterOwnership(shared, lease_ms=service.cluster.lease_ms, clock=self.clock)
         self.mcp = McpServers(
             service.mcp_servers,
             base_dir=config.base_dir,

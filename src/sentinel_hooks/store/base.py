@@ -57,9 +57,14 @@ class InvalidCursor(StoreError, ValueError):
 
 
 @dataclass(frozen=True)
-class SharedRedis:
-    """The Redis server (``url``) and key prefix of a store whose state replicas share: where the
-    cluster keeps its leases, membership and session queues beside the store's keys."""
+class SharedState:
+    """Where the replicas sharing a store's state meet (``Store.shared``): the server at ``url``,
+    whose scheme names its kind, and the ``key_prefix`` the deployment's keys go under.
+
+    The store offers it and says nothing more of it: ``cluster/`` keeps its leases, membership
+    and watcher changes there, and the hook-session queue its stream, each through an
+    implementation of its own for that kind of server (Redis: ``cluster.connection``).
+    """
 
     url: str
     key_prefix: str
@@ -97,9 +102,9 @@ class Store(Protocol):
     """Durable state of a Sentinel deployment. See the module docstring for shared guarantees."""
 
     @property
-    def shared(self) -> SharedRedis | None:
-        """Where replicas sharing this store's state coordinate; None when no other process can
-        share it (then this process is the only replica)."""
+    def shared(self) -> SharedState | None:
+        """Where replicas sharing this store's state meet; None when no other process can share
+        it (then this process is the only replica)."""
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
@@ -75,7 +75,7 @@ class SqliteStore:
         return f"SqliteStore({str(self.path)!r})"
 
     @property
-    def shared(self) -> SharedRedis | None:
+    def shared(self) -> SharedState | None:
         """None: one process owns the file (``Store.shared``)."""
         return None
 
