@@ -30,7 +30,7 @@ from sentinel_hooks.delivery.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.relay import escalation_key
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import RetentionStore
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Pruner:
 
     def __init__(
         self,
-        store: Store,
+        store: RetentionStore,
         clock: Clock,
         ages: Ages,
         *,

@@ -48,7 +48,7 @@ from sentinel_hooks.relay.escalation import Escalations
 from sentinel_hooks.relay.notices import Notices
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target_checkpoints
-from sentinel_hooks.store import open_store
+from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
 from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
@@ -72,6 +72,8 @@ STOP_TIMEOUT_S = 8.0
 
 class Service(ServiceOperations):
     """Everything one ``sentinel run`` process runs (what its API calls: ``ServiceOperations``)."""
+
+    store: Store  # every role: the parts are each given the ones they call
 
     def __init__(
         self,

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
@@ -37,7 +37,7 @@ from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore
 from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
@@ -160,6 +160,11 @@ def _said(decision: dict[str, Any]) -> dict[str, Any]:
     return {"policy": decision}
 
 
+class ApprovalRoles(ContractStore, CheckpointStore, InboxStore, Protocol):
+    """The store roles the resumer calls: the paused callback, its session's progress, and the
+    open approvals."""
+
+
 class ApprovalResumer:
     """Turns approval decisions into tool results and puts the paused session back in its queue.
 
@@ -170,7 +175,7 @@ class ApprovalResumer:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ApprovalRoles,
         clock: Clock,
         inbox: Inbox,
         gate: CommandGate,

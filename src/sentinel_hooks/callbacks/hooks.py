@@ -15,7 +15,7 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.backends import create_backend
@@ -34,7 +34,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore, SessionStore, WatcherStore
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
@@ -43,13 +43,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+class HookRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, InboxStore, Protocol):
+    """The store roles the hook sessions' parts call: the session runner's (``SessionRoles``),
+    its queue's (``QueueRoles``) and the approval resumer's (``ApprovalRoles``)."""
+
+
 class HookSessions:
     """Runs a hook session for every accepted callback."""
 
     def __init__(
         self,
         *,
-        store: Store,
+        store: HookRoles,
         clock: Clock,
         service: ServiceConfig,
         relay: Relay,

@@ -22,7 +22,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore
 from sentinel_hooks.store.records import Contract, Trigger
 
 log = logging.getLogger(__name__)
@@ -108,7 +108,7 @@ class CallbackIntake:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ContractStore,
         clock: Clock,
         service: ServiceConfig,
         sink: CallbackSink,

@@ -15,7 +15,7 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import (
@@ -43,7 +43,13 @@ from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store, TranscriptTail
+from sentinel_hooks.store.base import (
+    CheckpointStore,
+    ContractStore,
+    SessionStore,
+    TranscriptTail,
+    WatcherStore,
+)
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
 
 if TYPE_CHECKING:
@@ -67,9 +73,14 @@ def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[st
     return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
+class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, Protocol):
+    """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
+    reads, and what its tools read (``ToolBox``)."""
+
+
 @dataclass(frozen=True)
 class SessionDeps:
-    store: Store
+    store: SessionRoles
     clock: Clock
     service: ServiceConfig
     relay: Relay
@@ -134,7 +145,7 @@ class SessionRunner:
         A new session (no progress checkpoint yet) is marked ``running`` in the step that writes
         its first transcript entries, so a session without that mark has no entries of its own
         and its session's transcript need not be read (it grows with every callback of the key).
-        Its contract, envelope and checkpoints are read in one step (``Store.read_callback``).
+        Its contract, envelope and checkpoints are read in one step (``SessionStore.read_callback``).
         """
         deps = self._deps
         callback_id = contract.callback_id
@@ -555,7 +566,7 @@ def _is_denial(result: object) -> bool:
 RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
 
 
-async def open_contracts(store: Store) -> list[Contract]:
+async def open_contracts(store: ContractStore) -> list[Contract]:
     """Contracts whose session may still have work to do after a restart (pending, or notifying:
     the agent notified and went on); paused sessions wait for their approval instead."""
     found: list[Contract] = []

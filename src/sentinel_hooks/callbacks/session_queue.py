@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
@@ -67,11 +67,16 @@ class SessionQueue(Protocol):
     async def stop(self) -> None: ...
 
 
+class QueueRoles(ContractStore, CheckpointStore, Protocol):
+    """The store roles a queue calls: the open contracts and their sessions' progress (at
+    ``resume``), and a queued callback's contract."""
+
+
 @dataclass(frozen=True)
 class QueueContext:
     """What a queue may use; ``stream`` is where the ``redis-stream`` queue lives (cluster wiring)."""
 
-    store: Store
+    store: QueueRoles
     clock: Clock
     concurrency: int
     events: Events | None = None

@@ -38,7 +38,7 @@ from redis.commands.core import AsyncScript
 
 from sentinel_hooks.background import cancel_and_wait
 from sentinel_hooks.callbacks.session import FINAL, open_contracts, progress_key
-from sentinel_hooks.callbacks.session_queue import QueueContext, Runs, run_counted
+from sentinel_hooks.callbacks.session_queue import QueueContext, QueueRoles, Runs, run_counted
 from sentinel_hooks.callbacks.session_scripts import SOURCES
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
@@ -46,7 +46,6 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.redis.keys import RedisKeys
 from sentinel_hooks.store.shortcuts import get_checkpoint
@@ -79,7 +78,7 @@ class StreamSessionQueue:
         self,
         runner: Runs,
         *,
-        store: Store,
+        store: QueueRoles,
         clock: Clock,
         settings: StreamSettings,
         concurrency: int,

@@ -27,7 +27,7 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay, escalation_key
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, WatcherStore
 from sentinel_hooks.store.records import Contract, Severity, notify_kind
 
 CONTROL_TOKENS = ("NO_REPLY", "HEARTBEAT_OK", "ANNOUNCE_SKIP", "REPLY_SKIP")
@@ -237,6 +237,10 @@ def notifies_in(messages: list[dict[str, Any]]) -> int:
     return count
 
 
+class ToolRoles(WatcherStore, CheckpointStore, Protocol):
+    """The store roles the tools call: a watcher's observations, and the escalation note."""
+
+
 @dataclass
 class ToolBox:
     """The tools of one callback. ``notified`` counts the notifies handed to delivery so far
@@ -244,7 +248,7 @@ class ToolBox:
 
     envelope: Envelope
     contract: Contract
-    store: Store
+    store: ToolRoles
     relay: Relay
     inbox: Inbox
     clock: Clock

@@ -36,7 +36,7 @@ from sentinel_hooks.delivery.target import DeliveryError, Message, Target, Trans
 from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import OutboxStore
 from sentinel_hooks.store.records import (
     Delivery,
     DeliveryKind,
@@ -91,7 +91,7 @@ class Dispatcher:
     def __init__(
         self,
         *,
-        store: Store,
+        store: OutboxStore,
         clock: Clock,
         targets: dict[str, Target],
         spec: DeliverySpec,

@@ -28,7 +28,7 @@ from sentinel_hooks.errors import SentinelError, TransientError
 if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
     from sentinel_hooks.net.client import SafeHttp
-    from sentinel_hooks.store.base import Store
+    from sentinel_hooks.store.base import CheckpointStore
 
 
 DETAILS_CHARS = 2000  # the most of an observed payload a message carries (``details_payload``)
@@ -136,7 +136,7 @@ class TargetContext:
     clock: Clock
     base_dir: Path
     console: TextIO | None = None  # None: the service's standard output
-    store: Store | None = (
+    store: CheckpointStore | None = (
         None  # where a target keeps what must outlive a process (Slack threads); None: nowhere
     )
 

@@ -43,7 +43,7 @@ from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fanout_text
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import WatcherStore
 from sentinel_hooks.store.records import Contract, Observation
 from sentinel_hooks.store.shortcuts import last_observation
 from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
@@ -122,7 +122,7 @@ class FiringPipeline:
     def __init__(
         self,
         *,
-        store: Store,
+        store: WatcherStore,
         clock: Clock,
         service: ServiceConfig,
         intake: CallbackIntake,

@@ -104,12 +104,6 @@ class RedisStore:
 
     # -- watchers: runtime state and history -------------------------------------------------
 
-    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
-        """See ``Store.get_watcher_state``."""
-        async with self._db.translated("get watcher state"):
-            text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
-        return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
-
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states`` (HGETALL; with a prefix, HSCAN matching it, so only
         those states cross the wire, ``READ_SLICE`` fields scanned per call)."""
