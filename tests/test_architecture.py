@@ -65,10 +65,10 @@ PURE = [
     "relay/fallback.py",
     "store/contract_states.py",
     "store/urls.py",
-    "callbacks/prompt.py",
+    "callbacks/sessions/prompt.py",
     "callbacks/policy.py",
-    "callbacks/compaction.py",
-    "callbacks/memory.py",
+    "callbacks/sessions/compaction.py",
+    "callbacks/sessions/memory.py",
     "callbacks/backends/recovery.py",
 ]
 IO_LIBRARIES = {"aiohttp", "redis", "sqlite3", "apscheduler", "socket", "subprocess", "jinja2"}

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sentinel_hooks.callbacks.session import progress_key
 from sentinel_hooks.callbacks.session_queue import (
     MODULES,
     QueueContext,
@@ -24,6 +23,7 @@ from sentinel_hooks.callbacks.session_queue import (
     create_session_queue,
 )
 from sentinel_hooks.callbacks.session_stream import StreamSettings
+from sentinel_hooks.callbacks.sessions.session import progress_key
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract, Store
 from sentinel_hooks.store.redis import RedisStore

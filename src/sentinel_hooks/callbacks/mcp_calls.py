@@ -27,7 +27,7 @@ from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
 from sentinel_hooks.callbacks.judge import Judges, overrule
 from sentinel_hooks.callbacks.mcp_client import McpCallError, McpServers, McpUnavailable
 from sentinel_hooks.callbacks.policy import McpRequest, PolicyDecision, decide
-from sentinel_hooks.callbacks.tools import McpTool, Paused, ToolBox
+from sentinel_hooks.callbacks.sessions.tools import McpTool, Paused, ToolBox
 from sentinel_hooks.config.mcp import TOOL_SEPARATOR, pattern_server
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ActionPolicySpec

@@ -37,9 +37,9 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.session import FINAL, open_contracts, progress_key
 from sentinel_hooks.callbacks.session_queue import QueueContext, Runs, run_counted
 from sentinel_hooks.callbacks.session_scripts import SOURCES
+from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.core.envelope import Envelope

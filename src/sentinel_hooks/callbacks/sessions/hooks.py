@@ -23,8 +23,8 @@ from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.judge import Judges
 from sentinel_hooks.callbacks.mcp_calls import McpGate
 from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.session import SessionDeps, SessionRunner
 from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
+from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig

@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
     ModelError,
@@ -31,8 +30,9 @@ from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, Scripted
 from sentinel_hooks.callbacks.intake import message_key
 from sentinel_hooks.callbacks.judge import Judges
 from sentinel_hooks.callbacks.policy import mcp_summary
-from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.sessions import compaction, memory
+from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
+from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
