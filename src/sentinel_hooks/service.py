@@ -62,7 +62,7 @@ from sentinel_hooks.watchers.writeback import WatcherWrites
 if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor the API's server
     from aiohttp import web
 
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
     from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
@@ -252,7 +252,7 @@ class Service(ServiceOperations):
         shared = self.store.shared
         if self.cluster is None or shared is None:
             return None
-        from sentinel_hooks.callbacks.session_stream import StreamSettings
+        from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
         return StreamSettings(
             redis_url=shared.url,

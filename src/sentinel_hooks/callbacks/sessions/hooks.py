@@ -3,7 +3,7 @@
 ``HookSessions`` is the CallbackSink the intake hands accepted callbacks to. Its queue is the
 in-process ``local`` one, or, when replicas share a Redis store (``stream`` settings given),
 the ``redis-stream`` one that lets any replica run any session (docs/scaling.md); both keep the
-``SessionQueue`` contract (``session_queue.py``).
+``SessionQueue`` contract (``callbacks/queues/base.py``).
 
 Approval decisions reach it through ``approvals.decided``: the inbox's ``on_decision`` hook,
 which the composition root gives the inbox.
@@ -23,7 +23,7 @@ from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.judge import Judges
 from sentinel_hooks.callbacks.mcp_calls import McpGate
 from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
+from sentinel_hooks.callbacks.queues.base import QueueContext, SessionQueue, create_session_queue
 from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
@@ -38,7 +38,7 @@ from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Hook sessions (SPEC.md §5): one isolated agent conversation per callback, grouped by session key.
 
-A session queue (``session_queue.py``) runs callbacks of one session key one at a time in
+A session queue (``callbacks/queues/base.py``) runs callbacks of one session key one at a time in
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
