@@ -66,7 +66,7 @@ PURE = [
     "store/contract_states.py",
     "store/urls.py",
     "callbacks/sessions/prompt.py",
-    "callbacks/policy.py",
+    "callbacks/policy/rules.py",
     "callbacks/sessions/compaction.py",
     "callbacks/sessions/memory.py",
     "callbacks/backends/recovery.py",

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal, Protocol, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import PolicyDecision
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import PolicyDecision
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.policy.commands import SAFE_PATH, CommandResult, Located, locate, run_command
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import CommandRequest, PolicyDecision, decide
 from sentinel_hooks.callbacks.sessions.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
