@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
-from sentinel_hooks.callbacks.mcp_client import McpServers
+from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.linemap import LineMap

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import cancel_and_wait
 from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
-from sentinel_hooks.callbacks.mcp_client import McpServers
+from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.sessions.hooks import HookSessions
 from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.canonical import sha256_hex

@@ -42,7 +42,7 @@ from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp_calls import McpGate
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 

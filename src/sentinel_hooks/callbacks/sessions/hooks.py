@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
-from sentinel_hooks.callbacks.mcp_calls import McpGate
-from sentinel_hooks.callbacks.mcp_client import McpServers
+from sentinel_hooks.callbacks.mcp.calls import McpGate
+from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.policy.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.queues.base import QueueContext, SessionQueue, create_session_queue

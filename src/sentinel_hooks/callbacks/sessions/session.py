@@ -47,7 +47,7 @@ from sentinel_hooks.store.base import Store, TranscriptTail
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp_calls import McpGate
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 

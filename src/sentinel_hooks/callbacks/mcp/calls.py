@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.mcp_client import McpCallError, McpServers, McpUnavailable
+from sentinel_hooks.callbacks.mcp.client import McpCallError, McpServers, McpUnavailable
 from sentinel_hooks.callbacks.policy.judge import Judges, overrule
 from sentinel_hooks.callbacks.policy.rules import McpRequest, PolicyDecision, decide
 from sentinel_hooks.callbacks.sessions.tools import McpTool, Paused, ToolBox
