@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, message_key
+from sentinel_hooks.callbacks.intake.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.callbacks.mcp.client import McpServers
-from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher

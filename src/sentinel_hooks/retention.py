@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sentinel_hooks.background import BackgroundTask
-from sentinel_hooks.callbacks.intake import message_key
+from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.sessions.memory import memory_key
 from sentinel_hooks.callbacks.sessions.session import progress_key
 from sentinel_hooks.clock import Clock

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.sessions.hooks import HookSessions
-from sentinel_hooks.callbacks.silences import Silences
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.linemap import LineMap

@@ -32,7 +32,7 @@ from typing import Any
 
 from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
-from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig

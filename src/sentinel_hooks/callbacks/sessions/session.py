@@ -27,7 +27,7 @@ from sentinel_hooks.callbacks.backends.base import (
 )
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
-from sentinel_hooks.callbacks.intake import message_key
+from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.policy.rules import mcp_summary
 from sentinel_hooks.callbacks.sessions import compaction, memory
