@@ -55,7 +55,7 @@ PURE = [
     "core/retry.py",
     "watchers/lifecycle.py",
     "watchers/episodes.py",
-    "callbacks/builder.py",
+    "watchers/builder.py",
     "config/hosts.py",
     "watchers/strategies/http_body.py",
     "watchers/strategies/sse_parser.py",
