@@ -25,7 +25,7 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.silences import Matcher, MatchMode
-from sentinel_hooks.delivery.target import Target
+from sentinel_hooks.delivery.targets.base import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics

@@ -33,9 +33,9 @@ from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
 from sentinel_hooks.hardening import protect_process
