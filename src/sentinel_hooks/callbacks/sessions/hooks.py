@@ -28,12 +28,12 @@ from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.skills.injection import SkillLookup
 from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 
@@ -56,7 +56,7 @@ class HookSessions:
         inbox: Inbox,
         redactor: Redactor,
         work_dir: Path,
-        skill: Callable[[str], Skill | None],
+        skill: SkillLookup,
         watcher: Callable[[str], AnyWatcher | None],
         events: Events | None = None,
         stream: StreamSettings | None = None,

@@ -36,13 +36,13 @@ from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.skills.injection import SkillLookup, session_skill
 from sentinel_hooks.store.base import Store, TranscriptTail
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
 
@@ -77,7 +77,7 @@ class SessionDeps:
     gate: CommandGate
     backends: Mapping[str, ModelBackend]
     watcher: Callable[[str], AnyWatcher | None]
-    skill: Callable[[str], Skill | None]  # the skill loaded now: a reload (SIGHUP) may change it
+    skill: SkillLookup  # the skill loaded now: a reload (SIGHUP) may change it
     redactor: Redactor
     events: Events | None = None
     judges: Judges | None = None
@@ -188,12 +188,10 @@ class SessionRunner:
                 contract, backend, checkpoints.get(memory_key), view.transcript
             )
             name, via = choose_model(watcher, deps.service)
-            skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
+            skill = session_skill(envelope.watcher.skill_id, deps.skill)
             first = [
                 system_message(envelope.mode.autonomy),
-                user_message(
-                    envelope, skill=skill.body if skill else None, tools=box.offered, memory=recalled
-                ),
+                user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
             ]
             stored = await self.append_all(
                 contract,
