@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
-from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, message_key
+from sentinel_hooks.callbacks.intake.silences import Muting, Silences, watcher_facts
+from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
@@ -25,7 +25,7 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.silences import Matcher, MatchMode
-from sentinel_hooks.delivery.target import Target
+from sentinel_hooks.delivery.targets.base import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics

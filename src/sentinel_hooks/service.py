@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.hooks import HookSessions
-from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
-from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.silences import Silences
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.intake.silences import Silences
+from sentinel_hooks.callbacks.mcp.client import McpServers
+from sentinel_hooks.callbacks.sessions.hooks import HookSessions
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
 from sentinel_hooks.hardening import protect_process
@@ -62,7 +62,7 @@ from sentinel_hooks.watchers.writeback import WatcherWrites
 if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor the API's server
     from aiohttp import web
 
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
     from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
@@ -249,7 +249,7 @@ class Service(ServiceOperations):
         shared = self.store.shared
         if self.cluster is None or shared is None:
             return None
-        from sentinel_hooks.callbacks.session_stream import StreamSettings
+        from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
         return StreamSettings(
             redis_url=shared.url,

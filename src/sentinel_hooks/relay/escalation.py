@@ -37,7 +37,7 @@ from sentinel_hooks.config.escalation import EscalationPolicySpec, EscalationSte
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.inbox.severity import message_priority
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.relay import delivery_targets

@@ -36,7 +36,7 @@ from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import Message, details_payload
+from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text

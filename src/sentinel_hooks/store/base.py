@@ -82,7 +82,7 @@ class TranscriptTail:
     """Transcript entries ``SessionStore.read_callback`` reads with the rest: those of ``session_key``
     after the seq that checkpoint ``checkpoint_key`` holds under ``field`` (a plain member
     name; 0 when the checkpoint or an integer there is missing). A reader that keeps its place
-    in a checkpoint (a session's memory, ``callbacks.memory``) needs no second round trip."""
+    in a checkpoint (a session's memory, ``callbacks.sessions.memory``) needs no second round trip."""
 
     session_key: str
     checkpoint_key: str

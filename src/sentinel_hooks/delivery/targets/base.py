@@ -8,7 +8,7 @@ redirects).
 
 A new target type is a module exposing ``create(name, spec, context)`` (a ``TargetFactory``),
 an entry in ``MODULES`` and a ``type`` in ``config/targets.py``; tests/contract/test_targets.py
-then runs the contract against it. ``RecordingTarget`` (``delivery/recording.py``) is the fake
+then runs the contract against it. ``RecordingTarget`` (``delivery/targets/recording.py``) is the fake
 that ships for tests.
 """
 
@@ -146,12 +146,12 @@ class TargetFactory(Protocol):
 
 
 MODULES: dict[str, str] = {
-    "slack": "sentinel_hooks.delivery.slack",
-    "webhook": "sentinel_hooks.delivery.webhook",
-    "console": "sentinel_hooks.delivery.console",
-    "file": "sentinel_hooks.delivery.file",
-    "pagerduty": "sentinel_hooks.delivery.pagerduty",
-    "apprise": "sentinel_hooks.delivery.apprise",
+    "slack": "sentinel_hooks.delivery.targets.slack",
+    "webhook": "sentinel_hooks.delivery.targets.webhook",
+    "console": "sentinel_hooks.delivery.targets.console",
+    "file": "sentinel_hooks.delivery.targets.file",
+    "pagerduty": "sentinel_hooks.delivery.targets.pagerduty",
+    "apprise": "sentinel_hooks.delivery.targets.apprise",
 }
 
 

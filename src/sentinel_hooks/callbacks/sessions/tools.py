@@ -17,12 +17,12 @@ from typing import Annotated, Any, Literal, Protocol, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import PolicyDecision
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import PolicyDecision
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.delivery.target import Message, details_payload
+from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for

@@ -28,10 +28,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
-from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
+from sentinel_hooks.callbacks.policy.commands import SAFE_PATH, CommandResult, Located, locate, run_command
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import CommandRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.sessions.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
@@ -42,7 +42,7 @@ from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp_calls import McpGate
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ class ApprovalResumer:
 
     async def decided(self, item: InboxItem) -> None:
         """The inbox's ``on_decision`` hook: approved → run, denied/expired → refuse; then resume."""
-        from sentinel_hooks.callbacks.session import progress_key
+        from sentinel_hooks.callbacks.sessions.session import progress_key
 
         if item.kind != "approval" or item.callback_id is None:
             return
