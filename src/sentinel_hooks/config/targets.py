@@ -12,7 +12,22 @@ from sentinel_hooks.config.base import Spec
 PAGERDUTY_API_BASE = "https://events.pagerduty.com"
 
 
-class SlackTargetSpec(Spec):
+class TargetSpecBase(Spec):
+    """What every target takes: ``followUps``, whether the agent's notifies after the page reach
+    it (SPEC §6.4; default true, false for a target that cannot thread)."""
+
+    follow_ups: bool | None = None
+
+    def threads(self) -> bool:
+        """Whether the target can show a follow-up as part of its page (most can)."""
+        return True
+
+    def takes_follow_ups(self) -> bool:
+        """``followUps`` as written, else whether the target can thread."""
+        return self.threads() if self.follow_ups is None else self.follow_ups
+
+
+class SlackTargetSpec(TargetSpecBase):
     """Slack: an incoming webhook, or a bot token and a channel (chat.postMessage)."""
 
     type: Literal["slack"]
@@ -31,13 +46,17 @@ class SlackTargetSpec(Spec):
             raise ValueError("a slack target with a token needs a channel (e.g. channel: '#ops')")
         return self
 
+    def threads(self) -> bool:
+        """A bot token threads; an incoming webhook cannot."""
+        return self.webhook_url is None
+
     def urls(self) -> list[str]:
         if self.webhook_url is not None:
             return [self.webhook_url.get_secret_value()]
         return [self.api_base or "https://slack.com/api"]
 
 
-class WebhookTargetSpec(Spec):
+class WebhookTargetSpec(TargetSpecBase):
     """POST JSON to a URL, signed with HMAC-SHA256 when ``secret`` is set."""
 
     type: Literal["webhook"]
@@ -49,7 +68,7 @@ class WebhookTargetSpec(Spec):
         return [self.url]
 
 
-class ConsoleTargetSpec(Spec):
+class ConsoleTargetSpec(TargetSpecBase):
     """Print to the service's standard output."""
 
     type: Literal["console"]
@@ -58,7 +77,7 @@ class ConsoleTargetSpec(Spec):
         return []
 
 
-class FileTargetSpec(Spec):
+class FileTargetSpec(TargetSpecBase):
     """Append JSON lines to a file (relative to the directory of sentinel.yaml)."""
 
     type: Literal["file"]
@@ -68,7 +87,7 @@ class FileTargetSpec(Spec):
         return []
 
 
-class PagerDutyTargetSpec(Spec):
+class PagerDutyTargetSpec(TargetSpecBase):
     """PagerDuty Events API v2: the agent's notify and the fallback trigger an event, keyed by
     the callback; the resolved message resolves it (SPEC.md §16)."""
 
@@ -96,7 +115,7 @@ def _apprise_url(url: SecretStr) -> SecretStr:
 AppriseUrlText = Annotated[SecretStr, AfterValidator(_apprise_url)]
 
 
-class AppriseTargetSpec(Spec):
+class AppriseTargetSpec(TargetSpecBase):
     """Any service the Apprise library supports, by URL (``mailto://``, ``tgram://``, ``ntfy://`` …).
 
     The URLs are secrets (they hold tokens and passwords); their hosts are checked against
@@ -104,6 +123,10 @@ class AppriseTargetSpec(Spec):
 
     type: Literal["apprise"]
     service_urls: list[AppriseUrlText] = Field(alias="urls", min_length=1)
+
+    def threads(self) -> bool:
+        """Apprise's services have no threads: follow-ups only with ``followUps: true``."""
+        return False
 
     def apprise_urls(self) -> list[str]:
         """The URLs as written (secrets: never show them, ``parse_apprise_url(u).shown`` instead)."""

@@ -32,7 +32,13 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.delivery.outcomes import OutcomeWriter
-from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TransientDeliveryError
+from sentinel_hooks.delivery.targets.base import (
+    DeliveryError,
+    Message,
+    Target,
+    TransientDeliveryError,
+    takes_follow_ups,
+)
 from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
@@ -154,6 +160,12 @@ class Dispatcher:
             d.model_copy(update={"next_attempt_at": held_until})
             for d in self.new_deliveries(message, targets, kind, at=at)
         ]
+
+    def follow_up_targets(self, targets: Sequence[str]) -> list[str]:
+        """Those of ``targets`` that get follow-ups (SPEC §6.4; an unknown name is kept, so its
+        delivery is dead-lettered as any other's)."""
+        known = self._targets
+        return [t for t in targets if t not in known or takes_follow_ups(known[t])]
 
     async def enqueue(self, deliveries: Sequence[Delivery]) -> None:
         """Store deliveries (a key already there is left alone) and wake the worker."""

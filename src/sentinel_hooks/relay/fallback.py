@@ -13,6 +13,7 @@ from typing import Any
 
 from sentinel_hooks.canonical import canonical_json
 
+STILL_INVESTIGATING = "The agent is still investigating; its findings will follow in this thread."
 PAYLOAD_LINE_CHARS = 200
 SUMMARY_CHARS = 200  # the whole payload summary
 SUMMARY_PART_CHARS = 48  # one ``key=value`` of it
@@ -80,8 +81,10 @@ def fallback_text(
     timeout_ms: int,
     payload: Any,
     escalation: tuple[str, str] | None = None,
+    investigating: bool = False,
 ) -> str:
-    """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated."""
+    """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated,
+    and ``investigating`` adds the line that says its findings will follow (SPEC §6.4)."""
     lines = [
         f"Sentinel: {fired_on(event_name, watcher_id)} ({priority}) — no response from the agent "
         f"within {format_timeout(timeout_ms)}.",
@@ -90,6 +93,8 @@ def fallback_text(
     if escalation is not None:
         severity, reason = escalation
         lines.append(f"Escalated ({severity}): {reason}")
+    if investigating:
+        lines.append(STILL_INVESTIGATING)
     return "\n".join(lines)
 
 

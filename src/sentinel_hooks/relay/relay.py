@@ -28,7 +28,7 @@ import contextlib
 import heapq
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
@@ -41,6 +41,7 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text
 from sentinel_hooks.store.base import CheckpointStore, ContractStore, OutboxStore, TransitionStore
+from sentinel_hooks.store.contract_states import PAGED_STATES
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -69,6 +70,15 @@ def escalation_key(callback_id: str) -> str:
     return f"escalation:{callback_id}"
 
 
+def progress_key(callback_id: str) -> str:
+    """Where a callback's hook session records its progress (``status``: running, paused, done…):
+    written by the session, read here to tell whether the agent still investigates."""
+    return f"session:{callback_id}"
+
+
+STILL_RUNNING = frozenset({"running", "resuming"})
+
+
 def delivery_targets(envelope: Envelope | None, contract: Contract) -> list[str]:
     """The contract's targets, or the console only for ``environment: test``."""
     if envelope is not None and envelope.mode.environment == "test":
@@ -86,6 +96,8 @@ class NotifyOutcome:
     delivered: list[str] = field(default_factory=list)
     retrying: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    follow_up: bool = False  # handed over after the page (SPEC §6.4)
+    left_out: list[str] = field(default_factory=list)  # targets that take no follow-ups
 
 
 class RelayRoles(TransitionStore, ContractStore, CheckpointStore, OutboxStore, Protocol):
@@ -122,24 +134,39 @@ class Relay:
     async def notify(self, contract: Contract, message: Message, targets: Sequence[str]) -> NotifyOutcome:
         """Hand the agent's message to delivery and try each target at once.
 
-        ``begin_notify`` makes the contract ``notifying`` and enqueues the deliveries in one
-        step, so from then on no fallback is due while the message may still get through; the
-        outbox retries what fails and moves the contract on each delivery's final outcome. A
-        notify tried again (the same kind, after a crash) adds nothing and reports what became
-        of the first try. Refused (``accepted`` False, nothing sent) once the fallback was sent.
+        While the contract is open the message may be its page (SPEC §6.4): ``begin_notify``
+        makes the contract ``notifying`` and enqueues the deliveries in one step, so from then
+        on no fallback is due while the message may still get through; the outbox retries what
+        fails and moves the contract on each delivery's final outcome. Once the contract settled
+        with a page (the agent's or the fallback) the open step refuses it and it is handed over
+        again as a follow-up (``page`` false), to the targets that take follow-ups: delivered
+        durably, the contract left as it is. Each step is a compare-and-set on the contract's
+        state, so a message is labelled page or follow-up by the state that took it. A notify
+        tried again (the same kind, after a crash) adds nothing and reports what became of the
+        first try. Refused (``accepted`` False, nothing sent) by a contract that takes no
+        notify (expired, deduped, silenced).
         """
         now = self._clock.now()
-        deliveries = self._dispatcher.held_deliveries(message, targets, message.kind, at=now)
+        paging = replace(message, page=True)
+        deliveries = self._dispatcher.held_deliveries(paging, targets, message.kind, at=now)
         start = await self._store.begin_notify(contract.callback_id, deliveries, at=now)
+        left_out: list[str] = []
+        if start is not None and not start.accepted and start.before in PAGED_STATES:
+            following = replace(message, page=False)
+            sent_to = self._dispatcher.follow_up_targets(targets)
+            left_out = [t for t in targets if t not in sent_to]
+            deliveries = self._dispatcher.held_deliveries(following, sent_to, message.kind, at=now)
+            start = await self._store.begin_notify(contract.callback_id, deliveries, at=now, follow_up=True)
         if start is None or not start.accepted:
             return NotifyOutcome(False, None if start is None else start.after)
         inserted = [d for d in deliveries if d.key in start.inserted]
         accepted = await self._dispatcher.attempt_now(inserted)
-        if len(inserted) == len(deliveries) and accepted and all(accepted):
+        if not start.follow_up and len(inserted) == len(deliveries) and accepted and all(accepted):
             # Every delivery was new and a target took each one: its recorded outcome moved the
-            # open contract to fulfilled (a fulfilled one stays), so there is nothing to read back.
+            # open contract to fulfilled, so there is nothing to read back.
             return NotifyOutcome(True, "fulfilled", [d.target for d in deliveries])
-        return await self._notify_outcome(contract.callback_id, deliveries)
+        outcome = await self._notify_outcome(contract.callback_id, deliveries)
+        return replace(outcome, follow_up=start.follow_up, left_out=left_out)
 
     async def _notify_outcome(self, callback_id: str, deliveries: Sequence[Delivery]) -> NotifyOutcome:
         states = {d.key: d.state for d in await self._store.list_deliveries(callback_id)}
@@ -226,17 +253,25 @@ class Relay:
         """Claim and settle every contract due now; the number claimed.
 
         A claimed batch costs three store calls whatever its size: the claim (which returns the
-        envelopes too), one read of the escalation checkpoints, and one ``settle_contracts`` (a
-        compare-and-set per contract that enqueues its fallbacks in the same step; it is given
-        the claimed contracts, so it need not read them again).
+        envelopes too), one read of the escalation and session-progress checkpoints, and one
+        ``settle_contracts`` (a compare-and-set per contract that enqueues its fallbacks in the
+        same step; it is given the claimed contracts, so it need not read them again).
         """
         now = self._claimed_until = self._clock.now()
         claimed = await self._store.claim_due(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
         if not claimed:
             return 0
-        escalations = await self._store.get_checkpoints([escalation_key(c.callback_id) for c, _ in claimed])
+        keys = [k(c.callback_id) for c, _ in claimed for k in (escalation_key, progress_key)]
+        checkpoints = await self._store.get_checkpoints(keys)
         settlements = [
-            self._settlement(c, envelope, escalations.get(escalation_key(c.callback_id)), now)
+            self._settlement(
+                c,
+                envelope,
+                checkpoints.get(escalation_key(c.callback_id)),
+                now,
+                investigating=(checkpoints.get(progress_key(c.callback_id)) or {}).get("status")
+                in STILL_RUNNING,
+            )
             for c, envelope in claimed
         ]
         won = await self._store.settle_contracts(settlements, at=now)
@@ -250,9 +285,12 @@ class Relay:
         envelope: Envelope | None,
         escalation: dict[str, Any] | None,
         now: datetime,
+        *,
+        investigating: bool = False,
     ) -> Settlement:
         """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract (one
-        stored without its envelope gets the fallback, told from the contract alone)."""
+        stored without its envelope gets the fallback, told from the contract alone); it says so
+        when the session is ``investigating`` still (its findings follow, SPEC §6.4)."""
         if envelope is not None and envelope.delivery.fallback_mode == "none":
             return Settlement(contract.callback_id, "expired", claimed=contract)
         event_name = contract.watcher_id if envelope is None else envelope.watcher.event_name
@@ -265,6 +303,7 @@ class Relay:
             escalation=None
             if escalation is None
             else (str(escalation.get("severity", "warning")), str(escalation.get("reason", ""))),
+            investigating=investigating,
         )
         message = Message(
             callback_id=contract.callback_id,
@@ -274,6 +313,7 @@ class Relay:
             kind="fallback",
             text=text,
             payload=None if envelope is None else details_payload(envelope.payload),
+            page=True,
         )
         deliveries = self._dispatcher.new_deliveries(
             message, delivery_targets(envelope, contract), "fallback", at=now

@@ -253,13 +253,14 @@ class TransitionStore(Protocol):
         """
 
     async def begin_notify(
-        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime, follow_up: bool = False
     ) -> NotifyStart | None:
         """Hand a notify to delivery: in one atomic step, the contract takes it
         (``contract_states.after_notify``: ``pending`` → ``notifying``, leaving the deadline
         index) and ``deliveries`` are enqueued (a key already there is left as is, so a notify
-        tried again after a crash is not sent twice). A contract that refuses it (fallback sent,
-        expired, deduped) is left alone and nothing is enqueued. None for an unknown id.
+        tried again after a crash is not sent twice). A page candidate (``follow_up`` False) is
+        taken by an open contract only, a follow-up by one settled with a page only (SPEC §6.4);
+        a contract that refuses it is left alone and nothing is enqueued. None for an unknown id.
         """
 
     async def pause_contract(self, callback_id: str) -> Moved | None:

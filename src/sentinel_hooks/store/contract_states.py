@@ -17,9 +17,16 @@ or ``None`` when the event leaves the contract as it is.
        └── (deduped: refused by the dedupe window, final from the start)
            (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
 
-A fulfilled contract takes further notifies (follow-ups of the agent's own answer) and stays
-fulfilled; after ``fallback_sent`` or ``expired`` a notify is refused, so people never get both
-the fallback and the agent's message.
+The first message that settles a contract is its page (SPEC §6.4): the agent's first notify a
+target accepts, or the fallback. A notify handed over while the contract is open may be the page;
+one handed over once it settled with a page (``fulfilled``, ``fallback_sent``) is a follow-up: it
+is delivered and leaves the contract as it is, so people are paged at most once. After
+``expired`` (fallback mode none: nobody was paged) a notify is refused, as after ``deduped`` and
+``silenced``.
+
+::
+
+    fulfilled | fallback_sent ──notify (a follow-up)──► the same state
 """
 
 from __future__ import annotations
@@ -39,18 +46,29 @@ ContractState = Literal[
 
 OPEN_STATES: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval"})
 FINAL_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
-TAKES_NOTIFY: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval", "fulfilled"})
+PAGED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent"})
+"""Settled with a page: every notify from now on is a follow-up (SPEC §6.4)."""
 
 
-def after_notify(state: ContractState) -> ContractState | None:
+def after_notify(state: ContractState, *, follow_up: bool = False) -> ContractState | None:
     """A notify is handed to delivery: ``pending`` → ``notifying``.
 
-    ``notifying``, ``awaiting_approval`` and ``fulfilled`` take it and stay; any other state
-    refuses it (``after_notify`` is then None and nothing may be enqueued).
+    As a page candidate (``follow_up`` False) the open states take it (``notifying`` and
+    ``awaiting_approval`` stay); as a follow-up, ``fulfilled`` and ``fallback_sent`` take it and
+    stay. Any other pairing refuses it (``after_notify`` is then None and nothing may be
+    enqueued): the caller asked for the wrong one and tries the other, or the contract takes no
+    notify at all.
     """
+    if follow_up:
+        return state if state in PAGED_STATES else None
     if state == "pending":
         return "notifying"
-    return state if state in TAKES_NOTIFY else None
+    return state if state in OPEN_STATES else None
+
+
+def takes_notify(state: ContractState) -> bool:
+    """Whether a notify is delivered at all in this state (as a page candidate or a follow-up)."""
+    return state in OPEN_STATES or state in PAGED_STATES
 
 
 def after_notify_delivered(state: ContractState) -> ContractState | None:

@@ -19,8 +19,8 @@ from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.errors import StoreError
-from sentinel_hooks.store.contract_states import TAKES_NOTIFY
 from sentinel_hooks.store.contract_states import ContractState as ContractState
+from sentinel_hooks.store.contract_states import after_notify
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
@@ -453,16 +453,18 @@ class Moved:
 @dataclass(frozen=True)
 class NotifyStart:
     """``Store.begin_notify``'s answer: the contract's step, and the keys of the deliveries it
-    enqueued (those already there, from an earlier try of the same notify, are left out)."""
+    enqueued (those already there, from an earlier try of the same notify, are left out);
+    ``follow_up`` is what the notify was handed over as."""
 
     before: ContractState
     after: ContractState
     inserted: frozenset[str] = frozenset()
+    follow_up: bool = False
 
     @property
     def accepted(self) -> bool:
         """Whether the contract took the notify (its deliveries are in the outbox)."""
-        return self.before in TAKES_NOTIFY
+        return after_notify(self.before, follow_up=self.follow_up) is not None
 
 
 @dataclass(frozen=True)

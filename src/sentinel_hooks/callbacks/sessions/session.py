@@ -41,7 +41,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
-from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.relay.relay import Relay, progress_key
 from sentinel_hooks.skills.injection import SkillLookup, session_skill
 from sentinel_hooks.store.base import (
     CheckpointStore,
@@ -57,15 +57,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+__all__ = ["FINAL", "SessionDeps", "SessionRunner", "open_contracts", "progress", "progress_key"]
+
 FINAL = frozenset({"done", "failed", "paused", "skipped"})
 BREAKER_REASON = "the agent kept proposing denied actions"
 MODEL_SEES = ("decision", "ruleId", "reason")  # of a policy decision, in the tool result
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 _RNG = random.Random()  # the model backoff's jitter
-
-
-def progress_key(callback_id: str) -> str:
-    return f"session:{callback_id}"
 
 
 def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[str, Any]]:

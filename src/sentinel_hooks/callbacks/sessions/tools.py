@@ -26,7 +26,7 @@ from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
-from sentinel_hooks.relay.relay import Relay, escalation_key
+from sentinel_hooks.relay.relay import NotifyOutcome, Relay, escalation_key
 from sentinel_hooks.store.base import CheckpointStore, WatcherStore
 from sentinel_hooks.store.records import Contract, Severity, notify_kind
 
@@ -213,9 +213,10 @@ class CommandGate(Protocol):
 
 
 def too_late(state: str | None) -> str:
-    """The error result of a notify the contract refused (its fallback went out, or it expired)."""
+    """The error result of a notify the contract refused (it expired with fallback mode none, or
+    takes no message at all)."""
     return (
-        f"too late: the response deadline passed and people got the fallback instead "
+        f"too late: the response deadline passed and this fire takes no more messages "
         f"(contract {state or 'unknown'}); nothing was sent — use sentinel_escalate to add to the inbox"
     )
 
@@ -235,6 +236,24 @@ def notifies_in(messages: list[dict[str, Any]]) -> int:
         if isinstance(result, dict) and isinstance(result.get("notify"), int):
             count = max(count, result["notify"])
     return count
+
+
+def follow_up_result(ordinal: int, outcome: NotifyOutcome) -> dict[str, Any]:
+    """The tool result of a notify after the page (SPEC §6.4): always ``ok``, since the outbox
+    delivers it durably (retries, then a dead letter that keeps it in the inbox)."""
+    result: dict[str, Any] = {
+        "ok": True,
+        "deliveredAs": "followup",
+        "notify": ordinal,
+        "delivered": outcome.delivered,
+        "retrying": outcome.retrying,
+        "failed": outcome.failed,
+        "contract": outcome.state,
+        "note": "people were already paged about this fire; this message follows up on that page",
+    }
+    if outcome.left_out:
+        result["leftOut"] = outcome.left_out
+    return result
 
 
 class ToolRoles(WatcherStore, CheckpointStore, Protocol):
@@ -347,6 +366,8 @@ class ToolBox:
         if not outcome.accepted:
             return {"ok": False, "delivered": [], "error": too_late(outcome.state)}
         self.notified = ordinal
+        if outcome.follow_up:
+            return follow_up_result(ordinal, outcome)
         result: dict[str, Any] = {
             "ok": bool(outcome.delivered or outcome.retrying),
             "notify": ordinal,

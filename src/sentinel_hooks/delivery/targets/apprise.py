@@ -82,6 +82,7 @@ class AppriseTarget:
     def __init__(self, name: str, spec: AppriseTargetSpec, context: TargetContext) -> None:
         quiet_apprise_logs()
         self.name = name
+        self.follow_ups = spec.takes_follow_ups()
         self._context = context
         self._urls = [parse_apprise_url(url) for url in spec.apprise_urls()]
         self._redactor = Redactor(secret for url in self._urls for secret in (url.url, *url.secrets))

@@ -64,7 +64,10 @@ class Message:
     ``envelope`` is included only when the message is meant to carry it (debug fan-out,
     webhook receivers that asked for it). ``payload`` is the observed payload of the fire a
     notify or fallback is about, cut by ``details_payload``, for targets that show it as
-    structured data (PagerDuty's ``custom_details``); the outbox stores it redacted.
+    structured data (PagerDuty's ``custom_details``); the outbox stores it redacted. ``page``
+    marks the message that pages people about the callback (SPEC §6.4: the fallback, or a notify
+    handed over while the contract was open); every other message is about a page already sent
+    or still to come (``in_reply_to``), and an agent notify that is not the page is a follow-up.
     """
 
     callback_id: str
@@ -76,6 +79,17 @@ class Message:
     envelope: dict[str, Any] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     payload: Any = None
+    page: bool = False
+
+    @property
+    def follow_up(self) -> bool:
+        """Whether this is an agent notify after the callback's page (SPEC §6.4)."""
+        return not self.page and (self.kind == "notify" or self.kind.startswith("notify."))
+
+    @property
+    def in_reply_to(self) -> str | None:
+        """The callback whose page this message is about: its id on every message but the page."""
+        return None if self.page or not self.callback_id else self.callback_id
 
     def to_json(self) -> dict[str, Any]:
         """The message as a JSON object (nested dicts are copied, as ``dataclasses.asdict`` would,
@@ -90,6 +104,7 @@ class Message:
             "envelope": None if self.envelope is None else copy.deepcopy(self.envelope),
             "extra": copy.deepcopy(self.extra) if self.extra else {},
             "payload": copy.deepcopy(self.payload) if isinstance(self.payload, dict | list) else self.payload,
+            "page": self.page,
         }
 
     @classmethod
@@ -114,6 +129,9 @@ def details_payload(payload: Any) -> Any:
 
 class Target(Protocol):
     """A place messages go (Slack, a webhook, the console, a file).
+
+    A target that cannot thread may leave follow-ups out (``takes_follow_ups``): they are then
+    never handed to it.
 
     ``send`` makes one attempt and returns when the target accepted the message; it raises
     ``DeliveryError`` otherwise (``TransientDeliveryError`` for network errors, 5xx, 408 and 429). The same
@@ -153,6 +171,12 @@ MODULES: dict[str, str] = {
     "pagerduty": "sentinel_hooks.delivery.targets.pagerduty",
     "apprise": "sentinel_hooks.delivery.targets.apprise",
 }
+
+
+def takes_follow_ups(target: Target) -> bool:
+    """Whether ``target`` gets follow-ups (SPEC §6.4): yes unless it says otherwise with a
+    ``follow_ups`` attribute (Apprise and incoming-webhook Slack, after their ``followUps`` key)."""
+    return bool(getattr(target, "follow_ups", True))
 
 
 def create_target(name: str, spec: TargetSpec, context: TargetContext) -> Target:

@@ -24,9 +24,13 @@ def _visible(text: str) -> str:
 
 
 def console_line(message: Message) -> str:
-    """``[sentinel] <priority> <eventName> on <watcherId>: <text>``, later lines of the text indented."""
+    """``[sentinel] <priority> <eventName> on <watcherId>: <text>``, later lines of the text
+    indented; a follow-up (SPEC §6.4) says so: ``… on <watcherId> (follow-up of <callbackId>): …``."""
     first, *rest = message.text.splitlines() or [""]
-    head = f"[sentinel] {message.priority} {message.event_name} on {message.watcher_id}: {first}"
+    about = f"{message.event_name} on {message.watcher_id}"
+    if message.follow_up:
+        about += f" (follow-up of {message.callback_id})"
+    head = f"[sentinel] {message.priority} {about}: {first}"
     lines = [head, *(CONTINUATION_INDENT + line for line in rest)]
     return "\n".join(_visible(line) for line in lines) + "\n"
 
@@ -34,8 +38,9 @@ def console_line(message: Message) -> str:
 class ConsoleTarget:
     """Writes each message to ``context.console`` (standard output when None) and flushes."""
 
-    def __init__(self, name: str, context: TargetContext) -> None:
+    def __init__(self, name: str, context: TargetContext, *, follow_ups: bool = True) -> None:
         self.name = name
+        self.follow_ups = follow_ups
         self._stream = context.console
 
     def _output(self) -> TextIO:
@@ -60,4 +65,4 @@ def create(name: str, spec: TargetSpec, context: TargetContext) -> Target:
     """The ``console`` target called ``name``."""
     if not isinstance(spec, ConsoleTargetSpec):
         raise TypeError(f"target {name!r}: expected a console spec, got {type(spec).__name__}")
-    return ConsoleTarget(name, context)
+    return ConsoleTarget(name, context, follow_ups=spec.takes_follow_ups())

@@ -1,7 +1,7 @@
 """The ``file`` target: append one JSON line per message to a file, durably (SPEC.md §6.2).
 
-Each line is ``{at, idempotencyKey, target, callbackId, watcherId, eventName, priority, kind,
-message, envelope?, extra?}`` (the webhook body plus what a log reader needs). A message is
+Each line is ``{at, idempotencyKey, target, callbackId, watcherId, eventName, priority, message,
+page, inReplyTo?, envelope?, kind, extra?}`` (the webhook body plus what a log reader needs). A message is
 accepted only once its line is written, flushed and ``fsync``'d; that blocking work runs in a
 worker thread, one line at a time per target (an ``asyncio.Lock``), and each line is a single
 ``write`` on an ``O_APPEND`` descriptor, so concurrent sends never interleave. The file is
@@ -59,6 +59,7 @@ class FileTarget:
 
     def __init__(self, name: str, spec: FileTargetSpec, context: TargetContext) -> None:
         self.name = name
+        self.follow_ups = spec.takes_follow_ups()
         self.path = context.base_dir / spec.path
         self._clock = context.clock
         self._lock = asyncio.Lock()

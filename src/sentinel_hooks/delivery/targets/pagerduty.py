@@ -88,6 +88,7 @@ class PagerDutyTarget:
 
     def __init__(self, name: str, spec: PagerDutyTargetSpec, context: TargetContext) -> None:
         self.name = name
+        self.follow_ups = spec.takes_follow_ups()
         self._context = context
         self._url = spec.enqueue_url()
         self._routing_key = spec.routing_key.get_secret_value()

@@ -77,6 +77,7 @@ class SlackTarget:
 
     def __init__(self, name: str, spec: SlackTargetSpec, context: TargetContext) -> None:
         self.name = name
+        self.follow_ups = spec.takes_follow_ups()
         self._spec = spec
         self._context = context
         self._api_base = spec.api_base or DEFAULT_API_BASE
@@ -157,11 +158,11 @@ class SlackTarget:
             budget.reschedule(None)
             if ts == thread.ts:  # this delivery is the root, sent again: it shows its own outcome
                 return
-            replied = thread.replied(key, ts, message.kind)
+            replied = thread.replied(key, ts, message.kind, follow_up=message.follow_up)
             await threads.put(replied)
             # a new outcome goes on the root; a delivery sent again updates it again, in case the
             # first update was lost with the rest of that attempt
-            shows = outcome_of(message.kind) is not None
+            shows = outcome_of(message.kind) is not None and not message.follow_up
             if replied.outcomes != thread.outcomes or (shows and sent_before is not None):
                 await self._update_root(client, replied)
 

@@ -4,7 +4,9 @@ in it, what the root shows, and where the thread is remembered.
 A bot-token Slack target posts the first message of a callback (the fan-out line, the agent's
 notify, or the fallback when neither came first) as the thread's root, and every later message of
 that callback as a reply (``thread_ts``). A reply that says how the fire ended edits the root
-(``chat.update``) to show it: ✅ handled by the agent (a notify), ⚠️ fallback, ✔ resolved.
+(``chat.update``) to show it: ✅ handled by the agent (a notify), ⚠️ fallback, ✔ resolved. A
+follow-up (an agent notify after the page, SPEC §6.4) replies too, and turns a root's ⚠️ fallback
+into ⚠️ fallback — agent findings in thread.
 Resolved lines and escalation steps only ever reply: with no thread they post on their own, so a
 line about an unknown fire (a probe episode, an inbox item without a callback) starts nothing.
 
@@ -41,6 +43,7 @@ log = logging.getLogger(__name__)
 THREAD_PREFIX = "slack-thread:"
 HANDLED = "✅ handled by the agent"
 FALLBACK = "⚠️ fallback"
+FINDINGS = "⚠️ fallback — agent findings in thread"
 RESOLVED = "✔ resolved"
 _OUTCOMES = {"notify": HANDLED, "fallback": FALLBACK, "resolved": RESOLVED}
 _STARTERS = frozenset({"fanout", "notify", "fallback"})
@@ -109,10 +112,15 @@ class Thread:
         )
         return cls(channel, ts, kept, root_outcomes(root.kind), {key: ts})
 
-    def replied(self, key: str, ts: str, kind: str) -> Thread:
-        """This thread after the reply ``key`` (posted as ``ts``), with the reply's outcome added."""
-        outcome = outcome_of(kind)
+    def replied(self, key: str, ts: str, kind: str, *, follow_up: bool = False) -> Thread:
+        """This thread after the reply ``key`` (posted as ``ts``), with the reply's outcome added
+        (a ``follow_up``'s: the fallback's outcome now says the agent's findings are here)."""
+        outcome = None if follow_up else outcome_of(kind)
         outcomes = self.outcomes
+        if follow_up:
+            outcomes = tuple(FINDINGS if o == FALLBACK else o for o in outcomes)
+        if outcome == FALLBACK and FINDINGS in outcomes:
+            outcome = None
         if outcome is not None and outcome not in outcomes:
             outcomes = (*outcomes, outcome)
         return Thread(self.channel, self.ts, self.root, outcomes, {**self.posted, key: ts})

@@ -1,6 +1,6 @@
 """The ``webhook`` target: POST the message as JSON to a URL the user owns (SPEC.md §6.2).
 
-The body is ``{callbackId, watcherId, eventName, priority, message, envelope?}``. When the
+The body is ``{callbackId, watcherId, eventName, priority, message, page, inReplyTo?, envelope?}``. When the
 target has a ``secret``, ``X-Sentinel-Signature: sha256=<hex>`` is the HMAC-SHA256 of the
 exact bytes sent, so receivers verify what they received. ``Idempotency-Key`` is the same on
 every attempt of one delivery. The request goes through ``SafeHttp`` (allowlist, private
@@ -36,14 +36,18 @@ RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 
 def webhook_body(message: Message) -> dict[str, Any]:
-    """The JSON object of SPEC.md §6.2 for ``message`` (``envelope`` only when it carries one)."""
+    """The JSON object of SPEC.md §6.2 for ``message`` (``envelope`` only when it carries one),
+    with ``page`` (SPEC §6.4) and, on every message but the page, ``inReplyTo``."""
     body: dict[str, Any] = {
         "callbackId": message.callback_id,
         "watcherId": message.watcher_id,
         "eventName": message.event_name,
         "priority": message.priority,
         "message": message.text,
+        "page": message.page,
     }
+    if message.in_reply_to is not None:
+        body["inReplyTo"] = message.in_reply_to
     if message.envelope is not None:
         body["envelope"] = message.envelope
     return body
@@ -86,6 +90,7 @@ class WebhookTarget:
 
     def __init__(self, name: str, spec: WebhookTargetSpec, context: TargetContext) -> None:
         self.name = name
+        self.follow_ups = spec.takes_follow_ups()
         self._spec = spec
         self._context = context
         self._where = f"webhook target {name!r} ({shown_url(spec.url)})"

@@ -594,14 +594,15 @@ BEGIN_NOTIFY = (
     + _CONTRACT_FNS
     + """
 -- KEYS: delivery-due | ARGV: key prefix, callback id, deliveries as one JSON array, each
---   [its hash, its callback index, key, doc, state, due_ms|'', index member]
+--   [its hash, its callback index, key, doc, state, due_ms|'', index member], '1' for a follow-up
 -- A contract that takes a notify (``contract_states.after_notify``) gets its deliveries and
--- ``pending`` becomes ``notifying``. Returns {} for an unknown id, else {state before, state
--- after, keys enqueued...} (nothing enqueued when it refused: after == before).
+-- ``pending`` becomes ``notifying``; a follow-up is taken by a contract settled with a page only.
+-- Returns {} for an unknown id, else {state before, state after, keys enqueued...} (nothing
+-- enqueued when it refused: after == before).
 local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
 if not before then return {} end
-local takes = {pending = 'notifying', notifying = 'notifying', awaiting_approval = 'awaiting_approval',
-               fulfilled = 'fulfilled'}
+local takes = {pending = 'notifying', notifying = 'notifying', awaiting_approval = 'awaiting_approval'}
+if ARGV[4] == '1' then takes = {fulfilled = 'fulfilled', fallback_sent = 'fallback_sent'} end
 local after = takes[before]
 if not after then return {before, before} end
 local out = {before, after}
@@ -645,9 +646,12 @@ def delivery_rows(k: RedisKeys, deliveries: Sequence[Delivery]) -> list[list[Any
     return rows
 
 
-def begin_notify_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery]) -> Call:
-    """BEGIN_NOTIFY for ``callback_id`` and its deliveries."""
-    return [k.delivery_due], [k.prefix, callback_id, _json_arg(delivery_rows(k, deliveries))]
+def begin_notify_call(
+    k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery], *, follow_up: bool = False
+) -> Call:
+    """BEGIN_NOTIFY for ``callback_id`` and its deliveries (a page candidate or a follow-up)."""
+    rows = _json_arg(delivery_rows(k, deliveries))
+    return [k.delivery_due], [k.prefix, callback_id, rows, "1" if follow_up else "0"]
 
 
 def write_watcher_batch_call(

@@ -325,16 +325,16 @@ class RedisStore:
         return {as_text(cid) for cid in won}, {as_text(cid) for cid in odd}
 
     async def begin_notify(
-        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime, follow_up: bool = False
     ) -> NotifyStart | None:
         """See ``Store.begin_notify`` (one script)."""
         to_epoch_ms(at)
-        keys, args = lua.begin_notify_call(self.keys, callback_id, deliveries)
+        keys, args = lua.begin_notify_call(self.keys, callback_id, deliveries, follow_up=follow_up)
         found = await self._db.run("begin notify", self._db.scripts.begin_notify, keys, args)
         if not found:
             return None
         before, after, *inserted = (as_text(value) for value in found)
-        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
+        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
 
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract`` (one script)."""

@@ -380,13 +380,15 @@ def move_contract(
     )
 
 
-def begin_notify(c: Conn, callback_id: str, rows: Sequence[DeliveryRow]) -> tuple[str, str, list[str]] | None:
+def begin_notify(
+    c: Conn, callback_id: str, rows: Sequence[DeliveryRow], follow_up: bool = False
+) -> tuple[str, str, list[str]] | None:
     """``Store.begin_notify``: ``(state before, state after, keys inserted)``, or None."""
     found = contract_state(c, callback_id)
     if found is None:
         return None
     before, deadline = found
-    after = after_notify(before)
+    after = after_notify(before, follow_up=follow_up)
     if after is None:
         return before, before, []
     inserted = [row[0] for row in rows if insert_delivery(c, row)]

@@ -280,17 +280,17 @@ class SqliteStore:
         return await self._db.write("settle contracts", tx)
 
     async def begin_notify(
-        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime, follow_up: bool = False
     ) -> NotifyStart | None:
         """See ``Store.begin_notify``: one transaction."""
         to_epoch_ms(at)
         rows = [q.delivery_row(d) for d in deliveries]
-        step = partial(q.begin_notify, callback_id=callback_id, rows=rows)
+        step = partial(q.begin_notify, callback_id=callback_id, rows=rows, follow_up=follow_up)
         found = await self._db.write("begin notify", step)
         if found is None:
             return None
         before, after, inserted = found
-        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
+        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
 
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract``."""
