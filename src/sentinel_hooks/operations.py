@@ -295,11 +295,13 @@ class ServiceOperations:
         mine = [e for e in entries if e.entry.get("callbackId") == callback_id]
         fired = await get_checkpoint(self.store, message_key(callback_id)) or {}
         conditions = fired.get("conditions")
+        deliveries = await self.store.list_deliveries(callback_id)
+        follow_ups = len({d.kind for d in deliveries if d.message.get("follow_up") is True})
         return CallbackDetail(
-            contract,
+            contract.model_copy(update={"follow_ups": follow_ups}) if follow_ups else contract,
             envelope,
             mine,
-            await self.store.list_deliveries(callback_id),
+            deliveries,
             conditions if isinstance(conditions, list) else None,
         )
 

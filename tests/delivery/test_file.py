@@ -33,6 +33,8 @@ async def test_appends_one_json_line(make_target: MakeTarget, tmp_path: Path, cl
         "eventName": "gas_high",
         "priority": "high",
         "message": "Gas is 182 gwei (over 150).",
+        "page": False,
+        "inReplyTo": "01JCALLBACK",
         "kind": "notify",
         "extra": {"attempt": 1},
     }

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from sentinel_hooks.delivery.targets.base import DeliveryError, Message, TargetContext, TransientDeliveryError
 from sentinel_hooks.delivery.targets.slack import SlackTarget
-from sentinel_hooks.delivery.targets.slack_threads import KeyedLocks, Thread, outcome_of, thread_key
+from sentinel_hooks.delivery.targets.slack_threads import FINDINGS, KeyedLocks, Thread, outcome_of, thread_key
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.store.sqlite.store import SqliteStore
 from tests.contract.stores import Backend, durable_backend
@@ -92,6 +93,36 @@ async def test_resolved_replies_and_adds_to_the_root(ops: SlackTarget, slack_api
     assert (["notify", "resolved"], "✅ handled by the agent · ✔ resolved — the fanout line") == (
         [m.kind for m in slack_api.replies(root)],
         root.text,
+    )
+
+
+async def test_a_follow_up_after_the_fallback_replies_and_says_so_on_the_root(
+    ops: SlackTarget, slack_api: SlackApi
+) -> None:
+    """The fallback is the root; the agent's follow-up replies in its thread and the root reads
+    ⚠️ fallback — agent findings in thread (SPEC §6.4), and ✔ resolved is added after it."""
+    await send(ops, "fallback", text="no response from the agent")
+    follow_up = replace(msg("notify", "db-1 is out of disk"), follow_up=True)
+    await ops.send(follow_up, idempotency_key=key("notify"))
+    [root] = slack_api.roots()
+    [reply] = slack_api.replies(root)
+    assert ("db-1 is out of disk", f"{FINDINGS} — no response from the agent") == (reply.text, root.text)
+    await send(ops, "resolved")
+    assert f"{FINDINGS} · ✔ resolved — no response from the agent" == slack_api.roots()[0].text
+
+
+async def test_a_follow_up_after_the_agents_page_keeps_the_root(
+    ops: SlackTarget, slack_api: SlackApi
+) -> None:
+    """After the agent's own page (✅), a follow-up is one more reply and the root is not redrawn."""
+    await send(ops, "fanout")
+    await send(ops, "notify")
+    await ops.send(replace(msg("notify.2"), follow_up=True), idempotency_key=key("notify.2"))
+    [root] = slack_api.roots()
+    assert (2, "✅ handled by the agent — the fanout line", 1) == (
+        len(slack_api.replies(root)),
+        root.text,
+        root.updates,
     )
 
 

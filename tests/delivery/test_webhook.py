@@ -25,7 +25,8 @@ async def failure(make_target: MakeTarget, sink: Sink, **more: object) -> Delive
 
 
 async def test_body_is_the_spec_json(make_target: MakeTarget, sink: Sink) -> None:
-    """The receiver gets POST with {callbackId, watcherId, eventName, priority, message} and no envelope."""
+    """The receiver gets POST with {callbackId, watcherId, eventName, priority, message, page,
+    inReplyTo} and no envelope (a message that is not the page is in reply to its callback)."""
     await make_target(webhook(sink.url("/hook"))).send(message(), idempotency_key="k")
     expected = {
         "callbackId": "01JCALLBACK",
@@ -33,6 +34,8 @@ async def test_body_is_the_spec_json(make_target: MakeTarget, sink: Sink) -> Non
         "eventName": "gas_high",
         "priority": "high",
         "message": "Gas is 182 gwei (over 150).",
+        "page": False,
+        "inReplyTo": "01JCALLBACK",
     }
     assert [("POST", "/hook", expected)] == [(r.method, r.path, r.json()) for r in sink.received]
 

@@ -90,6 +90,7 @@ class Received:
     key: str
     text: str
     status: int
+    page: bool = False  # the body's ``page`` (SPEC §6.4)
 
     @property
     def callback_id(self) -> str:
@@ -147,14 +148,14 @@ class ScriptedSink(Endpoint):
         plan = self.plans.get((request.path, text)) or self.plans.get((request.path, key.split(":")[0]))
         answer = plan.pop(0) if plan else "ok"
         if answer == "hang":
-            self.received.append(Received(request.path, key, text, 200))
+            self.received.append(Received(request.path, key, text, 200, body.get("page") is True))
             self.hanging += 1
             self._hung.set()
             await self._release.wait()
             self.hanging -= 1
             return web.json_response({"ok": True})
         status = STATUS[answer]
-        self.received.append(Received(request.path, key, text, status))
+        self.received.append(Received(request.path, key, text, status, body.get("page") is True))
         return web.json_response({"ok": status < 300}, status=status)
 
 
@@ -329,9 +330,11 @@ class ContractMachine(RuleBasedStateMachine):
         self.record_notify(cb, text, before, result)
 
     def record_notify(self, cb: Callback, text: str, before: str, result: dict[str, Any]) -> None:
-        if before in ("fallback_sent", "expired"):
+        if before == "expired":
             assert not result["ok"], f"a notify after {before} was accepted: {result}"
             cb.refused.append(text)
+        if before == "fallback_sent":
+            assert "followup" == result.get("deliveredAs"), f"a notify after the fallback: {result}"
         if isinstance(result.get("notify"), int):  # handed to delivery: the next one is the next ordinal
             cb.notified = result["notify"]
         cb.reported.append((text, list(result.get("delivered") or [])))
@@ -545,7 +548,7 @@ class ContractMachine(RuleBasedStateMachine):
             assert len(keys) == 1, f"message {text!r} reached {path} under {len(keys)} keys: {keys}"
         for cid, cb in self.cbs.items():
             mine = [r for r in accepted if r.callback_id == cid]
-            agent = {r.key for r in mine if r.kind.startswith("notify")}
+            agent = {r.key for r in mine if r.kind.startswith("notify") and r.page}
             fallback = {r.key for r in mine if r.kind == "fallback"}
             assert not (agent and fallback), f"{cid}: people got the agent's message and the fallback"
             for text, delivered in cb.reported:
@@ -587,7 +590,7 @@ class ContractMachine(RuleBasedStateMachine):
             state = (await self.state(cid)).state
             outcomes[state] = outcomes.get(state, 0) + 1
             mine = [r for r in self.sink.received if r.accepted and r.callback_id == cid]
-            heard = {r.kind.split(".")[0] for r in mine} & {"notify", "fallback"}
+            heard = {r.kind.split(".")[0] for r in mine if r.page} & {"notify", "fallback"}
             expected = 0 if state == "expired" else 1
             assert len(heard) == expected, f"{cid} ({state}): people heard {heard or 'nothing'}"
         self.outcomes = outcomes

@@ -24,12 +24,12 @@ hookResponseDedupeWindowMs: 0
 notificationPayloadMode: none
 delivery: {{maxAttempts: 3, baseMs: 100, maxMs: 200, maxElapsedMs: 60000}}
 actionPolicy: {{default: needs_approval, approvalTimeoutMs: 600000}}
-targets: {{hook: {{type: webhook, url: "{url}"}}}}
+targets: {{hook: {{type: webhook, url: "{url}"}}, {targets}}}
 """
 
 WATCHERS = """\
 watchers:
-  - {id: w, strategy: webhook, deliveryTargets: [hook]}
+  - {{id: w, strategy: webhook, deliveryTargets: {watcher_targets}}}
 """
 
 NOTIFY = ToolCall("call-1", "sentinel_act", {"action": "notify", "message": "db-1 disk is fine again"})
@@ -40,10 +40,15 @@ def kinds(sink: Sink) -> list[str]:
     return [r["headers"]["Idempotency-Key"].rsplit(":", 1)[1] for r in sink.received]
 
 
-async def started(tmp_path: Path, sink: Sink, timeout_ms: int) -> Service:
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in"), timeout_ms=timeout_ms))
+async def started(
+    tmp_path: Path, sink: Sink, timeout_ms: int, *, targets: str = "", watcher_targets: str = "[hook]"
+) -> Service:
+    """The service, its watcher ``w`` delivering to ``watcher_targets``; ``targets`` adds entries
+    (``name: {...}``) next to ``hook``."""
+    config = CONFIG.format(url=sink.url("/in"), timeout_ms=timeout_ms, targets=targets)
+    (tmp_path / "sentinel.yaml").write_text(config)
     (tmp_path / "watchers").mkdir()
-    (tmp_path / "watchers" / "w.yaml").write_text(WATCHERS)
+    (tmp_path / "watchers" / "w.yaml").write_text(WATCHERS.format(watcher_targets=watcher_targets))
     service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
     await service.start()
     return service

@@ -1,6 +1,6 @@
-"""A notify and the fallback never both reach people for one fire: the notify makes the
-contract ``notifying`` (no fallback is due while it may succeed), and is refused once the
-fallback was sent."""
+"""A notify and the fallback never both page people for one fire: the notify makes the
+contract ``notifying`` (no fallback is due while it may succeed); after the fallback it is a
+follow-up (tests/relay/test_follow_ups.py)."""
 
 from __future__ import annotations
 
@@ -8,24 +8,6 @@ from pathlib import Path
 
 from tests.relay.rig import NOTIFY, kinds, started, toolbox
 from tests.support import Sink, wait_for
-
-
-async def test_a_notify_after_the_fallback_is_refused_and_not_sent(tmp_path: Path, sink: Sink) -> None:
-    """The agent answers after its deadline: people already have the fallback, so the late
-    notify gets a clear error and nothing more reaches the target."""
-    service = await started(tmp_path, sink, timeout_ms=300)
-    try:
-        box, contract = await toolbox(service)
-        await wait_for(lambda: sink.bodies("fallback") or None, what="the fallback at the sink")
-        result = await box.execute(NOTIFY, history=[])
-        assert (False, []) == (result["ok"], result["delivered"])
-        assert "too late" in result["error"]
-        current = await service.store.get_contract(contract.callback_id)
-        assert current is not None
-        assert "fallback_sent" == current.state
-        assert ["fallback"] == kinds(sink)
-    finally:
-        await service.stop()
 
 
 async def test_a_notify_in_time_fulfils_and_no_fallback_follows(tmp_path: Path, sink: Sink) -> None:

@@ -152,7 +152,7 @@ class Relay:
         start = await self._store.begin_notify(contract.callback_id, deliveries, at=now)
         left_out: list[str] = []
         if start is not None and not start.accepted and start.before in PAGED_STATES:
-            following = replace(message, page=False)
+            following = replace(message, page=False, follow_up=True)
             sent_to = self._dispatcher.follow_up_targets(targets)
             left_out = [t for t in targets if t not in sent_to]
             deliveries = self._dispatcher.held_deliveries(following, sent_to, message.kind, at=now)

@@ -154,6 +154,9 @@ class Contract(Record):
     settled_at: UtcMs | None = None
     targets: list[str]
     silenced_by: str | None = None  # ``silenced``: the silence id or maintenance window's name
+    # the agent's notifies after the page (SPEC §6.4), counted from the deliveries when a
+    # callback is shown (``Operations.callback``); stores keep 0
+    follow_ups: int = 0
 
 
 class Observation(Record):

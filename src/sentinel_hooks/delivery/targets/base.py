@@ -67,7 +67,7 @@ class Message:
     structured data (PagerDuty's ``custom_details``); the outbox stores it redacted. ``page``
     marks the message that pages people about the callback (SPEC §6.4: the fallback, or a notify
     handed over while the contract was open); every other message is about a page already sent
-    or still to come (``in_reply_to``), and an agent notify that is not the page is a follow-up.
+    or still to come (``in_reply_to``); ``follow_up`` marks an agent notify after the page.
     """
 
     callback_id: str
@@ -80,11 +80,7 @@ class Message:
     extra: dict[str, Any] = field(default_factory=dict)
     payload: Any = None
     page: bool = False
-
-    @property
-    def follow_up(self) -> bool:
-        """Whether this is an agent notify after the callback's page (SPEC §6.4)."""
-        return not self.page and (self.kind == "notify" or self.kind.startswith("notify."))
+    follow_up: bool = False  # an agent notify after the callback's page (SPEC §6.4)
 
     @property
     def in_reply_to(self) -> str | None:
@@ -105,6 +101,7 @@ class Message:
             "extra": copy.deepcopy(self.extra) if self.extra else {},
             "payload": copy.deepcopy(self.payload) if isinstance(self.payload, dict | list) else self.payload,
             "page": self.page,
+            "follow_up": self.follow_up,
         }
 
     @classmethod
