@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.relay.rig import NOTIFY, kinds, started, toolbox
-from tests.support import Sink, wait_for
+from tests.support import Sink
 
 
 async def test_a_notify_in_time_fulfils_and_no_fallback_follows(tmp_path: Path, sink: Sink) -> None:
