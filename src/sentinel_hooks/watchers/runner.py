@@ -376,6 +376,8 @@ class WatcherRunner:
         log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
         return message
 
+    # -- what the service asks ---------------------------------------------------------------
+
     @property
     def last_observed(self) -> Any:
         """The last observation this runner saw (MISSING when it has seen none yet)."""
@@ -462,19 +464,18 @@ class WatcherRunner:
 
     async def set_enabled(self, enabled: bool) -> None:
         """Enable or disable durably (the override survives restarts and reloads)."""
-        async with self._lock:
-            self.state = self.state.evolve(enabled=enabled, disabled_reason=None if enabled else "api")
-            await self._save()
+        await self.adopt(
+            lambda state: state.evolve(enabled=enabled, disabled_reason=None if enabled else "api")
+        )
         if enabled:
             await self.start()
         else:
             await self.stop()
-            async with self._lock:
-                self.state = self.state.evolve(next_check_at=None)
-                await self._save()
+            await self.adopt(lambda state: state.evolve(next_check_at=None))
 
     async def adopt(self, change: Callable[[WatcherState], WatcherState]) -> None:
-        """Apply a change made elsewhere (another replica's API call) to the state, and store it."""
+        """Apply ``change`` to the state under the lock, and store it (another replica's API
+        call, an enable or disable, a subscription's reconnect)."""
         async with self._lock:
             self.state = change(self.state)
             await self._save()
