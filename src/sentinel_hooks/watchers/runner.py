@@ -1,12 +1,11 @@
 """Runs one watcher: its state, its lifecycle, and every observation, event and fire under one lock.
 
-The runner is the only writer of its watcher's state. Every observation and every manual
-or pushed event goes through one lock, so state updates never interleave. What makes a watcher
-observe is a driver the runner starts and stops, and which hands it what it saw
-(``observed``) and each failed attempt (``failed``): ``polling.Polling`` (runs on the
-scheduler, or a long-poll loop) or ``subscription.Subscription`` (a stream, reconnected), both
-retrying through the one loop of ``retries``. Webhook watchers are pushed to (``ingest``,
-``ingest_alerts``). ``quiet.QuietWatch`` fires when expected events stay away.
+The runner is the only writer of its watcher's state: every observation, pushed event and manual
+fire goes through one lock, so state updates never interleave. A driver makes the watcher observe
+and hands the runner what it saw (``observed``) and each failed attempt (``failed``):
+``polling.Polling`` (the scheduler's runs, or a long-poll loop) or ``subscription.Subscription``
+(a stream, reconnected), both retrying through the loop of ``retries``; ``quiet.QuietWatch``
+fires when expected events stay away. Webhook watchers are pushed to (``ingest``, ``ingest_alerts``).
 
 Cluster mode (Redis store, several replicas): the manager marks polled and subscribed runners
 ``needs_lease`` and gives them a ``fence`` while this replica holds the watcher's lease. Such a
@@ -15,10 +14,9 @@ observation: a replica that lost the lease (a long pause, a hand-off) drops what
 drop is counted (``sentinel_observations_dropped_total{reason}``); one this replica could not
 rule on (``lease_unknown``) is also a failed check in the watcher's status.
 
-A poll costs as little as it can on the happy path (10,000 watchers share one event loop):
-a failure is logged at WARNING and written to the store on the ok → failing transition (and
-the recovery on failing → ok), while the running failure count and last error, like the check
-instants, are persisted at most every ``STATE_FLUSH_S`` and when the runner stops.
+10,000 watchers share one event loop: a failure is logged at WARNING and stored on the ok →
+failing transition (the recovery on failing → ok), while the running failure count and last
+error, like the check instants, are stored at most every ``STATE_FLUSH_S`` and at the stop.
 """
 
 from __future__ import annotations
@@ -217,11 +215,6 @@ class WatcherRunner:
         if self._quiet is None:
             self._quiet = QuietWatch(self)
         return self._quiet
-
-    def _next_run(self) -> datetime | None:
-        """The next scheduled poll (None when not scheduled)."""
-        driver = self._driver
-        return driver.next_run() if isinstance(driver, Polling) else None
 
     # -- what its drivers call ---------------------------------------------------------------
 
@@ -445,7 +438,9 @@ class WatcherRunner:
     async def _apply(self, outcome: Outcome, *, save: bool = True, prompt: bool = False) -> None:
         """Adopt the pipeline's new state (caller holds the lock), persist it unless not ``save``
         (``prompt``: without waiting for the write-back's window), count the fire."""
-        self.state = outcome.state.evolve(next_check_at=self._next_run() if self.running else None)
+        driver = self._driver
+        next_run = driver.next_run() if isinstance(driver, Polling) and self.running else None
+        self.state = outcome.state.evolve(next_check_at=next_run)
         if outcome.contract is not None:
             if outcome.contract.state == "pending":
                 self.deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
