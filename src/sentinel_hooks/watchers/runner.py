@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
@@ -41,7 +41,7 @@ from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import SentinelError, StoreError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore, WatcherStore
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
@@ -72,11 +72,16 @@ LEASE_UNKNOWN = "lease_unknown"  # dropped: this replica could not confirm its l
 NOT_LEASED = "lease not held by this replica"  # Outcome.skipped of an observation dropped so
 
 
+class RunnerRoles(WatcherStore, ContractStore, Protocol):
+    """The store roles runners and their manager call: watchers' state and history, and the
+    callbacks an alert stream looks up (``AlertStreams``, when the service gave none)."""
+
+
 @dataclass(frozen=True)
 class RunnerDeps:
     """What every runner shares with the others."""
 
-    store: Store
+    store: RunnerRoles
     clock: Clock
     pipeline: FiringPipeline
     context: StrategyContext
