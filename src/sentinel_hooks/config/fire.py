@@ -69,6 +69,7 @@ class FireSpec(Spec):
     operator_goal_file: str | None = None
     model: str | None = None
     session_group: str | None = Field(default=None, min_length=1)
+    session_max_ms: PositiveMs | None = None  # this watcher's hookSessionMaxMs (SPEC §6.4)
     payload_template: dict[str, Any] | None = None
     context_template: dict[str, Any] | None = None
     dedupe_key_template: str | None = Field(default=None, min_length=1)

@@ -285,6 +285,7 @@ class ServiceConfig(Spec):
     hook_session_prefix: str = Field(default="sentinel:hooks", min_length=1)
     hook_session_group: str | None = None
     hook_response_timeout_ms: PositiveMs = 30000
+    hook_session_max_ms: PositiveMs = 600000  # how long a session may investigate (SPEC §6.4)
     hook_response_fallback_mode: Literal["concise", "none"] = "concise"
     hook_response_dedupe_window_ms: NonNegativeMs = 120000
     notification_payload_mode: Literal["none", "concise", "debug"] = "concise"

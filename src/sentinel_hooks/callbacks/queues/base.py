@@ -81,6 +81,8 @@ class QueueContext:
     concurrency: int
     events: Events | None = None
     stream: StreamSettings | None = None
+    # how far back a restart looks for sessions still investigating after their page (SPEC §6.4)
+    resume_window_ms: int = 2 * 600_000
 
 
 class QueueFactory(Protocol):

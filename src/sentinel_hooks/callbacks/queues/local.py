@@ -10,21 +10,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from datetime import timedelta
 
 from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.sessions.session import sessions_to_resume
+from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.records import Contract
-from sentinel_hooks.store.shortcuts import get_checkpoint
 
 
 class LocalSessionQueue:
     """The hook-session queue of one process: ordered per session key, parallel across keys."""
 
     def __init__(
-        self, runner: Runs, *, store: QueueRoles, concurrency: int, events: Events | None = None
+        self,
+        runner: Runs,
+        *,
+        store: QueueRoles,
+        concurrency: int,
+        events: Events | None = None,
+        clock: Clock | None = None,
+        resume_window_ms: int = 0,
     ) -> None:
+        """``clock`` and ``resume_window_ms``: a restart also resumes sessions still investigating
+        after their page, of contracts created that long ago at most (none without a clock)."""
+        self._clock = clock
+        self._resume_window = timedelta(milliseconds=resume_window_ms)
         self._events = events
         self._runner = runner
         self._store = store
@@ -61,15 +73,12 @@ class LocalSessionQueue:
                 self._queues.pop(key, None)
 
     async def resume(self) -> int:
-        """After a restart: queue every pending callback whose session had not finished."""
-        contracts = await open_contracts(self._store)
-        resumed = 0
-        for contract in sorted(contracts, key=lambda c: (c.created_at, c.callback_id)):
-            progress = await get_checkpoint(self._store, progress_key(contract.callback_id)) or {}
-            if progress.get("status") not in FINAL:
-                self.enqueue(contract)
-                resumed += 1
-        return resumed
+        """After a restart: queue every callback whose session had not finished (``sessions_to_resume``)."""
+        since = None if self._clock is None else self._clock.now() - self._resume_window
+        contracts = await sessions_to_resume(self._store, settled_since=since)
+        for contract in contracts:
+            self.enqueue(contract)
+        return len(contracts)
 
     async def stop(self) -> None:
         for task in list(self._workers.values()):
@@ -83,5 +92,10 @@ class LocalSessionQueue:
 def create(runner: Runs, context: QueueContext) -> LocalSessionQueue:
     """The ``local`` queue (``context.stream`` is not used)."""
     return LocalSessionQueue(
-        runner, store=context.store, concurrency=context.concurrency, events=context.events
+        runner,
+        store=context.store,
+        concurrency=context.concurrency,
+        events=context.events,
+        clock=context.clock,
+        resume_window_ms=context.resume_window_ms,
     )

@@ -39,7 +39,7 @@ from redis.commands.core import AsyncScript
 from sentinel_hooks.background import cancel_and_wait
 from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
 from sentinel_hooks.callbacks.queues.stream_scripts import SOURCES
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.sessions.session import sessions_to_resume
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.core.envelope import Envelope
@@ -48,7 +48,6 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.redis.keys import RedisKeys
-from sentinel_hooks.store.shortcuts import get_checkpoint
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +82,9 @@ class StreamSessionQueue:
         settings: StreamSettings,
         concurrency: int,
         events: Events | None = None,
+        resume_window_ms: int = 0,
     ) -> None:
+        self._resume_window_ms = resume_window_ms
         self._runner = runner
         self._store = store
         self._clock = clock
@@ -143,11 +144,9 @@ class StreamSessionQueue:
         loop = asyncio.get_running_loop()
         self._loops = [loop.create_task(self._read_forever()), loop.create_task(self._reclaim_forever())]
         queued = 0
-        for contract in sorted(
-            await open_contracts(self._store), key=lambda c: (c.created_at, c.callback_id)
-        ):
-            progress = await get_checkpoint(self._store, progress_key(contract.callback_id)) or {}
-            if progress.get("status") not in FINAL and await self._enqueue(contract, only_if_absent=True):
+        since = self._clock.now() - timedelta(milliseconds=self._resume_window_ms)
+        for contract in await sessions_to_resume(self._store, settled_since=since):
+            if await self._enqueue(contract, only_if_absent=True):
                 queued += 1
         return queued
 
@@ -458,4 +457,5 @@ def create(runner: Runs, context: QueueContext) -> StreamSessionQueue:
         settings=context.stream,
         concurrency=context.concurrency,
         events=context.events,
+        resume_window_ms=context.resume_window_ms,
     )

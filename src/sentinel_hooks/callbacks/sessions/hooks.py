@@ -105,7 +105,12 @@ class HookSessions:
             )
         )
         context = QueueContext(
-            store=store, clock=clock, concurrency=service.hook_concurrency, events=events, stream=stream
+            store=store,
+            clock=clock,
+            concurrency=service.hook_concurrency,
+            events=events,
+            stream=stream,
+            resume_window_ms=2 * service.hook_session_max_ms,  # a session may start late in its queue
         )
         self.queue: SessionQueue = create_session_queue(
             "local" if stream is None else "redis-stream", self.runner, context

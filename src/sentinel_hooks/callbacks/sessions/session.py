@@ -6,15 +6,23 @@ result is appended to the session's transcript in the store as it happens (the c
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
 result was recorded.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
+
+The deadline decides when people are paged, not when the agent stops (SPEC §6.4): a session goes
+on after it, up to ``hookSessionMaxMs`` (per watcher ``fire.sessionMaxMs``) of its own time, told
+from its transcript (from its first entry, less the spans it waited for an approval), so a
+session resumed after a restart keeps the time it had. Then it is stopped, and
+``session stopped: <reason>`` is its transcript's last entry.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.callbacks.backends.base import (
@@ -51,13 +59,22 @@ from sentinel_hooks.store.base import (
     WatcherStore,
 )
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
-__all__ = ["FINAL", "SessionDeps", "SessionRunner", "open_contracts", "progress", "progress_key"]
+__all__ = [
+    "FINAL",
+    "SessionDeps",
+    "SessionRunner",
+    "open_contracts",
+    "progress",
+    "progress_key",
+    "sessions_to_resume",
+]
 
 FINAL = frozenset({"done", "failed", "paused", "skipped"})
 BREAKER_REASON = "the agent kept proposing denied actions"
@@ -188,7 +205,10 @@ class SessionRunner:
         )
         if status is not None and status != "running":  # resumed after an approval
             await self._progress(contract, "running")
-        own = [] if status is None else await self._own_entries(contract)
+        records = [] if status is None else await self._own_records(contract)
+        own = [(e.seq, e.entry) for e in records]
+        limit_ms = session_limit_ms(watcher, deps.service)
+        stop_at = deps.clock.now() + timedelta(milliseconds=limit_ms - spent_ms(records, deps.clock.now()))
         messages = [message for _, message in compaction.apply(own)]
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
@@ -212,7 +232,7 @@ class SessionRunner:
             )
             messages.extend(entry["message"] for entry in stored[1:])
         try:
-            return await self._loop(contract, backend, box, messages)
+            return await self._loop(contract, backend, box, messages, Limit(stop_at, limit_ms))
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
@@ -244,8 +264,12 @@ class SessionRunner:
 
     async def _own_entries(self, contract: Contract) -> list[tuple[int, dict[str, Any]]]:
         """This callback's transcript entries as ``(seq, entry)``."""
+        return [(e.seq, e.entry) for e in await self._own_records(contract)]
+
+    async def _own_records(self, contract: Contract) -> list[TranscriptEntry]:
+        """This callback's transcript entries, with when each was written."""
         entries = await self._deps.store.get_transcript(contract.session_key)
-        return [(e.seq, e.entry) for e in entries if e.entry.get("callbackId") == contract.callback_id]
+        return [e for e in entries if e.entry.get("callbackId") == contract.callback_id]
 
     async def _messages(self, contract: Contract) -> list[dict[str, Any]]:
         return [message for _, message in await self._entries(contract)]
@@ -335,7 +359,12 @@ class SessionRunner:
         return await self._messages(contract)
 
     async def _loop(
-        self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        box: ToolBox,
+        messages: list[dict[str, Any]],
+        limit: Limit,
     ) -> str:
         tools = box.specs
         sizes = compaction.Sizes()
@@ -357,8 +386,15 @@ class SessionRunner:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
                 return "done"
-            messages[:] = await self._compact(contract, backend, messages, tools, sizes)
-            reply = await self._complete(backend, messages, tools)
+            left_s = (limit.stop_at - self._deps.clock.now()).total_seconds()
+            if left_s <= 0:
+                return await self._stop(contract, limit.reason, turns)
+            try:
+                async with asyncio.timeout(left_s):
+                    messages[:] = await self._compact(contract, backend, messages, tools, sizes)
+                    reply = await self._complete(backend, messages, tools)
+            except TimeoutError:
+                return await self._stop(contract, limit.reason, turns)
             turns += 1
             message = reply.to_message()
             # the last reply (no tool calls) and the session's end are one step
@@ -369,6 +405,24 @@ class SessionRunner:
             if done is not None:
                 return "done"
         await self._progress(contract, "done", turns=turns)  # resumed after its last reply
+        return "done"
+
+    async def _stop(self, contract: Contract, reason: str, turns: int) -> str:
+        """End the session before its next model turn: ``session stopped: <reason>`` is recorded
+        in its transcript, with its end (SPEC §6.4)."""
+        log.info(
+            "session for %s stopped: %s",
+            contract.callback_id,
+            reason,
+            extra={"callbackId": contract.callback_id},
+        )
+        entry = {
+            "kind": "status",
+            "status": "stopped",
+            "reason": reason,
+            "text": f"session stopped: {reason}",
+        }
+        await self.append_all(contract, [entry], progress(contract, "done", turns=turns, stopped=reason))
         return "done"
 
     @staticmethod
@@ -504,6 +558,40 @@ class SessionRunner:
         await self.append_all(contract, [entry], progress(contract, "failed", error=error))
 
 
+@dataclass(frozen=True)
+class Limit:
+    """When a session must stop (SPEC §6.4): ``stop_at`` on the service's clock, from a limit of
+    ``limit_ms`` of the session's own time."""
+
+    stop_at: datetime
+    limit_ms: int
+
+    @property
+    def reason(self) -> str:
+        return f"it investigated for {self.limit_ms / 1000:g}s, its time limit (hookSessionMaxMs)"
+
+
+def session_limit_ms(watcher: AnyWatcher | None, service: ServiceConfig) -> int:
+    """How long a callback's session may investigate: the watcher's ``fire.sessionMaxMs``, else
+    ``hookSessionMaxMs``."""
+    own = None if watcher is None else watcher.fire.session_max_ms
+    return own if own is not None else service.hook_session_max_ms
+
+
+def spent_ms(records: list[TranscriptEntry], now: datetime) -> float:
+    """How much of its time limit a session used, told from its transcript: from its first entry
+    to ``now``, less each wait for an approval (from a ``paused`` entry to the entry after it)."""
+    if not records:
+        return 0.0
+    waited = timedelta()
+    for entry, after in itertools.pairwise(records):
+        if entry.entry.get("kind") == "status" and entry.entry.get("status") == "paused":
+            waited += after.at - entry.at
+    if records[-1].entry.get("kind") == "status" and records[-1].entry.get("status") == "paused":
+        waited += now - records[-1].at  # resumed by its approval: nothing recorded since the pause
+    return ((now - records[0].at) - waited).total_seconds() * 1000
+
+
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
     """Small-model robustness: a tool call written as JSON text becomes a real tool call."""
     if reply.tool_calls or not reply.text:
@@ -562,16 +650,52 @@ def _is_denial(result: object) -> bool:
 RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
 
 
-async def open_contracts(store: ContractStore) -> list[Contract]:
+INVESTIGATING: tuple[ContractState, ...] = ("fulfilled", "fallback_sent")
+STARTED = frozenset({"running", "resuming"})  # progress of a session that was under way
+
+
+class ResumeRoles(ContractStore, CheckpointStore, Protocol):
+    """The store roles a restart reads: the contracts, and each one's session progress."""
+
+
+async def sessions_to_resume(store: ResumeRoles, *, settled_since: datetime | None = None) -> list[Contract]:
+    """After a restart: the callbacks whose session a queue runs again (``to_resume``), oldest
+    first; with ``settled_since``, those still investigating after a page created since then."""
+    found = []
+    for contract in sorted(
+        await open_contracts(store, settled_since=settled_since), key=lambda c: (c.created_at, c.callback_id)
+    ):
+        if to_resume(contract, await get_checkpoint(store, progress_key(contract.callback_id)) or {}):
+            found.append(contract)
+    return found
+
+
+def to_resume(contract: Contract, progress: Mapping[str, Any]) -> bool:
+    """Whether a restart queues this callback's session again: one of an open contract that has
+    not finished, or one still investigating after its page (SPEC §6.4)."""
+    status = progress.get("status")
+    if contract.state in RESUMABLE:
+        return status not in FINAL
+    return status in STARTED
+
+
+async def open_contracts(store: ContractStore, *, settled_since: datetime | None = None) -> list[Contract]:
     """Contracts whose session may still have work to do after a restart (pending, or notifying:
-    the agent notified and went on); paused sessions wait for their approval instead."""
+    the agent notified and went on); paused sessions wait for their approval instead. With
+    ``settled_since``, also those settled with a page but created since then, whose session may
+    still investigate after the page (SPEC §6.4; the caller checks each one's progress)."""
     found: list[Contract] = []
-    for state in RESUMABLE:
+    for state in (*RESUMABLE, *(INVESTIGATING if settled_since is not None else ())):
         cursor: str | None = None
         while True:
             page = await store.list_contracts(state=state, limit=500, cursor=cursor)
-            found.extend(page.items)
+            recent = [
+                c
+                for c in page.items
+                if settled_since is None or c.state in RESUMABLE or c.created_at >= settled_since
+            ]
+            found.extend(recent)
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or len(recent) < len(page.items):  # newest first: the rest are older
                 break
     return found

@@ -1,0 +1,172 @@
+"""Sessions go on after the deadline (SPEC §6.4): up to ``hookSessionMaxMs`` of their own time
+(approval waits not counted), then stopped with ``session stopped: <reason>`` in the transcript;
+one cut off by kill -9 after its page resumes, and its follow-up arrives once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from sentinel_hooks.callbacks.sessions.session import spent_ms
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
+from sentinel_hooks.service import Service
+from sentinel_hooks.store.records import TranscriptEntry
+from sentinel_hooks.testing import FakeOpenAIServer
+from tests.relay.test_relay_crash import http, ready, start
+from tests.service.test_process import free_port
+from tests.support import Sink, wait_for
+
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: {port}}}
+allowedHosts: ["127.0.0.1"]
+hookResponseTimeoutMs: 300
+hookSessionMaxMs: {max_ms}
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+models:
+  slow: {{type: openai, baseUrl: "{model_url}", model: slow-model, timeoutMs: 30000}}
+defaultHookModel: slow
+delivery: {{maxAttempts: 3, baseMs: 50, maxMs: 200}}
+targets:
+  hook: {{type: webhook, url: "{url}"}}
+"""
+WATCHER = "id: w\nstrategy: webhook\ndeliveryTargets: [hook]\n"
+FINDING = "the replication slot 'old_replica' holds 40 GB of WAL"
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class HeldModel(FakeOpenAIServer):
+    """Holds its first request until ``answer`` is set (never, in these tests)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.held = asyncio.Event()
+        self._first = True
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if self._first:
+            self._first = False
+            self.held.set()
+            await self.answer.wait()
+        return await super()._handle(request)
+
+
+@pytest.fixture
+async def held_model() -> AsyncIterator[HeldModel]:
+    async with HeldModel() as server:
+        yield server
+        server.answer.set()
+
+
+def write_project(tmp_path: Path, *, port: int, max_ms: int, model: HeldModel, sink: Sink) -> Path:
+    config = tmp_path / "sentinel.yaml"
+    config.write_text(CONFIG.format(port=port, max_ms=max_ms, model_url=model.url, url=sink.url("/in")))
+    (tmp_path / "watchers").mkdir(exist_ok=True)
+    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+    return config
+
+
+def entry(seconds: float, **fields: Any) -> TranscriptEntry:
+    return TranscriptEntry(seq=1, at=T0 + timedelta(seconds=seconds), entry=fields)
+
+
+def test_time_waiting_for_an_approval_is_not_counted() -> None:
+    """From the first entry to now, less the span from a ``paused`` entry to the next one."""
+    records = [
+        entry(0, kind="message"),
+        entry(2, kind="status", status="paused"),
+        entry(62, kind="message"),
+    ]
+    assert 5_000 == spent_ms(records, T0 + timedelta(seconds=65))
+
+
+def test_a_session_still_paused_counts_nothing_since_its_pause() -> None:
+    """Resumed by its approval with nothing recorded since the pause: the wait is not counted."""
+    records = [entry(0, kind="message"), entry(3, kind="status", status="paused")]
+    assert 3_000 == spent_ms(records, T0 + timedelta(seconds=100))
+
+
+async def test_a_session_past_its_time_limit_is_stopped_and_says_why(
+    tmp_path: Path, sink: Sink, held_model: HeldModel
+) -> None:
+    """The model never answers; after ``hookSessionMaxMs`` the session ends, and its transcript's
+    last entry is ``session stopped: <reason>``; the fallback paged people meanwhile."""
+    config = write_project(tmp_path, port=0, max_ms=1500, model=held_model, sink=sink)
+    service = Service(load_config(config, environ={}))
+    await service.start()
+    try:
+        outcome = await service.manager.ingest("w", {"disk": 97})
+        assert outcome.contract is not None
+        contract = outcome.contract
+
+        async def last_entry() -> dict[str, Any] | None:
+            entries = await service.store.get_transcript(contract.session_key)
+            last = entries[-1].entry if entries else {}
+            return last if last.get("status") == "stopped" else None
+
+        stopped = await wait_for(last_entry, what="the session stopped")
+        assert stopped["text"].startswith("session stopped: it investigated for 1.5s")
+        [fallback] = sink.bodies("fallback")
+        assert STILL_INVESTIGATING == fallback["message"].splitlines()[-1]
+    finally:
+        await service.stop()
+
+
+@pytest.mark.slow
+async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arrives_once(
+    tmp_path: Path, sink: Sink, held_model: HeldModel
+) -> None:
+    """The fallback went out while the agent was thinking; the service is killed; restarted, the
+    session resumes from its transcript and the agent's finding reaches people once, as a
+    follow-up of the fallback."""
+    held_model.reply_tool_call("sentinel_act", {"action": "notify", "message": FINDING}).reply_text("done")
+    port = free_port()
+    config = write_project(tmp_path, port=port, max_ms=600_000, model=held_model, sink=sink)
+    base = f"http://127.0.0.1:{port}"
+    log = tmp_path / "service.log"
+    proc = start(config, log)
+    try:
+        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        status, answer = await http("POST", f"{base}/api/v1/watchers/w/fire", {"payload": {"disk": 97}})
+        assert 202 == status
+        callback_id = answer["callbackId"]  # type: ignore[index]
+        await wait_for(lambda: held_model.held.is_set() or None, what="the agent thinking")
+        await wait_for(lambda: sink.bodies("fallback") or None, what="the fallback")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+
+        proc = start(config, log)
+        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+        [follow_up] = await wait_for(lambda: sink.bodies("notify") or None, what="the follow-up")
+        assert (FINDING, False, callback_id) == (
+            follow_up["message"],
+            follow_up["page"],
+            follow_up["inReplyTo"],
+        )
+
+        async def shown() -> dict[str, Any] | None:
+            _, found = await http("GET", f"{base}/api/v1/callbacks/{callback_id}")
+            entries = [e["entry"] for e in found["transcript"]]  # type: ignore[index]
+            done = any(e.get("kind") == "message" and e["message"].get("content") == "done" for e in entries)
+            return found if done else None  # type: ignore[return-value]
+
+        found = await wait_for(shown, timeout_s=15, what="the resumed session's end")
+        assert ("fallback_sent", 1) == (found["callback"]["state"], found["callback"]["followUps"])
+        assert ["fallback", "notify"] == [
+            r["headers"]["Idempotency-Key"].rsplit(":", 1)[1] for r in sink.received
+        ]
+        assert [True, False] == [json.loads(r["raw"])["page"] for r in sink.received]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
