@@ -38,6 +38,7 @@ class Received:
     callback_id: str
     key: str  # Idempotency-Key: {callbackId}:{target}:{kind}
     at: float
+    page: bool = True  # the body's ``page``: false on a follow-up of the fallback (SPEC §6.4)
 
     @property
     def kind(self) -> str:
@@ -79,7 +80,8 @@ class LocalHttp:
     async def _deliver(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         key = request.headers.get("Idempotency-Key", "")
-        self.deliveries.append(Received(str(body.get("callbackId")), key, time.monotonic()))
+        page = body.get("page") is not False
+        self.deliveries.append(Received(str(body.get("callbackId")), key, time.monotonic(), page))
         return web.json_response({"ok": True})
 
     def start(self) -> None:
@@ -156,7 +158,8 @@ class Outcomes:
     doubled: list[str] = field(default_factory=list)  # more than one distinct outcome key
     wrong_kind: list[str] = field(default_factory=list)  # e.g. fulfilled but the fallback arrived
     unknown: list[str] = field(default_factory=list)  # delivered for no (or a deduped) contract
-    late_notify: list[str] = field(default_factory=list)  # fallback_sent, and a notify arrived too
+    late_notify: list[str] = field(default_factory=list)  # fallback_sent, and a notify paged too
+    follow_ups: int = 0  # notifies delivered as follow-ups of a fallback (SPEC §6.4): fine
     notify_first: int = 0  # of those, how many notifies arrived before the fallback
     redelivered: int = 0  # the same Idempotency-Key received again (at-least-once retries)
     late: list[tuple[str, float]] = field(default_factory=list)  # settledAt - deadline > allowed
@@ -184,18 +187,22 @@ def judge(contracts: list[dict[str, Any]], received: list[Received], *, late_aft
     """One delivered outcome per fire (notify for fulfilled, fallback for fallback_sent), none
     for deduped contracts, and every contract settled at most ``late_after_s`` after its deadline.
 
-    A notify delivered for a ``fallback_sent`` contract is an agent that answered at or past its
-    deadline (``late_notify``, counted apart: the session ran late, or its fulfilment was recorded
-    after the relay had settled the contract); any other second outcome, such as a fallback for a
-    fulfilled contract, is ``doubled``."""
+    A notify delivered for a ``fallback_sent`` contract is an agent that answered past its
+    deadline: as a follow-up of the fallback (``page`` false) it is counted in ``follow_ups`` and
+    is not an outcome; as a page (``late_notify``, counted apart) it reached people as well as the
+    fallback. Any other second outcome, such as a fallback for a fulfilled contract, is
+    ``doubled``."""
     result = Outcomes()
     keys: dict[str, set[str]] = defaultdict(set)
     seen: Counter[str] = Counter()
     first: dict[str, float] = {}  # key -> first arrival
     for delivery in received:
-        keys[delivery.callback_id].add(delivery.key)
         seen[delivery.key] += 1
         first.setdefault(delivery.key, delivery.at)
+        if not delivery.page and delivery.kind.startswith("notify"):
+            result.follow_ups += seen[delivery.key] == 1
+            continue
+        keys[delivery.callback_id].add(delivery.key)
     result.redelivered = sum(n - 1 for n in seen.values())
     fires: set[str] = set()
     for contract in contracts:

@@ -227,7 +227,7 @@ def test_three_replicas_under_kills_and_restarts(
             f"deliveries: {len(received)} received, {len({d.key for d in received})} distinct keys, "
             f"{outcomes.redelivered} redelivered with the same key, "
             f"{len(outcomes.late_notify)} notifies also delivered for fallback_sent contracts "
-            f"({outcomes.notify_first} of them before the fallback)",
+            f"({outcomes.notify_first} of them before the fallback), {outcomes.follow_ups} follow-ups",
             f"fallback lateness: p50 {pct(lateness, 50):.3f} s, max {pct(lateness, 100):.3f} s",
             f"violations: {len(overlaps)} overlapping polls, {outcomes.violations() or 'none'}",
         ],

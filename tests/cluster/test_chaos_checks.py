@@ -34,8 +34,8 @@ def contract(callback_id: str, state: str, *, late_s: float = 0.0) -> dict[str, 
     return {"callbackId": callback_id, "state": state, "deadline": deadline, "settledAt": settled}
 
 
-def got(callback_id: str, kind: str, at: float = 0.0) -> Received:
-    return Received(callback_id, f"{callback_id}:sink:{kind}", at)
+def got(callback_id: str, kind: str, at: float = 0.0, *, page: bool = True) -> Received:
+    return Received(callback_id, f"{callback_id}:sink:{kind}", at, page)
 
 
 def test_one_outcome_each_passes() -> None:
@@ -91,3 +91,12 @@ def test_a_notify_for_a_fallback_sent_contract_is_late_but_a_fallback_for_a_fulf
     outcomes = judge(contracts, received, late_after_s=2)
     assert (["after", "before"], 1) == (outcomes.late_notify, outcomes.notify_first)
     assert ["f"] == [entry.split(":")[0] for entry in outcomes.doubled]
+
+
+def test_a_follow_up_of_the_fallback_is_no_second_outcome() -> None:
+    """An agent that answered after the fallback reaches people as a follow-up (``page`` false):
+    counted apart, neither late nor doubled."""
+    contracts = [contract("slow", "fallback_sent")]
+    received = [got("slow", "fallback", at=1.0), got("slow", "notify", at=2.0, page=False)]
+    outcomes = judge(contracts, received, late_after_s=2)
+    assert ([], [], 1) == (outcomes.late_notify, outcomes.doubled, outcomes.follow_ups)
