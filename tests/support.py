@@ -1,4 +1,4 @@
-"""Test helpers: waiting on conditions with a deadline, and small local HTTP endpoints."""
+"""Test helpers: waiting on conditions with a deadline, small local HTTP endpoints, a slow model."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 from aiohttp import web
+
+from sentinel_hooks.testing import FakeOpenAIServer
 
 T = TypeVar("T")
 
@@ -128,3 +130,21 @@ def unavailable(reason: str, *, in_ci: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; {in_ci}")
     pytest.skip(reason)
+
+
+class HeldModel(FakeOpenAIServer):
+    """A model server stand-in that holds its first request until ``answer`` is set: the agent
+    that takes its time (``held`` is set once that request arrived)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.answer = asyncio.Event()
+        self.held = asyncio.Event()
+        self._first = True
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if self._first:
+            self._first = False
+            self.held.set()
+            await self.answer.wait()
+        return await super()._handle(request)

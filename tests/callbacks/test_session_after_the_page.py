@@ -4,7 +4,6 @@ one cut off by kill -9 after its page resumes, and its follow-up arrives once.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import signal
 from collections.abc import AsyncIterator
@@ -13,17 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from sentinel_hooks.callbacks.sessions.session import spent_ms
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import TranscriptEntry
-from sentinel_hooks.testing import FakeOpenAIServer
 from tests.relay.test_relay_crash import http, ready, start
 from tests.service.test_process import free_port
-from tests.support import Sink, wait_for
+from tests.support import HeldModel, Sink, wait_for
 
 CONFIG = """\
 store: sqlite:///state.db
@@ -43,23 +40,6 @@ targets:
 WATCHER = "id: w\nstrategy: webhook\ndeliveryTargets: [hook]\n"
 FINDING = "the replication slot 'old_replica' holds 40 GB of WAL"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-class HeldModel(FakeOpenAIServer):
-    """Holds its first request until ``answer`` is set (never, in these tests)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answer = asyncio.Event()
-        self.held = asyncio.Event()
-        self._first = True
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        if self._first:
-            self._first = False
-            self.held.set()
-            await self.answer.wait()
-        return await super()._handle(request)
 
 
 @pytest.fixture

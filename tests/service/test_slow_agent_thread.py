@@ -7,20 +7,17 @@ until the fallback is in the channel: well after the deadline. Slack is the Web 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from aiohttp import web
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.delivery.targets.slack_threads import FINDINGS
 from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service
-from sentinel_hooks.testing import FakeOpenAIServer
 from tests.delivery.slack_api import SlackApi, slack_api
-from tests.support import wait_for
+from tests.support import HeldModel, wait_for
 
 __all__ = ["slack_api"]
 
@@ -50,31 +47,14 @@ deliveryTargets: [ops]
 FINDING = "db-1: /var/lib/postgres is full of WAL from a stuck replication slot; drop slot 'old_replica'."
 
 
-class SlowModel(FakeOpenAIServer):
-    """Holds its first request until ``answer`` is set: the agent that takes its time."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.answer = asyncio.Event()
-        self.held = asyncio.Event()
-        self._first = True
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        if self._first:
-            self._first = False
-            self.held.set()
-            await self.answer.wait()
-        return await super()._handle(request)
-
-
 @pytest.fixture
-async def slow_model() -> AsyncIterator[SlowModel]:
-    async with SlowModel() as server:
+async def slow_model() -> AsyncIterator[HeldModel]:
+    async with HeldModel() as server:
         yield server
 
 
 async def test_the_fallback_pages_and_the_slow_agents_finding_follows_in_its_thread(
-    tmp_path: Path, slack_api: SlackApi, slow_model: SlowModel
+    tmp_path: Path, slack_api: SlackApi, slow_model: HeldModel
 ) -> None:
     """Root: the fallback with the "still investigating" line; then the agent's finding as a
     thread reply, and the root updated to ⚠️ fallback — agent findings in thread."""
