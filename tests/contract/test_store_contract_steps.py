@@ -51,8 +51,10 @@ async def test_a_notify_tried_again_enqueues_nothing_new(store: Store, make: Mak
     assert ("notifying", "notifying", frozenset()) == (again.before, again.after, again.inserted)
 
 
-async def test_a_notify_after_the_fallback_is_refused_and_enqueues_nothing(store: Store, make: Make) -> None:
-    """fallback_sent (and expired, deduped) refuse a notify: nothing reaches the outbox."""
+async def test_a_page_candidate_after_the_fallback_is_refused_and_enqueues_nothing(
+    store: Store, make: Make
+) -> None:
+    """fallback_sent (and expired, deduped) refuse a notify as a page: nothing reaches the outbox."""
     await create(store, make.contract("a"))
     await settle(store, "a", "fallback_sent", at=make.at(30))
     start = await store.begin_notify("a", [make.delivery("a", "oncall", "notify")], at=make.at(31))
@@ -63,14 +65,45 @@ async def test_a_notify_after_the_fallback_is_refused_and_enqueues_nothing(store
 
 
 async def test_a_fulfilled_contract_takes_follow_up_notifies(store: Store, make: Make) -> None:
-    """After the agent's answer was delivered, more notifies are follow-ups: accepted, still fulfilled."""
+    """After the agent's answer was delivered, more notifies are follow-ups: refused as a page,
+    accepted as a follow-up, the contract still fulfilled (SPEC §6.4)."""
     await create(store, make.contract("a"))
     first = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [first], at=make.at(1))
     await store.record_outcomes([outcome(make, first.key, "delivered", 2)])
-    start = await store.begin_notify("a", [make.delivery("a", "oncall", "notify.2")], at=make.at(3))
+    second = make.delivery("a", "oncall", "notify.2")
+    as_page = await store.begin_notify("a", [second], at=make.at(3))
+    start = await store.begin_notify("a", [second], at=make.at(3), follow_up=True)
+    assert as_page is not None
     assert start is not None
-    assert ("fulfilled", "fulfilled", True) == (start.before, start.after, start.accepted)
+    assert (False, "fulfilled", "fulfilled", True) == (
+        as_page.accepted,
+        start.before,
+        start.after,
+        start.accepted,
+    )
+    assert {"notify", "notify.2"} == {d.kind for d in await store.list_deliveries("a")}
+
+
+async def test_a_follow_up_of_the_fallback_is_taken_and_leaves_the_contract(store: Store, make: Make) -> None:
+    """After the fallback, a follow-up is enqueued and the contract stays fallback_sent; an open
+    contract refuses a follow-up (it would be its page) and an expired one takes none."""
+    await create(store, make.contract("a"))
+    await create(store, make.contract("b"))
+    await create(store, make.contract("c"))
+    await settle(store, "a", "fallback_sent", at=make.at(30))
+    await settle(store, "c", "expired", at=make.at(30))
+    started = [
+        await store.begin_notify(
+            cid, [make.delivery(cid, "oncall", "notify")], at=make.at(31), follow_up=True
+        )
+        for cid in ("a", "b", "c")
+    ]
+    assert [(True, "fallback_sent"), (False, "pending"), (False, "expired")] == [
+        (s.accepted, s.after) for s in started if s is not None
+    ]
+    kinds = [[d.kind for d in await store.list_deliveries(cid)] for cid in ("a", "b", "c")]
+    assert [["notify"], [], []] == kinds
 
 
 async def test_a_delivered_notify_fulfils_the_contract_when_the_target_accepted(
