@@ -18,6 +18,13 @@ async def test_prints_the_line(make_target: MakeTarget, console: io.StringIO) ->
     assert "[sentinel] high gas_high on eth-gas: Gas is 182 gwei (over 150).\n" == console.getvalue()
 
 
+async def test_a_follow_up_says_which_page_it_follows(make_target: MakeTarget, console: io.StringIO) -> None:
+    """An agent notify after the page (SPEC §6.4) names the callback it follows up on."""
+    await make_target(CONSOLE).send(message(follow_up=True), idempotency_key="k")
+    expected = "[sentinel] high gas_high on eth-gas (follow-up of 01JCALLBACK): Gas is 182 gwei (over 150).\n"
+    assert expected == console.getvalue()
+
+
 async def test_multi_line_text_is_indented(make_target: MakeTarget, console: io.StringIO) -> None:
     """Later lines of the text are indented under the first."""
     await make_target(CONSOLE).send(message(text="first\nsecond\nthird"), idempotency_key="k")

@@ -53,6 +53,18 @@ async def test_a_notify_triggers_an_alert_keyed_by_the_callback(
     assert expected == event
 
 
+async def test_a_follow_up_triggers_the_same_alert_again(
+    pagerduty: Target, pagerduty_api: PagerDutyApi
+) -> None:
+    """A follow-up of the page (SPEC §6.4) is a ``trigger`` with the same dedup_key, which
+    PagerDuty adds to the open alert without paging again."""
+    await pagerduty.send(message(kind="fallback", page=True), idempotency_key="01JCALLBACK:page:fallback")
+    await pagerduty.send(message(follow_up=True), idempotency_key="01JCALLBACK:page:notify")
+    assert [("trigger", "01JCALLBACK"), ("trigger", "01JCALLBACK")] == [
+        (e["event_action"], e["dedup_key"]) for e in pagerduty_api.events
+    ]
+
+
 @pytest.mark.parametrize(
     ("priority", "severity"),
     [("critical", "critical"), ("high", "error"), ("normal", "warning"), ("low", "info")],
