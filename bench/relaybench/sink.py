@@ -24,7 +24,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-Record = tuple[float, str, str]
+Record = tuple[float, str, str, bool | None]  # arrival, callbackId, Idempotency-Key, the body's page
 
 
 class Sink:
@@ -39,13 +39,16 @@ class Sink:
         """One delivery: note the arrival, the callbackId of the body and the Idempotency-Key."""
         raw = await request.read()
         arrival = time.time()
+        page = None
         try:
-            callback_id = str(json.loads(raw)["callbackId"])
-        except (ValueError, KeyError, TypeError):
+            body = json.loads(raw)
+            callback_id = str(body["callbackId"])
+            page = body.get("page")  # false on a follow-up of the page (SPEC §6.4)
+        except (ValueError, KeyError, TypeError, AttributeError):
             self.malformed += 1
             callback_id = ""
         key = request.headers.get("Idempotency-Key", "")
-        self.records.append((arrival, callback_id, key))
+        self.records.append((arrival, callback_id, key, page))
         self.keys.add(key)
         return web.Response(status=200)
 
@@ -56,8 +59,9 @@ class Sink:
     def dump(self, path: Path) -> None:
         """Write the records (JSON lines) and a last line with the count of malformed bodies."""
         with path.open("w", encoding="utf-8") as out:
-            for arrival, callback_id, key in self.records:
-                out.write(json.dumps({"at": arrival, "callbackId": callback_id, "key": key}) + "\n")
+            for arrival, callback_id, key, page in self.records:
+                record = {"at": arrival, "callbackId": callback_id, "key": key, "page": page}
+                out.write(json.dumps(record) + "\n")
             out.write(json.dumps({"malformed": self.malformed}) + "\n")
 
 

@@ -268,6 +268,8 @@ def _analyse(
     duplicates = stray = 0
     for record in sorted((r for r in records if "at" in r), key=lambda r: r["at"]):
         callback_id = str(record["callbackId"])
+        if record.get("page") is False and str(record["key"]).rsplit(":", 1)[-1].startswith("notify"):
+            continue  # the agent's finding after the fallback: a follow-up of the page, not a second one
         if callback_id not in fired:
             stray += 1
         elif callback_id in first:
