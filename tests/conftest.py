@@ -88,7 +88,7 @@ def redis_db() -> int:
     with another suite's even where a process it started may outlive a test (a service still
     stopping, a killed replica's last write): the cluster suite 11 (tests/cluster/conftest.py), the
     external callbacks 9, the relay's contract model 0, its crash test 14, the compose test 12,
-    the ten-thousand-watcher load test 13.
+    the ten-thousand-watcher load test 13, the kill -9 test of a session after its page 10.
     """
     return 15
 

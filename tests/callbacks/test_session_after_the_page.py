@@ -23,7 +23,7 @@ from tests.service.test_process import free_port
 from tests.support import HeldModel, Sink, wait_for
 
 CONFIG = """\
-store: sqlite:///state.db
+store: "{store}"
 server: {{host: 127.0.0.1, port: {port}}}
 allowedHosts: ["127.0.0.1"]
 hookResponseTimeoutMs: 300
@@ -49,9 +49,18 @@ async def held_model() -> AsyncIterator[HeldModel]:
         server.answer.set()
 
 
-def write_project(tmp_path: Path, *, port: int, max_ms: int, model: HeldModel, sink: Sink) -> Path:
+@pytest.fixture
+def redis_db() -> int:
+    """This module's own database of the tests' redis-server (asked for by the Redis variant only)."""
+    return 10
+
+
+def write_project(
+    tmp_path: Path, *, port: int, max_ms: int, model: HeldModel, sink: Sink, store: str = "sqlite:///state.db"
+) -> Path:
     config = tmp_path / "sentinel.yaml"
-    config.write_text(CONFIG.format(port=port, max_ms=max_ms, model_url=model.url, url=sink.url("/in")))
+    text = CONFIG.format(store=store, port=port, max_ms=max_ms, model_url=model.url, url=sink.url("/in"))
+    config.write_text(text)
     (tmp_path / "watchers").mkdir(exist_ok=True)
     (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
     return config
@@ -104,15 +113,17 @@ async def test_a_session_past_its_time_limit_is_stopped_and_says_why(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
 async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arrives_once(
-    tmp_path: Path, sink: Sink, held_model: HeldModel
+    tmp_path: Path, sink: Sink, held_model: HeldModel, store: str, request: pytest.FixtureRequest
 ) -> None:
     """The fallback went out while the agent was thinking; the service is killed; restarted, the
     session resumes from its transcript and the agent's finding reaches people once, as a
     follow-up of the fallback."""
     held_model.reply_tool_call("sentinel_act", {"action": "notify", "message": FINDING}).reply_text("done")
     port = free_port()
-    config = write_project(tmp_path, port=port, max_ms=600_000, model=held_model, sink=sink)
+    store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
+    config = write_project(tmp_path, port=port, max_ms=600_000, model=held_model, sink=sink, store=store_url)
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "service.log"
     proc = start(config, log)
@@ -128,7 +139,10 @@ async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arriv
 
         proc = start(config, log)
         await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
-        [follow_up] = await wait_for(lambda: sink.bodies("notify") or None, what="the follow-up")
+        # on Redis the killed replica's session is taken over once its membership lapses
+        [follow_up] = await wait_for(
+            lambda: sink.bodies("notify") or None, timeout_s=30, what="the follow-up"
+        )
         assert (FINDING, False, callback_id) == (
             follow_up["message"],
             follow_up["page"],
