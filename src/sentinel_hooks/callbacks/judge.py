@@ -25,7 +25,7 @@ from typing import Any, Literal
 from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.policy import Decision, PolicyDecision
 from sentinel_hooks.config.service import JudgedAction, JudgeRule
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.checks import evaluate
 
 __all__ = ["JUDGE_INSTRUCTIONS", "Judges", "Verdict", "overrule", "read_answer"]
 

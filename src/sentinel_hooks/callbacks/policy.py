@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sentinel_hooks.config.service import ActionPolicySpec, PolicyRule
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.core.checks import evaluate
 
 __all__ = [
     "LOOP_GUARD_RULE",

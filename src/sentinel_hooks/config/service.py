@@ -13,6 +13,7 @@ from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
 from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 
 MIN_API_TOKEN_CHARS = 16
@@ -155,7 +156,7 @@ class PolicyRule(Spec):
     enabled: bool = True
     decision: Literal["auto", "needs_approval", "deny"]
     conditions: list[ConditionNode] = Field(default_factory=list)
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
 
     _paths_are_policy_fields = field_validator("conditions")(_policy_paths)
 
@@ -182,7 +183,7 @@ class JudgeRule(Spec):
     prompt: str = Field(min_length=1, max_length=4000)
     decision: Literal["needs_approval", "deny"]
     conditions: list[ConditionNode] = Field(default_factory=list)
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     confidence_threshold: float = Field(default=0.7, ge=0, le=1)
     timeout_ms: int = Field(default=5000, ge=100, le=120000)
     fail_open: bool = False

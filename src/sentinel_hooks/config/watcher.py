@@ -18,6 +18,7 @@ from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec
 from sentinel_hooks.config.hosts import url_origin
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import ConditionNode
 
 WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
@@ -38,7 +39,7 @@ class WatcherBase(Spec):
     id: Annotated[str, Field(pattern=WATCHER_ID)]
     skill_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
     enabled: bool = True
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     conditions: list[ConditionNode] = Field(default_factory=list)
     fire: FireSpec = Field(default_factory=lambda: shared_default(FireSpec))
     delivery_targets: list[str] = Field(default_factory=list)

@@ -15,6 +15,7 @@ from ulid import ULID
 
 from sentinel_hooks.canonical import canonical_json, sha256_hex
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.checks import MatchMode
 
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
@@ -47,7 +48,7 @@ class EnvelopeWatcher(EnvelopePart):
     intent: str | None = None
     strategy: str | None = None
     endpoint: str | None = None
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     conditions: list[Any] = Field(default_factory=list)
     fire_once: bool = False
     tags: list[str] = Field(default_factory=list)
