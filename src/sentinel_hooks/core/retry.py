@@ -11,6 +11,8 @@ which ``retry_after_cap_s`` may bound. The policies in use (SPEC §3, §5.2, §6
     subscription (re)connects  as the watcher's polls         full    until connected       up to 10 x maxMs
     deliveries (the outbox)    delivery.baseMs / .maxMs       equal   delivery.maxAttempts  as long as asked
     model calls                0.5 / 8                        full    3                     (none given)
+    recording a sent delivery  0.2 / 0.4                      equal   3                     (none given)
+    a cluster client's start   0 / 0 (each try is bounded)    full    3                     (none given)
     loops on a failing store   0.5 / 5 (``outages``)          equal   until it works        (none given)
 
 Jitter spreads the retries of many callers that failed together: ``full`` waits a uniform
@@ -18,12 +20,17 @@ draw from [0, ceiling], ``equal`` from [ceiling / 2, ceiling] (never much less t
 ceiling: a receiver that is down gets a real pause). The random source is the caller's, so
 tests and the simulations can seed it.
 
-Two ways to run the policy. ``retrying`` gives a tenacity ``AsyncRetrying`` for loops that run
-only after something failed or seldom (subscription connects, model calls). A watcher's poll
-and the outbox use ``delay_s`` and ``exhausted`` directly: polls run up to a thousand times a
-second, and a tenacity object per poll was measured at 7 % of a poll's CPU and under 42 % of
-the samples of failing polls (bench/RESULTS.md); a delivery's retry is a stored delivery due
-later, not a loop.
+One loop runs the policy, :func:`call_with_retries`: it calls, and on a failure that
+``retry_if`` accepts waits as the policy says and calls again, until the call succeeds or the
+policy's attempts are spent (then the last failure is raised as it is). It builds nothing on the
+way to a first success, so a watcher's poll (up to a thousand a second) can run in it: a tenacity
+loop per poll was measured at 7 % of a poll's CPU (bench/RESULTS.md), a tenacity loop per model
+call at a tenth of a session's own work. :func:`retrying` is the same loop for a body that is not
+one call (``async for attempt in retrying(...): with attempt: …``).
+
+What the outbox keeps is not a loop: a delivery's next try is a stored delivery due after
+``delay_s``, and ``exhausted`` says when it is a dead letter. A background loop that must outlive a
+failing store (``outages.Outage``) waits ``delay_s`` after each failed pass and never gives up.
 """
 
 from __future__ import annotations
@@ -32,21 +39,18 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
-
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_base,
-    retry_if_exception,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_never,
-)
+from types import TracebackType
+from typing import Literal, TypeVar
 
 from sentinel_hooks.errors import TransientError
 
+T = TypeVar("T")
 Jitter = Literal["full", "equal"]
+RetryIf = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+"""Which failures are tried again: those of a type (or types), or those a test accepts."""
+Sleep = Callable[[float], Awaitable[None]]
+BeforeSleep = Callable[[BaseException, float], Awaitable[None]]
+"""Told each failure that will be tried again, and the seconds the loop waits first."""
 MAX_DOUBLINGS = 62  # past this the ceiling is the cap for any sane base (and 2**n stays a float)
 _RNG = random.Random()  # for callers with no random source of their own
 
@@ -100,43 +104,114 @@ def retry_after_of(exc: BaseException | None) -> float | None:
     return exc.retry_after_s if isinstance(exc, TransientError) else None
 
 
+async def call_with_retries(
+    call: Callable[[], Awaitable[T]],
+    policy: Backoff,
+    *,
+    retry_if: RetryIf,
+    rng: random.Random | None = None,
+    sleep: Sleep = asyncio.sleep,
+    before_sleep: BeforeSleep | None = None,
+) -> T:
+    """``await call()``, tried again as ``policy`` says while it fails in a way ``retry_if`` accepts.
+
+    The failure that ends the loop (not accepted, or the last attempt's) is raised as it is.
+    ``sleep`` waits (one that a stop ends early, say); ``before_sleep(failure, delay_s)`` runs
+    before each wait. ``rng`` draws the jitter (a shared one when None).
+    """
+    attempt = 1
+    while True:
+        try:
+            return await call()
+        except Exception as exc:
+            delay = _wait_after(policy, attempt, exc, retry_if, rng)
+            if delay is None:
+                raise
+            await _pause(exc, delay, sleep, before_sleep)
+            attempt += 1
+
+
 def retrying(
     policy: Backoff,
     *,
-    retry_if: type[BaseException] | Callable[[BaseException], bool],
+    retry_if: RetryIf,
     rng: random.Random | None = None,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    before_sleep: Callable[[BaseException, float], Awaitable[None]] | None = None,
-) -> AsyncRetrying:
-    """A tenacity loop that runs ``policy``: ``async for attempt in retrying(...): with attempt: …``.
-
-    ``retry_if`` says which failures are tried again, by type or by a test (the others, and
-    the last failure, are raised as they are); ``sleep`` waits (one that a stop ends early, say);
-    ``before_sleep(failure, delay_s)`` runs before each wait.
-    """
-    source = rng or _RNG
-
-    def wait(state: RetryCallState) -> float:
-        return policy.delay_s(state.attempt_number, source, retry_after_of(_failure(state)))
-
-    async def announce(state: RetryCallState) -> None:
-        failure = _failure(state)
-        if before_sleep is not None and failure is not None:
-            await before_sleep(failure, state.upcoming_sleep)
-
-    if isinstance(retry_if, type):
-        retry: retry_base = retry_if_exception_type(retry_if)
-    else:
-        retry = retry_if_exception(retry_if)
-    return AsyncRetrying(
-        stop=stop_never if policy.max_attempts is None else stop_after_attempt(policy.max_attempts),
-        wait=wait,
-        retry=retry,
-        sleep=sleep,
-        before_sleep=announce if before_sleep is not None else None,
-        reraise=True,
-    )
+    sleep: Sleep = asyncio.sleep,
+    before_sleep: BeforeSleep | None = None,
+) -> Attempts:
+    """:func:`call_with_retries` for a body that is not one call:
+    ``async for attempt in retrying(...): with attempt: …``; the loop ends after an attempt
+    whose body raised nothing."""
+    return Attempts(policy, retry_if, rng, sleep, before_sleep)
 
 
-def _failure(state: RetryCallState) -> BaseException | None:
-    return state.outcome.exception() if state.outcome is not None else None
+class Attempt:
+    """One try of a :func:`retrying` loop: ``with attempt:`` keeps the body's failure for the loop."""
+
+    __slots__ = ("failure",)
+
+    def __init__(self) -> None:
+        self.failure: Exception | None = None
+
+    def __enter__(self) -> Attempt:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if isinstance(exc, Exception):
+            self.failure = exc
+            return True  # the loop decides: another attempt, or raise it
+        return False
+
+
+class Attempts:
+    """The attempts of a :func:`retrying` loop."""
+
+    def __init__(
+        self,
+        policy: Backoff,
+        retry_if: RetryIf,
+        rng: random.Random | None,
+        sleep: Sleep,
+        before_sleep: BeforeSleep | None,
+    ) -> None:
+        self._policy, self._retry_if, self._rng = policy, retry_if, rng
+        self._sleep, self._before_sleep = sleep, before_sleep
+        self._number = 0
+        self._last: Attempt | None = None
+
+    def __aiter__(self) -> Attempts:
+        return self
+
+    async def __anext__(self) -> Attempt:
+        last = self._last
+        if last is not None:
+            failure = last.failure
+            if failure is None:
+                raise StopAsyncIteration
+            delay = _wait_after(self._policy, self._number, failure, self._retry_if, self._rng)
+            if delay is None:
+                raise failure
+            await _pause(failure, delay, self._sleep, self._before_sleep)
+        self._number += 1
+        self._last = Attempt()
+        return self._last
+
+
+def _wait_after(
+    policy: Backoff, attempt: int, failure: BaseException, retry_if: RetryIf, rng: random.Random | None
+) -> float | None:
+    """Seconds to wait before the attempt after ``attempt``, which failed; None: raise the failure."""
+    retried = isinstance(failure, retry_if) if isinstance(retry_if, type | tuple) else retry_if(failure)
+    if not retried or policy.exhausted(attempt):
+        return None
+    return policy.delay_s(attempt, rng or _RNG, retry_after_of(failure))
+
+
+async def _pause(
+    failure: BaseException, delay_s: float, sleep: Sleep, before_sleep: BeforeSleep | None
+) -> None:
+    if before_sleep is not None:
+        await before_sleep(failure, delay_s)
+    await sleep(delay_s)
