@@ -59,7 +59,6 @@ PURE = [
     "net/body.py",
     "inbox/transitions.py",
     "relay/fallback.py",
-    "store/contract_states.py",
     "store/urls.py",
     "callbacks/prompt.py",
     "callbacks/policy.py",

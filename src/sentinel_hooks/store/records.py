@@ -18,9 +18,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializ
 from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.contract_states import TAKES_NOTIFY
+from sentinel_hooks.core.contract_states import ContractState as ContractState
 from sentinel_hooks.errors import StoreError
-from sentinel_hooks.store.contract_states import TAKES_NOTIFY
-from sentinel_hooks.store.contract_states import ContractState as ContractState
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
