@@ -9,6 +9,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
 from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import check_tool_pattern
+from sentinel_hooks.core.envelope import Priority
 from sentinel_hooks.errors import TemplateError
 
 if TYPE_CHECKING:
@@ -18,7 +19,8 @@ if TYPE_CHECKING:
 # the watcher models are imported by pure modules (the probe's state machine, the envelope
 # builder) that must not load it (tests/test_architecture.py).
 
-Priority = Literal["low", "normal", "high", "critical"]
+TriggerMode = Literal["edge", "level"]
+"""Fire when the conditions become true (and again after they were false), or on every match."""
 
 
 def _reason(exc: TemplateError, where: str) -> str:
@@ -77,7 +79,7 @@ class FireSpec(Spec):
     payload_template: dict[str, Any] | None = None
     context_template: dict[str, Any] | None = None
     dedupe_key_template: str | None = Field(default=None, min_length=1)
-    trigger: Literal["edge", "level"] | None = None
+    trigger: TriggerMode | None = None
     repeat_interval_ms: PositiveMs | None = None
     notify_resolved: bool = False
     message_template: str | None = Field(default=None, min_length=1)
