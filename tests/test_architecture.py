@@ -24,6 +24,7 @@ FLOORS: list[set[str]] = [
     {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap"},
     {"core"},  # pure shared logic: paths, operators, conditions, envelope, templates, the EVM ABI, backoff
     {"config"},  # sentinel.yaml, watcher and skill files, validated
+    {"skills"},  # what a hook session is given of its watcher's skill
     {"store", "process_runner", "net", "logs", "events", "outages"},  # durable state and the ways out
     {"cluster"},  # leases, membership, watcher changes between replicas
     {"inbox"},  # the operator inbox
@@ -51,7 +52,7 @@ PURE = [
     "core/",  # every module of the core
     "watchers/lifecycle.py",
     "watchers/episodes.py",
-    "callbacks/builder.py",
+    "watchers/builder.py",
     "config/hosts.py",
     "watchers/strategies/http_body.py",
     "watchers/strategies/sse_parser.py",
@@ -60,11 +61,12 @@ PURE = [
     "inbox/transitions.py",
     "relay/fallback.py",
     "store/urls.py",
-    "callbacks/prompt.py",
-    "callbacks/policy.py",
-    "callbacks/compaction.py",
-    "callbacks/memory.py",
+    "callbacks/sessions/prompt.py",
+    "callbacks/policy/rules.py",
+    "callbacks/sessions/compaction.py",
+    "callbacks/sessions/memory.py",
     "callbacks/backends/recovery.py",
+    "skills/injection.py",
 ]
 """Modules of pure logic (a folder: every module in it): functions from values to values."""
 
