@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Awaitable, Callable
 
 import pytest
 from tenacity import RetryCallState, Retrying, wait_exponential
 
-from sentinel_hooks.core.retry import Backoff, Jitter, call_with_retries, retry_after_of, retrying
+from sentinel_hooks.core.retry import (
+    Backoff,
+    BeforeSleep,
+    Jitter,
+    RetryIf,
+    call_with_retries,
+    retry_after_failure,
+    retry_after_of,
+)
 from sentinel_hooks.errors import SentinelError, TransientError
 
 DRAWS = 2000
@@ -163,82 +170,69 @@ class Sleeps:
         self.asked.append(seconds)
 
 
-@pytest.fixture(params=["call", "loop"])
-def form(request: pytest.FixtureRequest) -> str:
-    """The retry loop as a call (``call_with_retries``) or around a body (``retrying``)."""
-    return str(request.param)
-
-
 async def run(
     policy: Backoff,
     call: Flaky,
     sleeps: Sleeps,
     *,
-    form: str,
-    retry_if: type[BaseException] | Callable[[BaseException], bool] = TransientError,
+    retry_if: RetryIf = TransientError,
     rng: random.Random | None = None,
-    before_sleep: Callable[[BaseException, float], Awaitable[None]] | None = None,
+    before_sleep: BeforeSleep | None = None,
 ) -> str:
-    """``call()`` retried in the loop of ``form``, sleeping with ``sleeps``."""
-    if form == "call":
-        return await call_with_retries(
-            call, policy, retry_if=retry_if, rng=rng, sleep=sleeps, before_sleep=before_sleep
-        )
-    loop = retrying(policy, retry_if=retry_if, rng=rng, sleep=sleeps, before_sleep=before_sleep)
-    async for attempt in loop:
-        with attempt:
-            return await call()
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    """``call()`` in ``call_with_retries``, sleeping with ``sleeps``."""
+    return await call_with_retries(
+        call, policy, retry_if=retry_if, rng=rng, sleep=sleeps, before_sleep=before_sleep
+    )
 
 
-async def test_transient_failures_are_tried_again_with_the_policys_waits(form: str) -> None:
+async def test_transient_failures_are_tried_again_with_the_policys_waits() -> None:
     """Two transient failures, then success: two waits, as delay_s draws them from the rng."""
     policy, call, sleeps = Backoff(base_s=1, cap_s=8, max_attempts=5), Flaky(Busy(), Busy()), Sleeps()
     expected_rng = random.Random(11)
     expected = [policy.delay_s(1, expected_rng), policy.delay_s(2, expected_rng)]
-    result = await run(policy, call, sleeps, form=form, rng=random.Random(11))
+    result = await run(policy, call, sleeps, rng=random.Random(11))
     assert ("ok", 3, expected) == (result, call.calls, sleeps.asked)
 
 
-async def test_the_retry_after_of_the_failure_sets_the_wait(form: str) -> None:
+async def test_the_retry_after_of_the_failure_sets_the_wait() -> None:
     """A failure that asks for 30 s is waited for 30 s."""
     policy, call, sleeps = Backoff(base_s=0.01, cap_s=0.1), Flaky(Busy(30.0)), Sleeps()
-    await run(policy, call, sleeps, form=form)
+    await run(policy, call, sleeps)
     assert [30.0] == sleeps.asked
 
 
-async def test_the_last_failure_is_raised_as_it_is(form: str) -> None:
+async def test_the_last_failure_is_raised_as_it_is() -> None:
     """After max_attempts the last failure itself propagates (no wrapper)."""
     last = Busy(1.0)
     policy, call, sleeps = Backoff(base_s=0, cap_s=0, max_attempts=3), Flaky(Busy(), Busy(), last), Sleeps()
     with pytest.raises(Busy) as caught:
-        await run(policy, call, sleeps, form=form)
+        await run(policy, call, sleeps)
     assert (last, 3, 2) == (caught.value, call.calls, len(sleeps.asked))
 
 
-async def test_a_failure_not_retried_is_raised_at_once(form: str) -> None:
+async def test_a_failure_not_retried_is_raised_at_once() -> None:
     """A failure retry_if does not accept ends the loop on the first call."""
     policy, call, sleeps = Backoff(base_s=1, cap_s=1, max_attempts=5), Flaky(Refused("no")), Sleeps()
     with pytest.raises(Refused):
-        await run(policy, call, sleeps, form=form)
+        await run(policy, call, sleeps)
     assert (1, []) == (call.calls, sleeps.asked)
 
 
-async def test_retry_if_may_be_a_test(form: str) -> None:
+async def test_retry_if_may_be_a_test() -> None:
     """A predicate picks the failures to retry (here: only those with a hint)."""
     policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(Busy(0.5), Busy()), Sleeps()
     with pytest.raises(Busy):
-        await run(policy, call, sleeps, form=form, retry_if=lambda exc: retry_after_of(exc) is not None)
+        await run(policy, call, sleeps, retry_if=lambda exc: retry_after_of(exc) is not None)
     assert (2, [0.5]) == (call.calls, sleeps.asked)
 
 
-async def test_without_max_attempts_the_loop_keeps_trying(form: str) -> None:
+async def test_without_max_attempts_the_loop_keeps_trying() -> None:
     """max_attempts None: ten failures in a row are waited out."""
     policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(*[Busy() for _ in range(10)]), Sleeps()
-    assert ("ok", 11) == (await run(policy, call, sleeps, form=form), call.calls)
+    assert ("ok", 11) == (await run(policy, call, sleeps), call.calls)
 
 
-async def test_before_sleep_hears_each_failure_and_its_wait(form: str) -> None:
+async def test_before_sleep_hears_each_failure_and_its_wait() -> None:
     """before_sleep gets the failure and the wait that follows it, before the sleep."""
     heard: list[tuple[BaseException, float]] = []
 
@@ -247,28 +241,35 @@ async def test_before_sleep_hears_each_failure_and_its_wait(form: str) -> None:
 
     first, second = Busy(2.0), Busy(3.0)
     policy, call, sleeps = Backoff(base_s=0.01, cap_s=0.01), Flaky(first, second), Sleeps()
-    await run(policy, call, sleeps, form=form, before_sleep=before_sleep)
+    await run(policy, call, sleeps, before_sleep=before_sleep)
     assert ([(first, 2.0), (second, 3.0)], [2.0, 3.0]) == (heard, sleeps.asked)
 
 
-async def test_retry_if_may_name_several_types(form: str) -> None:
+async def test_retry_if_may_name_several_types() -> None:
     """A tuple of types retries a failure of any of them."""
     policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(Busy(), Refused("no")), Sleeps()
-    assert ("ok", 3) == (await run(policy, call, sleeps, form=form, retry_if=(Busy, Refused)), call.calls)
+    assert ("ok", 3) == (await run(policy, call, sleeps, retry_if=(Busy, Refused)), call.calls)
 
 
-async def test_a_cancellation_is_never_retried(form: str) -> None:
+async def test_a_cancellation_is_never_retried() -> None:
     """A cancellation passes through on the first call, whatever retry_if accepts."""
     policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(asyncio.CancelledError()), Sleeps()
     with pytest.raises(asyncio.CancelledError):
-        await run(policy, call, sleeps, form=form, retry_if=BaseException)
+        await run(policy, call, sleeps, retry_if=BaseException)
     assert (1, []) == (call.calls, sleeps.asked)
 
 
-async def test_a_body_that_raises_nothing_ends_the_loop() -> None:
-    """``retrying``: an attempt whose body returns no value is the last one."""
-    bodies = 0
-    async for attempt in retrying(Backoff(base_s=0, cap_s=0), retry_if=TransientError):
-        with attempt:
-            bodies += 1
-    assert 1 == bodies
+async def test_a_call_that_succeeds_is_made_once() -> None:
+    """No failure: one call, no wait."""
+    call, sleeps = Flaky(), Sleeps()
+    assert ("ok", 1, []) == (await run(Backoff(base_s=1, cap_s=1), call, sleeps), call.calls, sleeps.asked)
+
+
+async def test_after_a_failure_the_loop_counts_it_as_the_first_attempt() -> None:
+    """retry_after_failure, handed a first failure, waits as after attempt 1 and calls again."""
+    policy, call, sleeps = Backoff(base_s=1, cap_s=8, max_attempts=2), Flaky(), Sleeps()
+    expected = policy.delay_s(1, random.Random(4))
+    result = await retry_after_failure(
+        call, Busy(), policy, retry_if=TransientError, rng=random.Random(4), sleep=sleeps
+    )
+    assert ("ok", 1, [expected]) == (result, call.calls, sleeps.asked)

@@ -20,13 +20,13 @@ draw from [0, ceiling], ``equal`` from [ceiling / 2, ceiling] (never much less t
 ceiling: a receiver that is down gets a real pause). The random source is the caller's, so
 tests and the simulations can seed it.
 
-One loop runs the policy, :func:`call_with_retries`: it calls, and on a failure that
-``retry_if`` accepts waits as the policy says and calls again, until the call succeeds or the
-policy's attempts are spent (then the last failure is raised as it is). It builds nothing on the
-way to a first success, so a watcher's poll (up to a thousand a second) can run in it: a tenacity
-loop per poll was measured at 7 % of a poll's CPU (bench/RESULTS.md), a tenacity loop per model
-call at a tenth of a session's own work. :func:`retrying` is the same loop for a body that is not
-one call (``async for attempt in retrying(...): with attempt: …``).
+One loop runs the policy, :func:`retry_after_failure`: after a call failed, while the failure is
+one ``retry_if`` accepts and the policy's attempts are not spent, it waits as the policy says and
+calls again; the failure that ends it is raised as it is. :func:`call_with_retries` makes the
+first call and enters the loop only if that fails, so a call that succeeds costs nothing more:
+a watcher's poll (up to a thousand a second, ``watchers.retries``) enters it only after a failed
+poll (a tenacity loop per poll was measured at 7 % of a poll's CPU, bench/RESULTS.md; one per
+model call at a tenth of a session's own work).
 
 What the outbox keeps is not a loop: a delivery's next try is a stored delivery due after
 ``delay_s``, and ``exhausted`` says when it is a dead letter. A background loop that must outlive a
@@ -39,7 +39,6 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from types import TracebackType
 from typing import Literal, TypeVar
 
 from sentinel_hooks.errors import TransientError
@@ -113,90 +112,44 @@ async def call_with_retries(
     sleep: Sleep = asyncio.sleep,
     before_sleep: BeforeSleep | None = None,
 ) -> T:
-    """``await call()``, tried again as ``policy`` says while it fails in a way ``retry_if`` accepts.
-
-    The failure that ends the loop (not accepted, or the last attempt's) is raised as it is.
-    ``sleep`` waits (one that a stop ends early, say); ``before_sleep(failure, delay_s)`` runs
-    before each wait. ``rng`` draws the jitter (a shared one when None).
-    """
-    attempt = 1
-    while True:
-        try:
-            return await call()
-        except Exception as exc:
-            delay = _wait_after(policy, attempt, exc, retry_if, rng)
-            if delay is None:
-                raise
-            await _pause(exc, delay, sleep, before_sleep)
-            attempt += 1
+    """``await call()``, tried again as ``policy`` says while it fails in a way ``retry_if`` accepts
+    (:func:`retry_after_failure`, entered only after a failure)."""
+    try:
+        return await call()
+    except Exception as exc:
+        failure = exc
+    return await retry_after_failure(
+        call, failure, policy, retry_if=retry_if, rng=rng, sleep=sleep, before_sleep=before_sleep
+    )
 
 
-def retrying(
+async def retry_after_failure(
+    call: Callable[[], Awaitable[T]],
+    failure: Exception,
     policy: Backoff,
     *,
     retry_if: RetryIf,
     rng: random.Random | None = None,
     sleep: Sleep = asyncio.sleep,
     before_sleep: BeforeSleep | None = None,
-) -> Attempts:
-    """:func:`call_with_retries` for a body that is not one call:
-    ``async for attempt in retrying(...): with attempt: …``; the loop ends after an attempt
-    whose body raised nothing."""
-    return Attempts(policy, retry_if, rng, sleep, before_sleep)
+) -> T:
+    """``call()`` again, after a first try failed with ``failure``, as ``policy`` says.
 
-
-class Attempt:
-    """One try of a :func:`retrying` loop: ``with attempt:`` keeps the body's failure for the loop."""
-
-    __slots__ = ("failure",)
-
-    def __init__(self) -> None:
-        self.failure: Exception | None = None
-
-    def __enter__(self) -> Attempt:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> bool:
-        if isinstance(exc, Exception):
-            self.failure = exc
-            return True  # the loop decides: another attempt, or raise it
-        return False
-
-
-class Attempts:
-    """The attempts of a :func:`retrying` loop."""
-
-    def __init__(
-        self,
-        policy: Backoff,
-        retry_if: RetryIf,
-        rng: random.Random | None,
-        sleep: Sleep,
-        before_sleep: BeforeSleep | None,
-    ) -> None:
-        self._policy, self._retry_if, self._rng = policy, retry_if, rng
-        self._sleep, self._before_sleep = sleep, before_sleep
-        self._number = 0
-        self._last: Attempt | None = None
-
-    def __aiter__(self) -> Attempts:
-        return self
-
-    async def __anext__(self) -> Attempt:
-        last = self._last
-        if last is not None:
-            failure = last.failure
-            if failure is None:
-                raise StopAsyncIteration
-            delay = _wait_after(self._policy, self._number, failure, self._retry_if, self._rng)
-            if delay is None:
-                raise failure
-            await _pause(failure, delay, self._sleep, self._before_sleep)
-        self._number += 1
-        self._last = Attempt()
-        return self._last
+    A failure ``retry_if`` does not accept, and the last one the policy allows, are raised as
+    they are. ``sleep`` waits (one that a stop ends early, say); ``before_sleep(failure, delay_s)``
+    runs before each wait. ``rng`` draws the jitter (a shared one when None).
+    """
+    attempt = 1
+    while True:
+        delay_s = _wait_after(policy, attempt, failure, retry_if, rng)
+        if delay_s is None:
+            raise failure
+        await _pause(failure, delay_s, sleep, before_sleep)
+        attempt += 1
+        try:
+            return await call()
+        except Exception as exc:
+            failure = exc
 
 
 def _wait_after(
