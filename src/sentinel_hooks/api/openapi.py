@@ -105,27 +105,24 @@ def _schemas() -> tuple[dict[str, Schema], dict[str, Schema]]:
             for answer in endpoint.answers
             if answer.model is not None
         ]
+        if endpoint.protocol_errors is not None:
+            inputs.append((_key(endpoint, "default"), "serialization", endpoint.protocol_errors.model))
     return json_schemas(inputs, SCHEMA_REF)
 
 
 def _parameters(endpoint: Endpoint) -> list[Schema]:
-    """The path ids, then the query and header parameters, of ``endpoint``."""
+    """The path ids, then the query and header parameters, of ``endpoint``; an optional query
+    parameter may be given empty, which is the same as leaving it out."""
     found: list[Schema] = [
         {"name": i.name, "in": "path", "required": True, "schema": ID_SCHEMA, "description": i.about}
         for i in endpoint.ids
     ]
     for where, model in (("query", endpoint.query), ("header", endpoint.headers)):
-        if model is not None:
-            found += [
-                {
-                    "name": p.name,
-                    "in": where,
-                    "required": p.required,
-                    "schema": p.schema,
-                    "description": p.about,
-                }
-                for p in parameters(model)
-            ]
+        for p in parameters(model) if model is not None else ():
+            parameter = {"name": p.name, "in": where, "required": p.required, "schema": p.schema}
+            if where == "query" and not p.required:
+                parameter["allowEmptyValue"] = True  # the routes read ?limit= as no limit given
+            found.append({**parameter, "description": p.about})
     return found
 
 
@@ -140,6 +137,12 @@ def _responses(endpoint: Endpoint, tops: dict[str, Schema]) -> Schema:
         responses[str(answer.status)] = response
     for code in endpoint.error_statuses():
         responses[str(code)] = {"$ref": RESPONSE_REF.format(name=ERROR_ANSWERS[code][0])}
+    if endpoint.protocol_errors is not None:
+        schema = tops[_key(endpoint, "default")]
+        responses["default"] = {
+            "description": endpoint.protocol_errors.about,
+            "content": {JSON: {"schema": schema}},
+        }
     return responses
 
 

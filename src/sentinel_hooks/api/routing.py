@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, TypeVar
 
 from aiohttp import web
 
+from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.endpoints import ENDPOINTS, Endpoint
+from sentinel_hooks.endpoints.schemas import parameters
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
@@ -48,10 +50,32 @@ def add_routes(app: web.Application, handlers: Mapping[Endpoint, Handler]) -> No
     if missing or undeclared:
         raise RuntimeError(f"endpoints without a handler: {missing}; handlers of no endpoint: {undeclared}")
     for endpoint in ENDPOINTS:
+        handler = handlers[endpoint]
+        if endpoint.query is not None:
+            handler = _once_each(frozenset(p.name for p in parameters(endpoint.query)), handler)
         if endpoint.method == "GET":
-            app.router.add_get(endpoint.path, handlers[endpoint])
+            app.router.add_get(endpoint.path, handler)
         else:
-            app.router.add_route(endpoint.method, endpoint.path, handlers[endpoint])
+            app.router.add_route(endpoint.method, endpoint.path, handler)
+
+
+def _once_each(names: frozenset[str], handler: Handler) -> Handler:
+    """``handler``, after a 400 for a declared query parameter given more than once (which of
+    them would count is anybody's guess: ``?limit=5&limit=500``)."""
+
+    async def checked(request: web.Request) -> web.StreamResponse:
+        for name in sorted(names):
+            given = len(request.query.getall(name, ()))
+            if given > 1:
+                raise ApiError(
+                    400,
+                    "invalid_query",
+                    f"{name} is given {given} times; give it once",
+                    {"parameter": name},
+                )
+        return await handler(request)
+
+    return checked
 
 
 def body_limit(endpoint: Endpoint, service: Service) -> int:

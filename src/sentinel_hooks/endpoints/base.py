@@ -59,6 +59,15 @@ class Body:
 
 
 @dataclass(frozen=True)
+class ProtocolErrors:
+    """The errors of a route that speaks a protocol of its own, in that protocol's shape, at
+    whatever status it gives (``/mcp``: JSON-RPC errors); documented as the ``default`` answer."""
+
+    about: str
+    model: Any
+
+
+@dataclass(frozen=True)
 class PathId:
     """A ``{name}`` segment of the path and what it names."""
 
@@ -69,8 +78,9 @@ class PathId:
 @dataclass(frozen=True, eq=False)
 class Endpoint:
     """One route: ``name`` is its OpenAPI operationId; ``answers`` the successful ones first;
-    ``errors`` the error statuses the route itself gives (those its ``auth`` and body imply are
-    added by ``error_statuses``). Each is declared once, so one is equal only to itself."""
+    ``errors`` the error statuses the route itself gives in the API's error shape (those its
+    ``auth`` and body imply are added by ``error_statuses``), ``protocol_errors`` the others.
+    Each is declared once, so one is equal only to itself."""
 
     name: str
     method: Method
@@ -84,6 +94,7 @@ class Endpoint:
     body: Body | None = None
     auth: Auth = "bearer"
     errors: tuple[int, ...] = ()
+    protocol_errors: ProtocolErrors | None = None
 
     def __post_init__(self) -> None:
         placeholders = PLACEHOLDER.findall(self.path)
@@ -96,13 +107,14 @@ class Endpoint:
         return self.answers[0]
 
     def error_statuses(self) -> tuple[int, ...]:
-        """Every error status the route may give: its own, 421 (the Host check) unless open,
-        401 when it takes credentials, 400/413/415 when it reads a body."""
+        """Every error status the route may give in the API's error shape: its own, 421 (the Host
+        check) unless open, 401 when it takes credentials, 400/413/415 when it reads a body (unless
+        its protocol refuses bodies in its own shape)."""
         codes = set(self.errors)
         if self.auth != "open":
             codes.add(421)
         if self.auth not in ("open", "page"):
             codes.add(401)
-        if self.body is not None:
+        if self.body is not None and self.protocol_errors is None:
             codes |= {400, 413, 415}
         return tuple(sorted(codes))

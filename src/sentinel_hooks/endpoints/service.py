@@ -11,7 +11,7 @@ from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypeAliasType
 
 from sentinel_hooks.callbacks.mcp_client import McpState
-from sentinel_hooks.endpoints.base import Answer, ApiModel, Body, Endpoint, PathId
+from sentinel_hooks.endpoints.base import Answer, ApiModel, Body, Endpoint, PathId, ProtocolErrors
 from sentinel_hooks.endpoints.common import Count, absent_field
 from sentinel_hooks.endpoints.silences import Silence
 
@@ -21,6 +21,24 @@ JsonRpcMessage = TypeAliasType(
     "JsonRpcMessage",
     Annotated[dict[str, Any], Field(description="a JSON-RPC 2.0 message of the Model Context Protocol")],
 )
+
+
+class JsonRpcErrorObject(ApiModel):
+    code: int
+    message: str
+    data: Any = Field(
+        None,
+        description="for a request Sentinel refused before the MCP SDK read it (not JSON, too large, "
+        "JSON the API refuses): the API's error {code, message, details}",
+    )
+
+
+class JsonRpcError(ApiModel):
+    """A request the MCP transport refused, as a JSON-RPC error (MCP's streamable HTTP transport)."""
+
+    jsonrpc: Literal["2.0"]
+    id: str | int | None = None
+    error: JsonRpcErrorObject
 
 
 class Health(ApiModel):
@@ -171,6 +189,12 @@ MCP = Endpoint(
         Answer(202, "a notification or response from the client, accepted"),
     ),
     body=Body(JsonRpcMessage, None),
+    protocol_errors=ProtocolErrors(
+        "refused by the MCP transport: a body that is not JSON-RPC, or that the API would refuse "
+        "(400), an Accept header without application/json and text/event-stream (406), a body "
+        "too large (413) or not JSON (415)",
+        JsonRpcError,
+    ),
 )
 
 ENDPOINTS = (HEALTHZ, READYZ, METRICS, OPENAPI, STATUS, PAGE, ASSET, MCP)
