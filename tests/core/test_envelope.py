@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
@@ -19,6 +18,7 @@ from sentinel_hooks.core.envelope import (
     envelope_json_schema,
     truncate_payload,
 )
+from sentinel_hooks.watchers.builder import Firing, build_envelope
 
 AT = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 

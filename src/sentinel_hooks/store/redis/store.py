@@ -5,6 +5,11 @@ Lua script (``scripts``) or a MULTI/EXEC pipeline, so replicas racing on the sam
 contract, delivery or inbox item see each step whole. Deadlines and delivery schedules are
 sorted sets scored by due time; listings use lexical indexes instead of ``KEYS``/``SCAN``.
 Key layout: ``keys``; connection and error translation: ``connection``.
+
+Past 500 lines, and one module, because it is one class: each method is a short call of a
+command, a pipeline or a script, and what makes them long elsewhere already lives beside it
+(the Lua in ``scripts``, keys in ``keys``, errors in ``connection``). Cut by record kind, the
+rules that hold across kinds (a claim's due set, an index kept with its document) would be apart.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
 from sentinel_hooks.store.paging import (
     check_positive,
     decode_cursor,
@@ -85,9 +90,9 @@ class RedisStore:
         return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
 
     @property
-    def shared(self) -> SharedRedis:
+    def shared(self) -> SharedState:
         """This server and prefix: every replica on them shares this state (``Store.shared``)."""
-        return SharedRedis(self.url, self.keys.prefix)
+        return SharedState(self.url, self.keys.prefix)
 
     async def open(self) -> None:
         """Connect, check the server answers, register the scripts."""
@@ -103,12 +108,6 @@ class RedisStore:
             await self._db.client.incr(self.keys.health)
 
     # -- watchers: runtime state and history -------------------------------------------------
-
-    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
-        """See ``Store.get_watcher_state``."""
-        async with self._db.translated("get watcher state"):
-            text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
-        return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
 
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states`` (HGETALL; with a prefix, HSCAN matching it, so only

@@ -1,0 +1,234 @@
+"""Accepting a callback: dedupe window, durable response contract, hand-off to the session queue.
+
+Every fire — a watcher's, a manual one, or an envelope POSTed to /hooks/sentinel — goes
+through ``CallbackIntake.accept``, so silences, dedupe and the contract work the same everywhere.
+A fire that a silence or maintenance window matches (``callbacks.intake.silences``) is recorded as a
+``silenced`` contract naming it, and goes no further: no session, fan-out, fallback or escalation.
+The contract is stored *before* the callback is handed on: if anything after that
+crashes, the relay still finds the pending contract and delivers the fallback.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Protocol
+
+from sentinel_hooks.callbacks.intake.silences import Silences
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.errors import CallbackExists
+from sentinel_hooks.events import Events
+from sentinel_hooks.relay.fallback import Fanout, fired_on
+from sentinel_hooks.store.base import ContractStore
+from sentinel_hooks.store.records import Contract, Trigger
+
+log = logging.getLogger(__name__)
+
+
+class _Ask(enum.Enum):
+    ASK = "ask"
+
+
+ASK_SILENCES: Final = _Ask.ASK
+"""``accept(silenced_by=…)``'s default: the intake asks its ``Silences`` whether the fire is muted."""
+
+
+class CallbackSink(Protocol):
+    """Where accepted callbacks go next (the hook-session queue).
+
+    ``submit`` is called once per pending contract, after the contract is stored; ``requeue``
+    hands back a session that paused for an approval, once the approval is decided. Neither
+    may raise for a callback it cannot process: the contract's deadline covers that case.
+    """
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None: ...
+
+    async def requeue(self, contract: Contract) -> None: ...
+
+
+class LoggingSink:
+    """A sink that only records the hand-off in the log (until hook sessions run)."""
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None:
+        log.info(
+            "%s fired on %s (%s) — callback %s",
+            envelope.watcher.event_name,
+            contract.watcher_id,
+            contract.trigger.priority,
+            contract.callback_id,
+            extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
+        )
+
+    async def requeue(self, contract: Contract) -> None:
+        log.info("approval decided for callback %s", contract.callback_id)
+
+
+def _parse_instant(text: str) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def message_key(callback_id: str) -> str:
+    """Where the fire's rendered message (and any messageTemplate error) is kept for the session,
+    with the conditions that matched and their actual values (``sentinel callbacks show``)."""
+    return f"message:{callback_id}"
+
+
+def session_key(service: ServiceConfig, watcher_id: str, group: str | None = None) -> str:
+    """``{hookSessionPrefix}:watcher:{id}``, or ``{hookSessionPrefix}:group:{group}`` when a group
+    applies: the watcher's own ``fire.sessionGroup`` (``group``), else ``hookSessionGroup`` (SPEC §5.1).
+
+    The one place a session key is made: the intake stores it in the contract, and everything
+    after (queues, transcripts, memory, inbox items) reads it from there.
+    """
+    group = group or service.hook_session_group
+    prefix = service.hook_session_prefix
+    return f"{prefix}:group:{group}" if group else f"{prefix}:watcher:{watcher_id}"
+
+
+class AcceptHook(Protocol):
+    """Called for each new pending contract, before the session sink (fan-out, relay wake-up)."""
+
+    async def __call__(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None: ...
+
+
+class CallbackIntake:
+    """Dedupe, store the contract, hand the callback on.
+
+    The dedupe window, the contract and the fire's message (``message_key``) are written in
+    one store step (``Store.accept_contract``): one round trip per callback.
+    """
+
+    def __init__(
+        self,
+        *,
+        store: ContractStore,
+        clock: Clock,
+        service: ServiceConfig,
+        sink: CallbackSink,
+        on_accepted: AcceptHook | None = None,
+        events: Events | None = None,
+        silences: Silences | None = None,
+    ) -> None:
+        self._store = store
+        self._silences = silences
+        self._clock = clock
+        self._service = service
+        self._sink = sink
+        self._on_accepted = on_accepted
+        self._events = events
+
+    async def accept(
+        self,
+        envelope: Envelope,
+        *,
+        session_group: str | None = None,
+        bypass_dedupe: bool = False,
+        fanout: Fanout | None = None,
+        silenced_by: str | _Ask | None = ASK_SILENCES,
+        conditions: list[dict[str, Any]] | None = None,
+    ) -> Contract:
+        """The contract for ``envelope``: pending (handed on), deduped (inside the window) or
+        silenced (a silence or maintenance window matched it: recorded, not handed on).
+
+        ``silenced_by`` is what the caller already knows (the firing pipeline asks first, to keep
+        a silenced watcher's edge): a silence id or window name, or None for "not silenced";
+        by default the intake asks its ``Silences``. A silenced fire is never deduped and sets no
+        dedupe key, so the same fire after the silence goes through.
+
+        A callback id that is already taken raises ``CallbackExists`` (nothing is written or
+        handed on): the store's ``accept_contract`` refuses it atomically, so two racing
+        accepts of one id cannot both succeed.
+        ``fanout`` defaults to the service's notificationPayloadMode with the default line.
+        The contract's session key is ``session_key`` of the envelope's watcher and
+        ``session_group`` (a watcher's ``fire.sessionGroup``; None for an external envelope).
+        ``conditions`` (each leaf's path, op, value, actual value and result, for a match) is kept
+        with the fire's message, so the callback can be explained later.
+        """
+        now = self._clock.now()
+        dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
+        window = self._service.hook_response_dedupe_window_ms
+        use_window = not bypass_dedupe and window > 0
+        pending = Contract(
+            callback_id=envelope.callback_id,
+            watcher_id=envelope.watcher.id,
+            dedupe_key=dedupe_key,
+            session_key=session_key(self._service, envelope.watcher.id, session_group),
+            state="pending",
+            trigger=Trigger(
+                kind=envelope.trigger.kind,
+                priority=envelope.trigger.priority,
+                matched_at=_parse_instant(envelope.trigger.matched_at) or now,
+            ),
+            created_at=now,
+            deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
+            targets=list(envelope.delivery.targets),
+        )
+        if silenced_by is ASK_SILENCES:
+            silenced_by = await self.silenced_by(envelope)
+        if silenced_by is not None:
+            return await self._silenced(envelope, pending, silenced_by)
+        line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
+        chosen = fanout or Fanout(self._service.notification_payload_mode, line)
+        # one store step: dedupe window, contract, and the fire's message for the session
+        contract = await self._store.accept_contract(
+            pending,
+            envelope,
+            dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
+            dedupe_ttl_ms=window,
+            checkpoints={
+                message_key(pending.callback_id): {
+                    "text": chosen.rendered,
+                    "error": chosen.error,
+                    "conditions": conditions,
+                }
+            },
+        )
+        if contract is None:
+            existing = await self._store.get_contract(envelope.callback_id)
+            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
+        if self._events is not None:
+            self._events.fire(
+                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
+            )
+        if contract.state == "pending":
+            if self._on_accepted is not None:
+                try:
+                    await self._on_accepted(envelope, contract, chosen)
+                except Exception:  # the contract is stored: the relay covers whatever failed here
+                    log.exception("post-accept hook failed for %s", contract.callback_id)
+            await self._sink.submit(envelope, contract)
+        return contract
+
+    async def silenced_by(self, envelope: Envelope) -> str | None:
+        """The silence id or window name that mutes ``envelope``'s fire now, else None."""
+        return None if self._silences is None else await self._silences.silenced_by(envelope)
+
+    async def _silenced(self, envelope: Envelope, pending: Contract, silenced_by: str) -> Contract:
+        """Record the muted fire: a final contract naming what muted it, nothing handed on."""
+        silenced = pending.model_copy(
+            update={"state": "silenced", "settled_at": pending.created_at, "silenced_by": silenced_by}
+        )
+        contract = await self._store.accept_contract(silenced, envelope)
+        if contract is None:
+            existing = await self._store.get_contract(envelope.callback_id)
+            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
+        log.info(
+            "%s on %s silenced by %s — callback %s",
+            envelope.watcher.event_name,
+            contract.watcher_id,
+            silenced_by,
+            contract.callback_id,
+            extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
+        )
+        if self._events is not None:
+            self._events.fire(
+                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
+            )
+        return contract

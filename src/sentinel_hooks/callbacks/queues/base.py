@@ -1,0 +1,130 @@
+"""The plug-in point for hook-session queues: a Protocol, what every queue shares, and a registry.
+
+A queue takes accepted callbacks (it is the intake's ``CallbackSink``) and runs each one's
+session through a ``Runs`` (the ``SessionRunner``). Two implementations:
+
+- ``local`` (``local.LocalSessionQueue``): in this process's memory; the default, and
+  what tests use when one process is enough.
+- ``redis-stream`` (``stream.StreamSessionQueue``): in Redis, shared by every replica on
+  one Redis store, so any replica runs any session (docs/scaling.md).
+
+Every queue keeps the contract of ``SessionQueue``; tests/contract/test_session_queues.py runs it
+against both. A queue module exposes ``create(runner, context)`` (a ``QueueFactory``); modules
+are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from sentinel_hooks.clock import Clock
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.events import Events
+from sentinel_hooks.store.base import CheckpointStore, ContractStore
+from sentinel_hooks.store.records import Contract
+
+if TYPE_CHECKING:
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
+
+log = logging.getLogger(__name__)
+
+
+class Runs(Protocol):
+    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
+
+    async def run(self, contract: Contract) -> str: ...
+
+
+class SessionQueue(Protocol):
+    """Where accepted callbacks wait for their hook session, and what runs them.
+
+    - Each callback queued (``submit``, or ``requeue`` after an approval) is run by one
+      ``Runs.run`` at a time per session key, in the order queued; sessions of different keys run
+      in parallel, at most ``concurrency`` at once (per replica). In steady operation a callback
+      queued once runs once; around a stop, a crash or a start it may run again, which the
+      runner absorbs (it resumes from its checkpoint and skips a session already final).
+    - A session that raises is reported ``crashed`` and the queue goes on with the next one.
+    - ``finished`` maps each callback id run here to the status its last run returned.
+    - ``resume`` (at start) queues the callbacks whose contract is still open and whose session had
+      not reached a final status, and returns how many it queued.
+    - ``stop`` cancels running sessions and returns once none runs here; a stopped callback stays
+      open (its contract pending), so a queue started later over the same store runs it again.
+    - ``submit`` and ``requeue`` do not raise for a callback they cannot queue: the contract's
+      deadline covers it (``CallbackSink``).
+    """
+
+    finished: dict[str, str]
+
+    async def submit(self, envelope: Envelope, contract: Contract) -> None: ...
+
+    async def requeue(self, contract: Contract) -> None: ...
+
+    async def resume(self) -> int: ...
+
+    async def stop(self) -> None: ...
+
+
+class QueueRoles(ContractStore, CheckpointStore, Protocol):
+    """The store roles a queue calls: the open contracts and their sessions' progress (at
+    ``resume``), and a queued callback's contract."""
+
+
+@dataclass(frozen=True)
+class QueueContext:
+    """What a queue may use; ``stream`` is where the ``redis-stream`` queue lives (cluster wiring)."""
+
+    store: QueueRoles
+    clock: Clock
+    concurrency: int
+    events: Events | None = None
+    stream: StreamSettings | None = None
+
+
+class QueueFactory(Protocol):
+    def __call__(self, runner: Runs, context: QueueContext) -> SessionQueue: ...
+
+
+MODULES: dict[str, str] = {
+    "local": "sentinel_hooks.callbacks.queues.local",
+    "redis-stream": "sentinel_hooks.callbacks.queues.stream",
+}
+
+
+def create_session_queue(kind: str, runner: Runs, context: QueueContext) -> SessionQueue:
+    """The queue of type ``kind`` (a key of ``MODULES``) running sessions with ``runner``."""
+    factory: QueueFactory = importlib.import_module(MODULES[kind]).create
+    return factory(runner, context)
+
+
+async def run_counted(
+    runner: Runs,
+    contract: Contract,
+    events: Events | None,
+    *,
+    passes: tuple[type[Exception], ...] = (),
+) -> str:
+    """Run one session for a queue: counted in the running-sessions gauge and reported as an event.
+
+    A session that raises is logged and reported as ``crashed`` (one broken session must not
+    stop the others; the contract's fallback covers it), except for the exception types in
+    ``passes``, which propagate to a queue that retries them.
+    """
+    running = events.metrics.sessions_running if events is not None else None
+    if running is not None:
+        running.inc()
+    try:
+        status = await runner.run(contract)
+    except passes:
+        raise
+    except Exception:
+        log.exception("session for %s crashed", contract.callback_id)
+        status = "crashed"
+    finally:
+        if running is not None:
+            running.dec()
+    if events is not None:
+        events.session(contract.callback_id, status, watcher_id=contract.watcher_id)
+    return status

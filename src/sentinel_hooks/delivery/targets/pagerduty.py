@@ -1,0 +1,128 @@
+"""The ``pagerduty`` target: PagerDuty Events API v2 (SPEC.md §16).
+
+One event per message, POSTed as JSON to ``{apiBase}/v2/enqueue`` through ``SafeHttp``. The
+``dedup_key`` is the message's callback id, so everything about one fire is one PagerDuty alert:
+
+- the agent's notify (``notify``, ``notify.N``), the fallback and escalation steps (``escalation.N``,
+  whose callback id is the inbox item's callback) ``trigger`` it; PagerDuty merges triggers with an
+  open alert's dedup_key, so a retry, a second notify or a later step never pages twice;
+- the resolved message (its callback id is the fire whose episode ended) ``resolve``s it;
+- the fan-out line is not sent (accepted as is): it goes out on every fire before the agent has
+  looked, and paging then would take the decision away from the agent; the notify or the
+  fallback pages.
+
+``severity`` comes from the priority (critical → critical, high → error, normal → warning,
+low → info), ``summary`` is the message's first line (at most 1024 characters), ``source`` the
+watcher, ``custom_details`` the observed payload (``Message.payload``, already cut and redacted).
+PagerDuty answers 202; 429 and 5xx are retried by the dispatcher (Retry-After honoured), any
+other 4xx is not. The routing key is a secret: it is never in an error text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from sentinel_hooks import __version__
+from sentinel_hooks.config.secrets import Redactor
+from sentinel_hooks.config.targets import PagerDutyTargetSpec, TargetSpec
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TargetContext, delivery_error
+from sentinel_hooks.delivery.targets.webhook import shown_url, status_failure
+from sentinel_hooks.net.errors import HttpStatusError, NetError
+from sentinel_hooks.net.response import raise_for_status
+
+SUMMARY_CHARS = 1024  # PagerDuty's limit for payload.summary
+SEVERITIES = {"critical": "critical", "high": "error", "normal": "warning", "low": "info"}
+DEFAULT_SEVERITY = "warning"
+SKIPPED_KINDS = frozenset({"fanout"})
+log = logging.getLogger(__name__)
+
+
+def event_action(kind: str) -> str | None:
+    """What a message of ``kind`` does to the alert: ``resolve``, ``trigger``, or None (not sent)."""
+    if kind == "resolved":
+        return "resolve"
+    if kind in SKIPPED_KINDS:
+        return None
+    return "trigger"
+
+
+def summary(text: str) -> str:
+    """The first non-empty line of ``text``, at most ``SUMMARY_CHARS`` characters (never empty)."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > SUMMARY_CHARS:
+        first = first[: SUMMARY_CHARS - 1] + "…"
+    return first or "Sentinel alert"
+
+
+def event_body(message: Message, routing_key: str, action: str) -> dict[str, Any]:
+    """The Events API v2 object for ``message``."""
+    body: dict[str, Any] = {
+        "routing_key": routing_key,
+        "event_action": action,
+        "dedup_key": message.callback_id,
+    }
+    if action != "trigger":
+        return body
+    payload: dict[str, Any] = {
+        "summary": summary(message.text),
+        "source": message.watcher_id or "sentinel",
+        "severity": SEVERITIES.get(message.priority, DEFAULT_SEVERITY),
+        "component": message.event_name,
+        "class": message.kind,
+    }
+    details = message.payload
+    if details is not None:
+        payload["custom_details"] = details if isinstance(details, dict) else {"payload": details}
+    body["payload"] = payload
+    body["client"] = "Sentinel"
+    link = message.extra.get("link")
+    if isinstance(link, str) and link:
+        body["links"] = [{"href": link, "text": "Sentinel inbox item"}]
+    return body
+
+
+class PagerDutyTarget:
+    """Sends Events API v2 events through the service's ``SafeHttp``; one attempt per ``send``."""
+
+    def __init__(self, name: str, spec: PagerDutyTargetSpec, context: TargetContext) -> None:
+        self.name = name
+        self._context = context
+        self._url = spec.enqueue_url()
+        self._routing_key = spec.routing_key.get_secret_value()
+        self._redactor = Redactor([self._routing_key])
+        self._where = f"pagerduty target {name!r} ({shown_url(self._url)})"
+        self._headers = {"Content-Type": "application/json", "User-Agent": f"sentinel-hooks/{__version__}"}
+
+    async def send(self, message: Message, *, idempotency_key: str) -> None:
+        """Trigger or resolve the alert of ``message``'s callback (see the module docstring)."""
+        action = event_action(message.kind)
+        if action is None:
+            log.debug("%s: %s not sent (%s pages nobody)", self._where, idempotency_key, message.kind)
+            return
+        try:
+            data = json.dumps(event_body(message, self._routing_key, action), ensure_ascii=False)
+        except (TypeError, ValueError) as exc:
+            raise DeliveryError(f"{self._where}: the message is not JSON ({exc})") from exc
+        try:
+            response = await self._context.http.request(
+                "POST", self._url, headers=self._headers, data=data.encode("utf-8")
+            )
+        except NetError as exc:
+            raise delivery_error(self._redactor.text(f"{self._where}: {exc.reason}"), like=exc) from exc
+        try:
+            raise_for_status(response)
+        except HttpStatusError as exc:
+            reason = self._redactor.text(f"{self._where}: PagerDuty answered {exc.reason}")
+            raise status_failure(reason, exc.status, exc.retry_after_s) from exc
+
+    async def close(self) -> None:
+        """Nothing to release: the ``SafeHttp`` client belongs to the service."""
+
+
+def create(name: str, spec: TargetSpec, context: TargetContext) -> Target:
+    """The ``pagerduty`` target called ``name``."""
+    if not isinstance(spec, PagerDutyTargetSpec):
+        raise TypeError(f"target {name!r}: expected a pagerduty spec, got {type(spec).__name__}")
+    return PagerDutyTarget(name, spec, context)
