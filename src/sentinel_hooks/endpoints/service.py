@@ -10,7 +10,7 @@ from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypeAliasType
 
-from sentinel_hooks.callbacks.mcp_client import McpState
+from sentinel_hooks.callbacks.mcp.client import McpState
 from sentinel_hooks.endpoints.base import Answer, ApiModel, Body, Endpoint, PathId, ProtocolErrors
 from sentinel_hooks.endpoints.common import Count, absent_field
 from sentinel_hooks.endpoints.silences import Silence
