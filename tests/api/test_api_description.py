@@ -14,7 +14,6 @@ from jsonschema import Draft202012Validator
 
 from sentinel_hooks.api.app import build_app
 from sentinel_hooks.api.mcp import HANDLERS, body_limits
-from sentinel_hooks.api.openapi import build_openapi
 from sentinel_hooks.api.routing import add_routes
 from sentinel_hooks.api.security import needs_token
 from sentinel_hooks.endpoints import ENDPOINTS
@@ -22,19 +21,13 @@ from sentinel_hooks.endpoints import watchers as watcher_endpoints
 from sentinel_hooks.endpoints.schemas import without_null
 from sentinel_hooks.mcp_server.tools import TOOLS, Tool
 from sentinel_hooks.service import Service
-from tests.api.test_openapi import app_routes, documented_routes
+from tests.api.test_openapi import app_routes, document, documented_routes
 from tests.mcp_server.conftest import TOKEN
 from tests.service.conftest import Starter
 from tests.service.test_api import call
 
 PLACEHOLDER = re.compile(r"\{[^}/]+\}")
-
-
-@pytest.fixture(scope="module")
-def document() -> dict[str, Any]:
-    """The document as a client sees it (after a JSON round trip)."""
-    result: dict[str, Any] = json.loads(json.dumps(build_openapi()))
-    return result
+__all__ = ["document"]  # the fixture: the document as a client sees it
 
 
 @pytest.fixture

@@ -24,10 +24,10 @@ from sentinel_hooks.api.openapi import build_openapi
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 
-pytestmark = pytest.mark.slow  # about 30 s for every operation together
+pytestmark = pytest.mark.slow  # 20 to 40 s for every operation together
 
 TOKEN = "schemathesis-token-0123456789"
-EXAMPLES = 12  # per operation and generation mode: enough to find a 5xx, bounded for CI
+EXAMPLES = 25  # per operation and generation mode: enough to find a 5xx, bounded for CI
 CONFIG = f"""\
 store: sqlite:///state.db
 server: {{host: 127.0.0.1, port: 0, apiToken: {TOKEN}}}
