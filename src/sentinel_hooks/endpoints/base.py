@@ -26,9 +26,10 @@ PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
 
 
 class ApiModel(BaseModel):
-    """Base of the API's bodies and answers: camelCase keys, no other keys."""
+    """Base of the API's bodies and answers: camelCase keys, no other keys (and no snake_case
+    spelling of them: a body read through one takes only what the document shows)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, extra="forbid")
 
 
 @dataclass(frozen=True)

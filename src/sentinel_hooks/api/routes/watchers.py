@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
@@ -20,7 +21,7 @@ from sentinel_hooks.api.routing import Routes, body_limit
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.watcher import CommandWatcher
 from sentinel_hooks.endpoints import watchers as endpoints
-from sentinel_hooks.endpoints.watchers import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT
+from sentinel_hooks.endpoints.watchers import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT, EnabledBody, FireBody
 from sentinel_hooks.watchers.runner import WatcherRunner
 
 if TYPE_CHECKING:
@@ -91,18 +92,22 @@ async def create_from(service: Service, data: Any) -> dict[str, Any]:
 
 
 async def set_enabled_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
-    """Enable or disable from a ``{"enabled": bool}`` body."""
-    if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
-        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
-    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, data["enabled"]))
+    """Enable or disable from a ``{"enabled": bool}`` body (``EnabledBody``)."""
+    try:
+        body = EnabledBody.model_validate(data, strict=True)
+    except ValidationError:
+        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}') from None
+    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, body.enabled))
 
 
 async def fire_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
-    """A manual fire from a ``{}`` or ``{"payload": …}`` body; the answer of a 202."""
+    """A manual fire from a ``{}`` or ``{"payload": …}`` body (``FireBody``); the answer of a 202."""
     runner = service.watcher(watcher_id)
-    if not isinstance(data, dict) or set(data) - {"payload"}:
-        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
-    outcome = await service.fire(runner.id, data.get("payload", {}))
+    try:
+        body = FireBody.model_validate(data, strict=True)
+    except ValidationError:
+        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}') from None
+    outcome = await service.fire(runner.id, body.payload)
     if outcome.contract is None:
         raise ApiError(
             400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
