@@ -20,6 +20,7 @@ STATES = (
     "fulfilled",
     "fallback_sent",
     "expired",
+    "resolved",
     "deduped",
     "silenced",
 )

@@ -39,7 +39,7 @@ QUOTE_CHARS = 160  # a message, reason or command output quoted in a line
 PAYLOAD_CHARS = 200  # the payload's compact JSON in a line (as in the fallback text)
 ACTIONS_KEPT = 6  # actions listed per callback: the first two and the latest four
 EVENTS_KEPT = 10  # event names counted in the rolled-up line
-SETTLED = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
+SETTLED = frozenset({"fulfilled", "fallback_sent", "expired", "resolved", "deduped", "silenced"})
 
 INTRO = (
     "What happened in this session before, oldest first (times UTC). These callbacks are past: "
