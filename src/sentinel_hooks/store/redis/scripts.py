@@ -670,7 +670,9 @@ def begin_notify_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Deliv
     return [k.delivery_due], [k.prefix, callback_id, _json_arg(delivery_rows(k, deliveries))]
 
 
-def resolve_contract_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery], at: datetime) -> Call:
+def resolve_contract_call(
+    k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery], at: datetime
+) -> Call:
     """RESOLVE_CONTRACT for ``callback_id``, settled at ``at``, and its deliveries."""
     return [k.delivery_due], [k.prefix, callback_id, iso(utc_ms(at)), _json_arg(delivery_rows(k, deliveries))]
 
