@@ -15,9 +15,9 @@ from typing import Any, get_args
 from urllib.parse import quote
 
 from sentinel_hooks.core.conditions import Op
+from sentinel_hooks.core.contract_states import ContractState
 from sentinel_hooks.core.silences import PATHS_HELP
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS
-from sentinel_hooks.store.contract_states import ContractState
 from sentinel_hooks.store.silences import MAX_COMMENT_CHARS, MAX_MATCHERS, SILENCE_STATES
 
 MAX_SILENCE_MS = 366 * 24 * 3600 * 1000  # as the API: a year and a day

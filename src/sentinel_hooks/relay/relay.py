@@ -1,7 +1,7 @@
 """The relay owns every response contract (SPEC.md §6.1): its state machine and its deadline.
 
 Every transition goes through here, each one atomic store step (the rules are
-``store.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
+``core.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
 ``notify`` (``pending`` → ``notifying``, deliveries enqueued in the same step); the outbox
 records each delivery's outcome, and a notify's final outcome moves its contract in that same
 write (``fulfilled``, or back to ``pending`` when every delivery of it failed for good), which
@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.core.contract_states import after_resolved
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import Message, details_payload
@@ -42,7 +43,6 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text, resolved_before_page
 from sentinel_hooks.store.base import CheckpointStore, ContractStore, OutboxStore, TransitionStore
-from sentinel_hooks.store.contract_states import after_resolved
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,

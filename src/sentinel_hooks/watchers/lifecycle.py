@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.clock import from_ms, to_ms
 from sentinel_hooks.relay.fallback import format_duration as format_duration
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.fire import TriggerMode
 
 
 @dataclass(frozen=True)
@@ -72,7 +75,7 @@ def step(
     state: FiringState,
     matched: bool,
     *,
-    mode: Literal["edge", "level"],
+    mode: TriggerMode,
     now: datetime,
     repeat_interval_ms: int | None = None,
     notify_resolved: bool = False,

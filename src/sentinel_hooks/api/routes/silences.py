@@ -24,8 +24,9 @@ from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.api.routes.inbox import MAX_ACTOR_CHARS, actor_of
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import Op
-from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.errors import NotFound
 from sentinel_hooks.store.silences import (
     MAX_COMMENT_CHARS,
