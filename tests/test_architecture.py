@@ -33,6 +33,7 @@ FLOORS: list[set[str]] = [
     {"callbacks"},  # intake, hook sessions, their queues, models and tools
     {"watchers"},  # strategies, runners, the firing pipeline
     {"retention"},  # prunes what every stage left behind
+    {"endpoints"},  # the HTTP API described once: the faces' routes, document and MCP tools read it
     {"operations"},  # what the faces ask of a service (mixed into Service)
     {"service"},  # wires the stages together
     {"mcp_server"},  # the MCP tools and server, reached over HTTP (cli) or in-process (api)

@@ -28,6 +28,9 @@ FallbackMode = Literal["concise", "none"]
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
 TRUNCATED_KEY = "__truncated"
 CALLBACK_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+MAX_TIMEOUT_MS = 366 * 24 * 3600 * 1000
+"""A year and a day: a callback's deadline further out is a mistake (and one past the year 9999
+cannot be computed)."""
 """An external envelope's own callbackId (ours are ULIDs, which fit): no spaces, slashes or controls."""
 
 
@@ -91,7 +94,7 @@ class EnvelopeMode(EnvelopePart):
 
 class EnvelopeDelivery(EnvelopePart):
     targets: list[str] = Field(default_factory=list)
-    timeout_ms: int = Field(default=30000, gt=0)
+    timeout_ms: int = Field(default=30000, gt=0, le=MAX_TIMEOUT_MS)
     fallback_mode: FallbackMode = "concise"
 
 
