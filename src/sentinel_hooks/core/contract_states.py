@@ -13,7 +13,8 @@ or ``None`` when the event leaves the contract as it is.
        │  │                 └──approval requested──► awaiting_approval
        │  ├──approval requested──► awaiting_approval ──decided / timed out──► pending (new deadline)
        │  │                              (notifying instead while a notify may still succeed)
-       │  └──deadline──► fallback_sent (fallback mode concise) | expired (mode none)
+       │  ├──deadline──► fallback_sent (fallback mode concise) | expired (mode none)
+       │  └──the source reports the fire over──► resolved (also from notifying: nothing accepted yet)
        └── (deduped: refused by the dedupe window, final from the start)
            (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
 
@@ -22,7 +23,8 @@ target accepts, or the fallback. A notify handed over while the contract is open
 one handed over once it settled with a page (``fulfilled``, ``fallback_sent``) is a follow-up: it
 is delivered and leaves the contract as it is, so people are paged at most once. After
 ``expired`` (fallback mode none: nobody was paged) a notify is refused, as after ``deduped`` and
-``silenced``.
+``silenced``. A fire its source reports over before anything paged (SPEC §6.4) settles
+``resolved``: no fallback, and its session's later notifies are refused.
 
 ::
 
@@ -40,12 +42,15 @@ ContractState = Literal[
     "fulfilled",
     "fallback_sent",
     "expired",
+    "resolved",
     "deduped",
     "silenced",
 ]
 
 OPEN_STATES: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval"})
-FINAL_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
+FINAL_STATES: frozenset[str] = frozenset(
+    {"fulfilled", "fallback_sent", "expired", "resolved", "deduped", "silenced"}
+)
 PAGED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent"})
 """Settled with a page: every notify from now on is a follow-up (SPEC §6.4)."""
 
@@ -96,6 +101,14 @@ def after_approval_decided(state: ContractState, *, notifies_pending: bool) -> C
     if state != "awaiting_approval":
         return None
     return "notifying" if notifies_pending else "pending"
+
+
+def after_resolved(state: ContractState) -> ContractState | None:
+    """The source reports the fire's condition over before its page (SPEC §6.4): a ``pending``
+    or ``notifying`` contract (no target accepted a notify yet: that would have fulfilled it) is
+    ``resolved``, with no fallback. Any other state is left alone: after the page the resolution
+    is a follow-up, and an open approval keeps its contract until it is decided."""
+    return "resolved" if state in ("pending", "notifying") else None
 
 
 def is_notify_kind(kind: str) -> bool:

@@ -1,4 +1,5 @@
-"""Messages the service sends on its own: fan-out on fire and resolved lines.
+"""Messages the service sends on its own: fan-out on fire and resolved lines (a fire resolved
+before its page is settled by the relay, ``Relay.resolve``).
 
 Each becomes deliveries in the outbox (so they get retries and dead letters like the rest),
 routed to the console only for ``environment: test`` watchers. Inbox items are announced by
@@ -59,13 +60,21 @@ class Notices:
             self._dispatcher.new_deliveries(message, targets, "fanout", at=self._clock.now())
         )
 
-    async def resolved(self, watcher: AnyWatcher, text: str, callback_id: str | None = None) -> None:
-        """notifyResolved: the one-line resolved message to the watcher's targets.
+    async def resolved(self, watcher: AnyWatcher, text: str | None, callback_id: str | None = None) -> None:
+        """The source reports a fire over: settle it ``resolved`` before its page, else send
+        the one-line resolved message (notifyResolved; ``text`` None when it is off) as a
+        follow-up to the watcher's targets.
 
-        It carries ``callback_id``, the fire whose episode ended, so it joins that fire's Slack
+        With ``callback_id``, the fire whose episode ended, the relay first tries to settle its
+        contract ``resolved`` (nothing paged yet, SPEC §6.4), whose page is then its own line
+        (or nothing). Otherwise the line carries ``callback_id``, so it joins that fire's Slack
         thread and is keyed ``{callbackId}:{target}:resolved``; with none known (a probe episode)
         it gets a callback id of its own.
         """
+        if callback_id is not None and await self._relay.resolve(callback_id, notify=text is not None):
+            return
+        if text is None:
+            return
         targets = ["console"] if watcher.environment == "test" else list(watcher.delivery_targets)
         message = Message(
             callback_id=callback_id or new_callback_id(),

@@ -5,7 +5,8 @@ instants; a store deletes only records that are settled or closed and older than
 steps. The rules every store applies are here, in words and as the small predicates the memory
 store runs (SQLite says the same in SQL, Redis in Lua):
 
-* a contract goes when it is final (fulfilled, fallback_sent, expired, deduped, silenced), was created and
+* a contract goes when it is final (fulfilled, fallback_sent, expired, resolved, deduped, silenced), was
+  created and
   settled before ``callbacks`` and has no delivery still pending; with it go its envelope, its
   deliveries, its checkpoints (``callback_checkpoints`` prefixes + callback id) and, from the head
   of its session's transcript, the entries of callbacks that no longer exist (seq numbers of the

@@ -40,7 +40,14 @@ from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.policy.rules import mcp_summary
 from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
-from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.sessions.tools import (
+    FIRE_RESOLVED,
+    CommandGate,
+    McpTool,
+    Paused,
+    ToolBox,
+    notifies_in,
+)
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
@@ -382,6 +389,8 @@ class SessionRunner:
                 continue
             if self._tripped(messages):
                 return await self._trip(contract, box, messages)
+            if turns and await self._resolved(contract):
+                return await self._stop(contract, FIRE_RESOLVED, turns)
             if turns >= backend.max_turns:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
@@ -407,8 +416,14 @@ class SessionRunner:
         await self._progress(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
+    async def _resolved(self, contract: Contract) -> bool:
+        """Whether the fire resolved before its page (SPEC §6.4): then the session stops. Asked
+        before each model call but the first, so a one-call session reads nothing more."""
+        current = await self._deps.store.get_contract(contract.callback_id)
+        return current is not None and current.state == "resolved"
+
     async def _stop(self, contract: Contract, reason: str, turns: int) -> str:
-        """End the session before its next model turn: ``session stopped: <reason>`` is recorded
+        """End the session before its next model call: ``session stopped: <reason>`` is recorded
         in its transcript, with its end (SPEC §6.4)."""
         log.info(
             "session for %s stopped: %s",

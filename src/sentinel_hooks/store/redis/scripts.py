@@ -89,14 +89,14 @@ local function notifies_pending(prefix, cid)
   end
   return false
 end
--- Move contract ``cid`` from state ``from`` to ``to``: settled at ``settled_at`` when fulfilled,
+-- Move contract ``cid`` from state ``from`` to ``to``: settled at ``settled_at`` when fulfilled or resolved,
 -- with a new ``deadline`` (ISO) when given; a pending contract is due at its deadline.
 local function move(prefix, cid, from, to, settled_at, deadline)
   local ckey = prefix .. 'contract:' .. cid
   local doc = redis.call('HGET', ckey, 'doc')
   local record = cjson.decode(doc)
   local new = replaced(doc, '"state":"' .. from .. '"', '"state":"' .. to .. '"')
-  if new and to == 'fulfilled' then
+  if new and (to == 'fulfilled' or to == 'resolved') then
     new = replaced(new, '"settledAt":null', '"settledAt":"' .. settled_at .. '"')
   end
   if new and deadline ~= '' then
@@ -618,6 +618,26 @@ return out
 """
 )
 
+RESOLVE_CONTRACT = (
+    _ENQUEUE_FN
+    + _CONTRACT_FNS
+    + """
+-- KEYS: delivery-due | ARGV: key prefix, callback id, settled-at instant (ISO), deliveries as one
+--   JSON array (rows as in BEGIN_NOTIFY)
+-- ``contract_states.after_resolved``: pending/notifying -> resolved (settled, out of contract-due)
+-- with its deliveries enqueued; any other state is left alone. Returns {} for an unknown id, else
+-- {state before, state after}.
+local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
+if not before then return {} end
+if before ~= 'pending' and before ~= 'notifying' then return {before, before} end
+move(ARGV[1], ARGV[2], before, 'resolved', ARGV[3], '')
+for _, d in ipairs(cjson.decode(ARGV[4])) do
+  enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7])
+end
+return {before, 'resolved'}
+"""
+)
+
 CONTRACT_STEP = (
     _CONTRACT_FNS
     + """
@@ -656,6 +676,13 @@ def begin_notify_call(
     """BEGIN_NOTIFY for ``callback_id`` and its deliveries (a page candidate or a follow-up)."""
     rows = _json_arg(delivery_rows(k, deliveries))
     return [k.delivery_due], [k.prefix, callback_id, rows, "1" if follow_up else "0"]
+
+
+def resolve_contract_call(
+    k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery], at: datetime
+) -> Call:
+    """RESOLVE_CONTRACT for ``callback_id``, settled at ``at``, and its deliveries."""
+    return [k.delivery_due], [k.prefix, callback_id, iso(utc_ms(at)), _json_arg(delivery_rows(k, deliveries))]
 
 
 def write_watcher_batch_call(

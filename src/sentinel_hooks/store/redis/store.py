@@ -341,6 +341,17 @@ class RedisStore:
         before, after, *inserted = (as_text(value) for value in found)
         return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
 
+    async def resolve_contract(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> Moved | None:
+        """See ``Store.resolve_contract`` (one script)."""
+        keys, args = lua.resolve_contract_call(self.keys, callback_id, deliveries, at)
+        found = await self._db.run("resolve contract", self._db.scripts.resolve_contract, keys, args)
+        if not found:
+            return None
+        before, after = (as_text(value) for value in found)
+        return Moved(stored_state(before), stored_state(after))
+
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract`` (one script)."""
         return await self._step("pause contract", [self.keys.prefix, callback_id, "pause"])

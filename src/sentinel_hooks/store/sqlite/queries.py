@@ -22,6 +22,7 @@ from sentinel_hooks.core.contract_states import (
     after_notify,
     after_notify_delivered,
     after_notify_failed,
+    after_resolved,
     is_notify_kind,
     kind_of_key,
 )
@@ -370,9 +371,10 @@ def move_contract(
     c: Conn, callback_id: str, state: ContractState, *, deadline: str, settled_at: str | None = None
 ) -> None:
     """Set a contract's state (and ``deadline``, an ISO instant); a ``pending`` one is due at its
-    deadline, others leave the deadline index; a ``fulfilled`` one is settled at ``settled_at``."""
+    deadline, others leave the deadline index; a ``fulfilled`` or ``resolved`` one is settled at
+    ``settled_at``."""
     due_ms = to_epoch_ms(datetime.fromisoformat(deadline)) if state == "pending" else None
-    settled = settled_at if state == "fulfilled" else None
+    settled = settled_at if state in ("fulfilled", "resolved") else None
     c.execute(
         """UPDATE contracts SET state = ?, due_ms = ?,
             doc = json_set(doc, '$.state', ?, '$.deadline', ?, '$.settledAt', ?) WHERE callback_id = ?""",
@@ -395,6 +397,21 @@ def begin_notify(
     if after != before:
         move_contract(c, callback_id, after, deadline=deadline)
     return before, after, inserted
+
+
+def resolve_contract(
+    c: Conn, callback_id: str, rows: Sequence[DeliveryRow], at_text: str
+) -> tuple[str, str] | None:
+    """``Store.resolve_contract``: ``(state before, state after)``, or None."""
+    found = contract_state(c, callback_id)
+    if found is None:
+        return None
+    after = after_resolved(found[0])
+    if after is None:
+        return found[0], found[0]
+    move_contract(c, callback_id, after, deadline=found[1], settled_at=at_text)
+    c.executemany(_INSERT_DELIVERY, rows)
+    return found[0], after
 
 
 def pause_contract(c: Conn, callback_id: str) -> tuple[str, str] | None:

@@ -295,6 +295,15 @@ class SqliteStore:
         before, after, inserted = found
         return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
 
+    async def resolve_contract(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> Moved | None:
+        """See ``Store.resolve_contract``: one transaction."""
+        rows = [q.delivery_row(d) for d in deliveries]
+        step = partial(q.resolve_contract, callback_id=callback_id, rows=rows, at_text=iso(utc_ms(at)))
+        found = await self._db.write("resolve contract", step)
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
+
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract``."""
         found = await self._db.write("pause contract", partial(q.pause_contract, callback_id=callback_id))
