@@ -149,6 +149,38 @@ def test_an_envelope_without_a_secret_in_it_is_not_validated_again(monkeypatch: 
     assert validated == [masked]
 
 
+def test_an_envelope_is_serialised_once_per_fire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its secret check, the store's record and the prompt use one wire text, made once."""
+    from sentinel_hooks.callbacks.prompt import user_message
+    from sentinel_hooks.store import codec
+
+    made: list[str] = []
+    original = Envelope.to_json
+
+    def counting(self: Envelope) -> dict[str, Any]:
+        made.append(self.callback_id)
+        return original(self)
+
+    monkeypatch.setattr(Envelope, "to_json", counting)
+    redactor = Redactor(["s3cret-value"])
+    envelope = build_envelope(
+        watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT), redactor=redactor
+    )
+    stored = codec.dump_envelope(envelope)
+    prompt = user_message(envelope, skill=None, tools=[])["content"]
+    assert ([envelope.callback_id], envelope) == (made, codec.load_envelope(stored))
+    assert stored in prompt
+
+
+def test_an_envelope_s_wire_text_is_not_part_of_its_value() -> None:
+    """An envelope that made its wire text equals one that did not; a copy with changes makes its own."""
+    envelope = build_envelope(watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT))
+    fresh = Envelope.model_validate_json(envelope.wire_text())
+    moved = envelope.model_copy(update={"callback_id": "other-id"})
+    assert (envelope, envelope.wire_text()) == (fresh, fresh.wire_text())
+    assert '"callbackId":"other-id"' in moved.wire_text()
+
+
 def test_a_literal_url_password_is_masked_in_the_envelope() -> None:
     """A password written in the endpoint (an API-created watcher can only hold literals) is ``***``."""
     spec = watcher(endpoint="https://bob:hunter2pass@api.example.com/p")
