@@ -68,6 +68,18 @@ def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[st
 
 
 @dataclass(frozen=True)
+class Begun:
+    """What a session starts from (``SessionRunner._begin``): its envelope, its progress status
+    before this run (None: a new session), the fire's message and the memory read with them."""
+
+    envelope: Envelope
+    status: str | None
+    rendered: dict[str, Any]
+    memory: dict[str, Any] | None
+    transcript: list[TranscriptEntry] | None
+
+
+@dataclass(frozen=True)
 class SessionDeps:
     store: Store
     clock: Clock
@@ -101,68 +113,160 @@ class SessionRunner:
     def __init__(self, deps: SessionDeps) -> None:
         self._deps = deps
         self._scripted = ScriptedBackend("scripted")
+        # per callback running here: entries and checkpoints held for its next append
+        self._held: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
-    async def append(self, contract: Contract, entry: dict[str, Any]) -> dict[str, Any]:
+    async def append(
+        self, contract: Contract, entry: dict[str, Any], *, hold: bool = False
+    ) -> dict[str, Any]:
         """Store ``entry`` in the transcript with secrets masked, and return what was stored.
 
         A message goes to the model as returned here, never as it was before masking: a tool
         result (a command's output, an observation) may hold a secret of the service.
         """
-        return (await self.append_all(contract, [entry]))[0]
+        return (await self.append_all(contract, [entry], hold=hold))[0]
 
     async def append_all(
         self,
         contract: Contract,
         entries: list[dict[str, Any]],
         checkpoints: dict[str, dict[str, Any]] | None = None,
+        *,
+        hold: bool = False,
     ) -> list[dict[str, Any]]:
         """``append`` for several entries, in order, in one store step that also puts
-        ``checkpoints`` (``progress``: the session's progress with the entries it follows)."""
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows).
+
+        With ``hold`` they are written with the callback's next append instead, in its step:
+        for what a scripted reply follows (computed here, at once, with no effect outside), so
+        a scripted session writes its request with the reply and a tool's result with the
+        reply to it. A crash in between loses only steps the session takes again on resume.
+        """
         redactor = self._deps.redactor
         stored = [redactor.data({"callbackId": contract.callback_id, **entry}) for entry in entries]
+        held = self._held.pop(contract.callback_id, None)
+        if held is not None:
+            earlier, saved = held
+            entries, checkpoints = [*earlier, *stored], {**saved, **(checkpoints or {})}
+        else:
+            entries = stored
+        if hold:
+            self._held[contract.callback_id] = (entries, checkpoints or {})
+            return stored
         await self._deps.store.append_transcript(
-            contract.session_key, stored, at=self._deps.clock.now(), checkpoints=checkpoints
+            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints
         )
         return stored
 
     async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
+        if contract.callback_id in self._held:  # written with what it follows
+            await self.append_all(contract, [], progress(contract, status, **extra))
+            return
         await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
 
-    async def run(self, contract: Contract) -> str:
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str:
         """Run the session to its end (or to a pause); the final status.
 
-        A new session (no progress checkpoint yet) is marked ``running`` in the step that writes
-        its first transcript entries, so a session without that mark has no entries of its own
-        and its session's transcript need not be read (it grows with every callback of the key).
-        Its contract, envelope and checkpoints are read in one step (``Store.read_callback``).
+        ``envelope`` is the callback's envelope when the caller holds it (the queue it was
+        submitted to, in the process that accepted it): it is then not read back from the store.
         """
-        deps = self._deps
+        begun = await self._begin(contract, envelope)
+        if isinstance(begun, str):
+            return begun
+        try:
+            return await self._converse(contract, begun)
+        finally:
+            self._held.pop(contract.callback_id, None)  # a session that raised: as after a crash
+
+    async def _begin(self, contract: Contract, envelope: Envelope | None) -> Begun | str:
+        """What the session starts from, or its final status when there is nothing to run.
+
+        Its contract, checkpoints and (unless held) envelope are read in one step
+        (``Store.read_callback``). A new session (no progress checkpoint yet) is marked
+        ``running`` in the step that writes its first transcript entries, so a session without
+        that mark has no entries of its own and its session's transcript need not be read (it
+        grows with every callback of the key).
+        """
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
-        view = await deps.store.read_callback(
+        view = await self._deps.store.read_callback(
             callback_id,
             [progress_key(callback_id), message_key(callback_id), memory_key],
             tail=self._recall_tail(contract, memory_key),
+            envelope=envelope is None,
         )
         checkpoints = view.checkpoints
         status = (checkpoints.get(progress_key(callback_id)) or {}).get("status")
         if status in FINAL:
             return str(status)
-        current = view.contract
-        if status is None and (current is None or current.state != "pending"):
+        if status is None and (view.contract is None or view.contract.state != "pending"):
             await self._progress(contract, "skipped")
             return "skipped"
-        envelope = view.envelope
+        envelope = envelope or view.envelope
         if envelope is None:
             await self._progress(contract, "failed", error="envelope missing")
             return "failed"
-        watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
         rendered = checkpoints.get(message_key(callback_id)) or {}
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
-        backend = self._backend(watcher, envelope, rendered)
-        box = ToolBox(
+        return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript)
+
+    async def _converse(self, contract: Contract, begun: Begun) -> str:
+        """The conversation from where the session stands (its start, or its checkpoint)."""
+        envelope = begun.envelope
+        watcher = (
+            self._deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
+        )
+        backend = self._backend(watcher, envelope, begun.rendered)
+        box = await self._toolbox(contract, envelope, watcher)
+        if begun.status is not None and begun.status != "running":  # resumed after an approval
+            await self._progress(contract, "running")
+        own = [] if begun.status is None else await self._own_entries(contract)
+        messages = [message for _, message in compaction.apply(own)]
+        # counted on the uncompacted results: a summary or a cut may hide an earlier notify
+        box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
+        if not messages:
+            messages = await self._opening(contract, backend, box, watcher, begun)
+        try:
+            return await self._loop(contract, backend, box, messages)
+        except ModelError as exc:
+            await self._fail(contract, f"model {backend.name!r} failed: {exc}")
+            return "failed"
+
+    async def _opening(
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        box: ToolBox,
+        watcher: AnyWatcher | None,
+        begun: Begun,
+    ) -> list[dict[str, Any]]:
+        """A new session's first messages (system, then user: skill, goal, memory, envelope),
+        stored after the model chosen, with the ``running`` mark and what memory learned."""
+        deps = self._deps
+        envelope = begun.envelope
+        recalled, learned = await self._recall(contract, backend, begun.memory, begun.transcript)
+        name, via = choose_model(watcher, deps.service)
+        skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
+        first = [
+            system_message(envelope.mode.autonomy),
+            user_message(envelope, skill=skill.body if skill else None, tools=box.offered, memory=recalled),
+        ]
+        stored = await self.append_all(
+            contract,
+            [
+                {"kind": "model", "model": backend.model, "entry": name, "via": via},
+                *({"kind": "message", "message": message} for message in first),
+            ],
+            {**progress(contract, "running"), **learned},
+            hold=isinstance(backend, ScriptedBackend),
+        )
+        return [entry["message"] for entry in stored[1:]]
+
+    async def _toolbox(self, contract: Contract, envelope: Envelope, watcher: AnyWatcher | None) -> ToolBox:
+        deps = self._deps
+        return ToolBox(
             envelope=envelope,
             contract=contract,
             store=deps.store,
@@ -177,38 +281,6 @@ class SessionRunner:
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
         )
-        if status is not None and status != "running":  # resumed after an approval
-            await self._progress(contract, "running")
-        own = [] if status is None else await self._own_entries(contract)
-        messages = [message for _, message in compaction.apply(own)]
-        # counted on the uncompacted results: a summary or a cut may hide an earlier notify
-        box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
-        if not messages:
-            recalled, learned = await self._recall(
-                contract, backend, checkpoints.get(memory_key), view.transcript
-            )
-            name, via = choose_model(watcher, deps.service)
-            skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
-            first = [
-                system_message(envelope.mode.autonomy),
-                user_message(
-                    envelope, skill=skill.body if skill else None, tools=box.offered, memory=recalled
-                ),
-            ]
-            stored = await self.append_all(
-                contract,
-                [
-                    {"kind": "model", "model": backend.model, "entry": name, "via": via},
-                    *({"kind": "message", "message": message} for message in first),
-                ],
-                {**progress(contract, "running"), **learned},
-            )
-            messages.extend(entry["message"] for entry in stored[1:])
-        try:
-            return await self._loop(contract, backend, box, messages)
-        except ModelError as exc:
-            await self._fail(contract, f"model {backend.name!r} failed: {exc}")
-            return "failed"
 
     async def _mcp_tools(self, watcher: AnyWatcher | None, envelope: Envelope) -> dict[str, McpTool]:
         """The MCP tools of ``fire.tools`` (SPEC §17): none without a watcher, and none unless
@@ -333,12 +405,13 @@ class SessionRunner:
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
+        scripted = isinstance(backend, ScriptedBackend)  # its reply follows a result at once
         while True:
             last = messages[-1]
             if last.get("role") == "assistant" and not last.get("toolCalls"):
                 break
             if last.get("role") == "assistant" or (last.get("role") == "tool" and self._open_calls(messages)):
-                stopped = await self._run_tools(contract, box, messages)
+                stopped = await self._run_tools(contract, box, messages, hold=scripted)
                 if stopped == "paused":
                     return "paused"
                 if stopped == "tripped":
@@ -396,12 +469,13 @@ class SessionRunner:
         return "done"
 
     async def _run_tools(
-        self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]
+        self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]], *, hold: bool = False
     ) -> str | None:
         """Execute the unanswered tool calls in order, recording each policy decision.
 
         ``"paused"`` when the session paused for an approval, ``"tripped"`` when the circuit
-        breaker stops it before the next call (that call is never executed), else None.
+        breaker stops it before the next call (that call is never executed), else None. With
+        ``hold`` the results are written with the next append (``append_all``).
         """
         import json
 
@@ -441,7 +515,7 @@ class SessionRunner:
                 "name": call.name,
                 "content": json.dumps(result, ensure_ascii=False, default=str),
             }
-            stored = await self.append(contract, {"kind": "message", "message": message})
+            stored = await self.append(contract, {"kind": "message", "message": message}, hold=hold)
             messages.append(stored["message"])
         return None
 

@@ -84,7 +84,7 @@ class TranscriptTail:
 @dataclass(frozen=True)
 class CallbackView:
     """``Store.read_callback``'s answer: what a hook session starts from. ``transcript`` is
-    None when no ``TranscriptTail`` was asked for."""
+    None when no ``TranscriptTail`` was asked for, ``envelope`` when it was not asked for."""
 
     contract: Contract | None
     envelope: Envelope | None
@@ -285,13 +285,19 @@ class Store(Protocol):
         """The checkpoints that exist, by session key (keys without one are left out)."""
 
     async def read_callback(
-        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+        self,
+        callback_id: str,
+        checkpoint_keys: Sequence[str],
+        *,
+        tail: TranscriptTail | None = None,
+        envelope: bool = True,
     ) -> CallbackView:
         """The callback's contract and envelope (None for an unknown id), those of
         ``checkpoint_keys`` that have a checkpoint, by key, and the transcript entries ``tail``
         names (in ``seq`` order), read in one round trip: what a hook session reads before it
         starts (``get_contract``, ``get_envelopes``, ``get_checkpoints`` and ``get_transcript``
-        in one)."""
+        in one). With ``envelope=False`` the envelope is neither read nor decoded (the view's is
+        None): the caller holds it already (handed over in memory by the intake)."""
 
     # -- inbox ---------------------------------------------------------------------------------
 

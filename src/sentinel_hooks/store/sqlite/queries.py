@@ -124,12 +124,13 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
 
 
 def read_callback(
-    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None
-) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
-    """The contract's ``(doc, envelope)`` row (None when unknown), the ``(key, data)`` rows of
-    the checkpoints of ``keys`` that exist, and the ``(doc,)`` rows of the transcript entries
-    ``tail`` names (None without one)."""
-    found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
+    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None, *, envelope: bool = True
+) -> tuple[tuple[str, str | None] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+    """The contract's ``(doc, envelope)`` row (None when unknown; its envelope None unless
+    ``envelope``), the ``(key, data)`` rows of the checkpoints of ``keys`` that exist, and the
+    ``(doc,)`` rows of the transcript entries ``tail`` names (None without one)."""
+    columns = "doc, envelope" if envelope else "doc, NULL"
+    found = c.execute(f"SELECT {columns} FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
     sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
     rows = select_in(c, sql, keys)
     docs = None
@@ -146,7 +147,8 @@ def read_callback(
             "SELECT doc FROM transcripts WHERE session_key = ? AND seq > ? ORDER BY seq",
             (tail.session_key, after),
         ).fetchall()
-    return (None if found is None else (str(found[0]), str(found[1]))), rows, docs
+    row = None if found is None else (str(found[0]), None if found[1] is None else str(found[1]))
+    return row, rows, docs
 
 
 ContractRow = tuple[str, str, str, int, int | None, str, str]
