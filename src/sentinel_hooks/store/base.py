@@ -166,22 +166,25 @@ class Store(Protocol):
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
-        """Store a new callback's contract, its envelope and ``checkpoints`` in one atomic step;
-        the contract as stored, or None (nothing written) when its callback id exists (so a
-        retried or replayed callback cannot create a second contract).
+        """Store a new callback's contract, its envelope, ``checkpoints`` and ``deliveries`` in
+        one atomic step; the contract as stored, or None (nothing written) when its callback id
+        exists (so a retried or replayed callback cannot create a second contract).
 
         ``contract`` is normally pending. With a ``dedupe_key`` live at ``contract.created_at`` the
-        contract is stored ``deduped`` (settled at its creation, no deadline) and the
-        ``checkpoints`` are not written; otherwise the key is set until ``created_at +
-        dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the contract is
-        stored pending, in the deadline index, and each checkpoint is put.
+        contract is stored ``deduped`` (settled at its creation, no deadline) and neither the
+        ``checkpoints`` nor the ``deliveries`` are written; otherwise the key is set until
+        ``created_at + dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the
+        contract is stored pending, in the deadline index, each checkpoint is put and the
+        deliveries are enqueued in the outbox (a key already there is left as is): the fire's
+        fan-out line goes out only with a contract that took it.
 
         A ``silenced`` contract (SPEC §14: a silence or maintenance window, named by
         ``silenced_by``, matched the fire) is stored as it is: final from the start, outside the
-        deadline index, with no dedupe key and no checkpoints. Raises ``ValueError`` for a contract
-        that is neither pending nor silenced, a silenced one with a dedupe key, checkpoints or no
-        ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
+        deadline index, with no dedupe key, checkpoints or deliveries. Raises ``ValueError`` for a
+        contract that is neither pending nor silenced, a silenced one with a dedupe key,
+        checkpoints, deliveries or no ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
         """
 
     async def get_contract(self, callback_id: str) -> Contract | None:

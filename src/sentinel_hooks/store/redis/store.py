@@ -200,13 +200,14 @@ class RedisStore:
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
         """See ``Store.accept_contract`` (one script)."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
         envelope_text = codec.dump_envelope(envelope)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
-        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts)
+        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts, deliveries)
         state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
         if not state:
             return None

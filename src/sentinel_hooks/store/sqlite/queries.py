@@ -178,17 +178,20 @@ def accept_contract(
     deduped: Callable[[], ContractRow],
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
+    deliveries: Sequence[DeliveryRow] = (),
 ) -> str | None:
-    """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
-    (nothing written) when the callback id exists. A silenced contract comes with no dedupe
-    key and no checkpoints, and is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
-    ``deduped`` makes the row stored when the key is live (built only then)."""
+    """Dedupe check, contract, checkpoints and deliveries of a new callback; the state stored,
+    or None (nothing written) when the callback id exists. A silenced contract comes with no
+    dedupe key, checkpoints or deliveries, and is stored as it is. ``dedupe`` is ``(key, now_ms,
+    ttl_ms)``; ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
     c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
+        for row in deliveries:
+            insert_delivery(c, row)
     return str(pending[2]) if fresh else "deduped"
 
 

@@ -219,9 +219,10 @@ class SqliteStore:
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
         """See ``Store.accept_contract``."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
         envelope_text = codec.dump_envelope(envelope)
         deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
@@ -232,6 +233,7 @@ class SqliteStore:
             deduped=partial(q.contract_row, deduped, envelope_text),
             dedupe=dedupe,
             checkpoints=texts,
+            deliveries=[q.delivery_row(d) for d in deliveries],
         )
         state = await self._db.write("accept contract", tx)
         if state is None:
