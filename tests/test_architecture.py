@@ -22,6 +22,7 @@ FLOORS: list[set[str]] = [
     {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap"},
     {"core"},  # pure shared logic: paths, operators, conditions, envelope, templates, the EVM ABI, backoff
     {"config"},  # sentinel.yaml, watcher and skill files, validated
+    {"skills"},  # what a hook session is given of its watcher's skill
     {"store", "process_runner", "net", "logs", "events", "outages"},  # durable state and the ways out
     {"cluster"},  # leases, membership, watcher changes between replicas
     {"inbox"},  # the operator inbox
@@ -55,7 +56,7 @@ PURE = [
     "core/retry.py",
     "watchers/lifecycle.py",
     "watchers/episodes.py",
-    "callbacks/builder.py",
+    "watchers/builder.py",
     "config/hosts.py",
     "watchers/strategies/http_body.py",
     "watchers/strategies/sse_parser.py",
@@ -65,11 +66,12 @@ PURE = [
     "relay/fallback.py",
     "store/contract_states.py",
     "store/urls.py",
-    "callbacks/prompt.py",
-    "callbacks/policy.py",
-    "callbacks/compaction.py",
-    "callbacks/memory.py",
+    "callbacks/sessions/prompt.py",
+    "callbacks/policy/rules.py",
+    "callbacks/sessions/compaction.py",
+    "callbacks/sessions/memory.py",
     "callbacks/backends/recovery.py",
+    "skills/injection.py",
 ]
 IO_LIBRARIES = {"aiohttp", "redis", "sqlite3", "apscheduler", "socket", "subprocess", "jinja2"}
 # What loading a module may never pull in, directly or through anything it imports (socket and

@@ -10,7 +10,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from sentinel_hooks.api.openapi import build_openapi
-from sentinel_hooks.callbacks.policy import CommandRequest, decide
+from sentinel_hooks.callbacks.policy.rules import CommandRequest, decide
 from sentinel_hooks.cli.app import app
 from sentinel_hooks.config.service import ActionPolicySpec, ServiceConfig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sentinel_hooks.callbacks.backends.base import ModelError, TransientModelError
-from sentinel_hooks.delivery.target import DeliveryError, TransientDeliveryError, delivery_error
+from sentinel_hooks.delivery.targets.base import DeliveryError, TransientDeliveryError, delivery_error
 from sentinel_hooks.errors import SentinelError, StoreError, StoreUnavailable, TransientError
 from sentinel_hooks.net.errors import (
     CertificateRejected,

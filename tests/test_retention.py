@@ -9,7 +9,7 @@ from pydantic import TypeAdapter
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.config.targets import TargetSpec
-from sentinel_hooks.delivery.slack_threads import thread_key, thread_prefix
+from sentinel_hooks.delivery.targets.slack_threads import thread_key, thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.retention import Ages, Pruner, target_checkpoints
 from sentinel_hooks.store import Settlement, Store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from sentinel_hooks.callbacks.session import MODEL_BACKOFF
+from sentinel_hooks.callbacks.sessions.session import MODEL_BACKOFF
 from sentinel_hooks.cluster.connection import FIRST_COMMAND_BACKOFF
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.config.watcher import RetrySpec

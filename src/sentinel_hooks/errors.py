@@ -30,7 +30,7 @@ is also a ``TransientError``::
     │   ├── TransientObserveError   the source may answer next time (transient)
     │   │   └── NoObservation       a long-poll hold ran out: ask again at once, not a failure
     │   └── PollSkipped             the poll could not start in time: counted, not retried
-    ├── DeliveryError         a target did not take a message (delivery/target.py)
+    ├── DeliveryError         a target did not take a message (delivery/targets/base.py)
     │   └── TransientDeliveryError  network failure, 5xx, 408, 429, a busy disk (transient)
     └── ModelError            a model request failed (callbacks/backends/base.py)
         └── TransientModelError     timeout, connection failure, 408, 409, 429, 5xx (transient)

@@ -4,7 +4,7 @@
 and it runs commands: the agent's ``run_command`` and command watchers. On Linux any process of
 the same user may read another's ``/proc/PID/environ`` and ``/proc/PID/mem``, so an allowed
 ``cat /proc/<service pid>/environ`` would hand the model every secret. Children already get an
-environment without them (``callbacks/commands.py``); this protects the parent itself.
+environment without them (``callbacks/policy/commands.py``); this protects the parent itself.
 
 ``protect_process`` makes the service non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): the kernel
 then refuses those files, and ptrace, to every other process that lacks ``CAP_SYS_PTRACE``. The

@@ -12,11 +12,11 @@ import asyncio
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from sentinel_hooks.callbacks.intake import CallbackIntake, message_key
-from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.silences import Muting, Silences, watcher_facts
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, message_key
+from sentinel_hooks.callbacks.intake.silences import Muting, Silences, watcher_facts
+from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
@@ -25,12 +25,12 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.silences import Matcher, MatchMode
-from sentinel_hooks.delivery.target import Target
+from sentinel_hooks.delivery.targets.base import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore, OutboxStore, SessionStore
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import (
     Contract,
@@ -67,11 +67,16 @@ class CallbackDetail:
     conditions: list[dict[str, Any]] | None = None  # a match's leaves with their actual values
 
 
+class OperationsRoles(ContractStore, SessionStore, CheckpointStore, OutboxStore, InboxStore, Protocol):
+    """The store roles the faces' questions read: callbacks with their transcripts, checkpoints
+    and deliveries, and the inbox (every change goes through a part of the service)."""
+
+
 class ServiceOperations:
     """The operations of ``Service`` that its faces call (the parts below are the service's)."""
 
     config: LoadedConfig
-    store: Store
+    store: OperationsRoles
     write_check: WriteCheck
     metrics: Metrics
     redactor: Redactor

@@ -5,7 +5,7 @@ argument is just text), in its own session and so its own process group, with st
 stdout is read up to ``max_bytes``: one byte more, or the deadline passing, kills the whole
 process group (the probe and anything it spawned) with SIGKILL and is a ``ProbeRunError``. The
 child's environment is the parent's minus anything that could leak a credential (``probe_env``).
-The agent's ``run_command`` tool runs on the same machinery (``callbacks/commands.py``).
+The agent's ``run_command`` tool runs on the same machinery (``callbacks/policy/commands.py``).
 """
 
 from __future__ import annotations

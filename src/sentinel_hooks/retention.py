@@ -20,17 +20,17 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sentinel_hooks.background import BackgroundTask
-from sentinel_hooks.callbacks.intake import message_key
-from sentinel_hooks.callbacks.memory import memory_key
-from sentinel_hooks.callbacks.session import progress_key
+from sentinel_hooks.callbacks.intake.intake import message_key
+from sentinel_hooks.callbacks.sessions.memory import memory_key
+from sentinel_hooks.callbacks.sessions.session import progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
-from sentinel_hooks.delivery.slack_threads import thread_prefix
+from sentinel_hooks.delivery.targets.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.relay import escalation_key
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import RetentionStore
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 
 log = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class Pruner:
 
     def __init__(
         self,
-        store: Store,
+        store: RetentionStore,
         clock: Clock,
         ages: Ages,
         *,

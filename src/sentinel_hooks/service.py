@@ -23,19 +23,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.hooks import HookSessions
-from sentinel_hooks.callbacks.intake import CallbackIntake, CallbackSink
-from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.silences import Silences
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, CallbackSink
+from sentinel_hooks.callbacks.intake.silences import Silences
+from sentinel_hooks.callbacks.mcp.client import McpServers
+from sentinel_hooks.callbacks.sessions.hooks import HookSessions
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.console import ConsoleTarget
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
+from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
 from sentinel_hooks.hardening import protect_process
@@ -48,7 +48,7 @@ from sentinel_hooks.relay.escalation import Escalations
 from sentinel_hooks.relay.notices import Notices
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target_checkpoints
-from sentinel_hooks.store import open_store
+from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
 from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
@@ -62,7 +62,7 @@ from sentinel_hooks.watchers.writeback import WatcherWrites
 if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor the API's server
     from aiohttp import web
 
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
     from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,8 @@ STOP_TIMEOUT_S = 8.0
 
 class Service(ServiceOperations):
     """Everything one ``sentinel run`` process runs (what its API calls: ``ServiceOperations``)."""
+
+    store: Store  # every role: the parts are each given the ones they call
 
     def __init__(
         self,
@@ -153,12 +155,7 @@ class Service(ServiceOperations):
         if shared is not None:  # shared state: other replicas may run beside this one
             from sentinel_hooks.cluster import ClusterOwnership
 
-            self.cluster = ClusterOwnership(
-                shared.url,
-                key_prefix=shared.key_prefix,
-                lease_ms=service.cluster.lease_ms,
-                clock=self.clock,
-            )
+            self.cluster = ClusterOwnership(shared, lease_ms=service.cluster.lease_ms, clock=self.clock)
         self.mcp = McpServers(
             service.mcp_servers,
             base_dir=config.base_dir,
@@ -252,7 +249,7 @@ class Service(ServiceOperations):
         shared = self.store.shared
         if self.cluster is None or shared is None:
             return None
-        from sentinel_hooks.callbacks.session_stream import StreamSettings
+        from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
         return StreamSettings(
             redis_url=shared.url,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from sentinel_hooks.callbacks.approvals import CommandGate
-from sentinel_hooks.callbacks.tools import ActArgs
+from sentinel_hooks.callbacks.policy.approvals import CommandGate
+from sentinel_hooks.callbacks.sessions.tools import ActArgs
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.service import ActionPolicySpec

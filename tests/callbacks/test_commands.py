@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.commands import (
+from sentinel_hooks.callbacks.policy.commands import (
     SAFE_PATH,
     CommandResult,
     Located,

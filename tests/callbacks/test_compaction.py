@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sentinel_hooks.callbacks import compaction
 from sentinel_hooks.callbacks.backends.base import ToolSpec
+from sentinel_hooks.callbacks.sessions import compaction
 
 
 def conversation(n_turns: int) -> list[tuple[int, dict[str, Any]]]:

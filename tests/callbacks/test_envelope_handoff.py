@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service

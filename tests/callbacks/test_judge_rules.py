@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.judge import JUDGE_INSTRUCTIONS
+from sentinel_hooks.callbacks.policy.judge import JUDGE_INSTRUCTIONS
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.service import Service

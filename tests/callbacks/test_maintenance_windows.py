@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sentinel_hooks.callbacks.silences import Silences, window_span
+from sentinel_hooks.callbacks.intake.silences import Silences, window_span
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.maintenance import MaintenanceWindow

@@ -19,9 +19,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from sentinel_hooks.callbacks.judge import JUDGE_INSTRUCTIONS
-from sentinel_hooks.callbacks.mcp_calls import McpGate
-from sentinel_hooks.callbacks.mcp_client import McpServers
+from sentinel_hooks.callbacks.mcp.calls import McpGate
+from sentinel_hooks.callbacks.mcp.client import McpServers
+from sentinel_hooks.callbacks.policy.judge import JUDGE_INSTRUCTIONS
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.mcp import StdioMcpServer, UrlMcpServer

@@ -7,9 +7,9 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sentinel_hooks.callbacks import memory
-from sentinel_hooks.callbacks.memory import MemoryState
-from sentinel_hooks.callbacks.prompt import user_message
+from sentinel_hooks.callbacks.sessions import memory
+from sentinel_hooks.callbacks.sessions.memory import MemoryState
+from sentinel_hooks.callbacks.sessions.prompt import user_message
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import TranscriptEntry

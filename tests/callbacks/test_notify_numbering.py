@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sentinel_hooks.callbacks.tools import notifies_in
+from sentinel_hooks.callbacks.sessions.tools import notifies_in
 
 
 def result(content: Any, name: str = "sentinel_act") -> dict[str, Any]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks import policy as policy_module
-from sentinel_hooks.callbacks.policy import CommandRequest, McpRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.policy import rules as policy_module
+from sentinel_hooks.callbacks.policy.rules import CommandRequest, McpRequest, PolicyDecision, decide
 from sentinel_hooks.config.service import ActionPolicySpec
 from tests.test_architecture import imported_roots
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sentinel_hooks.callbacks.intake import session_key
+from sentinel_hooks.callbacks.intake.intake import session_key
 from sentinel_hooks.config.service import ServiceConfig
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks import compaction, memory
+from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract, Observation

@@ -301,7 +301,7 @@ async def test_long_conversations_are_compacted_by_the_model(
     start: Start, model: FakeOpenAIServer, sink: Sink, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past the context budget the model summarises older turns; system, envelope and latest turns stay."""
-    from sentinel_hooks.callbacks import compaction
+    from sentinel_hooks.callbacks.sessions import compaction
 
     monkeypatch.setattr(compaction, "budget", lambda max_payload_chars: 2000)
     for _ in range(4):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from sentinel_hooks.store.shortcuts import last_observation, put_watcher_state
+from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation, put_watcher_state
 from tests.cluster.conftest import ManagerHarness
 from tests.support import wait_for
 
@@ -152,7 +152,7 @@ async def test_observation_dropped_for_want_of_a_lease_check_is_counted_and_show
     runner = h.manager.get("poll-1")
     await wait_for(lambda: dropped(h, "lease_unknown") >= 2, what="two dropped observations")
     status = h.manager.status(runner)
-    stored = await h.store.get_watcher_state("poll-1")
+    stored = await get_watcher_state(h.store, "poll-1")
     assert stored is not None
     assert ("failing", True) == (status["state"], status["consecutiveFailures"] >= 2)
     assert status["lastError"].startswith("observation dropped: cluster redis: check a lease")

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import get_watcher_state
 from tests.cluster.conftest import (
     SERVICE_LEASE_MS,
     poll_watcher,
@@ -118,7 +119,7 @@ async def test_disable_and_enable_through_a_non_owner_reach_the_owner(
     assert (200, "disabled") == (status, body["status"]["state"])
     await wait_for(lambda: watcher_id not in running(a), timeout_s=APPLIED_WITHIN_S, what="A stops it")
     stopped_at = time.monotonic()
-    stored = await a.store.get_watcher_state(watcher_id)
+    stored = await get_watcher_state(a.store, watcher_id)
     assert stored is not None
     assert False is stored["enabled"]
     assert "disabled" == a.manager.status(a.manager.get(watcher_id))["state"]
@@ -134,7 +135,7 @@ async def test_disable_and_enable_through_a_non_owner_reach_the_owner(
     await wait_for(lambda: watcher_id in running(a), timeout_s=APPLIED_WITHIN_S, what="A runs it again")
     enabled_at = time.monotonic()
     await wait_for(lambda: polled_since(recorder, watcher_id, enabled_at), what="polls again")
-    stored = await a.store.get_watcher_state(watcher_id)
+    stored = await get_watcher_state(a.store, watcher_id)
     assert stored is not None
     assert True is stored["enabled"]
     assert watcher_id not in running(b)
@@ -161,7 +162,7 @@ async def test_manual_fire_through_a_non_owner_yields_one_callback(
     assert [callback_id] == [item["callbackId"] for item in sink.bodies("notify")]
 
     async def stored_one_fire() -> bool:
-        stored = await a.store.get_watcher_state(watcher_id)
+        stored = await get_watcher_state(a.store, watcher_id)
         return stored is not None and 1 == stored["fires"]
 
     # the owner counts the fire in memory first, then stores it with its next (batched) write

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import redis.asyncio
 
-from sentinel_hooks.callbacks.session_scripts import SOURCES
-from sentinel_hooks.callbacks.session_stream import StreamSessionQueue, StreamSettings
+from sentinel_hooks.callbacks.queues.stream import StreamSessionQueue, StreamSettings
+from sentinel_hooks.callbacks.queues.stream_scripts import SOURCES
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract
 from sentinel_hooks.store.redis import RedisStore

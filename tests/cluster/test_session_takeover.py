@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.session import progress_key
-from sentinel_hooks.callbacks.session_stream import StreamSessionQueue
+from sentinel_hooks.callbacks.queues.stream import StreamSessionQueue
+from sentinel_hooks.callbacks.sessions.session import progress_key
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.watcher import WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_observations
+from sentinel_hooks.watchers.builder import Firing, build_envelope, render_variables
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 SERVICE = """\

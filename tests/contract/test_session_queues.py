@@ -16,14 +16,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from sentinel_hooks.callbacks.session import progress_key
-from sentinel_hooks.callbacks.session_queue import (
+from sentinel_hooks.callbacks.queues.base import (
     MODULES,
     QueueContext,
     SessionQueue,
     create_session_queue,
 )
-from sentinel_hooks.callbacks.session_stream import StreamSettings
+from sentinel_hooks.callbacks.queues.stream import StreamSettings
+from sentinel_hooks.callbacks.sessions.session import progress_key
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract, Store
 from sentinel_hooks.store.redis import RedisStore

@@ -9,7 +9,13 @@ import pytest
 
 from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store import Observation, Store
-from sentinel_hooks.store.shortcuts import get_checkpoint, get_envelope, last_observation, put_watcher_state
+from sentinel_hooks.store.shortcuts import (
+    get_checkpoint,
+    get_envelope,
+    get_watcher_state,
+    last_observation,
+    put_watcher_state,
+)
 from tests.contract import stores
 from tests.contract.stores import create, due_contracts, get_delivery, opens_window, settle
 
@@ -30,7 +36,7 @@ async def test_calls_before_open_raise_store_unavailable(backend) -> None:
     """A store that was never opened refuses calls with StoreUnavailable."""
     unopened = backend.make()
     with pytest.raises(StoreUnavailable, match="open"):
-        await unopened.get_watcher_state("w")
+        await get_watcher_state(unopened, "w")
 
 
 async def test_calls_after_close_raise_store_unavailable(backend) -> None:
@@ -68,7 +74,7 @@ async def test_everything_survives_close_and_reopen(durable_backend, make) -> No
     await second.open()
     try:
         found = (
-            await second.get_watcher_state("w"),
+            await get_watcher_state(second, "w"),
             await last_observation(second, "w"),
             await second.get_contract("a"),
             await get_envelope(second, "a"),

@@ -6,7 +6,7 @@ import pytest
 
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Observation, Store
-from sentinel_hooks.store.shortcuts import last_observation, put_watcher_state
+from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation, put_watcher_state
 from tests.contract import stores
 
 backend, store, make = stores.backend, stores.store, stores.make
@@ -21,28 +21,28 @@ async def test_watcher_state_reads_back_equal(store: Store) -> None:
     """A put state is returned by get_watcher_state."""
     state = {"firing": True, "consecutiveFailures": 0, "lastCheckAt": "2026-01-01T00:00:00.000Z"}
     await put_watcher_state(store, "eth-price", state)
-    assert state == await store.get_watcher_state("eth-price")
+    assert state == await get_watcher_state(store, "eth-price")
 
 
 async def test_unknown_watcher_has_no_state(store: Store) -> None:
     """get_watcher_state of a watcher never written is None."""
-    assert await store.get_watcher_state("nope") is None
+    assert await get_watcher_state(store, "nope") is None
 
 
 async def test_put_watcher_state_replaces_the_previous_state(store: Store) -> None:
     """A second put replaces the whole state."""
     await put_watcher_state(store, "w", {"a": 1})
     await put_watcher_state(store, "w", {"b": 2})
-    assert {"b": 2} == await store.get_watcher_state("w")
+    assert {"b": 2} == await get_watcher_state(store, "w")
 
 
 async def test_returned_state_is_a_copy(store: Store) -> None:
     """Mutating a returned state does not change what the store holds."""
     await put_watcher_state(store, "w", {"fires": 1})
-    got = await store.get_watcher_state("w")
+    got = await get_watcher_state(store, "w")
     assert got is not None
     got["fires"] = 99
-    assert {"fires": 1} == await store.get_watcher_state("w")
+    assert {"fires": 1} == await get_watcher_state(store, "w")
 
 
 async def test_a_none_state_forgets_the_watcher(store: Store) -> None:
@@ -50,7 +50,7 @@ async def test_a_none_state_forgets_the_watcher(store: Store) -> None:
     await put_watcher_state(store, "w", {"a": 1})
     await store.write_watcher_batch([], {"w": None})
     await store.write_watcher_batch([], {"w": None})
-    assert (None, {}) == (await store.get_watcher_state("w"), await store.list_watcher_states())
+    assert (None, {}) == (await get_watcher_state(store, "w"), await store.list_watcher_states())
 
 
 async def test_list_watcher_states_returns_every_watcher(store: Store) -> None:
@@ -174,8 +174,8 @@ async def test_watcher_batch_appends_in_order_and_puts_states(store: Store, make
     assert ["b"] == [o.value for o in await store.observations("b")]
     assert 2 == (await last_observation(store, "a")).value  # type: ignore[union-attr]
     assert ({"fires": 1}, {"fires": 2}) == (
-        await store.get_watcher_state("a"),
-        await store.get_watcher_state("c"),
+        await get_watcher_state(store, "a"),
+        await get_watcher_state(store, "c"),
     )
 
 

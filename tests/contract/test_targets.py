@@ -20,8 +20,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.clock import FakeClock
-from sentinel_hooks.delivery.recording import RecordingTarget
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     MODULES,
     DeliveryError,
     Target,
@@ -29,6 +28,7 @@ from sentinel_hooks.delivery.target import (
     TransientDeliveryError,
     create_target,
 )
+from sentinel_hooks.delivery.targets.recording import RecordingTarget
 from sentinel_hooks.net.client import SafeHttp
 from sentinel_hooks.store.sqlite.store import SqliteStore
 from tests.delivery.conftest import SPECS, message

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope
+from sentinel_hooks.callbacks.sessions.prompt import user_message
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
@@ -19,6 +19,8 @@ from sentinel_hooks.core.envelope import (
     envelope_json_schema,
     truncate_payload,
 )
+from sentinel_hooks.store import codec
+from sentinel_hooks.watchers.builder import Firing, build_envelope
 
 AT = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
 
@@ -151,9 +153,6 @@ def test_an_envelope_without_a_secret_in_it_is_not_validated_again(monkeypatch: 
 
 def test_an_envelope_is_serialised_once_per_fire(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its secret check, the store's record and the prompt use one wire text, made once."""
-    from sentinel_hooks.callbacks.prompt import user_message
-    from sentinel_hooks.store import codec
-
     made: list[str] = []
     original = Envelope.to_json
 

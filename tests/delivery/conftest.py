@@ -12,7 +12,7 @@ from pydantic import TypeAdapter
 
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.targets import TargetSpec
-from sentinel_hooks.delivery.target import Message, Target, TargetContext, create_target
+from sentinel_hooks.delivery.targets.base import Message, Target, TargetContext, create_target
 from sentinel_hooks.net.client import SafeHttp
 from tests.delivery.sinks import sink, slack
 from tests.net.servers import datagrams

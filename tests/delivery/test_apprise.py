@@ -16,7 +16,7 @@ import apprise
 import pytest
 from aiohttp import web
 
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Target,
     TargetContext,

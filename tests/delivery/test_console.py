@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from sentinel_hooks.delivery.target import DeliveryError, TargetContext
+from sentinel_hooks.delivery.targets.base import DeliveryError, TargetContext
 from tests.delivery.conftest import MakeTarget, message
 
 CONSOLE = {"type": "console"}

@@ -8,7 +8,7 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.store import Delivery, Store
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.clock import FakeClock
-from sentinel_hooks.delivery.target import DeliveryError
+from sentinel_hooks.delivery.targets.base import DeliveryError
 from tests.delivery.conftest import MakeTarget, message
 
 

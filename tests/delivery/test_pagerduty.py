@@ -6,8 +6,13 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.delivery.pagerduty import SUMMARY_CHARS, event_action, summary
-from sentinel_hooks.delivery.target import DeliveryError, Target, TransientDeliveryError, details_payload
+from sentinel_hooks.delivery.targets.base import (
+    DeliveryError,
+    Target,
+    TransientDeliveryError,
+    details_payload,
+)
+from sentinel_hooks.delivery.targets.pagerduty import SUMMARY_CHARS, event_action, summary
 from tests.delivery.conftest import MakeTarget, message
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api
 

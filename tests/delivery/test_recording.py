@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sentinel_hooks.delivery.recording import RecordingTarget, Sent
-from sentinel_hooks.delivery.target import DeliveryError, TransientDeliveryError
+from sentinel_hooks.delivery.targets.base import DeliveryError, TransientDeliveryError
+from sentinel_hooks.delivery.targets.recording import RecordingTarget, Sent
 from tests.delivery.conftest import message
 
 

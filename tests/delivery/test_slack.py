@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from sentinel_hooks.delivery.target import DeliveryError, TargetContext, create_target
+from sentinel_hooks.delivery.targets.base import DeliveryError, TargetContext, create_target
 from sentinel_hooks.net.client import SafeHttp
 from tests.delivery.conftest import SPECS, MakeTarget, message, new_http
 from tests.delivery.sinks import (

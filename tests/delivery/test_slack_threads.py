@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.delivery.slack import SlackTarget
-from sentinel_hooks.delivery.slack_threads import KeyedLocks, Thread, outcome_of, thread_key
-from sentinel_hooks.delivery.target import DeliveryError, Message, TargetContext, TransientDeliveryError
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message, TargetContext, TransientDeliveryError
+from sentinel_hooks.delivery.targets.slack import SlackTarget
+from sentinel_hooks.delivery.targets.slack_threads import KeyedLocks, Thread, outcome_of, thread_key
 from sentinel_hooks.store.shortcuts import get_checkpoint
 from sentinel_hooks.store.sqlite.store import SqliteStore
 from tests.contract.stores import Backend, durable_backend
@@ -228,7 +228,7 @@ async def test_a_failed_root_update_does_not_fail_the_message(
     """chat.update answering ok: false is logged; the reply is delivered, and its retry posts nothing."""
     slack_api.fail_updates = "cant_update_message"
     await send(ops, "fanout")
-    with caplog.at_level(logging.WARNING, logger="sentinel_hooks.delivery.slack"):
+    with caplog.at_level(logging.WARNING, logger="sentinel_hooks.delivery.targets.slack"):
         await send(ops, "notify")
     await send(ops, "notify")
     [root] = slack_api.roots()

@@ -8,7 +8,7 @@ import socket
 
 import pytest
 
-from sentinel_hooks.delivery.target import DeliveryError
+from sentinel_hooks.delivery.targets.base import DeliveryError
 from tests.delivery.conftest import MakeTarget, message
 from tests.delivery.sinks import Sink, json_reply, redirect_reply, text_reply
 

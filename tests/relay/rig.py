@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.intake import LoggingSink
-from sentinel_hooks.callbacks.tools import ToolBox
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
+from sentinel_hooks.callbacks.sessions.tools import ToolBox
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service

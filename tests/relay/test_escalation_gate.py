@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import DeliverySpec, ServiceConfig
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.recording import RecordingTarget
+from sentinel_hooks.delivery.targets.recording import RecordingTarget
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.escalation import Escalations
 from sentinel_hooks.store import Delivery, Store

@@ -8,7 +8,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.tools import Paused
+from sentinel_hooks.callbacks.sessions.tools import Paused
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract, utc_ms
 from tests.relay.rig import NOTIFY, kinds, started, toolbox

@@ -11,7 +11,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.relay.relay import escalation_key
 from sentinel_hooks.service import Service

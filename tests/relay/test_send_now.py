@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.service import Service
 from tests.contract.stores import get_delivery
 from tests.support import Sink

@@ -16,7 +16,7 @@ import pytest
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.alertmanager import alert_callback_id
 from sentinel_hooks.service import Service
-from sentinel_hooks.store.shortcuts import last_observation
+from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation
 from sentinel_hooks.watchers import writeback
 from tests.service.test_api import call
 from tests.support import Sink, wait_for
@@ -338,7 +338,7 @@ async def test_fire_once_stops_a_notification_after_its_first_fire(start: Start,
     service = await start(extra="fireOnce: true\n")
     answer = await push(service, alert("web-1"), alert("web-2"), alert("web-3"))
     assert (202, {"accepted": True, "fired": 1}) == answer
-    assert ["fireOnce"] == [(await service.store.get_watcher_state("am") or {}).get("disabledReason")]
+    assert ["fireOnce"] == [(await get_watcher_state(service.store, "am") or {}).get("disabledReason")]
     assert (409, "disabled") == await _status_code(service, alert("web-4"))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_hooks.service import Service
-from sentinel_hooks.store.shortcuts import get_envelope
+from sentinel_hooks.store.shortcuts import get_envelope, get_watcher_state
 from sentinel_hooks.watchers import writeback
 from tests.service.conftest import Starter
 from tests.support import wait_for
@@ -63,7 +63,7 @@ async def test_fire_once_disables_the_watcher(start_service: Starter) -> None:
     """fireOnce: the first fire disables the watcher durably."""
     service = await start_service(watchers={"w.yaml": webhook("w", "fireOnce: true\n")})
     assert [True] == await push(service, "w", {"v": 11})
-    state = await service.store.get_watcher_state("w")
+    state = await get_watcher_state(service.store, "w")
     assert state is not None
     assert (False, "fireOnce") == (state["enabled"], state["disabledReason"])
 

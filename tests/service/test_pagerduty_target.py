@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api

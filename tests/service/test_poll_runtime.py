@@ -13,6 +13,7 @@ from aiohttp import web
 
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.shortcuts import get_watcher_state
 from sentinel_hooks.watchers.runner import STATE_FLUSH_S
 from sentinel_hooks.watchers.schedule import phase
 from tests.service.conftest import SERVICE_CONFIG, Starter
@@ -142,14 +143,14 @@ async def test_failures_warn_and_are_written_on_transitions_only(
     await wait_for(lambda: runner.state.consecutive_failures >= 4, what="four failed polls")
     assert 1 == len(warnings())
     assert "HTTP 500" in warnings()[0]
-    stored = await service.store.get_watcher_state("probe")
+    stored = await get_watcher_state(service.store, "probe")
     assert stored is not None
     assert 1 <= stored["consecutiveFailures"] < runner.state.consecutive_failures
 
     failing = False
 
     async def recovery_stored() -> object:
-        stored = await service.store.get_watcher_state("probe")
+        stored = await get_watcher_state(service.store, "probe")
         return stored is not None and (0, None) == (stored["consecutiveFailures"], stored["lastError"])
 
     # written at the transition, well before the periodic flush (STATE_FLUSH_S) would
@@ -165,7 +166,7 @@ async def test_failures_warn_and_are_written_on_transitions_only(
     await wait_for(lambda: runner.state.consecutive_failures >= 2, what="a second streak")
     assert 2 == len(warnings())
     await runner.stop()
-    stored = await service.store.get_watcher_state("probe")
+    stored = await get_watcher_state(service.store, "probe")
     assert stored is not None
     assert runner.state.consecutive_failures == stored["consecutiveFailures"]
 

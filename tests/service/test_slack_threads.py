@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sentinel_hooks.callbacks.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from tests.delivery.slack_api import Posted, SlackApi, slack_api

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_hooks.errors import StoreUnavailable
-from sentinel_hooks.store import SharedRedis, open_store
+from sentinel_hooks.store import SharedState, open_store
 from sentinel_hooks.store.backends import LOADERS
 from sentinel_hooks.store.redis import RedisStore
 from sentinel_hooks.store.sqlite import SqliteStore
@@ -60,7 +60,7 @@ def test_a_redis_store_shares_its_server_and_prefix(tmp_path: Path) -> None:
     """Replicas coordinate where a Redis store keeps its keys; a SQLite store shares nothing."""
     shared = open_store("redis://:pw@127.0.0.1/3", base_dir=tmp_path, key_prefix="blue:").shared
     alone = open_store("sqlite:///state.db", base_dir=tmp_path).shared
-    assert (SharedRedis("redis://:pw@127.0.0.1/3", "blue:"), None) == (shared, alone)
+    assert (SharedState("redis://:pw@127.0.0.1/3", "blue:"), None) == (shared, alone)
 
 
 @pytest.mark.parametrize("url", ["redis://127.0.0.1/0", "rediss://cache.example:6380/1"])

@@ -16,7 +16,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_hooks.callbacks.intake import CallbackIntake, LoggingSink
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake, LoggingSink
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig

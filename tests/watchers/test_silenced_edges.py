@@ -17,8 +17,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sentinel_hooks.callbacks.intake import CallbackIntake
-from sentinel_hooks.callbacks.silences import Silences
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake
+from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.loader import LoadedConfig, load_config
 from sentinel_hooks.core.envelope import Envelope

@@ -12,7 +12,7 @@ import pytest
 
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import Observation
-from sentinel_hooks.store.shortcuts import last_observation
+from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation
 from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY
 from sentinel_hooks.watchers.writeback import WatcherWrites
@@ -53,7 +53,7 @@ async def test_a_write_is_stored_when_it_returns(store: CountingStore) -> None:
     await writes.observation("w", Observation(at=AT, value=1))
     assert 1 == (await last_observation(store, "w")).value  # type: ignore[union-attr]
     await writes.state("w", {"fires": 3})
-    assert {"fires": 3} == await store.get_watcher_state("w")
+    assert {"fires": 3} == await get_watcher_state(store, "w")
 
 
 async def test_writes_made_together_go_in_one_batch(store: CountingStore) -> None:
@@ -67,7 +67,7 @@ async def test_writes_made_together_go_in_one_batch(store: CountingStore) -> Non
     assert 205 == sum(store.batches) + 4  # the five states of "s" are one write
     assert len(store.batches) <= 2
     assert 10 == len(await store.observations("w3"))
-    assert {"n": 4} == await store.get_watcher_state("s")
+    assert {"n": 4} == await get_watcher_state(store, "s")
 
 
 async def test_a_store_error_reaches_every_writer_of_the_batch(store: CountingStore) -> None:
@@ -92,7 +92,7 @@ async def test_drain_sends_what_is_pending(store: CountingStore) -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     await writes.drain()
-    assert {"fires": 1} == await store.get_watcher_state("w")
+    assert {"fires": 1} == await get_watcher_state(store, "w")
 
 
 async def test_a_prompt_write_waits_for_no_window(store: CountingStore) -> None:
@@ -107,7 +107,7 @@ async def test_a_prompt_write_waits_for_no_window(store: CountingStore) -> None:
             await writes.state("push", {"n": i}, prompt=True)
         await gathering
     assert [1, 0] == [o.value for o in await store.observations("poll")]  # newest first
-    assert {"n": 4} == await store.get_watcher_state("push")
+    assert {"n": 4} == await get_watcher_state(store, "push")
 
 
 async def test_a_poll_write_under_load_still_gathers(store: CountingStore) -> None:

@@ -1,7 +1,7 @@
 """Cluster mode for one replica: membership, leases and the keeper, behind one small object.
 
-``ClusterOwnership`` is what ``WatcherManager`` is given when the store is Redis (see its
-``Ownership`` protocol): the manager tracks polled and subscribed watchers here and starts a
+``ClusterOwnership`` is what ``WatcherManager`` is given when replicas share the store's state
+(see its ``Ownership`` protocol): the manager tracks polled and subscribed watchers here and starts a
 runner only while this replica holds the watcher's lease; runners fence each observation with
 ``holds``. Start it after the manager has tracked its watchers, stop it before the manager.
 API changes made on a replica that does not hold a watcher's lease reach the holder through
@@ -20,14 +20,17 @@ from sentinel_hooks.cluster.keeper import Acquired, LeaseKeeper, Lost
 from sentinel_hooks.cluster.leases import Leases
 from sentinel_hooks.cluster.membership import Membership
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.base import SharedState
 
 log = logging.getLogger(__name__)
 
 
 class ClusterOwnership:
-    """Which polled/subscribed watchers this replica runs, among all replicas on ``redis_url``."""
+    """Which polled/subscribed watchers this replica runs, among all replicas sharing ``shared``
+    (the store's ``SharedState``: a Redis server, whose clients are ``cluster.connection``'s)."""
 
-    def __init__(self, redis_url: str, *, key_prefix: str = "sentinel:", lease_ms: int, clock: Clock) -> None:
+    def __init__(self, shared: SharedState, *, lease_ms: int, clock: Clock) -> None:
+        redis_url, key_prefix = shared.url, shared.key_prefix
         self.membership = Membership(redis_url, key_prefix=key_prefix, lease_ms=lease_ms, clock=clock)
         self.replica_id = self.membership.replica_id
         self.leases = Leases(redis_url, key_prefix=key_prefix, replica_id=self.replica_id, lease_ms=lease_ms)

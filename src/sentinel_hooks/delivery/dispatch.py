@@ -32,11 +32,11 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.delivery.outcomes import OutcomeWriter
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TransientDeliveryError
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TransientDeliveryError
 from sentinel_hooks.errors import StoreError, TransientError
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import OutboxStore
 from sentinel_hooks.store.records import (
     Delivery,
     DeliveryKind,
@@ -91,7 +91,7 @@ class Dispatcher:
     def __init__(
         self,
         *,
-        store: Store,
+        store: OutboxStore,
         clock: Clock,
         targets: dict[str, Target],
         spec: DeliverySpec,

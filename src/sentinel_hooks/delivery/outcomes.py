@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import OutboxStore
 from sentinel_hooks.store.records import DeliveryOutcome, Recorded, check_outcome
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ class OutcomeWriter:
 
     def __init__(
         self,
-        store: Store,
+        store: OutboxStore,
         *,
         max_batch: int = MAX_BATCH,
         on_moved: Callable[[Recorded], None] | None = None,

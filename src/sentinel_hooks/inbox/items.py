@@ -43,7 +43,7 @@ from sentinel_hooks.inbox.transitions import (
     kind_refusal,
     status_refusal,
 )
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import InboxStore
 from sentinel_hooks.store.records import (
     Delivery,
     InboxHistoryEntry,
@@ -67,7 +67,7 @@ class Inbox:
 
     def __init__(
         self,
-        store: Store,
+        store: InboxStore,
         clock: Clock,
         *,
         plan: ItemPlan | None = None,

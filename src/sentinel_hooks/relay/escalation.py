@@ -30,18 +30,18 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.escalation import EscalationPolicySpec, EscalationStep
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.inbox.severity import message_priority
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.relay import delivery_targets
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore, InboxStore, OutboxStore
 from sentinel_hooks.store.records import (
     Delivery,
     InboxItem,
@@ -165,13 +165,18 @@ def _policy_of(delivery: Delivery) -> str | None:
     return policy if isinstance(policy, str) else None
 
 
+class EscalationRoles(ContractStore, InboxStore, OutboxStore, Protocol):
+    """The store roles escalations call: the item's callback and envelope, the item a step
+    belongs to, and the outbox that takes the next step."""
+
+
 class Escalations:
     """Plans, gates and counts the steps of inbox items' chains for one service."""
 
     def __init__(
         self,
         *,
-        store: Store,
+        store: EscalationRoles,
         clock: Clock,
         service: ServiceConfig,
         watcher: Callable[[str], AnyWatcher | None],

@@ -13,7 +13,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.relay.fallback import Fanout
 from sentinel_hooks.relay.relay import Relay, delivery_targets
 from sentinel_hooks.store.records import Contract, Delivery

@@ -30,17 +30,17 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
-from sentinel_hooks.delivery.target import Message, details_payload
+from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, OutboxStore, TransitionStore
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -88,12 +88,17 @@ class NotifyOutcome:
     failed: list[str] = field(default_factory=list)
 
 
+class RelayRoles(TransitionStore, ContractStore, CheckpointStore, OutboxStore, Protocol):
+    """The store roles the relay calls: the contracts' moves, a callback's contract and envelope,
+    its escalation note (for the fallback), and what became of a notify's deliveries."""
+
+
 class Relay:
     """Owns the contracts' transitions; settles overdue ones with the fallback (mode concise) or
     ``expired`` (mode none)."""
 
     def __init__(
-        self, *, store: Store, clock: Clock, dispatcher: Dispatcher, events: Events | None = None
+        self, *, store: RelayRoles, clock: Clock, dispatcher: Dispatcher, events: Events | None = None
     ) -> None:
         self._events = events
         self._store = store

@@ -9,7 +9,7 @@ their own packages, ``store.sqlite`` and ``store.redis``, imported only when a U
 from __future__ import annotations
 
 from sentinel_hooks.store.backends import open_store
-from sentinel_hooks.store.base import InvalidCursor, SharedRedis, Store
+from sentinel_hooks.store.base import InvalidCursor, SharedState, Store
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -46,7 +46,7 @@ __all__ = [
     "Page",
     "SettledState",
     "Settlement",
-    "SharedRedis",
+    "SharedState",
     "Store",
     "TranscriptEntry",
     "Trigger",

@@ -6,6 +6,13 @@ clock (every instant is passed in). Two implementations share one contract test 
 (replicas). The contract is one method per step a caller takes; where a caller wants a single
 record of a batch step, ``store.shortcuts`` spells it once for every backend.
 
+It is cut by who calls it: role Protocols of at most eight members each, what one kind of
+consumer calls (docs/architecture.md, "The Store's roles"), and ``Store``, their union, which
+every backend implements. A consumer is typed on the roles it calls, never on ``Store`` (only the
+composition root names it: ``service``, ``store.backends``, the contract suite), so a fake or a
+new backend for one consumer implements only those; a consumer of several roles names a Protocol
+of its own that inherits them and adds nothing. tests/test_store_roles.py pins each role's members.
+
 Guarantees every implementation gives:
 
 * Each method is atomic: concurrent callers (tasks, other processes on the same SQLite file,
@@ -57,9 +64,14 @@ class InvalidCursor(StoreError, ValueError):
 
 
 @dataclass(frozen=True)
-class SharedRedis:
-    """The Redis server (``url``) and key prefix of a store whose state replicas share: where the
-    cluster keeps its leases, membership and session queues beside the store's keys."""
+class SharedState:
+    """Where the replicas sharing a store's state meet (``LifecycleStore.shared``): the server at
+    ``url``, whose scheme names its kind, and the ``key_prefix`` the deployment's keys go under.
+
+    The store offers it and says nothing more of it: ``cluster/`` keeps its leases, membership
+    and watcher changes there, and the hook-session queue its stream, each through an
+    implementation of its own for that kind of server (Redis: ``cluster.connection``).
+    """
 
     url: str
     key_prefix: str
@@ -67,10 +79,10 @@ class SharedRedis:
 
 @dataclass(frozen=True)
 class TranscriptTail:
-    """Transcript entries ``Store.read_callback`` reads with the rest: those of ``session_key``
+    """Transcript entries ``SessionStore.read_callback`` reads with the rest: those of ``session_key``
     after the seq that checkpoint ``checkpoint_key`` holds under ``field`` (a plain member
     name; 0 when the checkpoint or an integer there is missing). A reader that keeps its place
-    in a checkpoint (a session's memory, ``callbacks.memory``) needs no second round trip."""
+    in a checkpoint (a session's memory, ``callbacks.sessions.memory``) needs no second round trip."""
 
     session_key: str
     checkpoint_key: str
@@ -83,7 +95,7 @@ class TranscriptTail:
 
 @dataclass(frozen=True)
 class CallbackView:
-    """``Store.read_callback``'s answer: what a hook session starts from. ``transcript`` is
+    """``SessionStore.read_callback``'s answer: what a hook session starts from. ``transcript`` is
     None when no ``TranscriptTail`` was asked for, ``envelope`` when it was not asked for."""
 
     contract: Contract | None
@@ -92,16 +104,14 @@ class CallbackView:
     transcript: list[TranscriptEntry] | None = None
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Durable state of a Sentinel deployment. See the module docstring for shared guarantees."""
+class LifecycleStore(Protocol):
+    """Opening, closing and checking the store, and where replicas sharing it meet: what the
+    service calls around everything else (``store.health`` asks ``ping``)."""
 
     @property
-    def shared(self) -> SharedRedis | None:
-        """Where replicas sharing this store's state coordinate; None when no other process can
-        share it (then this process is the only replica)."""
-
-    # -- lifecycle ---------------------------------------------------------------------------
+    def shared(self) -> SharedState | None:
+        """Where replicas sharing this store's state meet; None when no other process can share
+        it (then this process is the only replica)."""
 
     async def open(self) -> None:
         """Connect (or create the file and schema); ``StoreUnavailable`` names what failed."""
@@ -116,10 +126,12 @@ class Store(Protocol):
         no longer write (a full disk, a read-only file, a Redis over its memory limit) fails it.
         """
 
-    # -- watchers: runtime state (opaque JSON, one writer per watcher: its runner) and history --
 
-    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
-        """The last state put for ``watcher_id``, or None."""
+class WatcherStore(Protocol):
+    """Watchers' runtime state (opaque JSON, one writer per watcher: its runner) and their
+    observation history: the manager, runners, firing pipeline and write-back, and the hook
+    session's observations tool. Single-record forms are ``store.shortcuts``'
+    (``get_watcher_state``, ``put_watcher_state``, ``last_observation``)."""
 
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """Every state whose key starts with ``prefix`` (every watcher's, by default), by key:
@@ -156,7 +168,11 @@ class Store(Protocol):
         hold up to ``keep + 31`` rows between trims, which no read returns.
         """
 
-    # -- response contracts --------------------------------------------------------------------
+
+class ContractStore(Protocol):
+    """A callback's record as the intake stores it, its contract and envelope, read back by
+    whatever handles the callback: hook sessions and their queues, the relay, escalations, alert
+    streams, the API (``get_envelope``: ``store.shortcuts``)."""
 
     async def accept_contract(
         self,
@@ -208,6 +224,11 @@ class Store(Protocol):
         Raises ``InvalidCursor`` for a cursor this store did not issue.
         """
 
+
+class TransitionStore(Protocol):
+    """The contract's moves after intake, each one atomic step under the rules of
+    ``store.contract_states``: the relay's deadlines, notifies and approval pauses."""
+
     async def claim_due(
         self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
     ) -> list[tuple[Contract, Envelope | None]]:
@@ -255,7 +276,10 @@ class Store(Protocol):
         the callback is still pending (``contract_states.after_approval_decided``). Other
         states are left alone. None for an unknown id."""
 
-    # -- hook sessions -------------------------------------------------------------------------
+
+class SessionStore(Protocol):
+    """A hook session's transcript (one per session key, shared by the key's callbacks) and the
+    one read a session starts from."""
 
     async def append_transcript(
         self,
@@ -281,12 +305,6 @@ class Store(Protocol):
     ) -> list[TranscriptEntry]:
         """Entries with ``seq > after_seq`` in ``seq`` order, at most ``limit`` (None: all)."""
 
-    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
-        """Replace the session's checkpoint (what a restarted session resumes from)."""
-
-    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The checkpoints that exist, by session key (keys without one are left out)."""
-
     async def read_callback(
         self,
         callback_id: str,
@@ -302,7 +320,22 @@ class Store(Protocol):
         in one). With ``envelope=False`` the envelope is neither read nor decoded (the view's is
         None): the caller holds it already (handed over in memory by the intake)."""
 
-    # -- inbox ---------------------------------------------------------------------------------
+
+class CheckpointStore(Protocol):
+    """Small JSON documents by key, each replaced whole: a hook session's progress and memory,
+    and what other stages keep per callback (escalation notes, approvals' progress, Slack threads)
+    (``get_checkpoint``: ``store.shortcuts``)."""
+
+    async def put_checkpoint(self, session_key: str, data: dict[str, Any]) -> None:
+        """Replace the session's checkpoint (what a restarted session resumes from)."""
+
+    async def get_checkpoints(self, session_keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The checkpoints that exist, by session key (keys without one are left out)."""
+
+
+class InboxStore(Protocol):
+    """The operator inbox's items and their audit trail (``inbox.items``; alert streams,
+    approvals, escalations and the API read it)."""
 
     async def create_inbox_item(self, item: InboxItem, deliveries: Sequence[Delivery] = ()) -> bool:
         """Store ``item`` with a first history entry (from None to ``item.status`` by
@@ -347,7 +380,10 @@ class Store(Protocol):
     async def inbox_history(self, item_id: str) -> list[InboxHistoryEntry]:
         """Every status change of the item, oldest first ([] for an unknown id)."""
 
-    # -- outbox --------------------------------------------------------------------------------
+
+class OutboxStore(Protocol):
+    """The outbox of deliveries (``delivery.dispatch``; the relay and escalations enqueue and
+    read it)."""
 
     async def enqueue_delivery(self, delivery: Delivery) -> bool:
         """Add a delivery; False (nothing written) when its key exists (idempotent by key)."""
@@ -379,7 +415,9 @@ class Store(Protocol):
         record. Raises ``ValueError``, writing nothing, for an outcome ``check_outcome`` refuses.
         """
 
-    # -- silences (SPEC §14) --------------------------------------------------------------------
+
+class SilenceStore(Protocol):
+    """Silences (SPEC §14), put, read and listed by ``callbacks.silences``."""
 
     async def put_silence(self, silence: Silence) -> None:
         """Store ``silence`` whole, replacing the one with its id (expiring a silence is putting it
@@ -399,7 +437,9 @@ class Store(Protocol):
         """Silences newest first (``created_at`` desc, then ``id`` desc), only those whose state at
         ``now`` is ``state`` (``Silence.state_at``; None: any); cursors as in ``list_contracts``."""
 
-    # -- retention ------------------------------------------------------------------------------
+
+class RetentionStore(Protocol):
+    """Deleting what the retention settings let go (``retention``)."""
 
     async def prune(self, before: PruneBefore, *, limit: int = 500) -> Pruned:
         """Delete what ``before`` lets go (the rules are ``store.pruning``'s), in bounded steps.
@@ -410,3 +450,21 @@ class Store(Protocol):
         ``more`` says a kind had more to delete. Racing callers (replicas) delete each record
         once: a record already gone is skipped. Raises ``ValueError`` for a ``limit`` below 1.
         """
+
+
+@runtime_checkable
+class Store(
+    LifecycleStore,
+    WatcherStore,
+    ContractStore,
+    TransitionStore,
+    SessionStore,
+    CheckpointStore,
+    InboxStore,
+    OutboxStore,
+    SilenceStore,
+    RetentionStore,
+    Protocol,
+):
+    """Durable state of a Sentinel deployment: every role, which each backend implements. See the
+    module docstring for the guarantees they share; outside the composition root, name a role."""

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import LifecycleStore
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +28,7 @@ FRESH_S = 2.0
 class WriteCheck:
     """``check()`` raises the store's error when it does not take a write (``Store.ping``)."""
 
-    def __init__(self, store: Store, *, fresh_s: float = FRESH_S) -> None:
+    def __init__(self, store: LifecycleStore, *, fresh_s: float = FRESH_S) -> None:
         self._store = store
         self._fresh_s = fresh_s
         self._ok_at: float | None = None  # loop time of the last successful write

@@ -45,7 +45,7 @@ from sentinel_hooks.core.conditions import holds
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore, InboxStore
 from sentinel_hooks.store.records import Contract, InboxItem, InboxStatus
 from sentinel_hooks.watchers.lifecycle import resolved_message
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome, ResolvedHook
@@ -75,7 +75,7 @@ async def _no_items(callback_id: str) -> list[InboxItem]:
 class InboxCloser:
     """Resolves the open (or acknowledged) escalation items of a callback, as the source."""
 
-    def __init__(self, inbox: Inbox, store: Store) -> None:
+    def __init__(self, inbox: Inbox, store: InboxStore) -> None:
         self._inbox = inbox
         self._store = store
 
@@ -111,7 +111,7 @@ class AlertStreams:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ContractStore,
         pipeline: FiringPipeline,
         on_resolved: ResolvedHook | None = None,
         resolve_items: ItemsResolver | None = None,

@@ -11,8 +11,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
-from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
@@ -21,6 +19,8 @@ from sentinel_hooks.core.conditions import Evaluation, evaluate
 from sentinel_hooks.core.envelope import TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
+from sentinel_hooks.watchers.builder import Firing, build_envelope, render_variables
+from sentinel_hooks.watchers.goalfile import GoalFileError, read_goal_file
 from sentinel_hooks.watchers.lifecycle import FiringState, step
 
 

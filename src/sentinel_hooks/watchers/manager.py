@@ -43,7 +43,7 @@ from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound
-from sentinel_hooks.store.shortcuts import put_watcher_state
+from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
@@ -182,7 +182,7 @@ class WatcherManager:
     async def _add(self, loaded: LoadedWatcher) -> None:
         """Create the runner of a new or changed watcher from its stored state and start it
         (unless another replica holds its lease)."""
-        runner = self._build(loaded, await self._deps.store.get_watcher_state(loaded.spec.id))
+        runner = self._build(loaded, await get_watcher_state(self._deps.store, loaded.spec.id))
         if self._may_run(runner):
             await runner.start()
 
@@ -349,7 +349,7 @@ class WatcherManager:
         """Cluster mode, lease not held here: load the stored state to change (True), as ours is stale."""
         if self._ownership is None or not runner.needs_lease or runner.fence is not None:
             return False
-        runner.state = WatcherState.from_json(await self._deps.store.get_watcher_state(runner.id))
+        runner.state = WatcherState.from_json(await get_watcher_state(self._deps.store, runner.id))
         return True
 
     async def changed_elsewhere(self, watcher_id: str, change: dict[str, Any]) -> None:

@@ -30,9 +30,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sentinel_hooks.callbacks.builder import Firing, build_envelope, render_variables
-from sentinel_hooks.callbacks.goalfile import GoalFileError, read_goal_file
-from sentinel_hooks.callbacks.intake import CallbackIntake
+from sentinel_hooks.callbacks.intake.intake import CallbackIntake
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
@@ -43,10 +41,12 @@ from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fanout_text
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import WatcherStore
 from sentinel_hooks.store.records import Contract, Observation
 from sentinel_hooks.store.shortcuts import last_observation
+from sentinel_hooks.watchers.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
+from sentinel_hooks.watchers.goalfile import GoalFileError, read_goal_file
 from sentinel_hooks.watchers.lifecycle import Decision, resolved_message, step
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure
@@ -122,7 +122,7 @@ class FiringPipeline:
     def __init__(
         self,
         *,
-        store: Store,
+        store: WatcherStore,
         clock: Clock,
         service: ServiceConfig,
         intake: CallbackIntake,

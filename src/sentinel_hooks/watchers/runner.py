@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from apscheduler.job import Job
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -49,7 +49,7 @@ from sentinel_hooks.core.retry import Backoff, retry_after_of, retrying
 from sentinel_hooks.errors import SentinelError, StoreError, TransientError
 from sentinel_hooks.metrics import Metrics, WatcherSeries
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore, WatcherStore
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
@@ -84,11 +84,16 @@ class _Stopping(Exception):
     """Raised inside a backoff sleep when the runner is being stopped."""
 
 
+class RunnerRoles(WatcherStore, ContractStore, Protocol):
+    """The store roles runners and their manager call: watchers' state and history, and the
+    callbacks an alert stream looks up (``AlertStreams``, when the service gave none)."""
+
+
 @dataclass(frozen=True)
 class RunnerDeps:
     """What every runner shares with the others."""
 
-    store: Store
+    store: RunnerRoles
     clock: Clock
     pipeline: FiringPipeline
     context: StrategyContext

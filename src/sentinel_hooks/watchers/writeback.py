@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import WatcherStore
 from sentinel_hooks.store.records import Observation
 
 BUSY_WINDOW_S = 0.025  # under load, a batch gathers this long before it goes out
@@ -39,7 +39,7 @@ class WatcherWrites:
     soon as the batch in flight is stored.
     """
 
-    def __init__(self, store: Store, *, keep: int, window_s: float | None = None) -> None:
+    def __init__(self, store: WatcherStore, *, keep: int, window_s: float | None = None) -> None:
         """``window_s``: how long a batch gathers under load (default ``BUSY_WINDOW_S``)."""
         self._store = store
         self._keep = keep

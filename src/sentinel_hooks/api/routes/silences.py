@@ -1,7 +1,7 @@
 """Silence routes (SPEC.md §14): list, show, create, expire; and ``GET /api/v1/status``.
 
 A silence made here applies to this replica's next fire at once and to other replicas' within a
-second (``callbacks.silences``). ``createdBy`` is the body's ``createdBy`` (as Alertmanager's clients
+second (``callbacks.intake.silences``). ``createdBy`` is the body's ``createdBy`` (as Alertmanager's clients
 send it), else the ``X-Sentinel-Actor`` header, else ``api`` (``/mcp``: ``mcp``).
 Every bad body is a 400 naming the key: an unknown matcher path or operator, a time that is not
 ISO 8601 with a timezone, both or neither of ``endsAt`` and ``durationMs``, an end in the past.

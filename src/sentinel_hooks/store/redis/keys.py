@@ -37,7 +37,7 @@ watcher-changes                     pubsub  API changes to a watcher, for its le
 ==================================  ======  ==============================================
 
 The cluster keys (``replicas``, ``lease*``: cluster/membership.py, cluster/leases.py; ``session*``:
-callbacks/session_stream.py; ``watcher-changes``: cluster/changes.py) exist only when replicas run on Redis
+callbacks/queues/stream.py; ``watcher-changes``: cluster/changes.py) exist only when replicas run on Redis
 (docs/scaling.md).
 """
 

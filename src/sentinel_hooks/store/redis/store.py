@@ -20,7 +20,7 @@ from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
 from sentinel_hooks.store.paging import (
     check_positive,
     decode_cursor,
@@ -85,9 +85,9 @@ class RedisStore:
         return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
 
     @property
-    def shared(self) -> SharedRedis:
+    def shared(self) -> SharedState:
         """This server and prefix: every replica on them shares this state (``Store.shared``)."""
-        return SharedRedis(self.url, self.keys.prefix)
+        return SharedState(self.url, self.keys.prefix)
 
     async def open(self) -> None:
         """Connect, check the server answers, register the scripts."""
@@ -103,12 +103,6 @@ class RedisStore:
             await self._db.client.incr(self.keys.health)
 
     # -- watchers: runtime state and history -------------------------------------------------
-
-    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
-        """See ``Store.get_watcher_state``."""
-        async with self._db.translated("get watcher state"):
-            text = await self._db.client.hget(self.keys.watcher_states, watcher_id)
-        return None if text is None else codec.loads_dict(as_text(text), what="watcher state")
 
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states`` (HGETALL; with a prefix, HSCAN matching it, so only

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedRedis, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
@@ -75,7 +75,7 @@ class SqliteStore:
         return f"SqliteStore({str(self.path)!r})"
 
     @property
-    def shared(self) -> SharedRedis | None:
+    def shared(self) -> SharedState | None:
         """None: one process owns the file (``Store.shared``)."""
         return None
 
@@ -108,10 +108,6 @@ class SqliteStore:
         rows = await self._db.read(what, lambda c: c.execute(sql, args).fetchall())
         return [codec.load_record(model, row[0]) for row in rows]
 
-    async def _dict(self, what: str, sql: str, *args: Any) -> dict[str, Any] | None:
-        text = await self._one(what, sql, *args)
-        return None if text is None else codec.loads_dict(text, what=what)
-
     async def _page(
         self,
         table: str,
@@ -128,11 +124,6 @@ class SqliteStore:
         return to_page(rows, limit, lambda doc: codec.load_record(model, doc))
 
     # -- watchers: runtime state and history -------------------------------------------------
-
-    async def get_watcher_state(self, watcher_id: str) -> dict[str, Any] | None:
-        """See ``Store.get_watcher_state``."""
-        sql = "SELECT state FROM watcher_states WHERE watcher_id = ?"
-        return await self._dict("watcher state", sql, watcher_id)
 
     async def list_watcher_states(self, prefix: str = "") -> dict[str, dict[str, Any]]:
         """See ``Store.list_watcher_states`` (a prefix compared as text: no LIKE wildcards to escape)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from sentinel_hooks.delivery.target import DeliveryError, Message
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.silences import Matcher, MatchMode, fire_facts, matches
 from sentinel_hooks.errors import NotFound, StoreError
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import SilenceStore
 from sentinel_hooks.store.records import Page, utc_ms
 from sentinel_hooks.store.silences import Silence, SilenceState
 
@@ -126,7 +126,7 @@ class Silences:
 
     def __init__(
         self,
-        store: Store,
+        store: SilenceStore,
         clock: Clock,
         windows: Sequence[MaintenanceWindow] = (),
         *,

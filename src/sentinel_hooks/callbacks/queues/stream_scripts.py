@@ -1,4 +1,4 @@
-"""The Lua scripts behind the Redis session queue (``session_stream.py``), one per atomic step.
+"""The Lua scripts behind the Redis session queue (``stream.py``), one per atomic step.
 
 Keys (under the store's prefix; listed in ``store/redis/keys.py``):
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 
 SECTION_CHARS = 3000  # Slack's limit for a section block's text
 CONTEXT_CHARS = 200

@@ -8,7 +8,7 @@ redirects).
 
 A new target type is a module exposing ``create(name, spec, context)`` (a ``TargetFactory``),
 an entry in ``MODULES`` and a ``type`` in ``config/targets.py``; tests/contract/test_targets.py
-then runs the contract against it. ``RecordingTarget`` (``delivery/recording.py``) is the fake
+then runs the contract against it. ``RecordingTarget`` (``delivery/targets/recording.py``) is the fake
 that ships for tests.
 """
 
@@ -28,7 +28,7 @@ from sentinel_hooks.errors import SentinelError, TransientError
 if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
     from sentinel_hooks.net.client import SafeHttp
-    from sentinel_hooks.store.base import Store
+    from sentinel_hooks.store.base import CheckpointStore
 
 
 DETAILS_CHARS = 2000  # the most of an observed payload a message carries (``details_payload``)
@@ -136,7 +136,7 @@ class TargetContext:
     clock: Clock
     base_dir: Path
     console: TextIO | None = None  # None: the service's standard output
-    store: Store | None = (
+    store: CheckpointStore | None = (
         None  # where a target keeps what must outlive a process (Slack threads); None: nowhere
     )
 
@@ -146,12 +146,12 @@ class TargetFactory(Protocol):
 
 
 MODULES: dict[str, str] = {
-    "slack": "sentinel_hooks.delivery.slack",
-    "webhook": "sentinel_hooks.delivery.webhook",
-    "console": "sentinel_hooks.delivery.console",
-    "file": "sentinel_hooks.delivery.file",
-    "pagerduty": "sentinel_hooks.delivery.pagerduty",
-    "apprise": "sentinel_hooks.delivery.apprise",
+    "slack": "sentinel_hooks.delivery.targets.slack",
+    "webhook": "sentinel_hooks.delivery.targets.webhook",
+    "console": "sentinel_hooks.delivery.targets.console",
+    "file": "sentinel_hooks.delivery.targets.file",
+    "pagerduty": "sentinel_hooks.delivery.targets.pagerduty",
+    "apprise": "sentinel_hooks.delivery.targets.apprise",
 }
 
 

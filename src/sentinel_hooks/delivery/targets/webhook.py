@@ -19,7 +19,7 @@ from yarl import URL
 
 from sentinel_hooks import __version__
 from sentinel_hooks.config.targets import TargetSpec, WebhookTargetSpec
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Message,
     Target,

@@ -17,17 +17,17 @@ from typing import Annotated, Any, Literal, Protocol, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import PolicyDecision
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import PolicyDecision
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.delivery.target import Message, details_payload
+from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay, escalation_key
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, WatcherStore
 from sentinel_hooks.store.records import Contract, Severity, notify_kind
 
 CONTROL_TOKENS = ("NO_REPLY", "HEARTBEAT_OK", "ANNOUNCE_SKIP", "REPLY_SKIP")
@@ -237,6 +237,10 @@ def notifies_in(messages: list[dict[str, Any]]) -> int:
     return count
 
 
+class ToolRoles(WatcherStore, CheckpointStore, Protocol):
+    """The store roles the tools call: a watcher's observations, and the escalation note."""
+
+
 @dataclass
 class ToolBox:
     """The tools of one callback. ``notified`` counts the notifies handed to delivery so far
@@ -244,7 +248,7 @@ class ToolBox:
 
     envelope: Envelope
     contract: Contract
-    store: Store
+    store: ToolRoles
     relay: Relay
     inbox: Inbox
     clock: Clock

@@ -30,11 +30,11 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sentinel_hooks.delivery.target import Message
+from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
-    from sentinel_hooks.store.base import Store
+    from sentinel_hooks.store.base import CheckpointStore
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class KeyedLocks:
 class ThreadBook:
     """One target's threads: kept in the store, posted to one callback at a time in this process."""
 
-    def __init__(self, target: str, store: Store) -> None:
+    def __init__(self, target: str, store: CheckpointStore) -> None:
         self._target = target
         self._store = store
         self.locks = KeyedLocks()

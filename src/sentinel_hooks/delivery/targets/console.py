@@ -12,7 +12,7 @@ import sys
 from typing import TextIO
 
 from sentinel_hooks.config.targets import ConsoleTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TargetContext
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TargetContext
 
 CONTINUATION_INDENT = "    "
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

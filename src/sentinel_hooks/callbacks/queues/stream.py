@@ -4,7 +4,7 @@ With a Redis store, accepted callbacks do not wait in one process's memory (``Lo
 but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "Hook sessions"):
 
 * **enqueue** appends the callback id to the key's list and, when the list was empty, adds a
-  "key has work" entry to the ``session-work`` stream, in one Lua call (``session_scripts.py``
+  "key has work" entry to the ``session-work`` stream, in one Lua call (``stream_scripts.py``
   describes the keys and why a busy key needs no new entry);
 * each replica reads the stream in the consumer group ``sessions`` as consumer ``<replica id>``,
   one entry per free slot (``hookConcurrency`` slots per replica);
@@ -42,16 +42,15 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.session import FINAL, open_contracts, progress_key
-from sentinel_hooks.callbacks.session_queue import QueueContext, Runs, run_counted
-from sentinel_hooks.callbacks.session_scripts import SOURCES
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
+from sentinel_hooks.callbacks.queues.stream_scripts import SOURCES
+from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.redis.keys import RedisKeys
 from sentinel_hooks.store.shortcuts import get_checkpoint
@@ -85,7 +84,7 @@ class StreamSessionQueue:
         self,
         runner: Runs,
         *,
-        store: Store,
+        store: QueueRoles,
         clock: Clock,
         settings: StreamSettings,
         concurrency: int,

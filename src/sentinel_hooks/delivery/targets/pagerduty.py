@@ -27,8 +27,8 @@ from typing import Any
 from sentinel_hooks import __version__
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import PagerDutyTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import DeliveryError, Message, Target, TargetContext, delivery_error
-from sentinel_hooks.delivery.webhook import shown_url, status_failure
+from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TargetContext, delivery_error
+from sentinel_hooks.delivery.targets.webhook import shown_url, status_failure
 from sentinel_hooks.net.errors import HttpStatusError, NetError
 from sentinel_hooks.net.response import raise_for_status
 

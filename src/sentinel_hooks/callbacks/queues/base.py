@@ -3,9 +3,9 @@
 A queue takes accepted callbacks (it is the intake's ``CallbackSink``) and runs each one's
 session through a ``Runs`` (the ``SessionRunner``). Two implementations:
 
-- ``local`` (``session_local.LocalSessionQueue``): in this process's memory; the default, and
+- ``local`` (``local.LocalSessionQueue``): in this process's memory; the default, and
   what tests use when one process is enough.
-- ``redis-stream`` (``session_stream.StreamSessionQueue``): in Redis, shared by every replica on
+- ``redis-stream`` (``stream.StreamSessionQueue``): in Redis, shared by every replica on
   one Redis store, so any replica runs any session (docs/scaling.md).
 
 Every queue keeps the contract of ``SessionQueue``; tests/contract/test_session_queues.py runs it
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Protocol
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +74,16 @@ class SessionQueue(Protocol):
     async def stop(self) -> None: ...
 
 
+class QueueRoles(ContractStore, CheckpointStore, Protocol):
+    """The store roles a queue calls: the open contracts and their sessions' progress (at
+    ``resume``), and a queued callback's contract."""
+
+
 @dataclass(frozen=True)
 class QueueContext:
     """What a queue may use; ``stream`` is where the ``redis-stream`` queue lives (cluster wiring)."""
 
-    store: Store
+    store: QueueRoles
     clock: Clock
     concurrency: int
     events: Events | None = None
@@ -90,8 +95,8 @@ class QueueFactory(Protocol):
 
 
 MODULES: dict[str, str] = {
-    "local": "sentinel_hooks.callbacks.session_local",
-    "redis-stream": "sentinel_hooks.callbacks.session_stream",
+    "local": "sentinel_hooks.callbacks.queues.local",
+    "redis-stream": "sentinel_hooks.callbacks.queues.stream",
 }
 
 

@@ -31,7 +31,7 @@ import apprise
 from sentinel_hooks.config.apprise_urls import parse_apprise_url, quiet_apprise_logs
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import AppriseTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Message,
     Target,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from sentinel_hooks.callbacks.backends.base import ModelBackend
-from sentinel_hooks.callbacks.policy import Decision, PolicyDecision
+from sentinel_hooks.callbacks.policy.rules import Decision, PolicyDecision
 from sentinel_hooks.config.service import JudgedAction, JudgeRule
 from sentinel_hooks.core.conditions import evaluate
 

@@ -1,6 +1,6 @@
 """Hook sessions (SPEC.md §5): one isolated agent conversation per callback, grouped by session key.
 
-A session queue (``session_queue.py``) runs callbacks of one session key one at a time in
+A session queue (``callbacks/queues/base.py``) runs callbacks of one session key one at a time in
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
@@ -15,9 +15,8 @@ import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sentinel_hooks.callbacks import compaction, memory
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
     ModelError,
@@ -28,26 +27,33 @@ from sentinel_hooks.callbacks.backends.base import (
 )
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
-from sentinel_hooks.callbacks.intake import message_key
-from sentinel_hooks.callbacks.judge import Judges
-from sentinel_hooks.callbacks.policy import mcp_summary
-from sentinel_hooks.callbacks.prompt import system_message, user_message
-from sentinel_hooks.callbacks.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.intake.intake import message_key
+from sentinel_hooks.callbacks.policy.judge import Judges
+from sentinel_hooks.callbacks.policy.rules import mcp_summary
+from sentinel_hooks.callbacks.sessions import compaction, memory
+from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
+from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.retry import Backoff, retry_after_of
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store, TranscriptTail
+from sentinel_hooks.skills.injection import SkillLookup, session_skill
+from sentinel_hooks.store.base import (
+    CheckpointStore,
+    ContractStore,
+    SessionStore,
+    TranscriptTail,
+    WatcherStore,
+)
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp_calls import McpGate
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +73,11 @@ def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[st
     return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
+class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, Protocol):
+    """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
+    reads, and what its tools read (``ToolBox``)."""
+
+
 @dataclass(frozen=True)
 class Begun:
     """What a session starts from (``SessionRunner._begin``): its envelope, its progress status
@@ -81,7 +92,7 @@ class Begun:
 
 @dataclass(frozen=True)
 class SessionDeps:
-    store: Store
+    store: SessionRoles
     clock: Clock
     service: ServiceConfig
     relay: Relay
@@ -89,7 +100,7 @@ class SessionDeps:
     gate: CommandGate
     backends: Mapping[str, ModelBackend]
     watcher: Callable[[str], AnyWatcher | None]
-    skill: Callable[[str], Skill | None]  # the skill loaded now: a reload (SIGHUP) may change it
+    skill: SkillLookup  # the skill loaded now: a reload (SIGHUP) may change it
     redactor: Redactor
     events: Events | None = None
     judges: Judges | None = None
@@ -182,7 +193,7 @@ class SessionRunner:
         """What the session starts from, or its final status when there is nothing to run.
 
         Its contract, checkpoints and (unless held) envelope are read in one step
-        (``Store.read_callback``). A new session (no progress checkpoint yet) is marked
+        (``SessionStore.read_callback``). A new session (no progress checkpoint yet) is marked
         ``running`` in the step that writes its first transcript entries, so a session without
         that mark has no entries of its own and its session's transcript need not be read (it
         grows with every callback of the key).
@@ -248,10 +259,10 @@ class SessionRunner:
         envelope = begun.envelope
         recalled, learned = await self._recall(contract, backend, begun.memory, begun.transcript)
         name, via = choose_model(watcher, deps.service)
-        skill = deps.skill(envelope.watcher.skill_id) if envelope.watcher.skill_id else None
+        skill = session_skill(envelope.watcher.skill_id, deps.skill)
         first = [
             system_message(envelope.mode.autonomy),
-            user_message(envelope, skill=skill.body if skill else None, tools=box.offered, memory=recalled),
+            user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
         ]
         stored = await self.append_all(
             contract,
@@ -629,7 +640,7 @@ def _is_denial(result: object) -> bool:
 RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
 
 
-async def open_contracts(store: Store) -> list[Contract]:
+async def open_contracts(store: ContractStore) -> list[Contract]:
     """Contracts whose session may still have work to do after a restart (pending, or notifying:
     the agent notified and went on); paused sessions wait for their approval instead."""
     found: list[Contract] = []

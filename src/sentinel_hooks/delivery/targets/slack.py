@@ -29,16 +29,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
-from sentinel_hooks.delivery.slack_blocks import CONTEXT_CHARS, fallback_text, message_blocks, root_rendering
-from sentinel_hooks.delivery.slack_threads import (
-    Thread,
-    ThreadBook,
-    broadcasts,
-    outcome_of,
-    root_outcomes,
-    starts_thread,
-)
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Message,
     Target,
@@ -46,7 +37,21 @@ from sentinel_hooks.delivery.target import (
     TransientDeliveryError,
     delivery_error,
 )
-from sentinel_hooks.delivery.webhook import RETRY_AFTER_STATUSES, status_failure, status_retryable
+from sentinel_hooks.delivery.targets.slack_blocks import (
+    CONTEXT_CHARS,
+    fallback_text,
+    message_blocks,
+    root_rendering,
+)
+from sentinel_hooks.delivery.targets.slack_threads import (
+    Thread,
+    ThreadBook,
+    broadcasts,
+    outcome_of,
+    root_outcomes,
+    starts_thread,
+)
+from sentinel_hooks.delivery.targets.webhook import RETRY_AFTER_STATUSES, status_failure, status_retryable
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.net.errors import NetError
 from sentinel_hooks.net.response import parse_retry_after
@@ -60,7 +65,7 @@ RETRYABLE_ERRORS = frozenset(
 FAILURES = (NetError, SlackClientError, StoreError, *TRANSLATED)  # what ``_failure`` translates
 Posted = tuple[str, str]  # (channel id, ts) of a posted message
 log = logging.getLogger(__name__)
-sdk_log = logging.getLogger("sentinel_hooks.delivery.slack.sdk")
+sdk_log = logging.getLogger("sentinel_hooks.delivery.targets.slack.sdk")
 sdk_log.setLevel(logging.WARNING)
 
 

@@ -2,17 +2,19 @@
 
 The system message carries the instructions, which name only the tools the callback's
 ``mode.autonomy`` offers (a model told of a tool it may not use wastes turns on it); the
-first user message carries the skill,
-the operator's goal, the goal file read at fire time, what the session did about its earlier
-callbacks (``memory.py``), and the envelope as JSON (its payload already truncated to
-``limits.maxPayloadChars``), with secrets redacted.
+first user message carries the skill (``skills/injection.py``), the operator's goal, the goal
+file read at fire time, what the session did about its earlier callbacks (``memory.py``), and
+the envelope as JSON (its payload already truncated to ``limits.maxPayloadChars``), with
+secrets redacted.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.skills.injection import skill_section
 
 _OPENING = """\
 You are Sentinel's hook agent. A watcher fired; the callback envelope below says what was observed and why.
@@ -60,15 +62,16 @@ def system_message(autonomy: str = "act") -> dict[str, Any]:
 def user_message(
     envelope: Envelope,
     *,
-    skill: str | None,
+    skill: Skill | None,
     tools: list[str],
     operator_goal: str | None = None,
     memory: str | None = None,
 ) -> dict[str, Any]:
     """The first user message: skill, goal, goal file contents, earlier callbacks and the envelope JSON."""
     parts: list[str] = []
-    if skill:
-        parts.append(f"## Skill\n{skill.strip()}")
+    section = skill_section(skill)
+    if section:
+        parts.append(section)
     goal = operator_goal if operator_goal is not None else envelope.mode.operator_goal
     if goal:
         parts.append(f"## Operator goal\n{goal.strip()}")

@@ -13,11 +13,10 @@ import asyncio
 import contextlib
 from collections import deque
 
-from sentinel_hooks.callbacks.session import FINAL, open_contracts, progress_key
-from sentinel_hooks.callbacks.session_queue import QueueContext, Runs, run_counted
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
+from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
-from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
@@ -25,7 +24,9 @@ from sentinel_hooks.store.shortcuts import get_checkpoint
 class LocalSessionQueue:
     """The hook-session queue of one process: ordered per session key, parallel across keys."""
 
-    def __init__(self, runner: Runs, *, store: Store, concurrency: int, events: Events | None = None) -> None:
+    def __init__(
+        self, runner: Runs, *, store: QueueRoles, concurrency: int, events: Events | None = None
+    ) -> None:
         self._events = events
         self._runner = runner
         self._store = store

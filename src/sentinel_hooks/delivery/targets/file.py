@@ -18,14 +18,14 @@ from typing import Any
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.targets import FileTargetSpec, TargetSpec
-from sentinel_hooks.delivery.target import (
+from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Message,
     Target,
     TargetContext,
     TransientDeliveryError,
 )
-from sentinel_hooks.delivery.webhook import webhook_body
+from sentinel_hooks.delivery.targets.webhook import webhook_body
 
 FILE_MODE = 0o644
 

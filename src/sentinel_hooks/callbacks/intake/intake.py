@@ -2,7 +2,7 @@
 
 Every fire — a watcher's, a manual one, or an envelope POSTed to /hooks/sentinel — goes
 through ``CallbackIntake.accept``, so silences, dedupe and the contract work the same everywhere.
-A fire that a silence or maintenance window matches (``callbacks.silences``) is recorded as a
+A fire that a silence or maintenance window matches (``callbacks.intake.silences``) is recorded as a
 ``silenced`` contract naming it, and goes no further: no session, fan-out, fallback or escalation.
 The contract is stored *before* the callback is handed on: if anything after that
 crashes, the relay still finds the pending contract and delivers the fallback.
@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
-from sentinel_hooks.callbacks.silences import Silences
+from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import ContractStore
 from sentinel_hooks.store.records import Contract, Delivery, Trigger
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ class CallbackIntake:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ContractStore,
         clock: Clock,
         service: ServiceConfig,
         sink: CallbackSink,

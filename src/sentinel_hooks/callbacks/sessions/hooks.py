@@ -3,7 +3,7 @@
 ``HookSessions`` is the CallbackSink the intake hands accepted callbacks to. Its queue is the
 in-process ``local`` one, or, when replicas share a Redis store (``stream`` settings given),
 the ``redis-stream`` one that lets any replica run any session (docs/scaling.md); both keep the
-``SessionQueue`` contract (``session_queue.py``).
+``SessionQueue`` contract (``callbacks/queues/base.py``).
 
 Approval decisions reach it through ``approvals.decided``: the inbox's ``on_decision`` hook,
 which the composition root gives the inbox.
@@ -15,32 +15,37 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from sentinel_hooks.callbacks.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
-from sentinel_hooks.callbacks.judge import Judges
-from sentinel_hooks.callbacks.mcp_calls import McpGate
-from sentinel_hooks.callbacks.mcp_client import McpServers
-from sentinel_hooks.callbacks.session import SessionDeps, SessionRunner
-from sentinel_hooks.callbacks.session_queue import QueueContext, SessionQueue, create_session_queue
+from sentinel_hooks.callbacks.mcp.calls import McpGate
+from sentinel_hooks.callbacks.mcp.client import McpServers
+from sentinel_hooks.callbacks.policy.approvals import ApprovalResumer, CommandGate
+from sentinel_hooks.callbacks.policy.judge import Judges
+from sentinel_hooks.callbacks.queues.base import QueueContext, SessionQueue, create_session_queue
+from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
-from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.skills.injection import SkillLookup
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore, SessionStore, WatcherStore
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.session_stream import StreamSettings
+    from sentinel_hooks.callbacks.queues.stream import StreamSettings
 
 log = logging.getLogger(__name__)
+
+
+class HookRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, InboxStore, Protocol):
+    """The store roles the hook sessions' parts call: the session runner's (``SessionRoles``),
+    its queue's (``QueueRoles``) and the approval resumer's (``ApprovalRoles``)."""
 
 
 class HookSessions:
@@ -49,14 +54,14 @@ class HookSessions:
     def __init__(
         self,
         *,
-        store: Store,
+        store: HookRoles,
         clock: Clock,
         service: ServiceConfig,
         relay: Relay,
         inbox: Inbox,
         redactor: Redactor,
         work_dir: Path,
-        skill: Callable[[str], Skill | None],
+        skill: SkillLookup,
         watcher: Callable[[str], AnyWatcher | None],
         events: Events | None = None,
         stream: StreamSettings | None = None,

@@ -24,25 +24,25 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.commands import SAFE_PATH, CommandResult, Located, locate, run_command
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.policy import CommandRequest, PolicyDecision, decide
-from sentinel_hooks.callbacks.tools import ActArgs, Paused, ToolBox
+from sentinel_hooks.callbacks.policy.commands import SAFE_PATH, CommandResult, Located, locate, run_command
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import CommandRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.sessions.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay
-from sentinel_hooks.store.base import Store
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore
 from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp_calls import McpGate
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
@@ -160,6 +160,11 @@ def _said(decision: dict[str, Any]) -> dict[str, Any]:
     return {"policy": decision}
 
 
+class ApprovalRoles(ContractStore, CheckpointStore, InboxStore, Protocol):
+    """The store roles the resumer calls: the paused callback, its session's progress, and the
+    open approvals."""
+
+
 class ApprovalResumer:
     """Turns approval decisions into tool results and puts the paused session back in its queue.
 
@@ -170,7 +175,7 @@ class ApprovalResumer:
     def __init__(
         self,
         *,
-        store: Store,
+        store: ApprovalRoles,
         clock: Clock,
         inbox: Inbox,
         gate: CommandGate,
@@ -193,7 +198,7 @@ class ApprovalResumer:
 
     async def decided(self, item: InboxItem) -> None:
         """The inbox's ``on_decision`` hook: approved → run, denied/expired → refuse; then resume."""
-        from sentinel_hooks.callbacks.session import progress_key
+        from sentinel_hooks.callbacks.sessions.session import progress_key
 
         if item.kind != "approval" or item.callback_id is None:
             return

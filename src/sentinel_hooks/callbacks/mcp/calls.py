@@ -8,7 +8,7 @@ offered, with an open schema, so that the model's call gets an error result sayi
 Every call is an action (§5.4, ``action: mcp``, ``tool: server.tool``, ``arguments.<path>``):
 ``deny`` answers ``{ok: false, error: "denied: <rule id>: <reason>"}`` and the server never sees
 the call; ``needs_approval`` files an approval item and pauses the session as for
-``run_command`` (``approvals.py`` resumes it with ``run_approved``); ``auto`` calls the server.
+``run_command`` (``policy/approvals.py`` resumes it with ``run_approved``); ``auto`` calls the server.
 A result is the tool's text with secrets masked, cut at ``RESULT_CHARS``.
 """
 
@@ -24,10 +24,10 @@ from fnmatch import fnmatchcase
 from typing import Any
 
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
-from sentinel_hooks.callbacks.judge import Judges, overrule
-from sentinel_hooks.callbacks.mcp_client import McpCallError, McpServers, McpUnavailable
-from sentinel_hooks.callbacks.policy import McpRequest, PolicyDecision, decide
-from sentinel_hooks.callbacks.tools import McpTool, Paused, ToolBox
+from sentinel_hooks.callbacks.mcp.client import McpCallError, McpServers, McpUnavailable
+from sentinel_hooks.callbacks.policy.judge import Judges, overrule
+from sentinel_hooks.callbacks.policy.rules import McpRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.sessions.tools import McpTool, Paused, ToolBox
 from sentinel_hooks.config.mcp import TOOL_SEPARATOR, pattern_server
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ActionPolicySpec
