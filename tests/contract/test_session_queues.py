@@ -23,7 +23,7 @@ from sentinel_hooks.callbacks.queues.base import (
     create_session_queue,
 )
 from sentinel_hooks.callbacks.queues.stream import StreamSettings
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract, Store
 from sentinel_hooks.store.redis import RedisStore

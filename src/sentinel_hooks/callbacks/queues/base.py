@@ -24,7 +24,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import CheckpointStore, ContractStore
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, ContractState
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.queues.stream import StreamSettings
@@ -137,3 +137,21 @@ async def run_counted(
     if events is not None:
         events.session(contract.callback_id, status, watcher_id=contract.watcher_id)
     return status
+
+
+RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
+
+
+async def open_contracts(store: ContractStore) -> list[Contract]:
+    """Contracts whose session may still have work to do after a restart (pending, or notifying:
+    the agent notified and went on); paused sessions wait for their approval instead."""
+    found: list[Contract] = []
+    for state in RESUMABLE:
+        cursor: str | None = None
+        while True:
+            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
+            found.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    return found

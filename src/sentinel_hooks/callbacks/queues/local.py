@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 from collections import deque
 
-from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, open_contracts, run_counted
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress_key
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.records import Contract

@@ -42,9 +42,9 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, open_contracts, run_counted
 from sentinel_hooks.callbacks.queues.stream_scripts import SOURCES
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.core.envelope import Envelope
