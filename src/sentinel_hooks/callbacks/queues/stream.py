@@ -10,10 +10,12 @@ but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "H
   one entry per free slot (``hookConcurrency`` slots per replica);
 * for an entry, the replica **takes the key's lock** (``SET NX PX``); if another replica holds it,
   the entry is acknowledged at once: the holder drains the list;
-* the holder **drains** the key's list in order: run the head's session (``SessionRunner.run``
-  resumes from the transcript checkpoint), pop it once it reached a final status (the pop answers
-  the next head), repeat; when the list is empty it releases the lock and acknowledges its entry
-  in one script — a callback pushed meanwhile keeps it draining, so none is left behind;
+* the holder **drains** the key's list in order, from the head the lock's script answered: run
+  the head's session (``SessionRunner.run`` resumes from the transcript checkpoint), pop it once
+  it reached a final status (the pop answers the next head), repeat; the pop that leaves the
+  list empty also releases the lock and acknowledges the entry, in the same script — a callback
+  pushed before it keeps the holder draining, one pushed after announces the key afresh, so
+  none is left behind;
 * a callback submitted on this replica waits with its contract and envelope in memory
   (``HANDED_MAX`` at most): when this replica drains it, its session starts from them instead
   of reading them back from the store; drained elsewhere, they are forgotten as newer ones come;
@@ -348,17 +350,18 @@ class StreamSessionQueue:
     async def _handle(self, entry_id: str, session_key: str) -> None:
         value = f"{self.replica_id} {entry_id} {secrets.token_hex(6)}"
         lock = self._keys.session_lock(session_key)
+        queue = self._keys.session_queue(session_key)
         try:
             took = await self._script(
                 "take",
                 "lock a session",
-                [lock, self._keys.session_work],
+                [lock, self._keys.session_work, queue],
                 [value, self._lease_ms, GROUP, entry_id],
             )
         except StoreError as exc:  # the entry stays pending: it is reclaimed later
             log.warning("session queue: %s", exc)
             return
-        if not took:
+        if not took[0]:
             return
         lost: list[str] = []
         me = asyncio.current_task()
@@ -370,7 +373,7 @@ class StreamSessionQueue:
 
         keeper = asyncio.get_running_loop().create_task(self._keep(lock, entry_id, value, on_lost))
         try:
-            await self._drain(session_key, entry_id, value)
+            await self._drain(session_key, entry_id, value, took[1] if len(took) > 1 else None)
         except (asyncio.CancelledError, LockLost) as exc:
             if lost or isinstance(exc, LockLost):
                 why = lost[0] if lost else str(exc)
@@ -388,28 +391,30 @@ class StreamSessionQueue:
         finally:
             await cancel_and_wait(keeper)
 
-    async def _drain(self, session_key: str, entry_id: str, value: str) -> None:
-        """Run the key's callbacks in order until its list is empty and the lock released."""
+    async def _drain(self, session_key: str, entry_id: str, value: str, head: Any) -> None:
+        """Run the key's callbacks in order, from ``head`` (the list's head when the lock was
+        taken), until its list is empty and the lock released."""
         lock, queue = self._keys.session_lock(session_key), self._keys.session_queue(session_key)
-        head = await self._head(queue)
+        work = self._keys.session_work
         while True:
-            if head is None:
-                keys = [lock, queue, self._keys.session_work]
+            if head is None:  # taken with an empty list (its callbacks were drained meanwhile)
                 args = [value, GROUP, entry_id, session_key, "0"]
-                if await self._script("release", "release a session", keys, args):
+                if await self._script("release", "release a session", [lock, queue, work], args):
                     return
-                head = await self._head(queue)
+                async with bounded(
+                    self.settings.redis_url, "read a session queue", timeout_s=self._timeout_s
+                ):
+                    head = await self._redis.lindex(queue, 0)
                 continue
             callback_id = str(head)
             self.finished[callback_id] = await self._run(callback_id)
-            popped = await self._script("pop", "finish a session", [lock, queue], [value, callback_id])
+            args = [value, callback_id, GROUP, entry_id]
+            popped = await self._script("pop", "finish a session", [lock, queue, work], args)
             if not popped[0]:
                 raise LockLost("the session lock was taken or expired")
-            head = popped[1] if len(popped) > 1 else None
-
-    async def _head(self, queue: str) -> Any:
-        async with bounded(self.settings.redis_url, "read a session queue", timeout_s=self._timeout_s):
-            return await self._redis.lindex(queue, 0)
+            if len(popped) < 2:  # the list is empty: the pop freed the lock
+                return
+            head = popped[1]
 
     async def _run(self, callback_id: str) -> str:
         """Run the callback's session: from the contract and envelope submitted here when this
