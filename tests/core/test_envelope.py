@@ -204,3 +204,25 @@ def test_json_schema_is_exported() -> None:
     """The envelope's JSON Schema names its camelCase properties."""
     schema = envelope_json_schema()
     assert {"callbackId", "watcher", "trigger", "payload"} <= set(schema["properties"])
+
+
+def test_a_matched_at_before_the_year_1000_reads_back() -> None:
+    """matchedAt in the year 30 is kept with four digits of year, so the stored envelope validates
+    again when read back (it was written '30-10-24T…', which no ISO reader takes)."""
+    minimal = {
+        "watcher": {"id": "ext", "eventName": "deploy"},
+        "trigger": {"matchedAt": "0030-10-24T09:22:19.23Z"},
+    }
+    envelope = Envelope.model_validate(minimal)
+    again = Envelope.model_validate(envelope.to_json())
+    assert ("0030-10-24T09:22:19.230Z", envelope) == (envelope.trigger.matched_at, again)
+
+
+def test_a_delivery_timeout_past_a_year_and_a_day_is_refused() -> None:
+    """delivery.timeoutMs is at most a year and a day: a deadline further out cannot be computed."""
+    minimal = {
+        "watcher": {"id": "ext", "eventName": "deploy"},
+        "trigger": {"matchedAt": "2026-01-01T00:00:00Z"},
+    }
+    with pytest.raises(ValidationError, match="timeoutMs"):
+        Envelope.model_validate({**minimal, "delivery": {"timeoutMs": 10**20}})

@@ -17,11 +17,22 @@ from ulid import ULID
 
 from sentinel_hooks.canonical import canonical_json, sha256_hex
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.checks import MatchMode
 
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
+"""Why a callback was made: conditions matched, a probe stalled or ended, or someone fired it."""
+Priority = Literal["low", "normal", "high", "critical"]
+Environment = Literal["prod", "test"]
+Autonomy = Literal["act", "notify_only", "escalate_only"]
+"""What the hook session may do: act, only notify, or only escalate."""
+FallbackMode = Literal["concise", "none"]
+"""What is sent when no answer came in time: a concise message, or nothing."""
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
 TRUNCATED_KEY = "__truncated"
 CALLBACK_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+MAX_TIMEOUT_MS = 366 * 24 * 3600 * 1000
+"""A year and a day: a callback's deadline further out is a mistake (and one past the year 9999
+cannot be computed)."""
 """An external envelope's own callbackId (ours are ULIDs, which fit): no spaces, slashes or controls."""
 
 
@@ -49,7 +60,7 @@ class EnvelopeWatcher(EnvelopePart):
     intent: str | None = None
     strategy: str | None = None
     endpoint: str | None = None
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     conditions: list[Any] = Field(default_factory=list)
     fire_once: bool = False
     tags: list[str] = Field(default_factory=list)
@@ -59,7 +70,7 @@ class EnvelopeTrigger(EnvelopePart):
     kind: TriggerKind = "match"
     matched_at: str = Field(json_schema_extra={"format": "date-time"})
     dedupe_key: str | None = Field(default=None, min_length=1, max_length=512)
-    priority: Literal["low", "normal", "high", "critical"] = "normal"
+    priority: Priority = "normal"
 
     @field_validator("matched_at")
     @classmethod
@@ -78,15 +89,15 @@ class EnvelopeTrigger(EnvelopePart):
 
 
 class EnvelopeMode(EnvelopePart):
-    environment: Literal["prod", "test"] = "prod"
+    environment: Environment = "prod"
     operator_goal: str = ""
-    autonomy: Literal["act", "notify_only", "escalate_only"] = "act"
+    autonomy: Autonomy = "act"
 
 
 class EnvelopeDelivery(EnvelopePart):
     targets: list[str] = Field(default_factory=list)
-    timeout_ms: int = Field(default=30000, gt=0)
-    fallback_mode: Literal["concise", "none"] = "concise"
+    timeout_ms: int = Field(default=30000, gt=0, le=MAX_TIMEOUT_MS)
+    fallback_mode: FallbackMode = "concise"
 
 
 class EnvelopeSource(EnvelopePart):

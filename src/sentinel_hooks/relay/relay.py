@@ -1,7 +1,7 @@
 """The relay owns every response contract (SPEC.md §6.1): its state machine and its deadline.
 
 Every transition goes through here, each one atomic store step (the rules are
-``store.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
+``core.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
 ``notify`` (``pending`` → ``notifying``, deliveries enqueued in the same step); the outbox
 records each delivery's outcome, and a notify's final outcome moves its contract in that same
 write (``fulfilled``, or back to ``pending`` when every delivery of it failed for good), which

@@ -227,7 +227,7 @@ class ContractStore(Protocol):
 
 class TransitionStore(Protocol):
     """The contract's moves after intake, each one atomic step under the rules of
-    ``store.contract_states``: the relay's deadlines, notifies and approval pauses."""
+    ``core.contract_states``: the relay's deadlines, notifies and approval pauses."""
 
     async def claim_due(
         self, now: datetime, *, limit: int = 100, lease_ms: int = 30000

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.store.contract_states import FINAL_STATES, OPEN_STATES
+from sentinel_hooks.core.contract_states import FINAL_STATES, OPEN_STATES
 from sentinel_hooks.store.records import utc_ms
 
 PRUNED_CONTRACT_STATES: tuple[str, ...] = tuple(sorted(FINAL_STATES))

@@ -18,9 +18,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializ
 from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.contract_states import TAKES_NOTIFY
+from sentinel_hooks.core.contract_states import ContractState as ContractState
+from sentinel_hooks.core.envelope import Priority, TriggerKind
 from sentinel_hooks.errors import StoreError
-from sentinel_hooks.store.contract_states import TAKES_NOTIFY
-from sentinel_hooks.store.contract_states import ContractState as ContractState
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
@@ -59,8 +60,6 @@ UtcMs = Annotated[datetime, AfterValidator(utc_ms), PlainSerializer(iso, when_us
 """An aware UTC instant at millisecond precision, dumped to JSON as ISO 8601 with ``Z``."""
 
 SettledState = Literal["fulfilled", "fallback_sent", "expired"]
-TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
-Priority = Literal["low", "normal", "high", "critical"]
 Severity = Literal["info", "warning", "critical"]
 InboxKind = Literal["escalation", "approval", "delivery_failure"]
 InboxStatus = Literal["open", "acked", "resolved", "approved", "denied", "expired"]
@@ -123,7 +122,7 @@ def stored_state(text: str) -> ContractState:
         raise StoreError(f"stored contract state {text!r} is not one this Sentinel knows") from None
 
 
-SETTLED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired"})
+SETTLED_STATES: frozenset[str] = frozenset(get_args(SettledState))
 
 
 class Record(BaseModel):

@@ -41,7 +41,7 @@ from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
-from sentinel_hooks.core.conditions import holds
+from sentinel_hooks.core.checks import holds
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events

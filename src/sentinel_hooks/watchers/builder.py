@@ -25,7 +25,7 @@ from sentinel_hooks.core.envelope import (
     truncate_payload,
 )
 from sentinel_hooks.core.paths import MISSING
-from sentinel_hooks.core.templates.render import template_variables
+from sentinel_hooks.core.templates.variables import template_variables
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.clock import from_ms, to_ms
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.fire import TriggerMode
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def step(
     state: FiringState,
     matched: bool,
     *,
-    mode: Literal["edge", "level"],
+    mode: TriggerMode,
     now: datetime,
     repeat_interval_ms: int | None = None,
     notify_resolved: bool = False,

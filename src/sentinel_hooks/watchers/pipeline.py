@@ -35,7 +35,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
-from sentinel_hooks.core.conditions import evaluate, holds
+from sentinel_hooks.core.checks import evaluate, holds
 from sentinel_hooks.core.envelope import Route, TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError

@@ -11,7 +11,6 @@ A session that fails leaves its contract pending: the relay's fallback still rea
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -39,7 +38,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.retry import Backoff, retry_after_of
+from sentinel_hooks.core.retry import Backoff, call_with_retries
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
@@ -444,22 +443,10 @@ class SessionRunner:
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> ModelReply:
-        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s).
-
-        A plain loop, as a watcher's poll: a tenacity loop built per call cost about 240,000
-        instructions (callgrind), a tenth of the session's own work with an instant model
-        (bench/RESULTS.md, issue 18.6, third round).
-        """
-        attempt = 1
-        while True:
-            try:
-                reply = await backend.complete(messages, tools)
-                break
-            except TransientModelError as exc:
-                if MODEL_BACKOFF.exhausted(attempt):
-                    raise
-                await asyncio.sleep(MODEL_BACKOFF.delay_s(attempt, _RNG, retry_after_of(exc)))
-                attempt += 1
+        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s)."""
+        reply = await call_with_retries(
+            lambda: backend.complete(messages, tools), MODEL_BACKOFF, retry_if=TransientModelError, rng=_RNG
+        )
         return _recovered(reply, [t.name for t in tools])
 
     async def _fail(self, contract: Contract, error: str) -> None:

@@ -15,9 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import TranscriptTail
-from sentinel_hooks.store.contract_states import (
+from sentinel_hooks.core.contract_states import (
     ContractState,
     after_approval_decided,
     after_approval_requested,
@@ -27,6 +25,8 @@ from sentinel_hooks.store.contract_states import (
     is_notify_kind,
     kind_of_key,
 )
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.records import (
     Contract,
     Delivery,
