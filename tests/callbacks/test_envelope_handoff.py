@@ -8,6 +8,7 @@ restart reads it from the store. A scripted session writes its transcript in two
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -94,18 +95,16 @@ async def start(tmp_path: Path, sink: Sink, monkeypatch: pytest.MonkeyPatch) -> 
     (tmp_path / "sentinel.yaml").write_text(CONFIG.format(sink=sink.url("/in")))
     (tmp_path / "watchers").mkdir()
     (tmp_path / "watchers" / "w.yaml").write_text(WATCHERS)
-    services: list[Service] = []
+    async with contextlib.AsyncExitStack() as started:
 
-    async def run(*, sessions: bool = True) -> Service:
-        config = load_config(tmp_path / "sentinel.yaml", environ={})
-        service = Service(config, sink=None if sessions else LoggingSink())
-        await service.start()
-        services.append(service)
-        return service
+        async def run(*, sessions: bool = True) -> Service:
+            config = load_config(tmp_path / "sentinel.yaml", environ={})
+            service = Service(config, sink=None if sessions else LoggingSink())
+            await service.start()
+            started.push_async_callback(service.stop)
+            return service
 
-    yield run
-    for service in services:
-        await service.stop()
+        yield run
 
 
 async def fire(service: Service) -> Contract:
