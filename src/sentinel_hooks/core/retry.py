@@ -20,9 +20,10 @@ draw from [0, ceiling], ``equal`` from [ceiling / 2, ceiling] (never much less t
 ceiling: a receiver that is down gets a real pause). The random source is the caller's, so
 tests and the simulations can seed it.
 
-One loop runs the policy, :func:`retry_after_failure`: after a call failed, while the failure is
-one ``retry_if`` accepts and the policy's attempts are not spent, it waits as the policy says and
-calls again; the failure that ends it is raised as it is. :func:`call_with_retries` makes the
+One loop runs the policy, :func:`retry_after_failure`, a tenacity ``AsyncRetrying`` whose stop,
+wait and retry tests are the policy's: after a call failed, while the failure is one ``retry_if``
+accepts and the policy's attempts are not spent, it waits as the policy says and calls again; the
+failure that ends it is raised as it is. :func:`call_with_retries` makes the
 first call and enters the loop only if that fails, so a call that succeeds costs nothing more:
 a watcher's poll (up to a thousand a second, ``watchers.retries``) enters it only after a failed
 poll (a tenacity loop per poll was measured at 7 % of a poll's CPU, bench/RESULTS.md; one per
@@ -40,6 +41,8 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal, TypeVar
+
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from sentinel_hooks.errors import TransientError
 
@@ -139,32 +142,39 @@ async def retry_after_failure(
     they are. ``sleep`` waits (one that a stop ends early, say); ``before_sleep(failure, delay_s)``
     runs before each wait. ``rng`` draws the jitter (a shared one when None).
     """
-    attempt = 1
-    while True:
-        delay_s = _wait_after(policy, attempt, failure, retry_if, rng)
-        if delay_s is None:
-            raise failure
-        await _pause(failure, delay_s, sleep, before_sleep)
-        attempt += 1
-        try:
-            return await call()
-        except Exception as exc:
-            failure = exc
+    pending: list[Exception] = [failure]
+    draw = rng or _RNG
+
+    async def attempt() -> T:
+        # tenacity's first attempt is the try that already failed: its numbering is the policy's.
+        if pending:
+            raise pending.pop()
+        return await call()
+
+    def retried(exc: BaseException) -> bool:
+        return isinstance(exc, retry_if) if isinstance(retry_if, type | tuple) else retry_if(exc)
+
+    def wait(state: RetryCallState) -> float:
+        return policy.delay_s(state.attempt_number, draw, retry_after_of(_failure_of(state)))
+
+    async def told(state: RetryCallState) -> None:
+        if before_sleep is not None and state.next_action is not None:
+            await before_sleep(_failure_of(state), state.next_action.sleep)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(retried),
+        stop=lambda state: policy.exhausted(state.attempt_number),
+        wait=wait,
+        sleep=sleep,
+        before_sleep=told,
+        reraise=True,
+    )
+    return await retrying(attempt)
 
 
-def _wait_after(
-    policy: Backoff, attempt: int, failure: BaseException, retry_if: RetryIf, rng: random.Random | None
-) -> float | None:
-    """Seconds to wait before the attempt after ``attempt``, which failed; None: raise the failure."""
-    retried = isinstance(failure, retry_if) if isinstance(retry_if, type | tuple) else retry_if(failure)
-    if not retried or policy.exhausted(attempt):
-        return None
-    return policy.delay_s(attempt, rng or _RNG, retry_after_of(failure))
-
-
-async def _pause(
-    failure: BaseException, delay_s: float, sleep: Sleep, before_sleep: BeforeSleep | None
-) -> None:
-    if before_sleep is not None:
-        await before_sleep(failure, delay_s)
-    await sleep(delay_s)
+def _failure_of(state: RetryCallState) -> BaseException:
+    """The exception of the attempt tenacity is deciding about (only failed ones reach us)."""
+    outcome = state.outcome
+    exc = outcome.exception() if outcome is not None else None
+    assert exc is not None, "tenacity asks about a failed attempt only"
+    return exc
