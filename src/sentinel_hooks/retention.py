@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.sessions.memory import memory_key
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.config.targets import PagerDutyTargetSpec, SlackTargetSpec, TargetSpec

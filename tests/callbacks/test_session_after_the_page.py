@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.callbacks.sessions.session import spent_ms
+from sentinel_hooks.callbacks.sessions.limits import spent_ms
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service

@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.callbacks.sessions.tools import Paused, ToolBox
 from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config

@@ -5,11 +5,13 @@ Pure: building an envelope is a function of the watcher, the observation and the
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.alias_generators import to_camel
 from ulid import ULID
 
@@ -103,8 +105,28 @@ class EnvelopeSource(EnvelopePart):
     route: Route = "watcher"
 
 
+class _Memo:
+    """An envelope's wire text once made; never part of its value (any two compare equal, so
+    an envelope that made its text equals one that did not)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Memo)
+
+    def __hash__(self) -> int:
+        return 0  # every memo is equal to every other
+
+
 class Envelope(EnvelopePart):
-    """A callback: who fired, why, what was seen, and where the answer must go."""
+    """A callback: who fired, why, what was seen, and where the answer must go.
+
+    Its wire text (``wire_text``) is made once per envelope: the secret check at build time,
+    the store's record and the session's prompt all use the same text.
+    """
 
     type: Literal["sentinel.callback"] = "sentinel.callback"
     version: Literal["1"] = "1"
@@ -131,9 +153,27 @@ class Envelope(EnvelopePart):
             )
         return value
 
+    _memo: _Memo = PrivateAttr(default_factory=_Memo)
+
     def to_json(self) -> dict[str, Any]:
-        """The wire form (camelCase keys)."""
+        """The wire form (camelCase keys), a fresh dict."""
         return self.model_dump(mode="json")
+
+    def wire_text(self) -> str:
+        """The wire form as compact JSON text (UTF-8 as is, no NaN), made at the first call and
+        kept: the envelope is frozen, so it cannot change. ``ValueError`` for a value that is
+        not JSON."""
+        memo = self._memo
+        if memo.text is None:
+            memo.text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return memo.text
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; one with changed fields (``update``) makes its own wire text."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._memo = _Memo()
+        return copied
 
 
 def new_callback_id() -> str:

@@ -9,7 +9,7 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
@@ -422,12 +422,14 @@ def check_acceptable(
     dedupe_key: str | None,
     dedupe_ttl_ms: int,
     checkpoints: Mapping[str, Any] | None = None,
+    deliveries: Sequence[Delivery] = (),
 ) -> None:
     """Raise ValueError for ``accept_contract`` arguments no caller should pass."""
     if contract.state == "silenced":
-        if dedupe_key is not None or checkpoints or contract.silenced_by is None:
+        if dedupe_key is not None or checkpoints or deliveries or contract.silenced_by is None:
             raise ValueError(
-                "a silenced contract names its silence (silenced_by) and takes no dedupe key or checkpoints"
+                "a silenced contract names its silence (silenced_by) and takes no dedupe key, "
+                "checkpoints or deliveries"
             )
         return
     if contract.state != "pending":

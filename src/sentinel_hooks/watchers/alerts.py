@@ -44,6 +44,7 @@ from typing import Any
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
 from sentinel_hooks.core.checks import holds
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -132,10 +133,14 @@ class AlertStreams:
         previous = await self._pipeline.record(watcher.id, observed, previous)
         return await self.judge(watcher, observed, state, previous=previous)
 
-    async def record(self, watcher_id: str, alerts: list[Observed], previous: Any = UNKNOWN) -> Any:
-        """Store the alerts of one notification as observations, in one write that waits for no
-        gathering window (a client waits for the 202); the observation before the first."""
-        return await self._pipeline.record_all(watcher_id, alerts, previous, prompt=True)
+    async def previous(self, watcher_id: str, previous: Any = UNKNOWN) -> Any:
+        """The observation before a notification's alerts (``previous`` when the runner knows it)."""
+        return await self._pipeline.previous(watcher_id, previous)
+
+    async def record(self, watcher_id: str, alerts: list[Observed], state: dict[str, Any]) -> None:
+        """Store the alerts of one notification as observations and the ``state`` they left, in one
+        write that waits for no gathering window (a client waits for the 202)."""
+        await self._pipeline.record_all(watcher_id, alerts, MISSING, prompt=True, state=state)
 
     async def callbacks(self, watcher_id: str, alerts: list[Observed]) -> dict[str, Contract | None]:
         """The callbacks of the alerts' streams (None: not fired yet), read all at once rather than

@@ -214,22 +214,37 @@ class FiringPipeline:
         return await self.record_all(watcher_id, [observed], previous, prompt=prompt)
 
     async def record_all(
-        self, watcher_id: str, observed: list[Observed], previous: Any = UNKNOWN, *, prompt: bool = False
+        self,
+        watcher_id: str,
+        observed: list[Observed],
+        previous: Any = UNKNOWN,
+        *,
+        prompt: bool = False,
+        state: dict[str, Any] | None = None,
     ) -> Any:
         """``record`` for several observations of one watcher in one write (the alerts of one
-        notification): stored in order, each acked; the observation before the first."""
-        if previous is UNKNOWN:
-            last = await last_observation(self._store, watcher_id)
-            previous = last.value if last is not None else MISSING
+        notification), with the watcher's ``state`` when given: stored in order, each acked; the
+        observation before the first."""
+        previous = await self.previous(watcher_id, previous)
         observations = [Observation(at=item.at, value=item.value) for item in observed]
         if self._writes is not None:
-            await self._writes.observations(watcher_id, observations, prompt=prompt)
+            await self._writes.observations(watcher_id, observations, prompt=prompt, state=state)
         else:
             batch = [(watcher_id, observation) for observation in observations]
-            await self._store.write_watcher_batch(batch, {}, keep=HISTORY_KEEP)
+            await self._store.write_watcher_batch(
+                batch, {} if state is None else {watcher_id: state}, keep=HISTORY_KEEP
+            )
         for item in observed:
             if item.ack is not None:
                 await item.ack()
+        return previous
+
+    async def previous(self, watcher_id: str, previous: Any = UNKNOWN) -> Any:
+        """``previous`` when the caller knows the watcher's last observation, else the one stored
+        (MISSING for none)."""
+        if previous is UNKNOWN:
+            last = await last_observation(self._store, watcher_id)
+            previous = last.value if last is not None else MISSING
         return previous
 
     async def fire_match(

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import importlib
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
 
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import CheckpointStore, ContractStore
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, ContractState
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.queues.stream import StreamSettings
@@ -33,9 +37,13 @@ log = logging.getLogger(__name__)
 
 
 class Runs(Protocol):
-    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
+    """Runs (or resumes) one callback's session to a final status (``SessionRunner``).
 
-    async def run(self, contract: Contract) -> str: ...
+    ``envelope`` is the callback's envelope when the queue holds it (handed over in memory by
+    the intake, in the process that accepted it); None: the runner reads it from the store.
+    """
+
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str: ...
 
 
 class SessionQueue(Protocol):
@@ -46,6 +54,9 @@ class SessionQueue(Protocol):
       in parallel, at most ``concurrency`` at once (per replica). In steady operation a callback
       queued once runs once; around a stop, a crash or a start it may run again, which the
       runner absorbs (it resumes from its checkpoint and skips a session already final).
+    - A callback submitted and run in the same process is run with the envelope ``submit`` was
+      handed (the envelope travels once, in memory); one requeued, resumed after a restart or
+      run by another replica is run without, and the runner reads it from the store.
     - A session that raises is reported ``crashed`` and the queue goes on with the next one.
     - ``finished`` maps each callback id run here to the status its last run returned.
     - ``resume`` (at start) queues the callbacks whose contract is still open and whose session had
@@ -106,10 +117,12 @@ async def run_counted(
     contract: Contract,
     events: Events | None,
     *,
+    envelope: Envelope | None = None,
     passes: tuple[type[Exception], ...] = (),
 ) -> str:
     """Run one session for a queue: counted in the running-sessions gauge and reported as an event.
 
+    ``envelope`` is the one the queue was handed with the callback (None: not held here).
     A session that raises is logged and reported as ``crashed`` (one broken session must not
     stop the others; the contract's fallback covers it), except for the exception types in
     ``passes``, which propagate to a queue that retries them.
@@ -118,7 +131,7 @@ async def run_counted(
     if running is not None:
         running.inc()
     try:
-        status = await runner.run(contract)
+        status = await runner.run(contract, envelope)
     except passes:
         raise
     except Exception:
@@ -130,3 +143,52 @@ async def run_counted(
     if events is not None:
         events.session(contract.callback_id, status, watcher_id=contract.watcher_id)
     return status
+
+
+RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
+
+
+INVESTIGATING: tuple[ContractState, ...] = ("fulfilled", "fallback_sent")
+STARTED = frozenset({"running", "resuming"})  # progress of a session that was under way
+
+
+async def open_contracts(store: ContractStore, *, settled_since: datetime | None = None) -> list[Contract]:
+    """Contracts whose session may still have work to do after a restart (pending, or notifying:
+    the agent notified and went on); paused sessions wait for their approval instead. With
+    ``settled_since``, also those settled with a page but created since then, whose session may
+    still investigate after the page (SPEC §6.4; ``to_resume`` checks each one's progress)."""
+    found: list[Contract] = []
+    for state in (*RESUMABLE, *(INVESTIGATING if settled_since is not None else ())):
+        cursor: str | None = None
+        while True:
+            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
+            recent = [
+                c
+                for c in page.items
+                if settled_since is None or c.state in RESUMABLE or c.created_at >= settled_since
+            ]
+            found.extend(recent)
+            cursor = page.next_cursor
+            if not cursor or len(recent) < len(page.items):  # newest first: the rest are older
+                break
+    return found
+
+
+def to_resume(contract: Contract, progress: Mapping[str, Any]) -> bool:
+    """Whether a restart queues this callback's session again: one of an open contract that has
+    not finished, or one still investigating after its page (SPEC §6.4)."""
+    status = progress.get("status")
+    if contract.state in RESUMABLE:
+        return status not in FINAL
+    return status in STARTED
+
+
+async def sessions_to_resume(store: QueueRoles, *, settled_since: datetime | None = None) -> list[Contract]:
+    """After a restart: the callbacks whose session a queue runs again (``to_resume``), oldest
+    first; with ``settled_since``, those still investigating after a page created since then."""
+    found = []
+    contracts = await open_contracts(store, settled_since=settled_since)
+    for contract in sorted(contracts, key=lambda c: (c.created_at, c.callback_id)):
+        if to_resume(contract, await get_checkpoint(store, progress_key(contract.callback_id)) or {}):
+            found.append(contract)
+    return found

@@ -4,32 +4,25 @@ A session queue (``callbacks/queues/base.py``) runs callbacks of one session key
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
-result was recorded.
+result was recorded. The tool calls of a turn are run and recorded by ``actions.ToolCalls``;
+the progress mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
-
-The deadline decides when people are paged, not when the agent stops (SPEC §6.4): a session goes
-on after it, up to ``hookSessionMaxMs`` (per watcher ``fire.sessionMaxMs``) of its own time, told
-from its transcript (from its first entry, less the spans it waited for an approval), so a
-session resumed after a restart keeps the time it had. Then it is stopped, and
-``session stopped: <reason>`` is its transcript's last entry.
+A session may go on after its contract's deadline, up to its time limit (``limits``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
     ModelError,
     ModelReply,
-    ToolCall,
     ToolSpec,
     TransientModelError,
 )
@@ -37,14 +30,15 @@ from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
 from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
-from sentinel_hooks.callbacks.policy.rules import mcp_summary
 from sentinel_hooks.callbacks.sessions import compaction, memory
+from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
+from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
 from sentinel_hooks.callbacks.sessions.tools import (
     FIRE_RESOLVED,
     CommandGate,
     McpTool,
-    Paused,
     ToolBox,
     notifies_in,
 )
@@ -56,7 +50,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.retry import Backoff, call_with_retries
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
-from sentinel_hooks.relay.relay import Relay, progress_key
+from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.skills.injection import SkillLookup, session_skill
 from sentinel_hooks.store.base import (
     CheckpointStore,
@@ -65,39 +59,32 @@ from sentinel_hooks.store.base import (
     TranscriptTail,
     WatcherStore,
 )
-from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
-from sentinel_hooks.store.shortcuts import get_checkpoint
+from sentinel_hooks.store.records import Contract, TranscriptEntry
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "FINAL",
-    "SessionDeps",
-    "SessionRunner",
-    "open_contracts",
-    "progress",
-    "progress_key",
-    "sessions_to_resume",
-]
-
-FINAL = frozenset({"done", "failed", "paused", "skipped"})
-BREAKER_REASON = "the agent kept proposing denied actions"
-MODEL_SEES = ("decision", "ruleId", "reason")  # of a policy decision, in the tool result
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 _RNG = random.Random()  # the model backoff's jitter
-
-
-def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """The session's progress checkpoint, as ``checkpoints`` for ``append_all``."""
-    return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
 class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, Protocol):
     """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
     reads, and what its tools read (``ToolBox``)."""
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What a session starts from (``SessionRunner._begin``): its envelope, its progress status
+    before this run (None: a new session), the fire's message and the memory read with them."""
+
+    envelope: Envelope
+    status: str | None
+    rendered: dict[str, Any]
+    memory: dict[str, Any] | None
+    transcript: list[TranscriptEntry] | None
 
 
 @dataclass(frozen=True)
@@ -134,68 +121,166 @@ class SessionRunner:
     def __init__(self, deps: SessionDeps) -> None:
         self._deps = deps
         self._scripted = ScriptedBackend("scripted")
+        self._calls = ToolCalls(
+            self, circuit_breaker=deps.service.action_policy.circuit_breaker, events=deps.events
+        )
+        # per callback running here: entries and checkpoints held for its next append
+        self._held: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
-    async def append(self, contract: Contract, entry: dict[str, Any]) -> dict[str, Any]:
+    async def append(
+        self, contract: Contract, entry: dict[str, Any], *, hold: bool = False
+    ) -> dict[str, Any]:
         """Store ``entry`` in the transcript with secrets masked, and return what was stored.
 
         A message goes to the model as returned here, never as it was before masking: a tool
         result (a command's output, an observation) may hold a secret of the service.
         """
-        return (await self.append_all(contract, [entry]))[0]
+        return (await self.append_all(contract, [entry], hold=hold))[0]
 
     async def append_all(
         self,
         contract: Contract,
         entries: list[dict[str, Any]],
         checkpoints: dict[str, dict[str, Any]] | None = None,
+        *,
+        hold: bool = False,
     ) -> list[dict[str, Any]]:
         """``append`` for several entries, in order, in one store step that also puts
-        ``checkpoints`` (``progress``: the session's progress with the entries it follows)."""
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows).
+
+        With ``hold`` they are written with the callback's next append instead, in its step:
+        for what a scripted reply follows (computed here, at once, with no effect outside), so
+        a scripted session writes its request with the reply and a tool's result with the
+        reply to it. A crash in between loses only steps the session takes again on resume.
+        """
         redactor = self._deps.redactor
         stored = [redactor.data({"callbackId": contract.callback_id, **entry}) for entry in entries]
+        held = self._held.pop(contract.callback_id, None)
+        if held is not None:
+            earlier, saved = held
+            entries, checkpoints = [*earlier, *stored], {**saved, **(checkpoints or {})}
+        else:
+            entries = stored
+        if hold:
+            self._held[contract.callback_id] = (entries, checkpoints or {})
+            return stored
         await self._deps.store.append_transcript(
-            contract.session_key, stored, at=self._deps.clock.now(), checkpoints=checkpoints
+            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints
         )
         return stored
 
-    async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
+    async def mark(self, contract: Contract, status: str, **extra: Any) -> None:
+        """Put the session's progress mark (with the entries held for it, if any)."""
+        if contract.callback_id in self._held:  # written with what it follows
+            await self.append_all(contract, [], progress(contract, status, **extra))
+            return
         await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
 
-    async def run(self, contract: Contract) -> str:
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str:
         """Run the session to its end (or to a pause); the final status.
 
-        A new session (no progress checkpoint yet) is marked ``running`` in the step that writes
-        its first transcript entries, so a session without that mark has no entries of its own
-        and its session's transcript need not be read (it grows with every callback of the key).
-        Its contract, envelope and checkpoints are read in one step (``SessionStore.read_callback``).
+        ``envelope`` is the callback's envelope when the caller holds it (the queue it was
+        submitted to, in the process that accepted it): it is then not read back from the store.
         """
-        deps = self._deps
+        begun = await self._begin(contract, envelope)
+        if isinstance(begun, str):
+            return begun
+        try:
+            return await self._converse(contract, begun)
+        finally:
+            self._held.pop(contract.callback_id, None)  # a session that raised: as after a crash
+
+    async def _begin(self, contract: Contract, envelope: Envelope | None) -> Begun | str:
+        """What the session starts from, or its final status when there is nothing to run.
+
+        Its contract, checkpoints and (unless held) envelope are read in one step
+        (``SessionStore.read_callback``). A new session (no progress checkpoint yet) is marked
+        ``running`` in the step that writes its first transcript entries, so a session without
+        that mark has no entries of its own and its session's transcript need not be read (it
+        grows with every callback of the key).
+        """
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
-        view = await deps.store.read_callback(
+        view = await self._deps.store.read_callback(
             callback_id,
             [progress_key(callback_id), message_key(callback_id), memory_key],
             tail=self._recall_tail(contract, memory_key),
+            envelope=envelope is None,
         )
         checkpoints = view.checkpoints
         status = (checkpoints.get(progress_key(callback_id)) or {}).get("status")
         if status in FINAL:
             return str(status)
-        current = view.contract
-        if status is None and (current is None or current.state != "pending"):
-            await self._progress(contract, "skipped")
+        if status is None and (view.contract is None or view.contract.state != "pending"):
+            await self.mark(contract, "skipped")
             return "skipped"
-        envelope = view.envelope
+        envelope = envelope or view.envelope
         if envelope is None:
-            await self._progress(contract, "failed", error="envelope missing")
+            await self.mark(contract, "failed", error="envelope missing")
             return "failed"
-        watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
         rendered = checkpoints.get(message_key(callback_id)) or {}
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
-        backend = self._backend(watcher, envelope, rendered)
-        box = ToolBox(
+        return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript)
+
+    async def _converse(self, contract: Contract, begun: Begun) -> str:
+        """The conversation from where the session stands (its start, or its checkpoint)."""
+        envelope = begun.envelope
+        watcher = (
+            self._deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
+        )
+        backend = self._backend(watcher, envelope, begun.rendered)
+        box = await self._toolbox(contract, envelope, watcher)
+        if begun.status is not None and begun.status != "running":  # resumed after an approval
+            await self.mark(contract, "running")
+        records = [] if begun.status is None else await self._own_records(contract)
+        own = [(e.seq, e.entry) for e in records]
+        limit = limit_for(watcher, self._deps.service, records, self._deps.clock.now())
+        messages = [message for _, message in compaction.apply(own)]
+        # counted on the uncompacted results: a summary or a cut may hide an earlier notify
+        box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
+        if not messages:
+            messages = await self._opening(contract, backend, box, watcher, begun)
+        try:
+            return await self._loop(contract, backend, box, messages, limit)
+        except ModelError as exc:
+            await self._fail(contract, f"model {backend.name!r} failed: {exc}")
+            return "failed"
+
+    async def _opening(
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        box: ToolBox,
+        watcher: AnyWatcher | None,
+        begun: Begun,
+    ) -> list[dict[str, Any]]:
+        """A new session's first messages (system, then user: skill, goal, memory, envelope),
+        stored after the model chosen, with the ``running`` mark and what memory learned."""
+        deps = self._deps
+        envelope = begun.envelope
+        recalled, learned = await self._recall(contract, backend, begun.memory, begun.transcript)
+        name, via = choose_model(watcher, deps.service)
+        skill = session_skill(envelope.watcher.skill_id, deps.skill)
+        first = [
+            system_message(envelope.mode.autonomy),
+            user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
+        ]
+        stored = await self.append_all(
+            contract,
+            [
+                {"kind": "model", "model": backend.model, "entry": name, "via": via},
+                *({"kind": "message", "message": message} for message in first),
+            ],
+            {**progress(contract, "running"), **learned},
+            hold=isinstance(backend, ScriptedBackend),
+        )
+        return [entry["message"] for entry in stored[1:]]
+
+    async def _toolbox(self, contract: Contract, envelope: Envelope, watcher: AnyWatcher | None) -> ToolBox:
+        deps = self._deps
+        return ToolBox(
             envelope=envelope,
             contract=contract,
             store=deps.store,
@@ -210,39 +295,6 @@ class SessionRunner:
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
         )
-        if status is not None and status != "running":  # resumed after an approval
-            await self._progress(contract, "running")
-        records = [] if status is None else await self._own_records(contract)
-        own = [(e.seq, e.entry) for e in records]
-        limit_ms = session_limit_ms(watcher, deps.service)
-        stop_at = deps.clock.now() + timedelta(milliseconds=limit_ms - spent_ms(records, deps.clock.now()))
-        messages = [message for _, message in compaction.apply(own)]
-        # counted on the uncompacted results: a summary or a cut may hide an earlier notify
-        box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
-        if not messages:
-            recalled, learned = await self._recall(
-                contract, backend, checkpoints.get(memory_key), view.transcript
-            )
-            name, via = choose_model(watcher, deps.service)
-            skill = session_skill(envelope.watcher.skill_id, deps.skill)
-            first = [
-                system_message(envelope.mode.autonomy),
-                user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
-            ]
-            stored = await self.append_all(
-                contract,
-                [
-                    {"kind": "model", "model": backend.model, "entry": name, "via": via},
-                    *({"kind": "message", "message": message} for message in first),
-                ],
-                {**progress(contract, "running"), **learned},
-            )
-            messages.extend(entry["message"] for entry in stored[1:])
-        try:
-            return await self._loop(contract, backend, box, messages, Limit(stop_at, limit_ms))
-        except ModelError as exc:
-            await self._fail(contract, f"model {backend.name!r} failed: {exc}")
-            return "failed"
 
     async def _mcp_tools(self, watcher: AnyWatcher | None, envelope: Envelope) -> dict[str, McpTool]:
         """The MCP tools of ``fire.tools`` (SPEC §17): none without a watcher, and none unless
@@ -376,30 +428,31 @@ class SessionRunner:
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
+        scripted = isinstance(backend, ScriptedBackend)  # its reply follows a result at once
         while True:
             last = messages[-1]
             if last.get("role") == "assistant" and not last.get("toolCalls"):
                 break
-            if last.get("role") == "assistant" or (last.get("role") == "tool" and self._open_calls(messages)):
-                stopped = await self._run_tools(contract, box, messages)
+            if last.get("role") == "assistant" or (last.get("role") == "tool" and open_calls(messages)):
+                stopped = await self._calls.run(contract, box, messages, hold=scripted)
                 if stopped == "paused":
                     return "paused"
                 if stopped == "tripped":
-                    return await self._trip(contract, box, messages)
+                    return await self._calls.trip(contract, box, messages)
                 continue
-            if self._tripped(messages):
-                return await self._trip(contract, box, messages)
+            if self._calls.tripped(messages):
+                return await self._calls.trip(contract, box, messages)
             if turns and await self._resolved(contract):
                 return await self._stop(contract, FIRE_RESOLVED, turns)
             if turns >= backend.max_turns:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
                 return "done"
-            left_s = (limit.stop_at - self._deps.clock.now()).total_seconds()
+            left_s = limit.left_s(self._deps.clock.now())
             if left_s <= 0:
                 return await self._stop(contract, limit.reason, turns)
             try:
-                async with asyncio.timeout(left_s):
+                async with asyncio.timeout(left_s):  # a model call past the limit is cut off
                     messages[:] = await self._compact(contract, backend, messages, tools, sizes)
                     reply = await self._complete(backend, messages, tools)
             except TimeoutError:
@@ -413,7 +466,7 @@ class SessionRunner:
             messages.append(stored["message"])
             if done is not None:
                 return "done"
-        await self._progress(contract, "done", turns=turns)  # resumed after its last reply
+        await self.mark(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
     async def _resolved(self, contract: Contract) -> bool:
@@ -440,106 +493,6 @@ class SessionRunner:
         await self.append_all(contract, [entry], progress(contract, "done", turns=turns, stopped=reason))
         return "done"
 
-    @staticmethod
-    def _open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Tool calls of the last assistant message that have no recorded result yet."""
-        last_assistant = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        if last_assistant is None:
-            return []
-        answered = {m.get("toolCallId") for m in messages if m.get("role") == "tool"}
-        return [c for c in last_assistant.get("toolCalls") or [] if c.get("id") not in answered]
-
-    def _tripped(self, messages: list[dict[str, Any]]) -> bool:
-        """Whether the circuit breaker trips: ``circuitBreaker`` denials in a row in this callback."""
-        return denial_streak(messages) >= self._deps.service.action_policy.circuit_breaker
-
-    async def _trip(self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]) -> str:
-        """Stop the session and escalate (SPEC §5.4): the model is not asked again, nothing more runs.
-
-        The escalation is filed like ``sentinel_escalate``'s, so the fallback text carries it and
-        people are still reached at the deadline; the breaker never allows anything.
-        """
-        streak = denial_streak(messages)
-        log.warning(
-            "session for %s stopped by the circuit breaker after %d denials in a row",
-            contract.callback_id,
-            streak,
-            extra={"callbackId": contract.callback_id},
-        )
-        await self.append(contract, {"kind": "status", "status": "circuitBreaker", "denials": streak})
-        await box.escalate(BREAKER_REASON, actor="sentinel")
-        await self._progress(contract, "done", stopped="circuitBreaker", denials=streak)
-        return "done"
-
-    async def _run_tools(
-        self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]
-    ) -> str | None:
-        """Execute the unanswered tool calls in order, recording each policy decision.
-
-        ``"paused"`` when the session paused for an approval, ``"tripped"`` when the circuit
-        breaker stops it before the next call (that call is never executed), else None.
-        """
-        import json
-
-        for raw_call in self._open_calls(messages):
-            if self._tripped(messages):
-                return "tripped"
-            call = ToolCall(
-                str(raw_call.get("id")), str(raw_call.get("name")), raw_call.get("arguments") or {}
-            )
-            history = _command_history(messages, box.mcp_tools)
-            try:
-                result = await box.execute(call, history=history)
-            except Paused as paused:
-                self._tool_event(contract, call, "needs_approval", ok=False)
-                if paused.policy is not None:
-                    await self._record_policy(contract, call, dict(paused.policy))
-                entry = {
-                    "kind": "status",
-                    "status": "paused",
-                    "approvalId": paused.item_id,
-                    "toolCallId": call.id,
-                    "argv": paused.argv,
-                }
-                mark = progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
-                await self.append_all(contract, [entry], mark)
-                return "paused"
-            policy = result.get("policy") if isinstance(result.get("policy"), dict) else None
-            if policy is not None:
-                # the model is told the decision and its reason; the verdicts are for people
-                result = {**result, "policy": {k: v for k, v in policy.items() if k in MODEL_SEES}}
-                await self._record_policy(contract, call, policy)
-            decision = str(policy["decision"]) if policy else ("ok" if result.get("ok") else "error")
-            self._tool_event(contract, call, decision, ok=bool(result.get("ok")))
-            message = {
-                "role": "tool",
-                "toolCallId": call.id,
-                "name": call.name,
-                "content": json.dumps(result, ensure_ascii=False, default=str),
-            }
-            stored = await self.append(contract, {"kind": "message", "message": message})
-            messages.append(stored["message"])
-        return None
-
-    async def _record_policy(self, contract: Contract, call: ToolCall, policy: dict[str, Any]) -> None:
-        """One policy decision in the transcript (``kind: policy``) and in telemetry."""
-        await self.append(contract, {"kind": "policy", "toolCallId": call.id, "tool": call.name, **policy})
-        if self._deps.events is not None:
-            self._deps.events.policy_decision(
-                contract.callback_id, call.name, policy, watcher_id=contract.watcher_id
-            )
-
-    def _tool_event(self, contract: Contract, call: ToolCall, decision: str, *, ok: bool) -> None:
-        if self._deps.events is not None:
-            self._deps.events.tool_call(
-                contract.callback_id,
-                call.name,
-                decision=decision,
-                ok=ok,
-                watcher_id=contract.watcher_id,
-                arguments=call.arguments,
-            )
-
     async def _complete(
         self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
     ) -> ModelReply:
@@ -561,144 +514,8 @@ class SessionRunner:
         await self.append_all(contract, [entry], progress(contract, "failed", error=error))
 
 
-@dataclass(frozen=True)
-class Limit:
-    """When a session must stop (SPEC §6.4): ``stop_at`` on the service's clock, from a limit of
-    ``limit_ms`` of the session's own time."""
-
-    stop_at: datetime
-    limit_ms: int
-
-    @property
-    def reason(self) -> str:
-        return f"it investigated for {self.limit_ms / 1000:g}s, its time limit (hookSessionMaxMs)"
-
-
-def session_limit_ms(watcher: AnyWatcher | None, service: ServiceConfig) -> int:
-    """How long a callback's session may investigate: the watcher's ``fire.sessionMaxMs``, else
-    ``hookSessionMaxMs``."""
-    own = None if watcher is None else watcher.fire.session_max_ms
-    return own if own is not None else service.hook_session_max_ms
-
-
-def spent_ms(records: list[TranscriptEntry], now: datetime) -> float:
-    """How much of its time limit a session used, told from its transcript: from its first entry
-    to ``now``, less each wait for an approval (from a ``paused`` entry to the entry after it)."""
-    if not records:
-        return 0.0
-    waited = timedelta()
-    for entry, after in itertools.pairwise(records):
-        if entry.entry.get("kind") == "status" and entry.entry.get("status") == "paused":
-            waited += after.at - entry.at
-    if records[-1].entry.get("kind") == "status" and records[-1].entry.get("status") == "paused":
-        waited += now - records[-1].at  # resumed by its approval: nothing recorded since the pause
-    return ((now - records[0].at) - waited).total_seconds() * 1000
-
-
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
     """Small-model robustness: a tool call written as JSON text becomes a real tool call."""
     if reply.tool_calls or not reply.text:
         return reply
     return recover_tool_calls(reply, names)
-
-
-def _command_history(
-    messages: list[dict[str, Any]], mcp_tools: dict[str, McpTool] | None = None
-) -> list[str]:
-    """Actions requested so far in this callback (for the loop guard), in order: commands, and
-    calls of the callback's MCP tools (``policy.mcp_summary``)."""
-    found: list[str] = []
-    mcp_tools = mcp_tools or {}
-    for message in messages:
-        for call in message.get("toolCalls") or []:
-            args = call.get("arguments")
-            offered = mcp_tools.get(str(call.get("name")))
-            if offered is not None and isinstance(args, dict):
-                found.append(mcp_summary(offered.tool, args))
-            elif (
-                call.get("name") == "sentinel_act"
-                and isinstance(args, dict)
-                and args.get("action") == "run_command"
-            ):
-                found.append(" ".join([str(args.get("command", "")), *map(str, args.get("args") or [])]))
-    return found[:-1] if found else found
-
-
-def denial_streak(messages: list[dict[str, Any]]) -> int:
-    """How many of this callback's latest tool results in a row are denials: refused by the
-    policy (a rule, a judge or the loop guard), or an approval denied or expired."""
-    import json
-
-    streak = 0
-    for message in messages:
-        if message.get("role") != "tool":
-            continue
-        try:
-            result = json.loads(message.get("content") or "{}")
-        except (TypeError, ValueError):
-            result = None
-        streak = streak + 1 if _is_denial(result) else 0
-    return streak
-
-
-def _is_denial(result: object) -> bool:
-    if not isinstance(result, dict):
-        return False
-    policy, approval = result.get("policy"), result.get("approval")
-    if isinstance(policy, dict) and policy.get("decision") == "deny":
-        return True
-    return isinstance(approval, dict) and approval.get("status") in ("denied", "expired")
-
-
-RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
-
-
-INVESTIGATING: tuple[ContractState, ...] = ("fulfilled", "fallback_sent")
-STARTED = frozenset({"running", "resuming"})  # progress of a session that was under way
-
-
-class ResumeRoles(ContractStore, CheckpointStore, Protocol):
-    """The store roles a restart reads: the contracts, and each one's session progress."""
-
-
-async def sessions_to_resume(store: ResumeRoles, *, settled_since: datetime | None = None) -> list[Contract]:
-    """After a restart: the callbacks whose session a queue runs again (``to_resume``), oldest
-    first; with ``settled_since``, those still investigating after a page created since then."""
-    found = []
-    for contract in sorted(
-        await open_contracts(store, settled_since=settled_since), key=lambda c: (c.created_at, c.callback_id)
-    ):
-        if to_resume(contract, await get_checkpoint(store, progress_key(contract.callback_id)) or {}):
-            found.append(contract)
-    return found
-
-
-def to_resume(contract: Contract, progress: Mapping[str, Any]) -> bool:
-    """Whether a restart queues this callback's session again: one of an open contract that has
-    not finished, or one still investigating after its page (SPEC §6.4)."""
-    status = progress.get("status")
-    if contract.state in RESUMABLE:
-        return status not in FINAL
-    return status in STARTED
-
-
-async def open_contracts(store: ContractStore, *, settled_since: datetime | None = None) -> list[Contract]:
-    """Contracts whose session may still have work to do after a restart (pending, or notifying:
-    the agent notified and went on); paused sessions wait for their approval instead. With
-    ``settled_since``, also those settled with a page but created since then, whose session may
-    still investigate after the page (SPEC §6.4; the caller checks each one's progress)."""
-    found: list[Contract] = []
-    for state in (*RESUMABLE, *(INVESTIGATING if settled_since is not None else ())):
-        cursor: str | None = None
-        while True:
-            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
-            recent = [
-                c
-                for c in page.items
-                if settled_since is None or c.state in RESUMABLE or c.created_at >= settled_since
-            ]
-            found.extend(recent)
-            cursor = page.next_cursor
-            if not cursor or len(recent) < len(page.items):  # newest first: the rest are older
-                break
-    return found

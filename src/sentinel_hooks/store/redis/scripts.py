@@ -248,13 +248,16 @@ end
 
 ACCEPT_CONTRACT = (
     _DEDUPE_FN
+    + _ENQUEUE_FN
     + """
 -- KEYS: contract hash, contract-due, index all, by watcher, by state (the contract's),
 --       by state+watcher (the contract's), by state deduped, by state+watcher deduped, dedupe key,
---       then one per checkpoint
+--       delivery-due, then one per checkpoint
 -- ARGV: callback id, doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
---       the contract's state ('pending', or 'silenced': final, never due), then one value per checkpoint
+--       the contract's state ('pending', or 'silenced': final, never due), deliveries as one JSON
+--       array (each [its hash, its callback index, key, doc, state, due_ms|'', index member]),
+--       then one value per checkpoint
 -- Returns the state stored, or '' when the callback id exists (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
@@ -266,7 +269,10 @@ for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
 end
 if state == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-  for i = 10, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
+  for i = 11, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
+  for _, d in ipairs(cjson.decode(ARGV[12])) do
+    enqueue(d[1], d[2], KEYS[10], d[3], d[4], d[5], d[6], d[7])
+  end
 end
 return state
 """
@@ -556,9 +562,10 @@ def accept_contract_call(
     envelope_text: str,
     dedupe: tuple[str, int] | None,
     checkpoints: Sequence[tuple[str, str]],
+    deliveries: Sequence[Delivery] = (),
 ) -> Call:
     """ACCEPT_CONTRACT for ``pending`` (or its deduped record; or a silenced contract, stored as it
-    is); ``dedupe`` is ``(key, ttl_ms)``."""
+    is) and the deliveries it brings; ``dedupe`` is ``(key, ttl_ms)``."""
     cid, wid = pending.callback_id, pending.watcher_id
     keys = [
         k.contract(cid),
@@ -570,6 +577,7 @@ def accept_contract_call(
         k.contract_index(None, "deduped"),
         k.contract_index(wid, "deduped"),
         k.dedupe(dedupe[0] if dedupe else ""),
+        k.delivery_due,
     ]
     now_ms = to_epoch_ms(pending.created_at)
     ttl_ms = dedupe[1] if dedupe else 0
@@ -586,6 +594,7 @@ def accept_contract_call(
         now_ms + ttl_ms,
         ttl_ms,
         pending.state,
+        _json_arg(delivery_rows(k, deliveries)),
     ]
     for key, text in checkpoints:
         keys.append(k.checkpoint(key))

@@ -125,12 +125,13 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
 
 
 def read_callback(
-    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None
-) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
-    """The contract's ``(doc, envelope)`` row (None when unknown), the ``(key, data)`` rows of
-    the checkpoints of ``keys`` that exist, and the ``(doc,)`` rows of the transcript entries
-    ``tail`` names (None without one)."""
-    found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
+    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None, *, envelope: bool = True
+) -> tuple[tuple[str, str | None] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+    """The contract's ``(doc, envelope)`` row (None when unknown; its envelope None unless
+    ``envelope``), the ``(key, data)`` rows of the checkpoints of ``keys`` that exist, and the
+    ``(doc,)`` rows of the transcript entries ``tail`` names (None without one)."""
+    columns = "doc, envelope" if envelope else "doc, NULL"
+    found = c.execute(f"SELECT {columns} FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
     sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
     rows = select_in(c, sql, keys)
     docs = None
@@ -147,7 +148,8 @@ def read_callback(
             "SELECT doc FROM transcripts WHERE session_key = ? AND seq > ? ORDER BY seq",
             (tail.session_key, after),
         ).fetchall()
-    return (None if found is None else (str(found[0]), str(found[1]))), rows, docs
+    row = None if found is None else (str(found[0]), None if found[1] is None else str(found[1]))
+    return row, rows, docs
 
 
 ContractRow = tuple[str, str, str, int, int | None, str, str]
@@ -177,17 +179,20 @@ def accept_contract(
     deduped: Callable[[], ContractRow],
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
+    deliveries: Sequence[DeliveryRow] = (),
 ) -> str | None:
-    """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
-    (nothing written) when the callback id exists. A silenced contract comes with no dedupe
-    key and no checkpoints, and is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
-    ``deduped`` makes the row stored when the key is live (built only then)."""
+    """Dedupe check, contract, checkpoints and deliveries of a new callback; the state stored,
+    or None (nothing written) when the callback id exists. A silenced contract comes with no
+    dedupe key, checkpoints or deliveries, and is stored as it is. ``dedupe`` is ``(key, now_ms,
+    ttl_ms)``; ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
     c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
+        for row in deliveries:
+            insert_delivery(c, row)
     return str(pending[2]) if fresh else "deduped"
 
 
