@@ -29,10 +29,9 @@ def redis_db() -> int:
     return 0
 
 
-# A notify after the page is a follow-up (SPEC §6.4): True once the relay takes them. Until then the
-# machine leaves notifies after the page unchecked, and the test below shows the model finds the
-# refused follow-up.
-FOLLOW_UPS = False
+# A notify after the page is a follow-up (SPEC §6.4), never refused: the machine checks it after
+# every step (on a relay that refused them, the test below found the refused follow-up).
+FOLLOW_UPS = True
 
 
 def run(kind: str, redis_url: str | None, capsys: pytest.CaptureFixture[str]) -> None:
@@ -74,9 +73,6 @@ def test_one_message_per_fire_on_redis(redis_url: str, capsys: pytest.CaptureFix
     run("redis", redis_url, capsys)
 
 
-@pytest.mark.xfail(
-    not FOLLOW_UPS, strict=True, reason="a notify after the fallback is refused until follow-ups land"
-)
 def test_a_notify_after_the_fallback_is_a_follow_up() -> None:
     """The machine's shortest counterexample on a relay without follow-ups: a fire, its fallback at
     the deadline, then the agent's notify — refused (the machine's random search finds it too)."""
