@@ -44,6 +44,7 @@ class Feed:
     def __init__(self, service: Service, spec: AnyWatcher) -> None:
         self.resolved: list[str | None] = []  # None: notifyResolved off
         self.resolved_for: list[str | None] = []  # the callback each resolved line carries
+        self.settles: list[bool] = []  # whether each may settle its fire resolved
         self.fired: list[str] = []  # the callback of each accepted fire
         self.spec = spec
         self.state = WatcherState()
@@ -58,7 +59,10 @@ class Feed:
             on_resolved=self._record,
         )
 
-    async def _record(self, watcher: AnyWatcher, text: str | None, callback_id: str | None) -> None:
+    async def _record(
+        self, watcher: AnyWatcher, text: str | None, callback_id: str | None = None, *, settle: bool = True
+    ) -> None:
+        self.settles.append(settle)
         self.resolved.append(text)
         self.resolved_for.append(callback_id)
 
@@ -183,3 +187,28 @@ async def test_a_condition_that_ends_names_its_fire_even_with_notify_resolved_of
     await feed(stalled(summary="disk full"))
     await feed(stalled(summary="fine"))
     assert ([None], feed.fired) == (feed.resolved, feed.resolved_for)
+
+
+async def test_a_changed_condition_that_ends_does_not_resolve_its_fire(start_service: Starter) -> None:
+    """A ``changed`` condition holds for the one observation that saw the change: its turning
+    false the next time marks no end, so nothing settles the fire ``resolved`` before its page
+    (with notifyResolved off the hook is not even asked)."""
+    feed = await feed_for(start_service, "conditions: [{path: summary, op: changed}]\n")
+    await feed(stalled(summary="disk full"))
+    await feed(stalled(summary="disk fuller"))
+    await feed(stalled(summary="disk fuller"))
+    assert 1 <= len(feed.fired)
+    assert ([], []) == (feed.resolved, feed.settles)
+
+
+async def test_a_changed_condition_with_notify_resolved_sends_its_line_without_settling(
+    start_service: Starter,
+) -> None:
+    feed = await feed_for(
+        start_service, "conditions: [{path: summary, op: changed}]\nfire: {notifyResolved: true}\n"
+    )
+    await feed(stalled(summary="disk full"))
+    await feed(stalled(summary="disk fuller"))
+    await feed(stalled(summary="disk fuller"))
+    assert feed.resolved and all(text is not None for text in feed.resolved)
+    assert [False] * len(feed.resolved) == feed.settles

@@ -61,7 +61,9 @@ class Notices:
         if deliveries:
             self._dispatcher.wake()
 
-    async def resolved(self, watcher: AnyWatcher, text: str | None, callback_id: str | None = None) -> None:
+    async def resolved(
+        self, watcher: AnyWatcher, text: str | None, callback_id: str | None = None, *, settle: bool = True
+    ) -> None:
         """The source reports a fire over: settle it ``resolved`` before its page, else send
         the one-line resolved message (notifyResolved; ``text`` None when it is off) as a
         follow-up to the watcher's targets.
@@ -70,9 +72,14 @@ class Notices:
         contract ``resolved`` (nothing paged yet, SPEC §6.4), whose page is then its own line
         (or nothing). Otherwise the line carries ``callback_id``, so it joins that fire's Slack
         thread and is keyed ``{callbackId}:{target}:resolved``; with none known (a probe episode)
-        it gets a callback id of its own.
+        it gets a callback id of its own. ``settle`` false (a momentary fire, ``changed``) skips
+        the settling: the line, if any, only joins the thread.
         """
-        if callback_id is not None and await self._relay.resolve(callback_id, notify=text is not None):
+        if (
+            settle
+            and callback_id is not None
+            and await self._relay.resolve(callback_id, notify=text is not None)
+        ):
             return
         if text is None:
             return

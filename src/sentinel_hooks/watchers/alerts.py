@@ -67,7 +67,9 @@ ItemsResolver = Callable[[str], Awaitable[list[InboxItem]]]
 """Resolve a callback's open escalation items; the items resolved."""
 
 
-async def _log_resolved(watcher: AnyWatcher, message: str | None, callback_id: str | None) -> None:
+async def _log_resolved(
+    watcher: AnyWatcher, message: str | None, callback_id: str | None = None, *, settle: bool = True
+) -> None:
     log.info("alert resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
 
 

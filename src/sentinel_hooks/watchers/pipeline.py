@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from pydantic import BaseModel
 
 from sentinel_hooks.callbacks.intake.intake import CallbackIntake
 from sentinel_hooks.clock import Clock
@@ -58,10 +59,17 @@ log = logging.getLogger(__name__)
 HISTORY_KEEP = 500
 UNKNOWN: Any = object()  # "the caller does not know the previous observation": read it from the store
 
-ResolvedHook = Callable[[AnyWatcher, str | None, str | None], Awaitable[None]]
-"""A fire's condition ended: the watcher, the notifyResolved line (None: notifyResolved off), and
-the callback of the fire whose episode ended (None: unknown), which settles ``resolved`` when
-nothing paged yet (SPEC §6.4)."""
+
+class ResolvedHook(Protocol):
+    """A fire's condition ended: the watcher, the notifyResolved line (None: notifyResolved off),
+    and the callback of the fire whose episode ended (None: unknown), which settles ``resolved``
+    when nothing paged yet (SPEC §6.4) unless ``settle`` is false (a momentary fire, below)."""
+
+    async def __call__(
+        self, watcher: AnyWatcher, text: str | None, callback_id: str | None = None, *, settle: bool = True
+    ) -> None: ...
+
+
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
@@ -114,7 +122,26 @@ def _shown(value: Any) -> Any:
     return value if len(text) <= EXPLAINED_VALUE_CHARS else text[: EXPLAINED_VALUE_CHARS - 1] + "…"
 
 
-async def _no_resolved_hook(watcher: AnyWatcher, message: str | None, callback_id: str | None) -> None:
+def momentary(watcher: AnyWatcher) -> bool:
+    """Whether the watcher's fire marks a moment rather than a state: a condition on ``changed``
+    holds for the one observation that saw the change, so its turning false the next poll says
+    nothing is over, and must not settle the fire ``resolved`` before its page (SPEC §6.4)."""
+    return any(_uses_changed(node) for node in watcher.conditions)
+
+
+def _uses_changed(node: Any) -> bool:
+    if isinstance(node, BaseModel):
+        node = node.model_dump()
+    if isinstance(node, dict):
+        return node.get("op") == "changed" or any(_uses_changed(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_changed(v) for v in node)
+    return False
+
+
+async def _no_resolved_hook(
+    watcher: AnyWatcher, message: str | None, callback_id: str | None = None, *, settle: bool = True
+) -> None:
     log.info("watcher resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
 
 
@@ -294,8 +321,9 @@ class FiringPipeline:
         durations = [seconds for seconds in ended if seconds is not None]
         message = resolved_message(watcher.event_name, watcher.id, max(durations)) if durations else None
         callback_id = fired if decision.resolved_after_s is not None else None
-        if message is not None or callback_id is not None:
-            await self._on_resolved(watcher, message, callback_id)
+        settle = not momentary(watcher)
+        if message is not None or (callback_id is not None and settle):
+            await self._on_resolved(watcher, message, callback_id, settle=settle)
 
     async def quiet(self, watcher: AnyWatcher, state: WatcherState) -> Outcome:
         """``expectEventWithinMs`` passed with no event: fire a ``no_progress`` trigger once."""
