@@ -54,6 +54,7 @@ PURE = [
     "core/envelope.py",
     "core/evm_abi.py",
     "core/retry.py",
+    "core/usage.py",
     "watchers/lifecycle.py",
     "watchers/episodes.py",
     "watchers/builder.py",

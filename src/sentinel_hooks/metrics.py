@@ -201,6 +201,27 @@ class Metrics:
             ["rule", "outcome"],
             registry=r,
         )
+        self.model_tokens = Counter(
+            "sentinel_model_tokens",
+            "Model tokens used, by models: entry and direction (input, output; estimated when the API "
+            "reported none)",
+            ["model", "direction"],
+            registry=r,
+        )
+        self.model_cost = Counter(
+            "sentinel_model_cost_usd",
+            "Model cost in US dollars, by models: entry (with pricing)",
+            ["model"],
+            registry=r,
+        )
+        self.budget_exhausted = Counter(
+            "sentinel_budget_exhausted",
+            "Model calls refused because a budget was spent, by scope (fire, watcher_day, service_day)",
+            ["scope"],
+            registry=r,
+        )
+        for scope in ("fire", "watcher_day", "service_day"):
+            self.budget_exhausted.labels(scope)  # exported as 0 from the start
         self.deliveries = Counter(
             "sentinel_deliveries",
             "Delivery attempts by target and outcome",

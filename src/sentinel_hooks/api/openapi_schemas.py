@@ -42,6 +42,15 @@ COUNT: Schema = {"type": "integer", "minimum": 0}
 TIME: Schema = {"type": "string", "format": "date-time", "description": "ISO 8601 UTC, milliseconds, Z"}
 NULLABLE_TIME: Schema = {"type": ["string", "null"], "format": "date-time"}
 NULLABLE_STRING: Schema = {"type": ["string", "null"]}
+USD: Schema = {"type": "number", "minimum": 0, "description": "US dollars"}
+USAGE_FIELDS: dict[str, Schema] = {"inputTokens": COUNT, "outputTokens": COUNT, "costUsd": USD}
+DAY_LIMIT: Schema = {
+    "type": "object",
+    "properties": {"tokens": {"type": ["integer", "null"]}, "usd": {"type": ["number", "null"]}},
+    "required": ["tokens", "usd"],
+    "additionalProperties": False,
+    "description": "the day budget (null: no limit)",
+}
 
 ERROR_ANSWERS: dict[int, tuple[str, str]] = {
     400: ("BadRequest", "invalid JSON, body, query parameter or cursor (`details` says which)"),
@@ -211,6 +220,9 @@ def _callback_and_inbox_schemas() -> dict[str, Schema]:
             },
             "transcript": array_of(ref("TranscriptEntry")),
             "deliveries": array_of(ref("Delivery")),
+            "usage": closed_object(
+                USAGE_FIELDS, about="what the callback's model calls used: tokens in and out, cost (SPEC §20)"
+            ),
         }
     )
     return {
@@ -362,6 +374,19 @@ def _silence_schemas() -> dict[str, Schema]:
                     }
                 ),
             },
+            "usage": closed_object(
+                {
+                    "day": {**STRING, "description": "today, UTC (YYYY-MM-DD)"},
+                    "models": {"type": "object", "additionalProperties": closed_object(USAGE_FIELDS)},
+                    "service": closed_object({**USAGE_FIELDS, "perDay": DAY_LIMIT}),
+                    "watchers": {
+                        "type": "object",
+                        "description": "watchers with a fire.budget.perDay, by id",
+                        "additionalProperties": closed_object({**USAGE_FIELDS, "perDay": DAY_LIMIT}),
+                    },
+                },
+                about="today's model usage per models: entry and against the day budgets (SPEC §20)",
+            ),
         },
         about="what `sentinel status` prints",
     )

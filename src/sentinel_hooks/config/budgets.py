@@ -23,10 +23,6 @@ class Pricing(Spec):
     input_per_m_tok: float = Field(ge=0, alias="inputPerMTok")
     output_per_m_tok: float = Field(ge=0, alias="outputPerMTok")
 
-    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
-        """The dollars ``input_tokens`` in and ``output_tokens`` out cost."""
-        return (input_tokens * self.input_per_m_tok + output_tokens * self.output_per_m_tok) / 1_000_000
-
 
 class Limit(Spec):
     """One budget: at most ``tokens`` (input and output together) and ``usd``; null: no limit."""

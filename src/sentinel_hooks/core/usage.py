@@ -1,10 +1,10 @@
-"""What model calls use, and which budget that spends (SPEC.md §20). Pure.
+"""What model calls use (SPEC.md §20). Pure.
 
 A model call's ``Usage`` is what the API reported (input and output tokens), or, when it
-reported none, an estimate of characters ÷ 4 marked ``estimated``; with the model's pricing, its
-cost in US dollars. Calls are counted in the store under scope keys (``Scopes``): the fire (its
-callback), the watcher's UTC day, the service's UTC day, and each model's UTC day (what
-``sentinel status`` shows). ``exhausted`` says which budget, if any, a call may no longer spend.
+reported none, an estimate of characters ÷ 4 marked ``estimated``; with the model's prices, its
+cost in US dollars. Calls are counted in the store (``UsageStore``) under the keys made here: the
+fire (its callback), the watcher's UTC day, the service's UTC day, and each model entry's UTC day
+(what ``sentinel status`` shows). Which budget a count spends is ``callbacks.sessions.budgets``'.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
 
 CHARS_PER_TOKEN = 4
 
@@ -75,7 +74,9 @@ def call_usage(
     estimated = not reported
     if estimated:
         input_tokens = estimate_tokens(request)
-        output_tokens = estimate_tokens(reply_text or "") + (estimate_tokens(reply_calls) if reply_calls else 0)
+        output_tokens = estimate_tokens(reply_text or "") + (
+            estimate_tokens(reply_calls) if reply_calls else 0
+        )
     else:
         input_tokens = int(reported.get("inputTokens", 0))
         output_tokens = int(reported.get("outputTokens", 0))

@@ -80,13 +80,17 @@ def fallback_text(
     timeout_ms: int,
     payload: Any,
     escalation: tuple[str, str] | None = None,
+    stopped: str | None = None,
 ) -> str:
-    """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated."""
-    lines = [
+    """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated,
+    ``stopped`` what ran out when its budget stopped the session before any page (SPEC §20)."""
+    first = (
         f"Sentinel: {fired_on(event_name, watcher_id)} ({priority}) — no response from the agent "
-        f"within {format_timeout(timeout_ms)}.",
-        payload_line(payload),
-    ]
+        f"within {format_timeout(timeout_ms)}."
+    )
+    if stopped:
+        first = f"{first[:-1]} — the agent's budget ran out ({stopped})."
+    lines = [first, payload_line(payload)]
     if escalation is not None:
         severity, reason = escalation
         lines.append(f"Escalated ({severity}): {reason}")

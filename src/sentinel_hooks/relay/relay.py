@@ -69,6 +69,11 @@ def escalation_key(callback_id: str) -> str:
     return f"escalation:{callback_id}"
 
 
+def stop_key(callback_id: str) -> str:
+    """Where the reason a session stopped before any page is remembered (for the fallback text)."""
+    return f"stopped:{callback_id}"
+
+
 def delivery_targets(envelope: Envelope | None, contract: Contract) -> list[str]:
     """The contract's targets, or the console only for ``environment: test``."""
     if envelope is not None and envelope.mode.environment == "test":
@@ -172,6 +177,26 @@ class Relay:
             self.expect(deadline)
         return moved
 
+    async def fallback_now(self, callback_id: str, reason: str) -> bool:
+        """The session stopped before any page (SPEC §20: its budget ran out): the fallback is due
+        now rather than at the deadline, and says ``reason`` (kept in a checkpoint the fallback
+        reads). Only a ``pending`` contract moves: its deadline becomes now, through the two
+        compare-and-set steps an approval takes (out of the deadline index, back in due now), so
+        a notify or a settlement racing it wins or loses whole. True when it was moved."""
+        current = await self._store.get_contract(callback_id)
+        if current is None or current.state != "pending":
+            return False
+        await self._store.put_checkpoint(stop_key(callback_id), {"reason": reason})
+        paused = await self._store.pause_contract(callback_id)
+        if paused is None or paused.before != "pending":
+            return False
+        now = self._clock.now()
+        moved = await self._store.resume_contract(callback_id, deadline=now)
+        if moved is None or moved.after != "pending":
+            return False
+        self.expect(now)
+        return True
+
     def moved(self, recorded: Recorded) -> None:
         """The outbox recorded outcomes that moved contracts: report fulfilments, and wake for a
         contract back to ``pending`` (its notify failed for good): its fallback may be due now."""
@@ -234,9 +259,12 @@ class Relay:
         claimed = await self._store.claim_due(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
         if not claimed:
             return 0
-        escalations = await self._store.get_checkpoints([escalation_key(c.callback_id) for c, _ in claimed])
+        ids = [c.callback_id for c, _ in claimed]
+        notes = await self._store.get_checkpoints([*map(escalation_key, ids), *map(stop_key, ids)])
         settlements = [
-            self._settlement(c, envelope, escalations.get(escalation_key(c.callback_id)), now)
+            self._settlement(
+                c, envelope, notes.get(escalation_key(c.callback_id)), now, notes.get(stop_key(c.callback_id))
+            )
             for c, envelope in claimed
         ]
         won = await self._store.settle_contracts(settlements, at=now)
@@ -250,6 +278,7 @@ class Relay:
         envelope: Envelope | None,
         escalation: dict[str, Any] | None,
         now: datetime,
+        stopped: dict[str, Any] | None = None,
     ) -> Settlement:
         """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract (one
         stored without its envelope gets the fallback, told from the contract alone)."""
@@ -265,6 +294,7 @@ class Relay:
             escalation=None
             if escalation is None
             else (str(escalation.get("severity", "warning")), str(escalation.get("reason", ""))),
+            stopped=None if stopped is None else str(stopped.get("reason", "")),
         )
         message = Message(
             callback_id=contract.callback_id,

@@ -4,6 +4,7 @@
 callback's session turn by turn with its transcript as checkpoint; ``prompt.py`` writes what the
 model reads first, ``memory.py`` what it is told of the session's earlier callbacks and
 ``compaction.py`` keeps each request inside its budget (these three are pure); ``tools.py`` holds
-the sentinel tools the model may call. The queues that run sessions, the action policy and the MCP
+the sentinel tools the model may call; ``budgets.py`` counts every model call of a callback and
+refuses one once a budget of SPEC §20 is spent. The queues that run sessions, the action policy and the MCP
 client are sibling packages of ``callbacks/``.
 """

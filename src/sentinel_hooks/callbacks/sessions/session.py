@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,6 +32,7 @@ from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.policy.rules import mcp_summary
 from sentinel_hooks.callbacks.sessions import compaction, memory
+from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
 from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
 from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
 from sentinel_hooks.clock import Clock
@@ -48,6 +50,7 @@ from sentinel_hooks.store.base import (
     ContractStore,
     SessionStore,
     TranscriptTail,
+    UsageStore,
     WatcherStore,
 )
 from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
@@ -73,9 +76,9 @@ def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[st
     return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
-class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, Protocol):
+class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, UsageStore, Protocol):
     """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
-    reads, and what its tools read (``ToolBox``)."""
+    reads, what its tools read (``ToolBox``), and the usage counters of its budgets."""
 
 
 @dataclass(frozen=True)
@@ -213,11 +216,47 @@ class SessionRunner:
                 {**progress(contract, "running"), **learned},
             )
             messages.extend(entry["message"] for entry in stored[1:])
+        meter = Meter(
+            store=deps.store,
+            clock=deps.clock,
+            service=deps.service,
+            inbox=deps.inbox,
+            events=deps.events,
+            callback_id=callback_id,
+            watcher_id=contract.watcher_id,
+            session_key=contract.session_key,
+            watcher_budget=None if watcher is None else watcher.fire.budget,
+        )
+        metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
-            return await self._loop(contract, backend, box, messages)
+            return await self._loop(contract, backend, box, messages, meter)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
+        except BudgetExhausted as exc:
+            return await self._out_of_budget(contract, exc)
+        finally:
+            METER.reset(metering)
+
+    async def _out_of_budget(self, contract: Contract, exhausted: BudgetExhausted) -> str:
+        """Stop the session (SPEC §20): the call was not made; without a page yet, the fallback
+        goes now and says which budget ran out."""
+        text = f"session stopped: budget exhausted ({exhausted.which})"
+        log.warning(
+            "session for %s: %s", contract.callback_id, text, extra={"callbackId": contract.callback_id}
+        )
+        entry = {
+            "kind": "status",
+            "status": "stopped",
+            "reason": "budget",
+            "which": exhausted.which,
+            "text": text,
+        }
+        await self.append_all(
+            contract, [entry], progress(contract, "done", stopped="budget", which=exhausted.which)
+        )
+        await self._deps.relay.fallback_now(contract.callback_id, exhausted.which)
+        return "done"
 
     async def _mcp_tools(self, watcher: AnyWatcher | None, envelope: Envelope) -> dict[str, McpTool]:
         """The MCP tools of ``fire.tools`` (SPEC §17): none without a watcher, and none unless
@@ -308,6 +347,7 @@ class SessionRunner:
         messages: list[dict[str, Any]],
         tools: list[ToolSpec],
         sizes: compaction.Sizes,
+        meter: Meter,
     ) -> list[dict[str, Any]]:
         """Keep the next request inside the model's budget (compaction.py).
 
@@ -326,9 +366,12 @@ class SessionRunner:
         if found is not None:
             seqs, _ = found
             middle = compaction.originals(own, seqs)
-            reply = await self._complete(backend, compaction.summary_request(middle, room), [])
+            reply, usage = await self._complete(
+                backend, compaction.summary_request(middle, room), [], meter, "summary"
+            )
             summary = compaction.summary_message(reply.text or "(no summary)")
-            await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+            entry = {"kind": "compaction", "replaces": seqs, "message": summary, "usage": usage}
+            await self.append(contract, entry)
             entries = await self._entries(contract)
         for seq, message in compaction.cuts(entries, room):
             await self.append(
@@ -337,7 +380,12 @@ class SessionRunner:
         return await self._messages(contract)
 
     async def _loop(
-        self, contract: Contract, backend: ModelBackend, box: ToolBox, messages: list[dict[str, Any]]
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        box: ToolBox,
+        messages: list[dict[str, Any]],
+        meter: Meter,
     ) -> str:
         tools = box.specs
         sizes = compaction.Sizes()
@@ -359,13 +407,15 @@ class SessionRunner:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
                 return "done"
-            messages[:] = await self._compact(contract, backend, messages, tools, sizes)
-            reply = await self._complete(backend, messages, tools)
+            messages[:] = await self._compact(contract, backend, messages, tools, sizes, meter)
+            reply, usage = await self._complete(backend, messages, tools, meter, "turn")
             turns += 1
             message = reply.to_message()
             # the last reply (no tool calls) and the session's end are one step
             done = progress(contract, "done", turns=turns) if not message.get("toolCalls") else None
             entry = {"kind": "message", "message": message, "model": reply.model}
+            if usage is not None:
+                entry["usage"] = usage
             [stored] = await self.append_all(contract, [entry], done)
             messages.append(stored["message"])
             if done is not None:
@@ -474,14 +524,25 @@ class SessionRunner:
             )
 
     async def _complete(
-        self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
-    ) -> ModelReply:
-        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s).
+        self,
+        backend: ModelBackend,
+        messages: list[dict[str, Any]],
+        tools: list[ToolSpec],
+        meter: Meter,
+        call: Call,
+    ) -> tuple[ModelReply, dict[str, Any] | None]:
+        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s),
+        and its usage as recorded (None for the scripted backend, which calls no model).
 
-        A plain loop, as a watcher's poll: a tenacity loop built per call cost about 240,000
-        instructions (callgrind), a tenth of the session's own work with an instant model
-        (bench/RESULTS.md, issue 18.6, third round).
+        The budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
+        counted after (``Meter``). A plain loop, as a watcher's poll: a tenacity loop built per
+        call cost about 240,000 instructions (callgrind), a tenth of the session's own work with
+        an instant model (bench/RESULTS.md, issue 18.6, third round).
         """
+        metered = not isinstance(backend, ScriptedBackend)
+        if metered:
+            await meter.check()
+        started = time.perf_counter()
         attempt = 1
         while True:
             try:
@@ -492,7 +553,8 @@ class SessionRunner:
                     raise
                 await asyncio.sleep(MODEL_BACKOFF.delay_s(attempt, _RNG, retry_after_of(exc)))
                 attempt += 1
-        return _recovered(reply, [t.name for t in tools])
+        usage = await meter.record(backend.name, call, messages, reply, started) if metered else None
+        return _recovered(reply, [t.name for t in tools]), usage
 
     async def _fail(self, contract: Contract, error: str) -> None:
         error = self._deps.redactor.text(error)

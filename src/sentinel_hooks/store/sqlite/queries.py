@@ -467,7 +467,9 @@ def silences_page(
 USAGE_EXPIRED_PER_ADD = 100  # expired counters one ``add_usage`` deletes, at most
 
 
-def add_usage(c: Conn, keys: Sequence[str], amounts: tuple[int, int, float], at_ms: int, expires_ms: int) -> None:
+def add_usage(
+    c: Conn, keys: Sequence[str], amounts: tuple[int, int, float], at_ms: int, expires_ms: int
+) -> None:
     """``Store.add_usage``: add ``amounts`` (input, output, cost) to each key's row, then delete a
     few rows expired before ``at_ms``."""
     c.executemany(
