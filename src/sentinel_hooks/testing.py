@@ -284,12 +284,13 @@ class FakeAnthropicServer(FakeModelServer):
             "content": content,
             "stop_reason": "tool_use" if canned.calls else "end_turn",
             "stop_sequence": None,
-            **(
-                {}
-                if self.usage is None
-                else {"usage": dict(zip(("input_tokens", "output_tokens"), self.usage))}
-            ),
+            **self._usage(),
         }
+
+    def _usage(self) -> dict[str, Any]:
+        if self.usage is None:
+            return {}
+        return {"usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}}
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {"type": "error", "error": {"type": "fake_error", "message": message}}

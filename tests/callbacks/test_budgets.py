@@ -7,7 +7,10 @@ Real parts: the fake OpenAI-compatible and Anthropic servers of ``sentinel_hooks
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -21,6 +24,7 @@ from sentinel_hooks.core.usage import Usage, service_day_key, utc_day
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeAnthropicServer, FakeModelServer, FakeOpenAIServer
+from tests.cli.conftest import sentinel_command
 from tests.support import Sink, wait_for
 
 PRICING = "pricing: {inputPerMTok: 3.0, outputPerMTok: 15.0}"
@@ -206,7 +210,8 @@ async def test_a_paged_contract_gets_no_fallback_when_the_budget_runs_out(
     assert "done" == await finished(service, contract)
     assert (1, []) == (len(sink.bodies("notify")), sink.bodies("fallback"))
     current = await service.store.get_contract(contract.callback_id)
-    assert current is not None and current.state == "fulfilled"
+    assert current is not None
+    assert current.state == "fulfilled"
 
 
 async def test_a_spent_service_day_opens_one_escalation_for_the_day(
@@ -313,3 +318,81 @@ async def test_status_shows_todays_usage_per_model_against_the_day_budgets(
         "service": {**spent, "perDay": {"tokens": 1000, "usd": 2.5}},
         "watchers": {"a": {**spent, "perDay": {"tokens": 99, "usd": None}}},
     } == usage
+
+
+async def run_cli(service: Service, tmp_path: Path, *args: str) -> list[str]:
+    """``sentinel ARGS --url <service>`` in a subprocess; its output lines (exit 0 asserted)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*sentinel_command(), *args, "--url", service.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "COLUMNS": "250"},
+        cwd=tmp_path,
+    )
+    assert 0 == done.returncode, done.stderr
+    return [line.strip() for line in done.stdout.splitlines()]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["openai"], indirect=True)
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+async def test_callbacks_show_prints_each_calls_usage_and_the_total(
+    start: Start, server: FakeModelServer, tmp_path: Path
+) -> None:
+    """`sentinel callbacks show`: a usage line under each model turn (tokens, cost, time) and the
+    callback's total; a budget stop is printed as the transcript says it."""
+    look(server)
+    service = await start(budgets="{perFire: {tokens: 15}}")
+    contract = await fire(service)
+    assert "done" == await finished(service, contract)
+    lines = await run_cli(service, tmp_path, "callbacks", "show", contract.callback_id)
+    [call] = [line for line in lines if line.startswith("usage (")]
+    assert call.startswith("usage (turn, m): 10 in + 5 out tokens, $0.0001, ")
+    assert call.endswith(" ms")
+    assert "usage: 10 in + 5 out tokens, $0.0001" in lines
+    assert "session stopped: budget exhausted (budgets.perFire.tokens: 15 of 15)" in lines
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["openai"], indirect=True)
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+async def test_sentinel_status_prints_todays_usage(
+    start: Start, server: FakeModelServer, tmp_path: Path
+) -> None:
+    """`sentinel status`: today's tokens and cost per model, and the day against its budget."""
+    server.reply_text("ok")
+    service = await start(budgets="{perDay: {tokens: 1000}}")
+    assert "done" == await finished(service, await fire(service))
+    lines = await run_cli(service, tmp_path, "status")
+    at = lines.index(f"model usage today ({utc_day(service.clock.now())} UTC):")
+    assert [
+        "m: 10 in + 5 out tokens, $0.0001",
+        "judge: 0 in + 0 out tokens, $0.0000",
+        "service: 10 in + 5 out tokens, $0.0001 of a day budget of 1000 tokens",
+    ] == lines[at + 1 : at + 4]
+
+
+@pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
+async def test_a_compaction_summary_is_counted_like_a_turn(
+    start: Start, server: FakeModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summary call of a compaction records its usage in its compaction entry and the callback's total."""
+    from sentinel_hooks.callbacks.sessions import compaction
+
+    monkeypatch.setattr(compaction, "budget", lambda max_payload_chars: 2000)
+    for _ in range(4):
+        server.reply_tool_call("sentinel_history", {"limit": 5})
+    server.reply_text("SUMMARY: all quiet")
+    notify(server, "all quiet")
+    service = await start()
+    contract = await fire(service)
+    assert "done" == await finished(service, contract)
+    found = await entries(service, contract)
+    [summary] = [e["usage"] for e in found if e.get("kind") == "compaction" and "usage" in e]
+    assert ("summary", 10, 5) == (summary["call"], summary["inputTokens"], summary["outputTokens"])
+    body = await callback_json(service, contract.callback_id)
+    assert 10 * len(server.requests) == body["usage"]["inputTokens"]
