@@ -7,10 +7,7 @@ Real parts: the fake OpenAI-compatible and Anthropic servers of ``sentinel_hooks
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,7 +21,7 @@ from sentinel_hooks.core.usage import Usage, service_day_key, utc_day
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeAnthropicServer, FakeModelServer, FakeOpenAIServer
-from tests.cli.conftest import sentinel_command
+from tests.cli.conftest import remote_lines
 from tests.support import Sink, wait_for
 
 PRICING = "pricing: {inputPerMTok: 3.0, outputPerMTok: 15.0}"
@@ -320,23 +317,6 @@ async def test_status_shows_todays_usage_per_model_against_the_day_budgets(
     } == usage
 
 
-async def run_cli(service: Service, tmp_path: Path, *args: str) -> list[str]:
-    """``sentinel ARGS --url <service>`` in a subprocess; its output lines (exit 0 asserted)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [*sentinel_command(), *args, "--url", service.url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**env, "COLUMNS": "250"},
-        cwd=tmp_path,
-    )
-    assert 0 == done.returncode, done.stderr
-    return [line.strip() for line in done.stdout.splitlines()]
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("server", ["openai"], indirect=True)
 @pytest.mark.parametrize("store_url", ["sqlite"], indirect=True)
@@ -349,7 +329,7 @@ async def test_callbacks_show_prints_each_calls_usage_and_the_total(
     service = await start(budgets="{perFire: {tokens: 15}}")
     contract = await fire(service)
     assert "done" == await finished(service, contract)
-    lines = await run_cli(service, tmp_path, "callbacks", "show", contract.callback_id)
+    lines = await remote_lines(service.url, tmp_path, "callbacks", "show", contract.callback_id)
     [call] = [line for line in lines if line.startswith("usage (")]
     assert call.startswith("usage (turn, m): 10 in + 5 out tokens, $0.0001, ")
     assert call.endswith(" ms")
@@ -367,7 +347,7 @@ async def test_sentinel_status_prints_todays_usage(
     server.reply_text("ok")
     service = await start(budgets="{perDay: {tokens: 1000}}")
     assert "done" == await finished(service, await fire(service))
-    lines = await run_cli(service, tmp_path, "status")
+    lines = await remote_lines(service.url, tmp_path, "status")
     at = lines.index(f"model usage today ({utc_day(service.clock.now())} UTC):")
     assert [
         "m: 10 in + 5 out tokens, $0.0001",
