@@ -11,7 +11,7 @@ from sentinel_hooks.config.watcher import RetrySpec
 from sentinel_hooks.core.retry import Backoff
 from sentinel_hooks.delivery.dispatch import delivery_backoff
 from sentinel_hooks.outages import STORE_RETRY
-from sentinel_hooks.watchers.runner import watcher_backoff
+from sentinel_hooks.watchers.retries import watcher_backoff
 
 
 def test_a_watcher_retries_with_full_jitter_from_its_retry() -> None:

@@ -142,21 +142,16 @@ class Metrics:
         self._watcher_collector = WatcherSeriesCollector(self._watcher_series)
         self.registry.register(self._watcher_collector)
         self._core = CollectorRegistry(auto_describe=True)  # all but the per-watcher series
-        r = self._core
+        self._watcher_families(self._core)
+        self._firing_families(self._core)
+        self._session_families(self._core)
+        self._delivery_families(self._core)
+        self.registry.register(self._core)
+
+    def _watcher_families(self, r: CollectorRegistry) -> None:
+        """Polls and what they observe: errors, skips, drops, lag, reconnects, watchers by state."""
         self.poll_errors = Counter(
             "sentinel_poll_errors", "Failed observation attempts, by watcher", ["watcher"], registry=r
-        )
-        self.fires = Counter(
-            "sentinel_fires", "Accepted fires, by watcher and trigger kind", ["watcher", "kind"], registry=r
-        )
-        self.deduped = Counter(
-            "sentinel_fires_deduped", "Fires refused by the dedupe window", ["watcher"], registry=r
-        )
-        self.silenced = Counter(
-            "sentinel_fires_silenced",
-            "Fires muted by a silence or maintenance window (one per episode for edge triggers)",
-            ["watcher"],
-            registry=r,
         )
         self.polls_skipped = Counter(
             "sentinel_polls_skipped",
@@ -178,6 +173,24 @@ class Metrics:
             "sentinel_poll_lag_seconds", "Actual minus scheduled poll start", buckets=LAG_BUCKETS, registry=r
         )
         self.watchers = Gauge("sentinel_watchers", "Watchers by status state", ["state"], registry=r)
+        self.reconnects = Counter(
+            "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
+        )
+
+    def _firing_families(self, r: CollectorRegistry) -> None:
+        """Fires (accepted, deduped, silenced), the contracts they make, and the fallbacks' lateness."""
+        self.fires = Counter(
+            "sentinel_fires", "Accepted fires, by watcher and trigger kind", ["watcher", "kind"], registry=r
+        )
+        self.deduped = Counter(
+            "sentinel_fires_deduped", "Fires refused by the dedupe window", ["watcher"], registry=r
+        )
+        self.silenced = Counter(
+            "sentinel_fires_silenced",
+            "Fires muted by a silence or maintenance window (one per episode for edge triggers)",
+            ["watcher"],
+            registry=r,
+        )
         self.contracts = Counter(
             "sentinel_contracts",
             "Response contracts by state (created pending or deduped, then settled)",
@@ -190,6 +203,9 @@ class Metrics:
             buckets=LAG_BUCKETS,
             registry=r,
         )
+
+    def _session_families(self, r: CollectorRegistry) -> None:
+        """Hook sessions, their tool calls, the judge's verdicts, model usage and budgets."""
         self.sessions = Counter("sentinel_sessions", "Hook sessions ended, by status", ["status"], registry=r)
         self.sessions_running = Gauge("sentinel_sessions_running", "Hook sessions running now", registry=r)
         self.tool_calls = Counter(
@@ -222,6 +238,9 @@ class Metrics:
         )
         for scope in ("fire", "watcher_day", "service_day"):
             self.budget_exhausted.labels(scope)  # exported as 0 from the start
+
+    def _delivery_families(self, r: CollectorRegistry) -> None:
+        """Deliveries, escalation steps, the inbox, webhook pushes and retention."""
         self.deliveries = Counter(
             "sentinel_deliveries",
             "Delivery attempts by target and outcome",
@@ -244,13 +263,9 @@ class Metrics:
             ["watcher", "outcome"],
             registry=r,
         )
-        self.reconnects = Counter(
-            "sentinel_subscription_reconnects", "Subscription reconnects, by watcher", ["watcher"], registry=r
-        )
         self.pruned = Counter(
             "sentinel_pruned", "Records deleted by retention, by kind", ["kind"], registry=r
         )
-        self.registry.register(self._core)
 
     def watcher_series(self, watcher_id: str) -> WatcherSeries:
         """The watcher's polls counter and last-lag gauge (exported from now on, at 0)."""

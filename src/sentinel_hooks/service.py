@@ -1,7 +1,11 @@
-"""The composition root: one Sentinel process (store, safe HTTP, watchers, firing, API).
+"""The composition root: the parts of one Sentinel process (store, safe HTTP, watchers, firing, API).
 
-``Service`` wires the parts; ``serve`` runs it until SIGTERM/SIGINT and reloads watcher
-files and skills on SIGHUP (an invalid file is reported and the last good version keeps running).
+``Service`` builds every part in order, one builder per stage from the ground up (``__init__``
+calls them: store and cluster, delivery and relay, callbacks, watchers, retention; the API when
+it starts); ``start`` and ``stop`` spell out the order parts start and stop in, a line each;
+``reload`` applies changed watcher files and skills (an invalid file is reported and the last
+good version keeps running).
+``sentinel run`` runs it as the process (``cli.run``: signals, SIGHUP reloads).
 With a Redis store the service is one replica of a cluster: ``ClusterOwnership`` decides which
 polled and subscribed watchers this replica runs (docs/scaling.md, "Watcher ownership"), and hook
 sessions queue in a Redis Stream any replica can take them from ("Hook sessions").
@@ -13,16 +17,12 @@ import asyncio
 import contextlib
 import gc
 import logging
-import os
 import random
-import signal
-import sys
 from collections.abc import Mapping
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentinel_hooks.background import cancel_and_wait
 from sentinel_hooks.callbacks.intake.intake import CallbackIntake, CallbackSink
 from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.callbacks.mcp.client import McpServers
@@ -38,7 +38,7 @@ from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
 from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
-from sentinel_hooks.hardening import protect_process
+from sentinel_hooks.heap import freeze_heap
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.metrics import Metrics
@@ -67,8 +67,6 @@ if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor
 
 log = logging.getLogger(__name__)
 
-STOP_TIMEOUT_S = 8.0
-
 
 class Service(ServiceOperations):
     """Everything one ``sentinel run`` process runs (what its API calls: ``ServiceOperations``)."""
@@ -84,7 +82,8 @@ class Service(ServiceOperations):
         state_dir: Path | None = None,
         pruning: Pruning | None = None,
     ) -> None:
-        """Build every part in order, each given what it calls at construction.
+        """Build every part in order, each given what it calls at construction: one builder per
+        stage, from the ground up (the API is built when it starts, ``_start_api``).
 
         ``sink`` takes accepted callbacks instead of the hook sessions (benchmarks, tests);
         ``pruning`` replaces the ``retention`` settings' schedule (benchmarks). Three calls run
@@ -97,7 +96,22 @@ class Service(ServiceOperations):
         self.clock = clock or SystemClock()
         self.redactor = config.redactor
         self.metrics = Metrics()
-        service = config.service
+        self._build_store_and_cluster()  # events, store, write check, safe HTTP, scheduler, cluster
+        self._build_delivery_and_relay()  # targets, escalations, outbox, relay, notices, inbox
+        self._build_callbacks(sink)  # MCP servers, hook sessions, silences, intake
+        self._build_watchers()  # write-back, firing pipeline, alert streams, watcher manager
+        self._build_retention(pruning)  # the pruner
+        self.ready = False
+        self._web: web.AppRunner | None = None
+        server = config.service.server
+        self.url = f"http://{_url_host(server.host)}:{server.port}"  # reachable from here
+        self.bound: list[tuple[str, int]] = []  # the addresses the API listens on (host, port), once started
+
+    def _build_store_and_cluster(self) -> None:
+        """What every stage shares: telemetry, the store (and the check /readyz asks), safe
+        outbound HTTP, the poll scheduler; and, when the store is shared by replicas, the
+        ownership of watchers between them."""
+        config, service = self.config, self.config.service
         events_file = service.telemetry.events_file
         self.events = Events(
             metrics=self.metrics,
@@ -114,6 +128,17 @@ class Service(ServiceOperations):
             request_timeout_s=service.limits.request_timeout_ms / 1000,
         )
         self.scheduler = LoopScheduler(timezone=UTC)
+        self.cluster: ClusterOwnership | None = None
+        shared = self.store.shared
+        if shared is not None:  # shared state: other replicas may run beside this one
+            from sentinel_hooks.cluster import ClusterOwnership
+
+            self.cluster = ClusterOwnership(shared, lease_ms=service.cluster.lease_ms, clock=self.clock)
+
+    def _build_delivery_and_relay(self) -> None:
+        """The targets and the outbox that sends to them, the relay that keeps each fire's
+        contract, its notices, escalations and the operator's inbox."""
+        config, service = self.config, self.config.service
         target_context = TargetContext(
             http=self.http, clock=self.clock, base_dir=config.base_dir, store=self.store
         )
@@ -150,12 +175,11 @@ class Service(ServiceOperations):
             on_decision=self._approval_decided,
             redactor=self.redactor,
         )
-        self.cluster: ClusterOwnership | None = None
-        shared = self.store.shared
-        if shared is not None:  # shared state: other replicas may run beside this one
-            from sentinel_hooks.cluster import ClusterOwnership
 
-            self.cluster = ClusterOwnership(shared, lease_ms=service.cluster.lease_ms, clock=self.clock)
+    def _build_callbacks(self, sink: CallbackSink | None) -> None:
+        """The MCP servers the sessions call, the hook sessions, silences, and the intake that
+        takes each fire's callback (to ``sink`` when given, else to the hook sessions)."""
+        config, service = self.config, self.config.service
         self.mcp = McpServers(
             service.mcp_servers,
             base_dir=config.base_dir,
@@ -188,6 +212,25 @@ class Service(ServiceOperations):
             events=self.events,
             silences=self.silences,
         )
+
+    def _session_stream(self) -> StreamSettings | None:
+        """Where hook sessions queue when replicas share Redis (None: in this process)."""
+        shared = self.store.shared
+        if self.cluster is None or shared is None:
+            return None
+        from sentinel_hooks.callbacks.queues.stream import StreamSettings
+
+        return StreamSettings(
+            redis_url=shared.url,
+            key_prefix=shared.key_prefix,
+            replica_id=self.cluster.replica_id,
+            lease_ms=self.config.service.cluster.lease_ms,
+        )
+
+    def _build_watchers(self) -> None:
+        """The watchers' batched writes, the firing pipeline, the alert streams, and the manager
+        of every watcher's runner (with what the runners share)."""
+        config, service = self.config, self.config.service
         self.watcher_writes = WatcherWrites(self.store, keep=history_keep(service.retention))
         self.pipeline = FiringPipeline(
             store=self.store,
@@ -229,6 +272,10 @@ class Service(ServiceOperations):
             ),
             ownership=self.cluster,
         )
+
+    def _build_retention(self, pruning: Pruning | None) -> None:
+        """The pruner, on the ``retention`` settings' schedule unless ``pruning`` is given."""
+        service = self.config.service
         pruning = pruning or Pruning(Ages.from_spec(service.retention))
         self.pruner = Pruner(
             self.store,
@@ -238,24 +285,6 @@ class Service(ServiceOperations):
             interval_s=pruning.interval_s,
             first_pass_s=pruning.first_pass_s,
             callback_checkpoints=target_checkpoints(service.targets),
-        )
-        self.ready = False
-        self._web: web.AppRunner | None = None
-        self.url = f"http://{_url_host(service.server.host)}:{service.server.port}"  # reachable from here
-        self.bound: list[tuple[str, int]] = []  # the addresses the API listens on (host, port), once started
-
-    def _session_stream(self) -> StreamSettings | None:
-        """Where hook sessions queue when replicas share Redis (None: in this process)."""
-        shared = self.store.shared
-        if self.cluster is None or shared is None:
-            return None
-        from sentinel_hooks.callbacks.queues.stream import StreamSettings
-
-        return StreamSettings(
-            redis_url=shared.url,
-            key_prefix=shared.key_prefix,
-            replica_id=self.cluster.replica_id,
-            lease_ms=self.config.service.cluster.lease_ms,
         )
 
     async def start(self) -> None:
@@ -425,31 +454,6 @@ class Service(ServiceOperations):
         )
 
 
-GC_THRESHOLDS = (20_000, 20, 10)  # young, middle, old generation (CPython's defaults: 700, 10, 10)
-
-
-def freeze_heap() -> None:
-    """Collect once, then move every object alive now out of the garbage collector's reach.
-
-    After a start or a reload the heap holds thousands of long-lived objects (watcher specs,
-    runners, scheduler jobs, parsed YAML). Left tracked, every full (generation 2) collection
-    walks all of them: with 5,000 watchers that was a 50 to 200 ms pause every few seconds, which
-    is most of the poll-lag tail. Frozen objects are never scanned; later garbage is collected
-    as usual. Objects dropped after a freeze (watchers removed by a reload) are freed by
-    reference counting; only cyclic garbage among them stays until the process ends.
-
-    The young generation's threshold is raised too (``GC_THRESHOLDS``). With the default of
-    700, a busy loop (1,000 polls a second) ran a young collection every few milliseconds, and
-    each moved whatever was in flight at that moment (requests, tasks, futures) into the old
-    generation; counted as new long-lived objects, those set off a full collection every few
-    seconds, each a 150 ms pause with 10,000 watchers (measured with ``gc.callbacks``). At
-    20,000 the in-flight objects mostly die before a collection sees them.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
-
-
 def default_state_dir(config: LoadedConfig) -> Path:
     """Where approved commands run: beside the SQLite file, else ``.sentinel`` in the project."""
     store = config.service.store
@@ -458,43 +462,6 @@ def default_state_dir(config: LoadedConfig) -> Path:
         path = Path(rest) if rest.startswith("/") else config.base_dir / rest
         return path.parent
     return config.base_dir / ".sentinel"
-
-
-async def _started_unless_stopped(config_file: Path, stopping: asyncio.Event) -> Service | None:
-    """The started service, or None when ``stopping`` was set first (the start is cancelled
-    and undone by ``_started``); a failed start raises its error."""
-    gc.disable()
-    try:
-        starting = asyncio.ensure_future(_started(config_file))
-        stop_asked = asyncio.ensure_future(stopping.wait())
-        try:
-            await asyncio.wait({starting, stop_asked}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stop_asked.cancel()
-        if starting.done():
-            return starting.result()
-        await cancel_and_wait(starting)
-        return None
-    finally:
-        gc.enable()
-
-
-async def _started(config_file: Path) -> Service:
-    """Load the config and start the service (stopped again if the start fails)."""
-    config = load_config(config_file)
-    from sentinel_hooks.logs import configure_logging
-
-    configure_logging(config.redactor)
-    protect_process()  # before any command runs: its environment and memory are closed to them
-    state_dir = os.environ.get("SENTINEL_STATE_DIR")
-    service = Service(config, state_dir=Path(state_dir) if state_dir else None)
-    try:
-        await service.start()
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await service.stop()
-        raise
-    return service
 
 
 WILDCARDS = {"0.0.0.0": "every IPv4 interface", "::": "every interface", "": "every interface"}
@@ -519,49 +486,3 @@ def listening(bound: list[tuple[str, int]], url: str) -> str:
     if wildcard is not None:
         return f"{shown} ({wildcard}; from this machine {url})"
     return f"http://{shown}" if len(bound) == 1 else shown
-
-
-async def serve(config_file: Path) -> int:
-    """``sentinel run``: start, serve until SIGTERM/SIGINT, stop gracefully; SIGHUP reloads.
-
-    SIGTERM and SIGINT are handled from the first moment: one that arrives while the service
-    is starting (reading thousands of watchers, waiting for a slow store) cancels the start,
-    and what was started is stopped as after any failed start (in cluster mode: leases taken
-    so far are released, so another replica need not wait for them to expire).
-
-    The garbage collector is off while the watchers are loaded and started: that work creates
-    long-lived objects almost only (parsing 3,000 watchers leaves about 200 objects of cyclic
-    garbage), and with CPython's default thresholds it ran hundreds of collections, the full
-    ones walking every watcher loaded so far (10,000 watchers: 560 collections, seconds of
-    CPU). The start ends with one collection and a freeze (``freeze_heap``).
-    """
-    stopping = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, stopping.set)
-    loop.add_signal_handler(signal.SIGINT, stopping.set)
-    service = await _started_unless_stopped(config_file, stopping)
-    if service is None:
-        log.info("stopped before the start finished")
-        sys.stderr.write("sentinel: stopped before the start finished\n")
-        return 0
-    reloads: set[asyncio.Task[object]] = set()
-
-    def reload() -> None:
-        task: asyncio.Task[object] = loop.create_task(service.reload())
-        reloads.add(task)
-        task.add_done_callback(reloads.discard)
-
-    loop.add_signal_handler(signal.SIGHUP, reload)
-    sys.stderr.write(
-        f"sentinel: listening on {listening(service.bound, service.url)} — "
-        f"{service.watcher_count()} watcher(s), "
-        f"store {service.store.__class__.__name__}; Ctrl-C to stop\n"
-    )
-    sys.stderr.flush()
-    await stopping.wait()
-    log.info("stopping")
-    try:
-        await asyncio.wait_for(service.stop(), timeout=STOP_TIMEOUT_S)
-    except TimeoutError:
-        log.error("graceful stop took longer than %.0fs; exiting", STOP_TIMEOUT_S)
-    return 0

@@ -42,7 +42,7 @@ def run(config: str | None) -> int:
     from sentinel_hooks.heap import collection_paused
 
     with collection_paused():  # the service's modules are long-lived objects: no collection walks them
-        from sentinel_hooks.service import serve
+        from sentinel_hooks.cli.run import serve
 
     return asyncio.run(serve(config_path(config, os.environ)))
 

@@ -19,11 +19,11 @@ ceiling: a receiver that is down gets a real pause). The random source is the ca
 tests and the simulations can seed it.
 
 Two ways to run the policy. ``retrying`` gives a tenacity ``AsyncRetrying`` for loops that run
-only after something failed or seldom (subscription connects, model calls). A watcher's poll
-and the outbox use ``delay_s`` and ``exhausted`` directly: polls run up to a thousand times a
-second, and a tenacity object per poll was measured at 7 % of a poll's CPU and under 42 % of
-the samples of failing polls (bench/RESULTS.md); a delivery's retry is a stored delivery due
-later, not a loop.
+seldom (a cluster client's first command). A watcher's polls and subscription connects (one
+loop, ``watchers.retries``), model calls and the outbox use ``delay_s`` and ``exhausted``
+directly: polls run up to a thousand times a second, and a tenacity object per poll was
+measured at 7 % of a poll's CPU and under 42 % of the samples of failing polls
+(bench/RESULTS.md); a delivery's retry is a stored delivery due later, not a loop.
 """
 
 from __future__ import annotations

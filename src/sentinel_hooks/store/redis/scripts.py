@@ -13,6 +13,10 @@ Documents are JSON text built in Python; scripts only compare plain fields (``st
 prefix argument, and the batch scripts (``SETTLE_CONTRACTS``, ``UPDATE_DELIVERIES``) take the
 keys of their records inside one JSON argument: fine on a single Redis server (what Sentinel
 supports), not on Redis Cluster.
+
+It is one module past 500 lines for the reason in its first paragraph: a script's KEYS and ARGV
+positions and the function that builds them change together, and the scripts share Lua
+fragments (``_CONTRACT_FNS``, ``_DEDUPE_FN``) spliced into several of them.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ Lua script (``scripts``) or a MULTI/EXEC pipeline, so replicas racing on the sam
 contract, delivery or inbox item see each step whole. Deadlines and delivery schedules are
 sorted sets scored by due time; listings use lexical indexes instead of ``KEYS``/``SCAN``.
 Key layout: ``keys``; connection and error translation: ``connection``.
+
+Past 500 lines, and one module, because it is one class: each method is a short call of a
+command, a pipeline or a script, and what makes them long elsewhere already lives beside it
+(the Lua in ``scripts``, keys in ``keys``, errors in ``connection``). Cut by record kind, the
+rules that hold across kinds (a claim's due set, an index kept with its document) would be apart.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ Each method is one statement or one ``BEGIN IMMEDIATE`` transaction (``queries``
 on the worker thread (``worker``), so it is atomic for tasks of this process and for other
 processes using the file, and WAL keeps a committed write through a kill -9. Deadlines and
 delivery schedules live in the indexed ``due_ms`` column, never only in memory.
+
+One module of about 500 lines because it is one class: each method is a short call into
+``queries`` on the worker thread, and the SQL, the schema and the thread already live beside it.
 """
 
 from __future__ import annotations
