@@ -14,9 +14,10 @@ as the firing pipeline evaluates them on every poll. Three ways to get the same 
 
 Each side runs in a worker process (this script with ``--worker``) whose ``PYTHONPATH`` is that
 source tree; it calls what the pipeline calls on every observation (``holds`` when the package
-has it, else ``evaluate(...).matched``), asserts the answer equals the plain function's, and times
-batches with ``time.perf_counter_ns``: µs per evaluation is a batch's time over its size, min and
-median over all batches (plain is timed in both workers, interleaved with Sentinel's batches).
+has it, else ``evaluate(...).matched``; from ``core.checks``, or ``core.conditions`` in older
+trees), asserts the answer equals the plain function's, and times batches with
+``time.perf_counter_ns``: µs per evaluation is a batch's time over its size, min and median over
+all batches (plain is timed in both workers, interleaved with Sentinel's batches).
 The workers alternate for ``--rounds`` rounds, so a burst of load on this shared machine hits
 both sides. Conditions are compiled on first use; the warm-up evaluates each case first.
 
@@ -216,7 +217,14 @@ def worker(batches: int, size: int) -> dict[str, Any]:
 
     from sentinel_hooks.core import conditions
 
-    holds = getattr(conditions, "holds", None)
+    # Where evaluation lives: core.checks (this tree), or core.conditions in older trees.
+    try:
+        from sentinel_hooks.core import checks as evaluation
+    except ImportError:
+        evaluation = conditions
+    if not hasattr(evaluation, "evaluate"):
+        evaluation = conditions
+    holds = getattr(evaluation, "holds", None)
     options = re2.Options()
     options.log_errors = False
     regexp = re2.compile(PATTERN, options)
@@ -235,10 +243,10 @@ def worker(batches: int, size: int) -> dict[str, Any]:
             sentinel = functools.partial(holds, nodes, mode, now, before)
         else:
             sentinel = functools.partial(
-                lambda *args: conditions.evaluate(*args).matched, nodes, mode, now, before
+                lambda *args: evaluation.evaluate(*args).matched, nodes, mode, now, before
             )
         floor = functools.partial(plain, now, before, search)
-        if not floor() is sentinel() is conditions.evaluate(nodes, mode, now, before).matched:
+        if not floor() is sentinel() is evaluation.evaluate(nodes, mode, now, before).matched:
             raise SystemExit(f"{name}: sentinel and the plain checks disagree")
         plain_us: list[float] = []
         sentinel_us: list[float] = []

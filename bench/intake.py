@@ -29,14 +29,13 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH)]
 
 from intakebench.run import Row, run_row  # noqa: E402  (after the path)
-from soakbench.probes import own_redis  # noqa: E402
+from soakbench.probes import scratch_redis  # noqa: E402
 
 OWN_REDIS = "redis"  # a redis-server this benchmark starts on a free port (and flushes between rows)
 COLUMNS = (
@@ -128,9 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.ExitStack() as stack:
             own_redis_url = None
             if OWN_REDIS in stores_of(args):
-                folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="intake-redis-")))
-                url, _pid, _version = stack.enter_context(own_redis(folder))
-                own_redis_url = url.rsplit("/", 1)[0] + "/13"
+                own_redis_url = stack.enter_context(scratch_redis("intake-redis-"))
             results = asyncio.run(main_async(args, own_redis_url))
     except KeyboardInterrupt:
         print("intake bench: interrupted", file=sys.stderr)

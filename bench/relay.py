@@ -6,19 +6,22 @@ process, ``lost`` (no fallback by deadline + 5 s) and ``duplicates`` (a repeated
 Idempotency-Key). Three processes: this one (orchestrates, measures), the sink, and a
 Sentinel ``Service`` that creates the contracts through its intake (see ``relaybench``).
 
-    python bench/relay.py --quick [--store redis://127.0.0.1:6379/13]   1,000 contracts, one store
-    python bench/relay.py                                               10,000 on SQLite and on Redis,
-                                                                        then bench/RESULTS.md's Relay section
+    python bench/relay.py --quick [--store redis]   1,000 contracts, one store
+    python bench/relay.py                           10,000 on SQLite and on Redis,
+                                                    then bench/RESULTS.md's Relay section
 
 The last line printed is one JSON object with the run's ``n``, ``store``, ``lateness_p50_ms``,
 ``lateness_p99_ms``, ``lateness_max_ms``, ``deliveries_per_s``, ``lost`` and ``duplicates``.
-A Redis run FLUSHES the database of the URL it is given, before and after (default db 13).
+Redis runs use a redis-server the benchmark starts on a free port (``--store redis``, the
+default) and stops at the end; a ``redis://`` URL given instead has its database FLUSHED before
+and after each run, so name one you own.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -30,10 +33,11 @@ sys.path[:0] = [str(BENCH), str(BENCH.parent / "src")]  # the package is not ins
 
 from relaybench.orchestrate import Outcome, Plan, redis_server, run  # noqa: E402  (after the path)
 from relaybench.report import update_results  # noqa: E402
+from soakbench.probes import scratch_redis  # noqa: E402
 
 QUICK_N = 1_000
 FULL_N = 10_000
-DEFAULT_REDIS = "redis://127.0.0.1:6379/13"
+OWN_REDIS = "redis"  # a redis-server this benchmark starts on a free port (and flushes between runs)
 QUIET_LOAD = 0.25  # cores busy with other work during a run, below which it counts as undisturbed
 
 
@@ -46,8 +50,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--store",
         default=None,
-        help="sqlite (default with --quick) or a redis:// URL whose database is flushed; "
-        "without --quick: only this store, and RESULTS.md is left alone",
+        help="sqlite (default with --quick), redis (a redis-server of its own on a free port) or a "
+        "redis:// URL whose database is flushed; without --quick: only this store, and RESULTS.md "
+        "is left alone",
     )
     parser.add_argument("--n", type=int, default=None, help="contracts per run (overrides the mode's)")
     parser.add_argument("--spread-s", type=float, default=10.0, help="spread of the deadlines (default 10)")
@@ -67,13 +72,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (config, logs, records)")
     args = parser.parse_args(argv)
-    if args.store is not None and args.store != "sqlite":
+    if args.store is not None and args.store not in ("sqlite", OWN_REDIS):
         url = urlsplit(args.store)
         if url.scheme != "redis":
-            parser.error(f"--store must be sqlite or a redis:// URL, got {args.store!r}")
+            parser.error(f"--store must be sqlite, redis or a redis:// URL, got {args.store!r}")
         if not url.path.strip("/").isdigit() or int(url.path.strip("/")) == 0:
             parser.error(
-                f"--store {args.store!r}: name a database other than 0 (e.g. {DEFAULT_REDIS}); "
+                f"--store {args.store!r}: name a database other than 0 (e.g. redis://127.0.0.1:6379/13); "
                 "the benchmark flushes it"
             )
     if args.n is not None and args.n < 1:
@@ -83,17 +88,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def plans(args: argparse.Namespace) -> list[Plan]:
-    """The runs of this invocation, in order.
+def stores_of(args: argparse.Namespace) -> list[str]:
+    """The stores asked for (``redis`` stands for the benchmark's own redis-server)."""
+    if args.store is not None:
+        return [args.store]
+    return ["sqlite"] if args.quick else ["sqlite", OWN_REDIS]
+
+
+def plans(args: argparse.Namespace, own_redis_url: str | None = None) -> list[Plan]:
+    """The runs of this invocation, in order; ``own_redis_url`` is the benchmark's own
+    redis-server, which ``redis`` stands for.
 
     ``--quick``: one steady run. Full: steady on SQLite and on Redis, then the preloaded
     diagnostic on both (every contract created first, so the relay works alone).
     """
     n = args.n or (QUICK_N if args.quick else FULL_N)
-    if args.store is not None:
-        chosen = [args.store]
-    else:
-        chosen = ["sqlite"] if args.quick else ["sqlite", DEFAULT_REDIS]
+    chosen = [own_redis_url or OWN_REDIS if store == OWN_REDIS else store for store in stores_of(args)]
     one_scenario = args.quick or args.store is not None or args.preload
     preloads = [args.preload] if one_scenario else [False, True]
     common = {"n": n, "spread_s": args.spread_s, "timeout_ms": args.timeout_ms}
@@ -104,14 +114,16 @@ def plans(args: argparse.Namespace) -> list[Plan]:
     ]
 
 
-async def main_async(args: argparse.Namespace) -> tuple[list[Outcome], str | None]:
+async def main_async(
+    args: argparse.Namespace, own_redis_url: str | None = None
+) -> tuple[list[Outcome], str | None]:
     """Run the plans one after the other; SIGTERM stops like Ctrl-C (children cleaned up)."""
     task = asyncio.current_task()
     if task is not None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     outcomes: list[Outcome] = []
     version: str | None = None
-    for plan in plans(args):
+    for plan in plans(args, own_redis_url):
         if plan.store != "sqlite":
             version, _ = await redis_server(plan.store)
         outcomes.append(await quietest_run(plan, max(1, args.attempts)))
@@ -139,7 +151,9 @@ async def quietest_run(plan: Plan, attempts: int) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        outcomes, version = asyncio.run(main_async(args))
+        with contextlib.ExitStack() as stack:
+            own = stack.enter_context(scratch_redis("relay-redis-")) if OWN_REDIS in stores_of(args) else None
+            outcomes, version = asyncio.run(main_async(args, own))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("relay bench: interrupted; child processes stopped", file=sys.stderr)
         return 130

@@ -31,6 +31,7 @@ class Recorder:
         self.work_s = 0.0
         self.store_errors: set[str] = set()  # callbacks whose next run fails with StoreUnavailable
         self.crashes: set[str] = set()  # callbacks whose next run raises RuntimeError
+        self.envelopes: list[tuple[str, Envelope | None]] = []  # (callback id, envelope handed) per run
 
     def runner(self, replica: str) -> Runner:
         return Runner(self, replica)
@@ -56,8 +57,9 @@ class Runner:
         self._recorder = recorder
         self._replica = replica
 
-    async def run(self, contract: Contract) -> str:
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str:
         rec = self._recorder
+        rec.envelopes.append((contract.callback_id, envelope))
         key = contract.session_key
         if rec.active[key]:
             rec.overlaps.append(f"{contract.callback_id} on {self._replica} beside {rec.active[key]}")

@@ -9,6 +9,7 @@ from pydantic import TypeAdapter
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import RetentionSpec
 from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.delivery.targets.pagerduty import resolved_prefix
 from sentinel_hooks.delivery.targets.slack_threads import thread_key, thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.retention import Ages, Pruner, target_checkpoints
@@ -87,3 +88,9 @@ async def test_slack_threads_go_with_their_callback(memory_store: Store) -> None
     await pruner.prune()
     kept = await store.get_checkpoints([thread_key("ops", "c0"), thread_key("ops", "elsewhere")])
     assert [thread_key("ops", "elsewhere")] == list(kept)
+
+
+def test_pagerduty_resolved_marks_go_with_their_callback() -> None:
+    """A PagerDuty target's resolved dedup_keys are checkpoints named after the callback: pruned with it."""
+    targets = SPECS.validate_python({"pd": {"type": "pagerduty", "routingKey": "k" * 32}})
+    assert (resolved_prefix("pd"),) == target_checkpoints(targets)

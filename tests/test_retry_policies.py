@@ -9,7 +9,7 @@ from sentinel_hooks.cluster.connection import FIRST_COMMAND_BACKOFF
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.config.watcher import RetrySpec
 from sentinel_hooks.core.retry import Backoff
-from sentinel_hooks.delivery.dispatch import delivery_backoff
+from sentinel_hooks.delivery.dispatch import RECORD_SENT_BACKOFF, delivery_backoff
 from sentinel_hooks.outages import STORE_RETRY
 from sentinel_hooks.watchers.retries import watcher_backoff
 
@@ -32,6 +32,11 @@ def test_a_delivery_retries_with_equal_jitter_from_delivery() -> None:
     spec = DeliverySpec.model_validate({"maxAttempts": 5, "baseMs": 1000, "maxMs": 60000})
     expected = Backoff(base_s=1.0, cap_s=60.0, jitter="equal", max_attempts=5)
     assert expected == delivery_backoff(spec)
+
+
+def test_recording_an_accepted_send_is_tried_three_times_within_half_a_second() -> None:
+    """A send the target took is recorded in 3 tries, equal jitter under 0.2 s then 0.4 s."""
+    assert Backoff(base_s=0.2, cap_s=0.4, jitter="equal", max_attempts=3) == RECORD_SENT_BACKOFF
 
 
 def test_a_model_call_is_tried_three_times_within_half_a_second_to_eight() -> None:

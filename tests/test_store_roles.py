@@ -31,7 +31,14 @@ ROLES: dict[str, set[str]] = {
         "write_watcher_batch",
     },
     "ContractStore": {"accept_contract", "get_contract", "get_envelopes", "list_contracts"},
-    "TransitionStore": {"claim_due", "settle_contracts", "begin_notify", "pause_contract", "resume_contract"},
+    "TransitionStore": {
+        "claim_due",
+        "settle_contracts",
+        "begin_notify",
+        "resolve_contract",
+        "pause_contract",
+        "resume_contract",
+    },
     "SessionStore": {"append_transcript", "get_transcript", "read_callback"},
     "CheckpointStore": {"put_checkpoint", "get_checkpoints"},
     "InboxStore": {

@@ -105,9 +105,8 @@ def render(outcomes: Sequence[Outcome], redis_version: str | None) -> str:
         "processes other than the benchmark's three and redis-server (the machine is shared); each plan ran "
         "up to `--attempts` times to find a quiet run.",
         "",
-        "Reproduce: `python bench/relay.py --attempts 3` (4 to 12 minutes; needs Redis on 127.0.0.1:6379 "
-        "and flushes its db 13). One store, 1,000 contracts: "
-        "`python bench/relay.py --quick [--store redis://127.0.0.1:6379/13]`.",
+        "Reproduce: `python bench/relay.py --attempts 3` (4 to 12 minutes; starts a redis-server of its "
+        "own on a free port). One store, 1,000 contracts: `python bench/relay.py --quick [--store redis]`.",
     ]
     return "\n".join(lines)
 

@@ -6,7 +6,8 @@
   stops growing while the live bytes can shrink), and its row counts;
 * ``redis_size``: ``INFO memory``'s ``used_memory``, ``DBSIZE`` and the contracts listed;
 * ``own_redis``: a ``redis-server`` of the benchmark's own on a free port (persistence off), so
-  the run never touches a Redis it did not start;
+  the run never touches a Redis it did not start; ``scratch_redis`` one in a folder of its own,
+  both removed at the end (what the intake and relay benchmarks run their Redis rows on);
 * ``machine_busy_seconds`` and ``cpu_seconds`` (from ``/proc``), to report how much other work
   shared the machine, next to ``os.getloadavg()``.
 """
@@ -19,6 +20,7 @@ import shutil
 import socket
 import sqlite3
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -105,6 +107,14 @@ def own_redis(folder: Path) -> Iterator[tuple[str, int, str]]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextlib.contextmanager
+def scratch_redis(prefix: str, db: int = 13) -> Iterator[str]:
+    """``own_redis`` in a temporary folder named ``prefix…``; yields the URL of its database
+    ``db``. The server is stopped and the folder removed at the end."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder, own_redis(Path(folder)) as (url, _, _):
+        yield f"{url.rsplit('/', 1)[0]}/{db}"
 
 
 def cpu_seconds(pid: int) -> float:

@@ -68,10 +68,8 @@ def iso(at: datetime) -> str:
     """
     if at.tzinfo is not UTC:
         at = at.astimezone(UTC)
-    if at.year < 1000:  # strftime's unpadded year, kept as it was
-        return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}Z"
-    return (
-        f"{at.year}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:{at.second:02d}"
+    return (  # four digits of year, also before 1000: ISO 8601, and what fromisoformat reads back
+        f"{at.year:04d}-{at.month:02d}-{at.day:02d}T{at.hour:02d}:{at.minute:02d}:{at.second:02d}"
         f".{at.microsecond // 1000:03d}Z"
     )
 

@@ -25,8 +25,9 @@ from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_w
 from sentinel_hooks.config.secrets import Redactor, masked_credentials
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.core.usage import Usage, fire_key
 from sentinel_hooks.delivery.targets.base import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError

@@ -62,6 +62,15 @@ class Outage:
 
     def failed(self, exc: BaseException) -> float:
         """Count a failed attempt and log it if it is due; the seconds to wait before the next."""
+        self.note(exc)
+        return self._backoff.delay_s(self.attempts, self._rng)
+
+    async def retried(self, exc: BaseException, _delay_s: float) -> None:
+        """``failed`` for a ``core.retry`` loop, which waits by itself (its ``before_sleep``)."""
+        self.note(exc)
+
+    def note(self, exc: BaseException) -> None:
+        """Count a failed attempt and log it if it is due."""
         now = self._clock.now()
         self.attempts += 1
         if self._since is None:
@@ -81,7 +90,6 @@ class Outage:
             )
         else:
             self._log.debug("%s failed (attempt %d): %s", self.what, self.attempts, exc)
-        return self._backoff.delay_s(self.attempts, self._rng)
 
     def succeeded(self) -> None:
         """An attempt worked: one line when it ends a run of failures (cheap otherwise)."""

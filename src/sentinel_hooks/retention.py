@@ -22,10 +22,11 @@ from datetime import datetime, timedelta
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.sessions.memory import memory_key
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import RetentionSpec
-from sentinel_hooks.config.targets import SlackTargetSpec, TargetSpec
+from sentinel_hooks.config.targets import PagerDutyTargetSpec, SlackTargetSpec, TargetSpec
+from sentinel_hooks.delivery.targets.pagerduty import resolved_prefix
 from sentinel_hooks.delivery.targets.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
@@ -49,12 +50,17 @@ SESSION_CHECKPOINTS = (memory_key(""),)
 
 
 def target_checkpoints(targets: Mapping[str, TargetSpec]) -> tuple[str, ...]:
-    """Checkpoints that targets name after a callback: each bot-token Slack target's threads."""
-    return tuple(
+    """Checkpoints that targets name after a callback: each bot-token Slack target's threads, each
+    PagerDuty target's resolved dedup_keys."""
+    threads = tuple(
         thread_prefix(name)
         for name, spec in targets.items()
         if isinstance(spec, SlackTargetSpec) and spec.token is not None
     )
+    resolved = tuple(
+        resolved_prefix(name) for name, spec in targets.items() if isinstance(spec, PagerDutyTargetSpec)
+    )
+    return threads + resolved
 
 
 def history_keep(spec: RetentionSpec) -> int:

@@ -208,7 +208,7 @@ class Service(ServiceOperations):
             clock=self.clock,
             service=service,
             sink=sink or self.sessions,
-            on_accepted=self.notices.accepted,
+            on_accepted=self.notices,
             events=self.events,
             silences=self.silences,
         )

@@ -59,6 +59,7 @@ class CannedReply:
     status: int = 200
     error: str = ""
     hang: bool = False
+    after: asyncio.Event | None = None  # sent only once this is set (a slow model)
 
 
 @dataclass
@@ -132,9 +133,12 @@ class FakeModelServer(ABC):
         *,
         text: str | None = None,
         call_id: str | None = None,
+        after: asyncio.Event | None = None,
     ) -> Self:
-        """Answer the next request with one tool call (and optional text)."""
-        return self.reply_tool_calls([(name, arguments)], text=text, call_ids=[call_id] if call_id else None)
+        """Answer the next request with one tool call (and optional text); with ``after``, only
+        once that event is set (a model still thinking)."""
+        ids = [call_id] if call_id else None
+        return self.reply_tool_calls([(name, arguments)], text=text, call_ids=ids, after=after)
 
     def reply_tool_calls(
         self,
@@ -142,13 +146,14 @@ class FakeModelServer(ABC):
         *,
         text: str | None = None,
         call_ids: list[str] | None = None,
+        after: asyncio.Event | None = None,
     ) -> Self:
         """Answer the next request with several tool calls; ids default to ``<prefix>1``, ``<prefix>2`` …"""
         ids = call_ids or [f"{self.id_prefix}{next(self._ids)}" for _ in calls]
         canned = tuple(
             CannedCall(name, arguments, id) for (name, arguments), id in zip(calls, ids, strict=True)
         )
-        self.script.append(CannedReply(text=text, calls=canned))
+        self.script.append(CannedReply(text=text, calls=canned, after=after))
         return self
 
     def fail(self, status: int = 500, message: str = "the fake server failed on purpose") -> Self:
@@ -202,6 +207,8 @@ class FakeModelServer(ABC):
             return web.json_response(self.render(CannedReply(text=text), body))
         standing = next((reply for match, reply in self.standing if match(body)), None)
         canned = standing or (self.script.popleft() if self.script else CannedReply(text=DONE_TEXT))
+        if canned.after is not None:
+            await canned.after.wait()
         if canned.hang:
             await self._release.wait()
             return web.json_response(self.error_body(503, "the fake server stopped"), status=503)

@@ -130,3 +130,21 @@ async def test_a_valid_envelope_keeps_its_time_and_service(start_service: Starte
         kept["trigger"]["matchedAt"],
         kept["source"],
     )
+
+
+async def test_a_huge_timeout_is_400_not_500(start_service: Starter) -> None:
+    """delivery.timeoutMs of 10^20 ms is refused naming the key (the deadline overflowed: 500)."""
+    service = await start_service(watchers={})
+    sent = envelope(delivery={"targets": ["console"], "timeoutMs": 10**20})
+    status, body = await call(service, "POST", "/hooks/sentinel", body=sent)
+    assert (400, ["delivery.timeoutMs"]) == (status, [d["key"] for d in body["error"]["details"]])
+
+
+async def test_an_envelope_of_the_year_30_is_shown_as_sent(start_service: Starter) -> None:
+    """An envelope whose matchedAt is in the year 30 is stored so that it reads back: the callback
+    shows it (it was stored as '30-…' and every read of it failed)."""
+    service = await start_service(watchers={})
+    sent = envelope(trigger={"matchedAt": "0030-10-24T09:22:19.230Z"})
+    _, accepted = await call(service, "POST", "/hooks/sentinel", body=sent)
+    status, shown = await call(service, "GET", f"/api/v1/callbacks/{accepted['callbackId']}")
+    assert (200, "0030-10-24T09:22:19.230Z") == (status, shown["envelope"]["trigger"]["matchedAt"])

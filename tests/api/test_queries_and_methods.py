@@ -127,3 +127,21 @@ async def test_a_move_with_a_body_that_is_not_json_is_415(service: Service) -> N
     form = {"Content-Type": "application/x-www-form-urlencoded"}
     status, _ = await call(service, "POST", f"/api/v1/inbox/{item.id}/ack", raw=b"note=x", headers=form)
     assert (415, "open") == (status, (await service.inbox.get(item.id))[0].status)
+
+
+@pytest.mark.parametrize("path", LISTINGS)
+async def test_a_query_parameter_given_twice_is_400(service: Service, path: str) -> None:
+    """?limit=1&limit=500 is refused naming limit (the first was used, the second ignored)."""
+    status, body = await call(service, "GET", f"{path}?limit=1&limit=500")
+    assert (400, "invalid_query", {"parameter": "limit"}) == (
+        status,
+        body["error"]["code"],
+        body["error"]["details"],
+    )
+
+
+@pytest.mark.parametrize("path", LISTINGS)
+async def test_an_empty_limit_is_no_limit(service: Service, path: str) -> None:
+    """?limit= is the same as no limit (the document says so with allowEmptyValue)."""
+    status, _ = await call(service, "GET", f"{path}?limit=")
+    assert 200 == status

@@ -371,3 +371,10 @@ async def test_a_silence_for_an_unknown_watcher_is_made_with_a_warning(
         "warnings" in known,
         problems,
     ), answer
+
+
+async def test_a_null_created_by_is_400(service: Service) -> None:
+    """createdBy null is not a name: 400 naming it (the document says a string, or no createdBy)."""
+    body = {**WATCHER_SILENCE, "comment": "x", "createdBy": None}
+    status, answer = await call(service, "POST", "/api/v1/silences", body=body)
+    assert (400, ["createdBy"]) == (status, [d["key"] for d in answer["error"]["details"]])

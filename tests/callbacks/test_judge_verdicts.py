@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sentinel_hooks.callbacks.policy.judge import Verdict, overrule, read_answer
 from sentinel_hooks.callbacks.policy.rules import PolicyDecision
-from sentinel_hooks.callbacks.sessions.session import denial_streak
+from sentinel_hooks.callbacks.sessions.actions import denial_streak
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.testing import FakeOpenAIServer

@@ -24,7 +24,7 @@ from sentinel_hooks.store.redis import RedisStore
 from sentinel_hooks.store.redis.keys import RedisKeys
 from tests.cluster.conftest import LEASE_MS, PREFIX
 from tests.contract.stores import create
-from tests.session_runs import Recorder, contract
+from tests.session_runs import Recorder, contract, envelope_for
 from tests.support import wait_for
 
 pytestmark = pytest.mark.redis
@@ -125,6 +125,52 @@ async def test_lock_contention_never_lets_two_replicas_run_one_key(
     for key in ("k1", "k2", "k3"):
         assert [c for c in contracts if c.startswith(key)] == recorder.order(key, contracts)
     assert {"a", "b", "c"} >= {replica for _, replica, _ in recorder.log}
+
+
+async def test_a_callback_queued_behind_a_busy_key_adds_no_stream_entry(
+    redis_url: str, make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """Only the callback that makes its key's list non-empty announces the key: the holder drains
+    those queued behind it, in order, with no stream read or lock attempt for each."""
+    a = make("a")
+    await a.resume()
+    contracts = await accepted(store, [(f"cb{i}", "k") for i in range(4)])
+    recorder.hold.add("cb0")
+    await a.requeue(contracts["cb0"])
+    await wait_for(lambda: recorder.started("cb0") == ["a"], what="the first session")
+    for c in list(contracts.values())[1:]:
+        await a.requeue(c)
+    client = redis.asyncio.from_url(redis_url)
+    try:
+        added = (await client.xinfo_stream(RedisKeys(PREFIX).session_work))["entries-added"]
+    finally:
+        await client.aclose()
+    recorder.release.set()
+    await wait_for(lambda: len(recorder.order("k", contracts)) == 4, what="the four sessions")
+    assert (1, list(contracts)) == (added, recorder.order("k", contracts))
+
+
+async def test_a_callback_drained_by_another_replica_is_run_without_its_envelope(
+    make: Make, store: RedisStore, recorder: Recorder
+) -> None:
+    """Submitted on replica a while b drains its key: b runs it, reading the envelope from the
+    store (the runner is handed none); one submitted and drained on a is handed its envelope."""
+    a, b = make("a"), make("b")
+    await b.resume()
+    contracts = await accepted(store, [("first", "k")])
+    recorder.hold.add("first")
+    await b.requeue(contracts["first"])
+    await wait_for(lambda: recorder.started("first") == ["b"], what="b to run the first session")
+    await a.resume()
+    contracts.update(await accepted(store, [("second", "k"), ("own", "other")]))
+    await a.submit(envelope_for(contracts["second"]), contracts["second"])
+    recorder.release.set()
+    await wait_for(lambda: recorder.started("second") == ["b"], what="b to run the second session")
+    await b.stop()
+    own = envelope_for(contracts["own"])
+    await a.submit(own, contracts["own"])
+    await wait_for(lambda: recorder.started("own") == ["a"], what="a to run its own callback")
+    assert [("first", None), ("second", None), ("own", own)] == recorder.envelopes
 
 
 async def test_a_dead_replicas_session_is_reclaimed_by_another(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.callbacks.queues.stream import StreamSessionQueue
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import urlsplit
 
 import pytest
@@ -78,21 +79,35 @@ def test_redactor_masks_a_secret_percent_encoded_or_escaped() -> None:
     assert ["key=***;"] * 5 == [redactor.text(f"key={form};") for form in echoed]
 
 
-@given(
-    st.recursive(
-        st.none() | st.integers() | st.text(alphabet='ab/%2f&\\"\x00', max_size=8),
+def json_values(strings: str, keys: str) -> st.SearchStrategy[object]:
+    """JSON-like values whose strings are made of ``strings`` and whose keys of ``keys``."""
+    return st.recursive(
+        st.none() | st.integers() | st.text(alphabet=strings, max_size=8),
         lambda children: (
             st.lists(children, max_size=3)
-            | st.dictionaries(st.text(alphabet="ab/\x00", max_size=4), children, max_size=3)
+            | st.dictionaries(st.text(alphabet=keys, max_size=4), children, max_size=3)
         ),
         max_leaves=8,
-    ),
-    st.sampled_from(["ab/ab", 'a&b"b', "ab\x00ab", "abab"]),
-)
+    )
+
+
+@given(json_values('ab/%2f&\\"\x00', "ab/\x00"), st.sampled_from(["ab/ab", 'a&b"b', "ab\x00ab", "abab"]))
 def test_redactor_finds_a_secret_exactly_where_data_masks_one(value: object, secret: str) -> None:
     """found_in (one search of the strings joined) agrees with data: never across two strings."""
     redactor = Redactor([secret])
     assert redactor.found_in(value) == (redactor.data(value) != value)
+
+
+@given(
+    json_values('ab/\\"\n\x01\u2028', 'ab"\n'),
+    st.sampled_from(['a"b\\', "ab\nab", "a\x01ba", "ab\u2028b", "a/b/"]),
+)
+def test_a_secret_data_would_mask_is_found_in_the_value_s_json_text(value: object, secret: str) -> None:
+    """JSON escapes (quote, backslash, control characters) are spellings of the secret: a value's
+    JSON text, searched once, shows every secret ``data`` masks in the value."""
+    redactor = Redactor([secret])
+    if redactor.data(value) != value:
+        assert redactor.found_in(json.dumps(value, ensure_ascii=False))
 
 
 def test_redactor_finds_secrets_in_keys_and_escaped_but_not_across_strings() -> None:

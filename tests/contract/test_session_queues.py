@@ -23,7 +23,7 @@ from sentinel_hooks.callbacks.queues.base import (
     create_session_queue,
 )
 from sentinel_hooks.callbacks.queues.stream import StreamSettings
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract, Store
 from sentinel_hooks.store.redis import RedisStore
@@ -162,6 +162,19 @@ async def test_requeue_runs_the_session_again(queues: Queues) -> None:
     assert ["a", "a"] == queues.recorder.started("paused")
 
 
+async def test_a_submitted_callback_runs_with_the_envelope_it_was_handed(queues: Queues) -> None:
+    """The envelope travels in memory: submitted and run here, the session is handed it; requeued
+    (an approval decided), it is run without one and the runner reads it from the store."""
+    queue = await queues.started()
+    contracts = await queues.accepted([("cb", "k")])
+    handed = envelope_for(contracts["cb"])
+    await queue.submit(handed, contracts["cb"])
+    await wait_for(lambda: queue.finished.get("cb"), what="the first run")
+    await queue.requeue(contracts["cb"])
+    await wait_for(lambda: len(queues.recorder.ended()) == 2, what="the second run")
+    assert [("cb", handed), ("cb", None)] == queues.recorder.envelopes
+
+
 async def test_resume_queues_open_contracts_whose_session_had_not_finished(queues: Queues) -> None:
     """At start, a pending callback is queued and run once; one whose session finished is not."""
     await queues.accepted([("open", "k1"), ("finished", "k2")])
@@ -169,7 +182,11 @@ async def test_resume_queues_open_contracts_whose_session_had_not_finished(queue
     queue = queues.make()
     assert 1 == await queue.resume()
     await wait_for(lambda: queue.finished.get("open"), what="the resumed session")
-    assert (["a"], []) == (queues.recorder.started("open"), queues.recorder.started("finished"))
+    assert (["a"], [], [("open", None)]) == (
+        queues.recorder.started("open"),
+        queues.recorder.started("finished"),
+        queues.recorder.envelopes,
+    )
 
 
 async def test_stop_cancels_the_running_session_and_leaves_no_task(queues: Queues) -> None:

@@ -39,6 +39,50 @@ async def test_accept_contract_refuses_an_existing_id_and_keeps_the_first(store:
     )
 
 
+async def test_accept_contract_enqueues_the_deliveries_it_brings(store: Store, make) -> None:
+    """A pending contract's deliveries (its fan-out line) are in the outbox, due, after the one step."""
+    wanted = [make.delivery("cb-1", "oncall", "fanout"), make.delivery("cb-1", "slack", "fanout")]
+    await store.accept_contract(make.contract("cb-1"), make.envelope(), deliveries=wanted)
+    claimed = await store.claim_deliveries(make.at(1))
+    assert (sorted(wanted, key=lambda d: d.key), {d.key for d in wanted}) == (
+        await store.list_deliveries("cb-1"),
+        {d.key for d in claimed},
+    )
+
+
+async def test_a_refused_or_deduped_contract_enqueues_none_of_its_deliveries(store: Store, make) -> None:
+    """A taken callback id writes nothing, and a deduped repeat sends no fan-out line."""
+    await create(store, make.contract("cb-1"))
+    await store.accept_contract(
+        make.contract("cb-1"), make.envelope(), deliveries=[make.delivery("cb-1", "oncall", "fanout")]
+    )
+    key = "dedupe:same"
+    await store.accept_contract(
+        make.contract("cb-2"), make.envelope("cb-2"), dedupe_key=key, dedupe_ttl_ms=60_000
+    )
+    repeat = await store.accept_contract(
+        make.contract("cb-3"),
+        make.envelope("cb-3"),
+        dedupe_key=key,
+        dedupe_ttl_ms=60_000,
+        deliveries=[make.delivery("cb-3", "oncall", "fanout")],
+    )
+    assert ("deduped", [], []) == (
+        repeat.state if repeat else None,
+        await store.list_deliveries("cb-1"),
+        await store.list_deliveries("cb-3"),
+    )
+
+
+async def test_accept_contract_leaves_an_existing_delivery_key_untouched(store: Store, make) -> None:
+    """Enqueueing through accept_contract is idempotent by delivery key, as every enqueue."""
+    first = make.delivery("cb-1", "oncall", "fanout", due=1)
+    await store.enqueue_delivery(first)
+    again = make.delivery("cb-1", "oncall", "fanout", due=9)
+    await store.accept_contract(make.contract("cb-1"), make.envelope(), deliveries=[again])
+    assert [first] == await store.list_deliveries("cb-1")
+
+
 async def test_envelope_reads_back_equal(store: Store, make) -> None:
     """The envelope stored with a contract comes back unchanged, nested values included."""
     envelope = make.envelope("cb-1", payload={"price": 1999.5, "tags": [], "ok": None})

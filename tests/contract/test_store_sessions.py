@@ -140,6 +140,21 @@ async def test_read_callback_reads_contract_envelope_and_checkpoints(store: Stor
     ) == (view.contract, view.envelope, view.checkpoints)
 
 
+@pytest.mark.parametrize("with_tail", [False, True], ids=["plain", "tail"])
+async def test_read_callback_leaves_the_envelope_out_when_asked(store: Store, make, with_tail: bool) -> None:
+    """envelope=False: the contract and checkpoints as always, no envelope (the caller holds it)."""
+    await store.accept_contract(
+        make.contract("cb-1"), make.envelope("cb-1"), checkpoints={"message:cb-1": {"text": "hi"}}
+    )
+    tail = TranscriptTail(SESSION, "memory", "through_seq") if with_tail else None
+    view = await store.read_callback("cb-1", ["message:cb-1"], tail=tail, envelope=False)
+    assert (make.contract("cb-1"), None, {"message:cb-1": {"text": "hi"}}) == (
+        view.contract,
+        view.envelope,
+        view.checkpoints,
+    )
+
+
 async def test_read_callback_of_an_unknown_id(store: Store) -> None:
     """An unknown callback has no contract and no envelope; its checkpoints are still read."""
     await store.put_checkpoint("memory", {"through": 3})

@@ -158,6 +158,15 @@ async def test_silenced_contract_with_a_dedupe_key_is_refused(store: Store, make
     assert None is await store.get_contract("cb-1")
 
 
+async def test_silenced_contract_with_deliveries_is_refused(store: Store, make) -> None:  # type: ignore[no-untyped-def]
+    """A silenced fire sends no fan-out line: deliveries with it are refused (ValueError, nothing written)."""
+    with pytest.raises(ValueError, match="silenced"):
+        await store.accept_contract(
+            silenced_contract(), make.envelope("cb-1"), deliveries=[make.delivery("cb-1", "oncall", "fanout")]
+        )
+    assert (None, []) == (await store.get_contract("cb-1"), await store.list_deliveries("cb-1"))
+
+
 async def test_silenced_contracts_are_pruned_like_settled_ones(store: Store, make) -> None:  # type: ignore[no-untyped-def]
     """A silenced contract older than the callbacks cutoff is pruned."""
     await store.accept_contract(silenced_contract(), make.envelope("cb-1"))

@@ -1,9 +1,14 @@
-"""The compiled checks agree with a straightforward evaluation of SPEC §4 on random input."""
+"""The compiled checks agree with a straightforward evaluation of SPEC §4 on random input.
+
+``apply_operator`` below is that reading, operator by operator, from the JSON comparisons of
+``core.operators``; ``core.checks`` is the only reading in the package.
+"""
 
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, get_args
 
@@ -11,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sentinel_hooks.canonical import compare_numbers
+from sentinel_hooks.core.checks import evaluate, holds
 from sentinel_hooks.core.conditions import (
     AllGroup,
     AnyGroup,
@@ -18,10 +25,8 @@ from sentinel_hooks.core.conditions import (
     ConditionNode,
     Op,
     compile_pattern,
-    evaluate,
-    holds,
 )
-from sentinel_hooks.core.operators import apply_operator, changed, regex_search
+from sentinel_hooks.core.operators import as_number, changed, json_equal, regex_search
 from sentinel_hooks.core.paths import MISSING, parse_path, resolve
 
 KEYS = ["a", "b", "0", "1", "x-y"]
@@ -148,6 +153,57 @@ def previous_of(observation: Any) -> st.SearchStrategy[Any]:
     if isinstance(observation, dict):
         options.append(changes.map(lambda changed: {**copy.deepcopy(observation), **changed}))
     return st.one_of(*options)
+
+
+def _compare(actual: Any, expected: Any, accept: Callable[[int], bool]) -> bool:
+    """Whether both sides are numbers and their order satisfies ``accept``."""
+    left, right = as_number(actual), as_number(expected)
+    return left is not None and right is not None and accept(compare_numbers(left, right))
+
+
+def _contains(actual: Any, expected: Any) -> bool:
+    """Substring of a string, member of an array, key of an object; false for anything else."""
+    if isinstance(actual, str):
+        return isinstance(expected, str) and expected in actual
+    if isinstance(actual, list | tuple):
+        return any(json_equal(member, expected) for member in actual)
+    if isinstance(actual, dict):
+        return isinstance(expected, str) and expected in actual
+    return False
+
+
+def _is_in(actual: Any, expected: Any) -> bool:
+    return isinstance(expected, list | tuple) and any(json_equal(actual, member) for member in expected)
+
+
+def _present(actual: Any) -> bool:
+    return actual is not MISSING and actual is not None
+
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "eq": json_equal,
+    "neq": lambda actual, expected: not json_equal(actual, expected),
+    "gt": lambda actual, expected: _compare(actual, expected, lambda order: order > 0),
+    "gte": lambda actual, expected: _compare(actual, expected, lambda order: order >= 0),
+    "lt": lambda actual, expected: _compare(actual, expected, lambda order: order < 0),
+    "lte": lambda actual, expected: _compare(actual, expected, lambda order: order <= 0),
+    "exists": lambda actual, _: _present(actual),
+    "absent": lambda actual, _: not _present(actual),
+    "contains": _contains,
+    "in": _is_in,
+    "notIn": lambda actual, expected: not _is_in(actual, expected),
+    "startsWith": lambda actual, expected: (
+        isinstance(actual, str) and isinstance(expected, str) and actual.startswith(expected)
+    ),
+    "endsWith": lambda actual, expected: (
+        isinstance(actual, str) and isinstance(expected, str) and actual.endswith(expected)
+    ),
+}
+
+
+def apply_operator(op: str, actual: Any, expected: Any) -> bool:
+    """SPEC §4's value operator ``op`` (all but ``matches`` and ``changed``), the plain way."""
+    return OPERATORS[op](actual, expected)
 
 
 def reference_leaf(condition: Condition, observation: Any, previous: Any) -> bool:

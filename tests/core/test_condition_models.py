@@ -13,14 +13,8 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from sentinel_hooks.canonical import parse_number
-from sentinel_hooks.core.conditions import (
-    AllGroup,
-    AnyGroup,
-    Condition,
-    ConditionNode,
-    count_conditions,
-    evaluate,
-)
+from sentinel_hooks.core.checks import evaluate
+from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode, count_conditions
 
 NODES = TypeAdapter(list[ConditionNode])
 ALL_OPS = [

@@ -7,19 +7,18 @@ from typing import Any
 
 import pytest
 
-from sentinel_hooks.core.conditions import (
-    AllGroup,
-    AnyGroup,
-    Condition,
-    ConditionNode,
-    ConditionResult,
-    evaluate,
-    evaluate_one,
-)
+from sentinel_hooks.core.checks import ConditionResult, evaluate
+from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 from sentinel_hooks.core.paths import MISSING
 
 BIG = 2**64
 ABSENT = object()  # marks a row whose observation has no "x" at all
+
+
+def evaluate_one(condition: Condition, observation: Any, previous: Any = MISSING) -> ConditionResult:
+    """The result of one condition, as ``evaluate`` reports it."""
+    (result,) = evaluate([condition], "all", observation, previous).results
+    return result
 
 
 def _check(op: str, value: Any, actual: Any, previous: Any = MISSING) -> bool:

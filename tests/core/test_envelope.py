@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from sentinel_hooks.callbacks.sessions.prompt import user_message
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
@@ -18,6 +19,7 @@ from sentinel_hooks.core.envelope import (
     envelope_json_schema,
     truncate_payload,
 )
+from sentinel_hooks.store import codec
 from sentinel_hooks.watchers.builder import Firing, build_envelope
 
 AT = datetime(2026, 3, 1, 12, 0, 0, 250000, tzinfo=UTC)
@@ -149,6 +151,35 @@ def test_an_envelope_without_a_secret_in_it_is_not_validated_again(monkeypatch: 
     assert validated == [masked]
 
 
+def test_an_envelope_is_serialised_once_per_fire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its secret check, the store's record and the prompt use one wire text, made once."""
+    made: list[str] = []
+    original = Envelope.to_json
+
+    def counting(self: Envelope) -> dict[str, Any]:
+        made.append(self.callback_id)
+        return original(self)
+
+    monkeypatch.setattr(Envelope, "to_json", counting)
+    redactor = Redactor(["s3cret-value"])
+    envelope = build_envelope(
+        watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT), redactor=redactor
+    )
+    stored = codec.dump_envelope(envelope)
+    prompt = user_message(envelope, skill=None, tools=[])["content"]
+    assert ([envelope.callback_id], envelope) == (made, codec.load_envelope(stored))
+    assert stored in prompt
+
+
+def test_an_envelope_s_wire_text_is_not_part_of_its_value() -> None:
+    """An envelope that made its wire text equals one that did not; a copy with changes makes its own."""
+    envelope = build_envelope(watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT))
+    fresh = Envelope.model_validate_json(envelope.wire_text())
+    moved = envelope.model_copy(update={"callback_id": "other-id"})
+    assert (envelope, envelope.wire_text()) == (fresh, fresh.wire_text())
+    assert '"callbackId":"other-id"' in moved.wire_text()
+
+
 def test_a_literal_url_password_is_masked_in_the_envelope() -> None:
     """A password written in the endpoint (an API-created watcher can only hold literals) is ``***``."""
     spec = watcher(endpoint="https://bob:hunter2pass@api.example.com/p")
@@ -173,3 +204,25 @@ def test_json_schema_is_exported() -> None:
     """The envelope's JSON Schema names its camelCase properties."""
     schema = envelope_json_schema()
     assert {"callbackId", "watcher", "trigger", "payload"} <= set(schema["properties"])
+
+
+def test_a_matched_at_before_the_year_1000_reads_back() -> None:
+    """matchedAt in the year 30 is kept with four digits of year, so the stored envelope validates
+    again when read back (it was written '30-10-24T…', which no ISO reader takes)."""
+    minimal = {
+        "watcher": {"id": "ext", "eventName": "deploy"},
+        "trigger": {"matchedAt": "0030-10-24T09:22:19.23Z"},
+    }
+    envelope = Envelope.model_validate(minimal)
+    again = Envelope.model_validate(envelope.to_json())
+    assert ("0030-10-24T09:22:19.230Z", envelope) == (envelope.trigger.matched_at, again)
+
+
+def test_a_delivery_timeout_past_a_year_and_a_day_is_refused() -> None:
+    """delivery.timeoutMs is at most a year and a day: a deadline further out cannot be computed."""
+    minimal = {
+        "watcher": {"id": "ext", "eventName": "deploy"},
+        "trigger": {"matchedAt": "2026-01-01T00:00:00Z"},
+    }
+    with pytest.raises(ValidationError, match="timeoutMs"):
+        Envelope.model_validate({**minimal, "delivery": {"timeoutMs": 10**20}})

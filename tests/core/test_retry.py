@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
-from collections.abc import Awaitable, Callable
 
 import pytest
 from tenacity import RetryCallState, Retrying, wait_exponential
 
-from sentinel_hooks.core.retry import Backoff, Jitter, retry_after_of, retrying
+from sentinel_hooks.core.retry import (
+    Backoff,
+    BeforeSleep,
+    Jitter,
+    RetryIf,
+    call_with_retries,
+    retry_after_failure,
+    retry_after_of,
+)
 from sentinel_hooks.errors import SentinelError, TransientError
 
 DRAWS = 2000
@@ -167,16 +175,14 @@ async def run(
     call: Flaky,
     sleeps: Sleeps,
     *,
-    retry_if: type[BaseException] | Callable[[BaseException], bool] = TransientError,
+    retry_if: RetryIf = TransientError,
     rng: random.Random | None = None,
-    before_sleep: Callable[[BaseException, float], Awaitable[None]] | None = None,
+    before_sleep: BeforeSleep | None = None,
 ) -> str:
-    """``call()`` in a ``retrying`` loop that sleeps with ``sleeps``."""
-    loop = retrying(policy, retry_if=retry_if, rng=rng, sleep=sleeps, before_sleep=before_sleep)
-    async for attempt in loop:
-        with attempt:
-            return await call()
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    """``call()`` in ``call_with_retries``, sleeping with ``sleeps``."""
+    return await call_with_retries(
+        call, policy, retry_if=retry_if, rng=rng, sleep=sleeps, before_sleep=before_sleep
+    )
 
 
 async def test_transient_failures_are_tried_again_with_the_policys_waits() -> None:
@@ -237,3 +243,33 @@ async def test_before_sleep_hears_each_failure_and_its_wait() -> None:
     policy, call, sleeps = Backoff(base_s=0.01, cap_s=0.01), Flaky(first, second), Sleeps()
     await run(policy, call, sleeps, before_sleep=before_sleep)
     assert ([(first, 2.0), (second, 3.0)], [2.0, 3.0]) == (heard, sleeps.asked)
+
+
+async def test_retry_if_may_name_several_types() -> None:
+    """A tuple of types retries a failure of any of them."""
+    policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(Busy(), Refused("no")), Sleeps()
+    assert ("ok", 3) == (await run(policy, call, sleeps, retry_if=(Busy, Refused)), call.calls)
+
+
+async def test_a_cancellation_is_never_retried() -> None:
+    """A cancellation passes through on the first call, whatever retry_if accepts."""
+    policy, call, sleeps = Backoff(base_s=0, cap_s=0), Flaky(asyncio.CancelledError()), Sleeps()
+    with pytest.raises(asyncio.CancelledError):
+        await run(policy, call, sleeps, retry_if=BaseException)
+    assert (1, []) == (call.calls, sleeps.asked)
+
+
+async def test_a_call_that_succeeds_is_made_once() -> None:
+    """No failure: one call, no wait."""
+    call, sleeps = Flaky(), Sleeps()
+    assert ("ok", 1, []) == (await run(Backoff(base_s=1, cap_s=1), call, sleeps), call.calls, sleeps.asked)
+
+
+async def test_after_a_failure_the_loop_counts_it_as_the_first_attempt() -> None:
+    """retry_after_failure, handed a first failure, waits as after attempt 1 and calls again."""
+    policy, call, sleeps = Backoff(base_s=1, cap_s=8, max_attempts=2), Flaky(), Sleeps()
+    expected = policy.delay_s(1, random.Random(4))
+    result = await retry_after_failure(
+        call, Busy(), policy, retry_if=TransientError, rng=random.Random(4), sleep=sleeps
+    )
+    assert ("ok", 1, [expected]) == (result, call.calls, sleeps.asked)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -9,10 +11,13 @@ import pytest
 from sentinel_hooks.delivery.targets.base import (
     DeliveryError,
     Target,
+    TargetContext,
     TransientDeliveryError,
     details_payload,
 )
-from sentinel_hooks.delivery.targets.pagerduty import SUMMARY_CHARS, event_action, summary
+from sentinel_hooks.delivery.targets.pagerduty import SUMMARY_CHARS, event_action, resolved_prefix, summary
+from sentinel_hooks.store.shortcuts import get_checkpoint
+from sentinel_hooks.store.sqlite import SqliteStore
 from tests.delivery.conftest import MakeTarget, message
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api
 
@@ -177,3 +182,46 @@ def test_details_payload_keeps_small_payloads_and_cuts_big_ones() -> None:
     assert {"a": 1} == details_payload({"a": 1})
     assert ["truncated"] == list(big)
     assert len(big["truncated"]) == 2000
+
+
+async def test_no_trigger_follows_the_resolve_of_its_dedup_key(
+    pagerduty: Target, pagerduty_api: PagerDutyApi
+) -> None:
+    """Resolved, then a fallback or follow-up of that callback: accepted without a request (a
+    trigger after resolve would open an incident nothing closes)."""
+    await pagerduty.send(message(callback_id="01JFIRE", kind="resolved", text="Over."), idempotency_key="a")
+    await pagerduty.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="b")
+    await pagerduty.send(message(callback_id="01JFIRE", kind="notify.2"), idempotency_key="c")
+    await pagerduty.send(message(callback_id="01JOTHER", kind="fallback"), idempotency_key="d")
+    assert [("resolve", "01JFIRE"), ("trigger", "01JOTHER")] == pagerduty_api.actions()
+
+
+async def test_the_resolved_mark_is_kept_in_the_store_across_restarts(
+    make_target: MakeTarget, pagerduty_api: PagerDutyApi, context: TargetContext
+) -> None:
+    """A target built again over the same store (a restart, another replica) still sends no
+    trigger after the resolve; the mark is the checkpoint retention prunes with the callback."""
+    store = SqliteStore.in_memory()
+    await store.open()
+    try:
+        with_store = replace(context, store=store)
+        first = make_target(spec(pagerduty_api), name="page", ctx=with_store)
+        await first.send(message(callback_id="01JFIRE", kind="resolved", text="Over."), idempotency_key="a")
+        again = make_target(spec(pagerduty_api), name="page", ctx=with_store)
+        await again.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="b")
+        assert [("resolve", "01JFIRE")] == pagerduty_api.actions()
+        assert await get_checkpoint(store, resolved_prefix("page") + "01JFIRE") is not None
+    finally:
+        await store.close()
+
+
+async def test_a_trigger_in_flight_finishes_before_the_resolve(
+    pagerduty: Target, pagerduty_api: PagerDutyApi
+) -> None:
+    """Sent at once, a trigger and the resolve of one callback reach PagerDuty in the order they
+    were handed over: never the trigger last."""
+    await asyncio.gather(
+        pagerduty.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="a"),
+        pagerduty.send(message(callback_id="01JFIRE", kind="resolved", text="Over."), idempotency_key="b"),
+    )
+    assert [("trigger", "01JFIRE"), ("resolve", "01JFIRE")] == pagerduty_api.actions()

@@ -3,6 +3,8 @@ carrying each tool call to a Service started in the test through its HTTP API.""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import os
 import subprocess
 from collections.abc import AsyncIterator
@@ -16,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters
 from sentinel_hooks.service import Service
 from tests.cli.conftest import sentinel_command
 from tests.mcp_server.conftest import BASE_TOOLS, NEW_WATCHER, TOKEN, WEBHOOK, body_of, server_settings
+from tests.mcp_server.test_streamable_http import INITIALIZE
 from tests.service.conftest import Starter
 
 pytestmark = pytest.mark.slow  # each test starts `sentinel mcp` (about 3 s with the SDK's imports)
@@ -112,3 +115,36 @@ def test_missing_config_exits_1(tmp_path: Path) -> None:
     assert (1, "") == (done.returncode, done.stdout)
     assert 1 == len(done.stderr.strip().splitlines())
     assert "missing.yaml" in done.stderr
+
+
+async def test_a_message_with_a_duplicate_key_is_a_parse_error(tmp_path: Path) -> None:
+    """A message with a key given twice is refused as the API refuses such a body: a JSON-RPC parse
+    error without an id, naming the key, and no tool runs (the SDK used the last value)."""
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    process = await asyncio.create_subprocess_exec(
+        *sentinel_command(),
+        *("mcp", "--url", "http://127.0.0.1:9"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+    )
+    assert process.stdin is not None
+    assert process.stdout is not None
+    twice = '{"jsonrpc": "2.0", "id": 2, "method": "tools/call", '
+    twice += '"params": {"name": "list_inbox", "name": "list_watchers", "arguments": {}}}\n'
+    try:
+        process.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
+        await asyncio.wait_for(process.stdout.readline(), timeout=30)
+        process.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n' + twice.encode())
+        answer = json.loads(await asyncio.wait_for(process.stdout.readline(), timeout=30))
+    finally:
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), timeout=30)
+    assert (None, -32700, "invalid_json") == (
+        answer["id"],
+        answer["error"]["code"],
+        answer["error"]["data"]["code"],
+    )
+    assert "duplicate key 'name'" in answer["error"]["message"]

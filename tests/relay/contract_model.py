@@ -6,19 +6,29 @@
 interleaving it draws can be replayed. It plays the agent itself, calling the real tools of a
 callback (``ToolBox``) the way a hook session would.
 
-Rules: fire; notify (each target answers from a plan: accept, fail k times then accept, fail for
-good with 503s, or 400); a notify racing a relay pass; escalate; ask for an approval, approve,
-deny, let it time out; time passing (the relay and the outbox then run, as their loops would at
-least every 0.5 s); extra relay and outbox passes; a restart that rebuilds every component from
-the store; a crash while a notify is in flight (the target got it, the answer never came back),
-after which the agent's tool call is run again as a resumed session would.
+Every fire also goes to a ``pagerduty`` target (a real Events API stand-in on 127.0.0.1).
 
-Invariants, after every step: a contract that reached a final state keeps it; per callback the
-sink holds the agent's messages or the fallback, never both; a message never travels under two
-keys, nor a key with two messages; a notify reported delivered has arrived; a fallback leaves at
-most 1 s after its deadline (or after its notify finally failed) and never while an approval is
-open. At the end (teardown) time runs on until nothing is left to do; then every contract is
-final and every fire reached people exactly once.
+Rules: fire; notify (each target answers from a plan: accept, fail k times then accept, fail for
+good with 503s, or 400) — before the page, or after it (a follow-up, SPEC §6.4); a notify racing
+a relay pass; the source reporting the fire over (notifyResolved on or off), before the page
+(the contract settles ``resolved``) or after it (a follow-up line), alone or racing a relay pass;
+escalate; ask for an approval, approve, deny, let it time out; time passing (the relay and the
+outbox then run, as their loops would at least every 0.5 s); extra relay and outbox passes; a
+restart that rebuilds every component from the store; a crash while a notify is in flight (the
+target got it, the answer never came back), after which the agent's tool call is run again as a
+resumed session would.
+
+Invariants, after every step: a contract that reached a final state keeps it; at most one page
+per contract: a fulfilled contract's people never get the fallback nor a "resolved before the
+agent answered" line, a fallback_sent one's never get that line nor an agent message handed
+before the fallback, a resolved one's never get the fallback (no page after ``resolved``); a
+notify after ``resolved`` is refused with "the fire resolved" and sent nowhere; with
+``follow_ups``, a notify after the page is never refused; a message never travels under two keys,
+nor a key with two messages; a notify reported delivered has arrived; a fallback leaves at most 1 s
+after its deadline (or after its notify finally failed) and never while an approval is open;
+PagerDuty never gets a ``trigger`` after the ``resolve`` of its dedup_key. At the end (teardown)
+time runs on until nothing is left to do; then every contract is final, every fire reached people
+exactly once (its page), and every follow-up arrived exactly once at each target that accepts it.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from sentinel_hooks.callbacks.backends.base import ToolCall
-from sentinel_hooks.callbacks.sessions.session import progress_key
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.callbacks.sessions.tools import Paused, ToolBox
 from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
@@ -49,6 +59,8 @@ from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.errors import Conflict
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
+from sentinel_hooks.watchers.lifecycle import resolved_message
+from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi
 from tests.relay.rig import toolbox_for
 from tests.support import Endpoint
 
@@ -57,8 +69,12 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TIMEOUT_S = 3.0
 APPROVAL_TIMEOUT_S = 4.0
 MAX_LATE = timedelta(seconds=1)
-FINAL = frozenset({"fulfilled", "fallback_sent", "expired", "deduped"})
+FINAL = frozenset({"fulfilled", "fallback_sent", "expired", "resolved", "deduped"})
 TARGETS = ("a", "b")
+EVERY_TARGET = ("a", "b", "pd")
+OPEN = frozenset({"pending", "notifying", "awaiting_approval"})
+PAGED = frozenset({"fulfilled", "fallback_sent"})
+BEFORE_THE_AGENT = "before the agent answered."  # the end of a fire's line resolved before its page
 
 CONFIG = """\
 store: {store}
@@ -73,6 +89,15 @@ limits: {{requestTimeoutMs: 2000}}
 targets:
   a: {{type: webhook, url: "{url}/a"}}
   b: {{type: webhook, url: "{url}/b"}}
+  pd: {{type: pagerduty, routingKey: "{routing_key}", apiBase: "{pd}"}}
+"""
+
+WATCHER = """\
+id: disk
+strategy: webhook
+conditions: [{path: n, op: gte, value: 0}]
+fire: {eventName: disk_full, priority: high}
+deliveryTargets: [a, b, pd]
 """
 
 # How a target answers one message: one word per attempt (then it accepts).
@@ -169,6 +194,9 @@ class Callback:
     notified: int = 0
     reported: list[tuple[str, list[str]]] = field(default_factory=list)  # (text, targets said delivered)
     refused: list[str] = field(default_factory=list)  # texts of notifies refused as too late
+    handed_open: list[str] = field(default_factory=list)  # notifies handed while nothing paged yet
+    follow_ups: list[tuple[str, list[str]]] = field(default_factory=list)  # (text, targets it reaches)
+    resolution: tuple[str, str, bool] | None = None  # (state before, after, notifyResolved)
     approval: str | None = None
     approvals: list[tuple[datetime, datetime | None]] = field(default_factory=list)  # open intervals
     escalated_in_time: bool = False  # escalated while the contract was still open
@@ -209,6 +237,8 @@ class World:
         self.dir = Path(tempfile.mkdtemp(prefix="sentinel-model-"))
         self.sink = ScriptedSink()
         self.loop.run_until_complete(self.sink.start())
+        self.pagerduty = PagerDutyApi()
+        self.loop.run_until_complete(self.pagerduty.start())
         store = "sqlite:///state.db" if kind == "sqlite" else str(redis_url)
         (self.dir / "sentinel.yaml").write_text(
             CONFIG.format(
@@ -216,10 +246,14 @@ class World:
                 url=self.sink.url("").rstrip("/"),
                 timeout_ms=int(TIMEOUT_S * 1000),
                 approval_ms=int(APPROVAL_TIMEOUT_S * 1000),
+                routing_key=ROUTING_KEY,
+                pd=self.pagerduty.base(),
             )
         )
         (self.dir / "watchers").mkdir()
+        (self.dir / "watchers" / "disk.yaml").write_text(WATCHER)
         self.config = load_config(self.dir / "sentinel.yaml", environ={})
+        self.watcher = next(w.spec for w in self.config.watchers if w.spec.id == "disk")
 
     def forget_state(self) -> None:
         """Empty the store before an example (the previous one closed it)."""
@@ -231,6 +265,7 @@ class World:
 
     def close(self) -> None:
         self.loop.run_until_complete(self.sink.stop())
+        self.loop.run_until_complete(self.pagerduty.close())
         self.loop.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -239,6 +274,7 @@ class ContractMachine(RuleBasedStateMachine):
     """See the module docstring. ``world`` is set before a run (``World``)."""
 
     world: World | None = None
+    follow_ups = True  # a notify after the page is a follow-up (SPEC §6.4), never refused
 
     callbacks = Bundle("callbacks")
 
@@ -254,6 +290,10 @@ class ContractMachine(RuleBasedStateMachine):
         self.outcomes: dict[str, int] = {}
         self.sink = world.sink
         self.sink.reset()
+        self.plans: dict[tuple[str, str], tuple[str, ...]] = {}  # every notify's plans, kept
+        self.pagerduty = world.pagerduty
+        self.pagerduty.events.clear()
+        self.pagerduty.alerts.clear()
         world.forget_state()
         self.service = self.run(self.build())
 
@@ -324,16 +364,27 @@ class ContractMachine(RuleBasedStateMachine):
         text = self.new_text(cb)
         self.sink.plan("/a", text, a)
         self.sink.plan("/b", text, b)
+        self.plans[("/a", text)], self.plans[("/b", text)] = a, b
         call = ToolCall(f"n{text}", "sentinel_act", {"action": "notify", "message": text, "targets": to})
         result = await cb.box.execute(call, history=[])
-        self.record_notify(cb, text, before, result)
+        self.record_notify(cb, text, before, result, to)
 
-    def record_notify(self, cb: Callback, text: str, before: str, result: dict[str, Any]) -> None:
-        if before in ("fallback_sent", "expired"):
-            assert not result["ok"], f"a notify after {before} was accepted: {result}"
+    def record_notify(
+        self, cb: Callback, text: str, before: str, result: dict[str, Any], to: list[str] | None = None
+    ) -> None:
+        handed = isinstance(result.get("notify"), int)
+        if before == "resolved":
+            assert {"ok": False, "error": "the fire resolved"} == result, f"a notify after resolved: {result}"
+        if before in PAGED and self.follow_ups:
+            assert handed, f"a follow-up (a notify after {before}) was refused: {result}"
+        if not handed:
             cb.refused.append(text)
-        if isinstance(result.get("notify"), int):  # handed to delivery: the next one is the next ordinal
-            cb.notified = result["notify"]
+            return
+        cb.notified = result["notify"]  # handed to delivery: the next one is the next ordinal
+        if before in OPEN:
+            cb.handed_open.append(text)
+        elif before in PAGED:
+            cb.follow_ups.append((text, [t for t in (to or EVERY_TARGET) if t in TARGETS]))
         cb.reported.append((text, list(result.get("delivered") or [])))
 
     # -- rules ---------------------------------------------------------------------------------
@@ -357,7 +408,7 @@ class ContractMachine(RuleBasedStateMachine):
                 "trigger": {"kind": "match", "matchedAt": iso(now), "priority": "high"},
                 "payload": {"n": len(self.cbs)},
                 "delivery": {
-                    "targets": list(TARGETS),
+                    "targets": list(EVERY_TARGET),
                     "timeoutMs": int(TIMEOUT_S * 1000),
                     "fallbackMode": mode,
                 },
@@ -391,6 +442,40 @@ class ContractMachine(RuleBasedStateMachine):
                 await asyncio.gather(self.notify(cb, a, b, list(TARGETS)), self.relay_pass())
 
             self.run(both())
+
+    @rule(cid=callbacks, notify=st.booleans())
+    def source_resolves(self, cid: str, notify: bool) -> None:
+        """The source reports the fire over (an edge condition turning false, an Alertmanager
+        ``resolved`` alert): before the page the contract settles ``resolved``, after it the
+        resolved line is a follow-up; ``notify`` is the watcher's notifyResolved."""
+        self.steps += 1
+        cb = self.cbs[cid]
+        if cb.resolution is None:
+            self.run(self.resolve(cb, notify, racing=False))
+
+    @rule(cid=callbacks, notify=st.booleans())
+    def resolution_racing_relay(self, cid: str, notify: bool) -> None:
+        """The source reports the fire over at the moment a relay pass settles deadlines."""
+        self.steps += 1
+        cb = self.cbs[cid]
+        if cb.resolution is None:
+
+            async def both() -> None:
+                await asyncio.gather(self.resolve(cb, notify, racing=True), self.relay_pass())
+
+            self.run(both())
+
+    async def resolve(self, cb: Callback, notify: bool, *, racing: bool) -> None:
+        assert self.world is not None
+        before = (await self.state(cb.cid)).state
+        seconds = (self.clock.now() - cb.contract.trigger.matched_at).total_seconds()
+        text = resolved_message("disk_full", "disk", seconds) if notify else None
+        await self.service.notices.resolved(self.world.watcher, text, cb.cid)
+        after = (await self.state(cb.cid)).state
+        cb.resolution = (before, after, notify)
+        if not racing:
+            moves = before in ("pending", "notifying")
+            assert moves == (after == "resolved"), f"{cb.cid}: resolved from {before} gave {after}"
 
     @rule(cid=callbacks)
     def escalate(self, cid: str) -> None:
@@ -483,6 +568,7 @@ class ContractMachine(RuleBasedStateMachine):
         text = self.new_text(cb)
         self.sink.plan("/a", text, ("hang", "ok"))
         self.sink.plan("/b", text, b)
+        self.plans[("/a", text)], self.plans[("/b", text)] = ("ok",), b
         call = ToolCall(f"n{text}", "sentinel_act", {"action": "notify", "message": text})
         task = asyncio.get_running_loop().create_task(cb.box.execute(call, history=[]))
         await self.sink.first_hang(task)
@@ -535,31 +621,57 @@ class ContractMachine(RuleBasedStateMachine):
     def check_sink(self) -> None:
         accepted = [r for r in self.sink.received if r.accepted and r.callback_id in self.cbs]
         texts_by_key: dict[str, set[str]] = {}
-        keys_by_text: dict[tuple[str, str], set[str]] = {}
+        keys_by_text: dict[tuple[str, str, str], set[str]] = {}
         for r in accepted:
             texts_by_key.setdefault(r.key, set()).add(r.text)
-            keys_by_text.setdefault((r.path, r.text), set()).add(r.key)
+            keys_by_text.setdefault((r.path, r.callback_id, r.text), set()).add(r.key)
         for key, texts in texts_by_key.items():
             assert len(texts) == 1, f"one key {key} carried {len(texts)} different messages"
-        for (path, text), keys in keys_by_text.items():
+        for (path, _, text), keys in keys_by_text.items():
             assert len(keys) == 1, f"message {text!r} reached {path} under {len(keys)} keys: {keys}"
         for cid, cb in self.cbs.items():
             mine = [r for r in accepted if r.callback_id == cid]
-            agent = {r.key for r in mine if r.kind.startswith("notify")}
-            fallback = {r.key for r in mine if r.kind == "fallback"}
-            assert not (agent and fallback), f"{cid}: people got the agent's message and the fallback"
+            self.check_pages(cb, mine)
             for text, delivered in cb.reported:
                 for target in delivered:
+                    if target not in TARGETS:
+                        continue  # PagerDuty: checked by check_pagerduty
                     assert any(r.text == text and r.path == f"/{target}" for r in mine), (
                         f"{cid}: notify {text!r} was reported delivered to {target} but never arrived"
                     )
             for text in cb.refused:
                 assert not any(r.text == text for r in self.sink.received), (
-                    f"{cid}: a notify refused as too late was sent anyway"
+                    f"{cid}: a refused notify was sent anyway"
                 )
             if cb.escalated_in_time:
                 fallbacks = [r.text for r in mine if r.kind == "fallback"]
                 assert all("Escalated (critical)" in t for t in fallbacks), fallbacks
+        self.check_pagerduty()
+
+    def check_pages(self, cb: Callback, mine: list[Received]) -> None:
+        """At most one page per contract, and none after ``resolved`` (SPEC §6.4)."""
+        state = cb.final[0] if cb.final is not None else None
+        fallback = any(r.kind == "fallback" for r in mine)
+        resolved_page = any(r.kind == "resolved" and r.text.endswith(BEFORE_THE_AGENT) for r in mine)
+        agent_page = any(r.kind.startswith("notify") and r.text in cb.handed_open for r in mine)
+        pages = [name for name, got in (("fallback", fallback), ("resolved", resolved_page)) if got]
+        if state != "resolved":  # notifies handed before a resolution may still arrive after it
+            pages += ["the agent's message"] if agent_page else []
+        assert len(pages) <= 1, f"{cb.cid} ({state}): people were paged by {pages}"
+        if state == "resolved":
+            assert not fallback, f"{cb.cid}: a fallback after resolved"
+        if resolved_page:
+            assert state == "resolved", f"{cb.cid} ({state}): a 'resolved before the page' line"
+
+    def check_pagerduty(self) -> None:
+        """Nothing reaches PagerDuty after the ``resolve`` of its dedup_key (it would open an
+        incident nothing closes)."""
+        resolved: set[str] = set()
+        for action, key in self.pagerduty.actions():
+            if action == "resolve":
+                resolved.add(key)
+            else:
+                assert key not in resolved, f"PagerDuty got a {action} of {key} after its resolve"
 
     # -- the end -------------------------------------------------------------------------------
 
@@ -583,14 +695,44 @@ class ContractMachine(RuleBasedStateMachine):
             raise AssertionError(f"contracts still not settled after 200 s: {pending}")
         await self.check()
         outcomes: dict[str, int] = {}
-        for cid in self.cbs:
+        for cid, cb in self.cbs.items():
             state = (await self.state(cid)).state
             outcomes[state] = outcomes.get(state, 0) + 1
             mine = [r for r in self.sink.received if r.accepted and r.callback_id == cid]
-            heard = {r.kind.split(".")[0] for r in mine} & {"notify", "fallback"}
-            expected = 0 if state == "expired" else 1
-            assert len(heard) == expected, f"{cid} ({state}): people heard {heard or 'nothing'}"
+            self.check_heard_once(cb, state, mine)
+            self.check_follow_ups(cb, mine)
         self.outcomes = outcomes
+
+    def check_heard_once(self, cb: Callback, state: str, mine: list[Received]) -> None:
+        """Every fire reached people exactly once: by its page (none when expired, or resolved with
+        notifyResolved off)."""
+        heard = {r.kind.split(".")[0] for r in mine} & {"notify", "fallback"}
+        if state == "fulfilled":
+            assert {"notify"} == heard, f"{cb.cid} ({state}): people heard {heard or 'nothing'}"
+        elif state == "fallback_sent":
+            assert "fallback" in heard, f"{cb.cid} ({state}): people heard {heard or 'nothing'}"
+        elif state == "expired":
+            assert "fallback" not in heard, f"{cb.cid} ({state}): people heard {heard}"
+        elif state == "resolved":
+            assert cb.resolution is not None
+            lines = {r.path for r in mine if r.kind == "resolved" and r.text.endswith(BEFORE_THE_AGENT)}
+            wanted = {f"/{t}" for t in TARGETS} if cb.resolution[2] else set()
+            assert wanted == lines, f"{cb.cid}: resolved before its page, the line reached {lines}"
+
+    def check_follow_ups(self, cb: Callback, mine: list[Received]) -> None:
+        """Every follow-up arrived exactly once (one key) at each target whose answers accept it
+        within ``delivery.maxAttempts`` (the others keep it in a delivery_failure item)."""
+        for text, targets in cb.follow_ups:
+            for target in targets:
+                keys = {r.key for r in mine if r.text == text and r.path == f"/{target}"}
+                assert len(keys) <= 1, f"{cb.cid}: follow-up {text!r} reached {target} under {keys}"
+                if self.accepts(target, text):
+                    assert keys, f"{cb.cid}: follow-up {text!r} never reached {target}"
+
+    def accepts(self, target: str, text: str) -> bool:
+        """Whether ``target``'s plan for ``text`` accepts it within three attempts."""
+        plan = self.plans.get((f"/{target}", text), ())
+        return "reject" not in plan and plan[:3] != ("fail", "fail", "fail")
 
     async def settled(self) -> bool:
         for cid in self.cbs:

@@ -16,10 +16,12 @@ import pytest
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.alertmanager import alert_callback_id
 from sentinel_hooks.service import Service
+from sentinel_hooks.store import Store, backends
 from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation
 from sentinel_hooks.watchers import writeback
 from tests.service.test_api import call
 from tests.support import Sink, wait_for
+from tests.watchers.test_writeback import CountingStore
 
 CONFIG = """\
 store: sqlite:///state.db
@@ -330,6 +332,25 @@ async def test_a_notification_waits_for_no_write_back_window(
     assert expected == [o.value["fingerprint"] for o in history]  # newest first, in order
     _, shown = await call(service, "GET", "/api/v1/watchers/am", headers=AUTH)
     assert 53 == shown["status"]["fires"]
+
+
+async def test_a_notification_s_observations_and_state_are_one_write(
+    start: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The alerts of a notification and the state their fires left go to the store in one write
+    (after the alerts were judged), not one before and one after."""
+
+    def counting(url: str, *, base_dir: Path, key_prefix: str) -> Store:
+        return CountingStore(base_dir / url.partition(":///")[2])
+
+    monkeypatch.setitem(backends.LOADERS, "sqlite", counting)
+    service = await start()
+    store = service.store
+    assert isinstance(store, CountingStore)
+    store.batches.clear()
+    assert (202, {"accepted": True, "fired": 2}) == await push(service, alert("web-1"), alert("web-2"))
+    shown = await get_watcher_state(service.store, "am")
+    assert ([2 + 1], 2) == (store.batches, (shown or {}).get("fires"))  # two alerts and the state
 
 
 async def test_fire_once_stops_a_notification_after_its_first_fire(start: Start, sink: Sink) -> None:

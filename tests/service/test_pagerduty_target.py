@@ -16,6 +16,7 @@ from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api
+from tests.service.test_resolved_before_page import past_the_deadline
 from tests.support import wait_for
 
 __all__ = ["pagerduty_api"]
@@ -110,3 +111,19 @@ async def test_a_rate_limited_trigger_is_retried_once_accepted(
     callback_id = await fire(service, 97)
     await wait_for(lambda: pagerduty_api.events, what="the trigger after the retries")
     assert ([("trigger", callback_id)], 3) == (pagerduty_api.actions(), pagerduty_api.requests)
+
+
+async def test_a_condition_over_before_the_page_resolves_and_never_triggers(
+    make_service: Make, pagerduty_api: PagerDutyApi
+) -> None:
+    """The watcher's condition turns false while nothing paged yet: the contract is ``resolved``,
+    PagerDuty gets the ``resolve`` only, and the deadline sends no fallback (no trigger after it)."""
+    service = await make_service(agent=False, timeout_ms=3000)
+    callback_id = await fire(service, 97)
+    assert callback_id is not None
+    assert None is await fire(service, 10)
+    contract = await service.store.get_contract(callback_id)
+    assert contract is not None
+    assert "resolved" == contract.state
+    await past_the_deadline(service, contract)
+    assert [("resolve", callback_id)] == pagerduty_api.actions()

@@ -42,7 +42,7 @@ class Feed:
     """One watcher's pipeline fed probe outcomes; records the resolved lines it sends."""
 
     def __init__(self, service: Service, spec: AnyWatcher) -> None:
-        self.resolved: list[str] = []
+        self.resolved: list[str | None] = []  # None: notifyResolved off
         self.resolved_for: list[str | None] = []  # the callback each resolved line carries
         self.fired: list[str] = []  # the callback of each accepted fire
         self.spec = spec
@@ -58,7 +58,7 @@ class Feed:
             on_resolved=self._record,
         )
 
-    async def _record(self, watcher: AnyWatcher, text: str, callback_id: str | None) -> None:
+    async def _record(self, watcher: AnyWatcher, text: str | None, callback_id: str | None) -> None:
         self.resolved.append(text)
         self.resolved_for.append(callback_id)
 
@@ -172,3 +172,14 @@ async def test_a_probe_fire_that_stands_for_a_match_is_the_episode_fire(start_se
     await feed(stalled(summary="disk full"), "no_progress")
     await feed(progressing())
     assert (1, feed.fired) == (len(feed.resolved), feed.resolved_for)
+
+
+async def test_a_condition_that_ends_names_its_fire_even_with_notify_resolved_off(
+    start_service: Starter,
+) -> None:
+    """Without notifyResolved there is no line, but the hook still gets the fire whose condition
+    ended, so a fire resolved before its page settles ``resolved`` (SPEC §6.4)."""
+    feed = await feed_for(start_service, "conditions: [{path: summary, op: contains, value: disk}]\n")
+    await feed(stalled(summary="disk full"))
+    await feed(stalled(summary="fine"))
+    assert ([None], feed.fired) == (feed.resolved, feed.resolved_for)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,10 +22,10 @@ AT = datetime(2026, 11, 22, tzinfo=UTC)
 
 
 class CountingStore(SqliteStore):
-    """A store in memory that remembers the size of each batch it wrote."""
+    """A store (in memory unless given a path) that remembers the size of each batch it wrote."""
 
-    def __init__(self) -> None:
-        super().__init__(IN_MEMORY)
+    def __init__(self, path: Path | str = IN_MEMORY) -> None:
+        super().__init__(path)
         self.batches: list[int] = []
 
     async def write_watcher_batch(

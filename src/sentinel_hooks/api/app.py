@@ -1,4 +1,5 @@
-"""The aiohttp application: middlewares (errors outermost, then security) and the routes."""
+"""The aiohttp application: middlewares (errors outermost, then security) and the routes, one
+per declared endpoint (``api.routing``)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def build_app(service: Service) -> web.Application:
     from sentinel_hooks.api.routes import callbacks, health, inbox, ingest, silences, watchers
     from sentinel_hooks.api.routes import openapi as openapi_route
     from sentinel_hooks.api.routes import web as web_page
+    from sentinel_hooks.api.routing import add_routes
 
     server = service.settings.server
     token = server.api_token.get_secret_value() if server.api_token else None
@@ -30,15 +32,9 @@ def build_app(service: Service) -> web.Application:
         handler_args={"max_field_size": 16384},
     )
     app[SERVICE] = service
-    app.add_routes(health.routes)
-    app.add_routes(watchers.routes)
-    app.add_routes(ingest.routes)
-    app.add_routes(inbox.routes)
-    app.add_routes(callbacks.routes)
-    app.add_routes(silences.routes)
-    app.add_routes(web_page.routes)
-    app.add_routes(openapi_route.routes)
-    add_mcp(app, service)
+    tables = (health, watchers, ingest, inbox, callbacks, silences, web_page, openapi_route)
+    handlers = {endpoint: h for table in tables for endpoint, h in table.routes.handlers.items()}
+    add_routes(app, {**handlers, **add_mcp(app, service)})
     return app
 
 

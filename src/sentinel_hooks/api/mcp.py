@@ -43,9 +43,17 @@ from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError, error_of
 from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
 from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.api.routing import Handler as RouteHandler
+from sentinel_hooks.api.routing import body_limit
+from sentinel_hooks.endpoints import Endpoint
+from sentinel_hooks.endpoints import callbacks as callback_endpoints
+from sentinel_hooks.endpoints import inbox as inbox_endpoints
+from sentinel_hooks.endpoints import silences as silence_endpoints
+from sentinel_hooks.endpoints import watchers as watcher_endpoints
+from sentinel_hooks.endpoints.service import MCP
 from sentinel_hooks.mcp_server.backend import Answer, error_body
 from sentinel_hooks.mcp_server.server import build_server
-from sentinel_hooks.mcp_server.tools import ApiCall
+from sentinel_hooks.mcp_server.tools import TOOLS, ApiCall
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
@@ -67,41 +75,30 @@ async def _get_watcher(service: Service, call: ApiCall) -> dict[str, Any]:
     return await watchers.watcher_json(service, service.watcher(call.ids["id"]))
 
 
-HANDLERS: dict[str, tuple[int, Handler]] = {
-    "list_watchers": (200, lambda s, c: watchers.watcher_page(s, c.query)),
-    "get_watcher": (200, _get_watcher),
-    "create_watcher": (201, lambda s, c: watchers.create_from(s, c.body)),
-    "set_watcher_enabled": (200, lambda s, c: watchers.set_enabled_from(s, c.ids["id"], c.body)),
-    "delete_watcher": (204, _delete),
-    "fire_watcher": (202, lambda s, c: watchers.fire_from(s, c.ids["id"], c.body)),
-    "list_callbacks": (200, lambda s, c: callbacks.callback_page(s, c.query)),
-    "get_callback": (200, lambda s, c: callbacks.callback_json(s, c.ids["id"])),
-    "list_inbox": (200, lambda s, c: inbox.inbox_page(s, c.query)),
-    "ack_inbox_item": (200, lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, _ACTOR.get())),
-    "resolve_inbox_item": (
-        200,
-        lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, _ACTOR.get()),
-    ),
-    "approve": (200, lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, _ACTOR.get())),
-    "deny": (200, lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, _ACTOR.get())),
-    "list_silences": (200, lambda s, c: silences.silence_page(s, c.query)),
-    "add_silence": (201, lambda s, c: silences.create_from(s, c.body, _ACTOR.get())),
+HANDLERS: dict[Endpoint, Handler] = {
+    watcher_endpoints.LIST: lambda s, c: watchers.watcher_page(s, c.query),
+    watcher_endpoints.SHOW: _get_watcher,
+    watcher_endpoints.CREATE: lambda s, c: watchers.create_from(s, c.body),
+    watcher_endpoints.PATCH: lambda s, c: watchers.set_enabled_from(s, c.ids["id"], c.body),
+    watcher_endpoints.DELETE: _delete,
+    watcher_endpoints.FIRE: lambda s, c: watchers.fire_from(s, c.ids["id"], c.body),
+    callback_endpoints.LIST: lambda s, c: callbacks.callback_page(s, c.query),
+    callback_endpoints.SHOW: lambda s, c: callbacks.callback_json(s, c.ids["id"]),
+    inbox_endpoints.LIST: lambda s, c: inbox.inbox_page(s, c.query),
+    inbox_endpoints.ACK: lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, _ACTOR.get()),
+    inbox_endpoints.RESOLVE: lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, _ACTOR.get()),
+    inbox_endpoints.APPROVE: lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, _ACTOR.get()),
+    inbox_endpoints.DENY: lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, _ACTOR.get()),
+    silence_endpoints.LIST: lambda s, c: silences.silence_page(s, c.query),
+    silence_endpoints.CREATE: lambda s, c: silences.create_from(s, c.body, _ACTOR.get()),
 }
+"""What answers each tool's endpoint in-process: the function its route calls after parsing HTTP
+(the answer's status is the endpoint's)."""
 
 
 def body_limits(service: Service) -> dict[str, int]:
     """The most bytes of JSON each tool may send, by tool: its route's limit (``read_json``)."""
-    fire = max(watchers.MAX_BODY, service.settings.limits.max_response_bytes)
-    return {
-        "create_watcher": watchers.MAX_BODY,
-        "set_watcher_enabled": watchers.MAX_BODY,
-        "fire_watcher": fire,
-        "ack_inbox_item": inbox.MAX_BODY,
-        "resolve_inbox_item": inbox.MAX_BODY,
-        "approve": inbox.MAX_BODY,
-        "deny": inbox.MAX_BODY,
-        "add_silence": silences.MAX_BODY,
-    }
+    return {tool.name: body_limit(tool.endpoint, service) for tool in TOOLS if tool.endpoint.body}
 
 
 def _too_large(call: ApiCall, limit: int) -> Answer | None:
@@ -120,7 +117,7 @@ class ServiceBackend:
         self._limits = body_limits(service)
 
     async def send(self, call: ApiCall) -> Answer:
-        status, handler = HANDLERS[call.tool]
+        status, handler = call.endpoint.success.status, HANDLERS[call.endpoint]
         refused = _too_large(call, self._limits.get(call.tool, max(self._limits.values())))
         if refused is not None:
             return refused
@@ -176,7 +173,7 @@ class McpEndpoint:
         limit = self.max_body - FRAMING_BYTES
         message = (
             f"the MCP request is larger than {self.max_body} bytes: no tool takes more than {limit} "
-            f"bytes of arguments (a watcher definition: {watchers.MAX_BODY})"
+            f"bytes of arguments (a watcher definition: {watcher_endpoints.MAX_BODY})"
         )
         return ApiError(413, "payload_too_large", message)
 
@@ -259,8 +256,8 @@ async def _asgi(app: Callable[..., Awaitable[None]], request: web.Request, body:
     return response
 
 
-def add_mcp(app: web.Application, service: Service) -> None:
-    """Serve ``/mcp`` on ``app`` for the life of the app."""
+def add_mcp(app: web.Application, service: Service) -> dict[Endpoint, RouteHandler]:
+    """Run the MCP endpoint for the life of ``app``; the handler of ``POST /mcp``."""
     endpoint = McpEndpoint(service)
     app.cleanup_ctx.append(endpoint.lifetime)
-    app.router.add_post("/mcp", endpoint.handle)
+    return {MCP: endpoint.handle}

@@ -1,339 +1,169 @@
 """The OpenAPI 3.1 document of the HTTP API (SPEC.md §9), served at ``GET /api/v1/openapi.json``.
 
-One operation per route of the app, with its parameters, body, answer and error answers, so
-clients can be generated and the API reviewed in one file. Tests check that the document is
-valid OpenAPI 3.1, that its paths are exactly the app's routes (it cannot drift), and that real
-answers validate against it. Schemas, parameters and the operation builder live in
-:mod:`sentinel_hooks.api.openapi_schemas`.
+Generated from the endpoint declarations (``sentinel_hooks.endpoints``): one operation per
+endpoint, its parameters from its parameters models, its body and answers from their types'
+JSON Schemas as pydantic writes them, the named ones collected under ``components/schemas``. What
+is written here is OpenAPI itself, not schemas: the security schemes, which credentials each kind
+of route takes, and the meaning of each error status. Tests check that the document is valid
+OpenAPI 3.1, that its operations are exactly the app's routes and that real answers validate
+against it; schemathesis checks the running service against it.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, get_args
+from typing import Any
 
 import sentinel_hooks
-from sentinel_hooks.api.openapi_schemas import (
-    ACTOR,
-    CURSOR,
-    SECURITY,
-    SECURITY_SCHEMES,
-    STRING,
-    Schema,
-    answer,
-    api_schemas,
-    error_responses,
-    limit,
-    model_schemas,
-    operation,
-    path_param,
-    query,
-    ref,
-)
-from sentinel_hooks.api.query import INT64_MAX
-from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
-from sentinel_hooks.store.records import ContractState
-from sentinel_hooks.store.silences import SILENCE_STATES
+from sentinel_hooks.endpoints import ENDPOINTS
+from sentinel_hooks.endpoints.base import JSON, Auth, Endpoint
+from sentinel_hooks.endpoints.common import Error
+from sentinel_hooks.endpoints.schemas import ID_SCHEMA, Schema, json_schemas, parameters
+from sentinel_hooks.endpoints.service import OPENAPI_PATH
 
-OPENAPI_PATH = "/api/v1/openapi.json"
+__all__ = ["OPENAPI_PATH", "build_openapi"]
 
+SCHEMA_REF = "#/components/schemas/{model}"
+RESPONSE_REF = "#/components/responses/{name}"
 
-def _health_paths() -> dict[str, Schema]:
-    metrics = answer(200, "Prometheus text format", STRING, "text/plain")
-    document = answer(200, "this document", {"type": "object"})
-    return {
-        "/healthz": {
-            "get": operation("healthz", "liveness", "health", answer(200, "up", ref("Health")), auth="open")
-        },
-        "/readyz": {
-            "get": operation(
-                "readyz",
-                "store reachable, watchers loaded",
-                "health",
-                answer(200, "ready", ref("Ready")),
-                auth="open",
-                errors=(503,),
-            )
-        },
-        "/metrics": {"get": operation("metrics", "Prometheus metrics", "health", metrics, auth="metrics")},
-        OPENAPI_PATH: {"get": operation("openapi", "this OpenAPI 3.1 document", "meta", document)},
-    }
+ERROR_ANSWERS: dict[int, tuple[str, str]] = {
+    400: ("BadRequest", "invalid JSON, body, query parameter or cursor (`details` says which)"),
+    401: (
+        "Unauthorized",
+        "missing or wrong bearer token (or, for /hooks/ingest, the watcher's HMAC signature, bearer "
+        "token or basic credentials; which part was wrong is not said)",
+    ),
+    403: ("Forbidden", "`command` watchers cannot be created through the API"),
+    404: ("NotFound", "no such watcher, callback, session, inbox item, silence or file"),
+    409: (
+        "Conflict",
+        "the current state does not allow this change (the message names it); for /hooks/sentinel, "
+        "`callback_exists` with `details: {callbackId, state}`: the callbackId is taken",
+    ),
+    413: ("PayloadTooLarge", "the body is over the route's limit"),
+    415: ("UnsupportedMediaType", "the body is not labelled `application/json` (or `+json`)"),
+    421: (
+        "MisdirectedRequest",
+        "no `server.apiToken` and the Host is not `localhost`, a 127.0.0.0/8 address or `[::1]`",
+    ),
+    503: ("ServiceUnavailable", "the store does not answer or the watchers are still loading"),
+}
 
+SECURITY_SCHEMES: Schema = {
+    "bearerAuth": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "`server.apiToken`, needed by /api/*, /hooks/sentinel, /mcp (and /metrics with "
+        "`server.metricsAuth`); the scheme is case-insensitive. /healthz, /readyz and the web page "
+        "(/, /static/*) need no token; /hooks/ingest uses the watcher's own credentials instead. A "
+        "service without a token serves a document without this scheme, and answers only Host "
+        "`localhost`, a 127.0.0.0/8 address or `[::1]` (421 otherwise).",
+    },
+    "ingestSignature": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Sentinel-Signature",
+        "description": "`sha256=<hex HMAC-SHA256 of the raw body>` keyed with the webhook watcher's "
+        "`secret` (header name: its `signatureHeader`); needed only when the watcher has a secret.",
+    },
+    "ingestBearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "a webhook watcher's `auth: {bearerToken}` (not the API token); needed only "
+        "by watchers with that auth.",
+    },
+    "ingestBasic": {
+        "type": "http",
+        "scheme": "basic",
+        "description": "a webhook watcher's `auth: {basic: {username, password}}`; needed only by "
+        "watchers with that auth.",
+    },
+}
 
-def _web_paths() -> dict[str, Schema]:
-    page = answer(200, "the HTML shell; its script reads everything through the API", STRING, "text/html")
-    asset = {
-        "description": "the page's script or stylesheet",
-        "content": {media: {"schema": STRING} for media in ("text/javascript", "text/css")},
-    }
-    return {
-        "/": {"get": operation("webPage", "the operator's web page", "web", page, auth="page")},
-        "/static/{name}": {
-            "parameters": [path_param("name", "app.js or app.css")],
-            "get": operation(
-                "webAsset", "the web page's assets", "web", {"200": asset}, auth="page", errors=(404,)
-            ),
-        },
-    }
-
-
-def _watcher_paths() -> dict[str, Schema]:
-    watcher_id = path_param("id", "the watcher's id")
-    detail = ref("WatcherDetail")
-    return {
-        "/api/v1/watchers": {
-            "get": operation(
-                "listWatchers",
-                "watchers and their status, by id",
-                "watchers",
-                answer(200, "a page of watchers", ref("WatcherList")),
-                parameters=(limit(1000, 100), CURSOR),
-                errors=(400,),
-            ),
-            "post": operation(
-                "createWatcher",
-                "create a watcher (same schema and checks as a file)",
-                "watchers",
-                answer(201, "created", detail),
-                body=ref("WatcherDefinition"),
-                errors=(403, 409),
-            ),
-        },
-        "/api/v1/watchers/{id}": {
-            "parameters": [watcher_id],
-            "get": operation(
-                "showWatcher",
-                "a watcher's definition (secrets masked), status and runtime",
-                "watchers",
-                answer(200, "the watcher", detail),
-                errors=(404,),
-            ),
-            "patch": operation(
-                "patchWatcher",
-                "enable or disable (kept across restarts)",
-                "watchers",
-                answer(200, "the watcher", detail),
-                body=ref("EnabledBody"),
-                errors=(404,),
-            ),
-            "delete": operation(
-                "deleteWatcher",
-                "delete a watcher created through the API",
-                "watchers",
-                answer(204, "deleted"),
-                errors=(404, 409),
-            ),
-        },
-        "/api/v1/watchers/{id}/fire": {
-            "parameters": [watcher_id],
-            "post": operation(
-                "fireWatcher",
-                "fire now (skips conditions, lifecycle, cooldown, fireOnce; not dedupe)",
-                "watchers",
-                answer(202, "accepted", ref("CallbackAccepted")),
-                body=ref("FireBody"),
-                optional_body=True,
-                errors=(404,),
-            ),
-        },
-        "/hooks/ingest/{id}": {
-            "parameters": [path_param("id", "the id of a `webhook` watcher")],
-            "post": operation(
-                "ingest",
-                "push an event to a `webhook` watcher (an Alertmanager notification for `format: "
-                "alertmanager`)",
-                "hooks",
-                answer(202, "accepted (and evaluated)", ref("IngestAnswer")),
-                auth="hmac",
-                body={
-                    "description": "any JSON value; for `format: alertmanager` an Alertmanager or "
-                    "Grafana alerting webhook body (400 `invalid_alerts` otherwise)"
-                },
-                errors=(404, 409),
-            ),
-        },
-    }
+SECURITY: dict[Auth, list[dict[str, list[str]]]] = {
+    "bearer": [{"bearerAuth": []}],
+    "open": [],
+    "page": [],
+    "metrics": [{}, {"bearerAuth": []}],
+    "hmac": [{}, {"ingestSignature": []}, {"ingestBearer": []}, {"ingestBasic": []}],
+}
 
 
-def _callback_paths() -> dict[str, Schema]:
-    states = {"type": "string", "enum": list(get_args(ContractState))}
-    return {
-        "/hooks/sentinel": {
-            "post": operation(
-                "postCallback",
-                "a callback envelope from another system (at most 64 KiB)",
-                "hooks",
-                answer(202, "accepted", ref("CallbackAccepted")),
-                body=ref("Envelope"),
-                errors=(409,),
-            )
-        },
-        "/api/v1/callbacks": {
-            "get": operation(
-                "listCallbacks",
-                "callbacks (contracts), newest first",
-                "callbacks",
-                answer(200, "a page of contracts", ref("CallbackList")),
-                parameters=(
-                    query("watcherId", STRING, "only this watcher's callbacks"),
-                    query("state", states, "only contracts in this state"),
-                    limit(500, 50),
-                    CURSOR,
-                ),
-                errors=(400,),
-            )
-        },
-        "/api/v1/callbacks/{id}": {
-            "parameters": [path_param("id", "the callbackId")],
-            "get": operation(
-                "showCallback",
-                "a contract, its envelope, transcript entries and deliveries",
-                "callbacks",
-                answer(200, "the callback", ref("CallbackDetail")),
-                errors=(404,),
-            ),
-        },
-        "/api/v1/sessions/{key}": {
-            "parameters": [path_param("key", "the session key")],
-            "get": operation(
-                "showSession",
-                "a hook session's transcript, in order",
-                "callbacks",
-                answer(200, "the transcript", ref("SessionTranscript")),
-                parameters=(
-                    limit(500, 500),
-                    query(
-                        "afterSeq",
-                        {"type": "integer", "minimum": 0, "maximum": INT64_MAX, "default": 0},
-                        "entries after this seq",
-                    ),
-                ),
-                errors=(400, 404),
-            ),
-        },
-    }
+def _key(endpoint: Endpoint, part: str) -> str:
+    return f"{endpoint.name} {part}"
 
 
-def _inbox_paths() -> dict[str, Schema]:
-    item_id = path_param("id", "the inbox item's id")
-    paths: dict[str, Schema] = {
-        "/api/v1/inbox": {
-            "get": operation(
-                "listInbox",
-                "inbox items, newest first",
-                "inbox",
-                answer(200, "a page of items", ref("InboxList")),
-                parameters=(
-                    query("status", {"type": "string", "enum": list(INBOX_STATUSES)}, "only this status"),
-                    query("kind", {"type": "string", "enum": list(INBOX_KINDS)}, "only this kind"),
-                    limit(500, 50),
-                    CURSOR,
-                ),
-                errors=(400,),
-            )
-        },
-        "/api/v1/inbox/{id}": {
-            "parameters": [item_id],
-            "get": operation(
-                "showInboxItem",
-                "an item and its history",
-                "inbox",
-                answer(200, "the item", ref("InboxItemDetail")),
-                errors=(404,),
-            ),
-        },
-    }
-    paths["/api/v1/inbox/{id}/ack"] = {
-        "parameters": [item_id],
-        "post": operation(
-            "ackInboxItem",
-            "ack (open → acked); with silenceForMs, also silence the item's watcher",
-            "inbox",
-            answer(200, "the changed item (and the silence)", ref("InboxItemAnswer")),
-            body=ref("AckBody"),
-            optional_body=True,
-            parameters=(ACTOR,),
-            errors=(404, 409),
-        ),
-    }
-    moves = [("inbox", "resolve", "open or acked → resolved")]
-    moves += [
-        ("approvals", "approve", "open approval → approved"),
-        ("approvals", "deny", "open approval → denied"),
+def _schemas() -> tuple[dict[str, Schema], dict[str, Schema]]:
+    """Every body's (validation) and answer's (serialization) schema, keyed by ``_key``, and the
+    named schemas they refer to (``components/schemas``)."""
+    inputs: list[tuple[str, Any, Any]] = [("error", "serialization", Error)]
+    for endpoint in ENDPOINTS:
+        if endpoint.body is not None:
+            inputs.append((_key(endpoint, "body"), "validation", endpoint.body.model))
+        inputs += [
+            (_key(endpoint, str(answer.status)), "serialization", answer.model)
+            for answer in endpoint.answers
+            if answer.model is not None
+        ]
+        if endpoint.protocol_errors is not None:
+            inputs.append((_key(endpoint, "default"), "serialization", endpoint.protocol_errors.model))
+    return json_schemas(inputs, SCHEMA_REF)
+
+
+def _parameters(endpoint: Endpoint) -> list[Schema]:
+    """The path ids, then the query and header parameters, of ``endpoint``; an optional query
+    parameter may be given empty, which is the same as leaving it out."""
+    found: list[Schema] = [
+        {"name": i.name, "in": "path", "required": True, "schema": ID_SCHEMA, "description": i.about}
+        for i in endpoint.ids
     ]
-    for area, action, move in moves:
-        paths[f"/api/v1/{area}/{{id}}/{action}"] = {
-            "parameters": [item_id],
-            "post": operation(
-                f"{action}InboxItem",
-                f"{action} ({move})",
-                "inbox",
-                answer(200, "the changed item", ref("InboxItemAnswer")),
-                body=ref("NoteBody"),
-                optional_body=True,
-                parameters=(ACTOR,),
-                errors=(404, 409),
-            ),
+    for where, model in (("query", endpoint.query), ("header", endpoint.headers)):
+        for p in parameters(model) if model is not None else ():
+            parameter = {"name": p.name, "in": where, "required": p.required, "schema": p.schema}
+            if where == "query" and not p.required:
+                parameter["allowEmptyValue"] = True  # the routes read ?limit= as no limit given
+            found.append({**parameter, "description": p.about})
+    return found
+
+
+def _responses(endpoint: Endpoint, tops: dict[str, Schema]) -> Schema:
+    """The endpoint's answers, then its error answers (references to ``components/responses``)."""
+    responses: Schema = {}
+    for answer in endpoint.answers:
+        response: Schema = {"description": answer.about}
+        if answer.model is not None:
+            schema = tops[_key(endpoint, str(answer.status))]
+            response["content"] = {media: {"schema": schema} for media in answer.media}
+        responses[str(answer.status)] = response
+    for code in endpoint.error_statuses():
+        responses[str(code)] = {"$ref": RESPONSE_REF.format(name=ERROR_ANSWERS[code][0])}
+    if endpoint.protocol_errors is not None:
+        schema = tops[_key(endpoint, "default")]
+        responses["default"] = {
+            "description": endpoint.protocol_errors.about,
+            "content": {JSON: {"schema": schema}},
         }
-    return paths
+    return responses
 
 
-def _silence_paths() -> dict[str, Schema]:
-    states = {"type": "string", "enum": list(SILENCE_STATES)}
-    silence = answer(200, "the silence", ref("SilenceAnswer"))
-    return {
-        "/api/v1/silences": {
-            "get": operation(
-                "listSilences",
-                "silences, newest first",
-                "silences",
-                answer(200, "a page of silences", ref("SilenceList")),
-                parameters=(
-                    query("state", states, "only silences in this state now"),
-                    limit(500, 50),
-                    CURSOR,
-                ),
-                errors=(400,),
-            ),
-            "post": operation(
-                "createSilence",
-                "silence matching fires for a while (applies at once here, within a second elsewhere)",
-                "silences",
-                answer(201, "created", ref("SilenceAnswer")),
-                body=ref("SilenceBody"),
-                parameters=(ACTOR,),
-            ),
-        },
-        "/api/v1/silences/{id}": {
-            "parameters": [path_param("id", "the silence's id")],
-            "get": operation("showSilence", "a silence", "silences", silence, errors=(404,)),
-            "delete": operation("expireSilence", "expire a silence now", "silences", silence, errors=(404,)),
-        },
-        "/api/v1/status": {
-            "get": operation(
-                "status", "the service at a glance", "meta", answer(200, "the status", ref("Status"))
-            )
-        },
+def _operation(endpoint: Endpoint, tops: dict[str, Schema]) -> Schema:
+    operation: Schema = {
+        "operationId": endpoint.name,
+        "summary": endpoint.summary,
+        "tags": [endpoint.tag],
+        "security": SECURITY[endpoint.auth],
+        "responses": _responses(endpoint, tops),
     }
-
-
-def _mcp_paths() -> dict[str, Schema]:
-    message = {"type": "object", "description": "a JSON-RPC 2.0 message of the Model Context Protocol"}
-    answers = {
-        **answer(200, "the JSON-RPC answer (one JSON body: the endpoint is stateless)", message),
-        **answer(202, "a notification or response from the client, accepted"),
-    }
-    return {
-        "/mcp": {
-            "post": operation(
-                "mcp",
-                "Sentinel's MCP tools over streamable HTTP (docs/mcp.md)",
-                "mcp",
-                answers,
-                body=message,
-            )
-        }
-    }
+    found = _parameters(endpoint)
+    if found:
+        operation["parameters"] = found
+    body = endpoint.body
+    if body is not None:
+        content = {JSON: {"schema": tops[_key(endpoint, "body")]}}
+        operation["requestBody"] = {"required": body.required, "content": content}
+        if body.about:
+            operation["requestBody"]["description"] = body.about
+    return operation
 
 
 def _without_bearer(document: dict[str, Any]) -> dict[str, Any]:
@@ -342,19 +172,22 @@ def _without_bearer(document: dict[str, Any]) -> dict[str, Any]:
     document["security"] = []
     del document["components"]["securitySchemes"]["bearerAuth"]
     for item in document["paths"].values():
-        for name, op in item.items():
-            if name == "parameters":
-                continue
-            kept = [need for need in op["security"] if "bearerAuth" not in need]
-            if kept != op["security"]:
-                op["responses"].pop("401", None)
-            op["security"] = [] if kept == [{}] else kept
+        for operation in item.values():
+            kept = [need for need in operation["security"] if "bearerAuth" not in need]
+            if kept != operation["security"]:
+                operation["responses"].pop("401", None)
+            operation["security"] = [] if kept == [{}] else kept
     return document
 
 
 def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
     """The whole OpenAPI 3.1 document (a fresh dict on each call, safe to change); ``bearer``:
     whether the service has ``server.apiToken`` (the API routes then need it)."""
+    tops, schemas = _schemas()
+    paths: dict[str, Schema] = {}
+    for endpoint in ENDPOINTS:
+        paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint, tops)
+    content = {JSON: {"schema": tops["error"]}}
     document = {
         "openapi": "3.1.0",
         "info": {
@@ -363,33 +196,14 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
             "summary": "Watchers, callbacks, the operator inbox and approvals of a running Sentinel.",
             "license": {"name": "Apache-2.0", "identifier": "Apache-2.0"},
         },
-        "tags": [
-            {"name": name}
-            for name in (
-                "health",
-                "meta",
-                "web",
-                "watchers",
-                "callbacks",
-                "inbox",
-                "silences",
-                "hooks",
-                "mcp",
-            )
-        ],
+        "tags": [{"name": tag} for tag in dict.fromkeys(e.tag for e in ENDPOINTS)],
         "security": SECURITY["bearer"],
-        "paths": {
-            **_health_paths(),
-            **_web_paths(),
-            **_watcher_paths(),
-            **_callback_paths(),
-            **_inbox_paths(),
-            **_silence_paths(),
-            **_mcp_paths(),
-        },
+        "paths": paths,
         "components": {
-            "schemas": {**model_schemas(), **api_schemas()},
-            "responses": error_responses(),
+            "schemas": schemas,
+            "responses": {
+                name: {"description": about, "content": content} for name, about in ERROR_ANSWERS.values()
+            },
             "securitySchemes": SECURITY_SCHEMES,
         },
     }

@@ -12,7 +12,6 @@ from collections.abc import Mapping
 
 from sentinel_hooks.api.errors import ApiError
 
-INT64_MAX = 2**63 - 1
 DIGITS = re.compile(r"[0-9]{1,19}")
 
 

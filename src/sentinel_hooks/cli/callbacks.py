@@ -3,26 +3,16 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 from urllib.parse import quote, urlencode
 
 import click
 
 from sentinel_hooks.cli.output import compact, new_table, print_json, print_table, stdout_console
 from sentinel_hooks.cli.watchers import client, remote_options
+from sentinel_hooks.core.contract_states import ContractState
 
-# store.records.ContractState, spelled out: importing the store would load every backend
-# (tests/cli check that the two agree)
-STATES = (
-    "pending",
-    "notifying",
-    "awaiting_approval",
-    "fulfilled",
-    "fallback_sent",
-    "expired",
-    "deduped",
-    "silenced",
-)
+STATES: tuple[str, ...] = get_args(ContractState)
 
 
 @click.group()

@@ -2,7 +2,8 @@
 
 Like the other management commands it talks to the running service's HTTP API (``--url``,
 ``--token``, ``--actor``, ``-c``), so each tool call is one API request and its result the API's
-JSON. Whether ``approve``/``deny`` are offered is the config's ``server.mcpApprovals`` (the
+JSON; each message is read as the API reads a body (``mcp_server.stdio``). Whether
+``approve``/``deny`` are offered is the config's ``server.mcpApprovals`` (the
 config found as ``-c``, $SENTINEL_CONFIG or ./sentinel.yaml; without one, they are not).
 stdout carries the protocol only: every message for people goes to stderr.
 """
@@ -59,17 +60,6 @@ def approvals_enabled(config: str | None) -> bool:
     return load_server(path.absolute(), os.environ, ("mcpApprovals",)).mcp_approvals
 
 
-async def serve_stdio(backend: HttpBackend, *, approvals: bool) -> None:
-    """Serve the tools on stdin/stdout until the client closes them."""
-    from mcp.server.stdio import stdio_server  # loaded by this command only (0.5 s)
-
-    from sentinel_hooks.mcp_server.server import build_server
-
-    server = build_server(backend, approvals=approvals)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
-
-
 @click.command("mcp")
 @click.option(
     "--actor", default=None, help=f"who is acting (recorded in audit trails; default {DEFAULT_ACTOR})"
@@ -83,5 +73,7 @@ def mcp_command(config: str | None, url: str | None, token: str | None, actor: s
     backend = HttpBackend(client)
     approvals = approvals_enabled(config)
     import anyio
+
+    from sentinel_hooks.mcp_server.stdio import serve_stdio  # loaded by this command only (0.5 s)
 
     anyio.run(functools.partial(serve_stdio, backend, approvals=approvals))

@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.cluster.connection import bounded, first_command, open_client
+from sentinel_hooks.core.retry import call_with_retries
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.outages import STORE_RETRY, Outage
 
@@ -98,16 +99,12 @@ class WatcherChanges:
 
     async def _resubscribe(self) -> PubSub:
         """Subscribe again, backing off while Redis is away (``outages``: a short log)."""
-        wait_s = STORE_RETRY.base_s
-        while True:
-            await asyncio.sleep(wait_s)
-            try:
-                pubsub = await self._subscribe()
-            except StoreError as exc:
-                wait_s = self._subscribing.failed(exc)
-                continue
-            self._subscribing.succeeded()
-            return pubsub
+        await asyncio.sleep(STORE_RETRY.base_s)
+        pubsub = await call_with_retries(
+            self._subscribe, STORE_RETRY, retry_if=StoreError, before_sleep=self._subscribing.retried
+        )
+        self._subscribing.succeeded()
+        return pubsub
 
     async def _deliver(self, data: Any, on_change: Changed) -> None:
         try:

@@ -20,7 +20,7 @@ from typing import Literal, TypeVar
 
 from redis.asyncio import Redis
 
-from sentinel_hooks.core.retry import Backoff, retrying
+from sentinel_hooks.core.retry import Backoff, call_with_retries
 from sentinel_hooks.errors import StoreUnavailable
 from sentinel_hooks.store.redis.connection import new_client
 from sentinel_hooks.store.redis.errors import translated
@@ -68,10 +68,7 @@ async def first_command(call: Callable[[], Awaitable[T]]) -> T:
     ``StoreUnavailable``: it also opens the connection, which a busy machine can delay past one
     command's bound (a third of the lease, 0.5 s at the shortest). A Redis that is really down
     fails all attempts within a few bounds, and the start fails with its error."""
-    async for attempt in retrying(FIRST_COMMAND_BACKOFF, retry_if=StoreUnavailable):
-        with attempt:
-            return await call()
-    raise AssertionError("unreachable: the last attempt returns or raises")
+    return await call_with_retries(call, FIRST_COMMAND_BACKOFF, retry_if=StoreUnavailable)
 
 
 @asynccontextmanager

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
@@ -10,15 +10,18 @@ from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
 from sentinel_hooks.config.budgets import WatcherBudget
 from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import check_tool_pattern
-from sentinel_hooks.core.templates.render import (
-    CompiledText,
-    CompiledValue,
-    compile_text,
-    compile_value,
-)
+from sentinel_hooks.core.envelope import Priority
 from sentinel_hooks.errors import TemplateError
 
-Priority = Literal["low", "normal", "high", "critical"]
+if TYPE_CHECKING:
+    from sentinel_hooks.core.templates.render import CompiledText, CompiledValue
+
+# The template engine (Jinja2) is imported where a template is compiled, not with this module:
+# the watcher models are imported by pure modules (the probe's state machine, the envelope
+# builder) that must not load it (tests/test_architecture.py).
+
+TriggerMode = Literal["edge", "level"]
+"""Fire when the conditions become true (and again after they were false), or on every match."""
 
 
 def _reason(exc: TemplateError, where: str) -> str:
@@ -28,6 +31,8 @@ def _reason(exc: TemplateError, where: str) -> str:
 
 def _checked_value(template: Any, name: str) -> Any:
     """``template`` when every string inside compiles; else every failing one, at its key."""
+    from sentinel_hooks.core.templates.render import compile_value
+
     problems: list[tuple[Loc, str]] = []
 
     def walk(node: Any, loc: Loc) -> None:
@@ -53,6 +58,8 @@ def _checked_value(template: Any, name: str) -> Any:
 def _checked_text(template: str | None, name: str) -> str | None:
     if template is None:
         return None
+    from sentinel_hooks.core.templates.render import compile_text
+
     try:
         compile_text(template, name=name)
     except TemplateError as exc:
@@ -73,7 +80,7 @@ class FireSpec(Spec):
     payload_template: dict[str, Any] | None = None
     context_template: dict[str, Any] | None = None
     dedupe_key_template: str | None = Field(default=None, min_length=1)
-    trigger: Literal["edge", "level"] | None = None
+    trigger: TriggerMode | None = None
     repeat_interval_ms: PositiveMs | None = None
     notify_resolved: bool = False
     message_template: str | None = Field(default=None, min_length=1)
@@ -127,6 +134,16 @@ class FireSpec(Spec):
         return self
 
     def model_post_init(self, context: Any, /) -> None:
+        templates = (
+            self.payload_template,
+            self.context_template,
+            self.dedupe_key_template,
+            self.message_template,
+        )
+        if templates == (None, None, None, None):
+            return
+        from sentinel_hooks.core.templates.render import compile_text, compile_value
+
         if self.payload_template is not None:
             self._payload = compile_value(self.payload_template, name="fire.payloadTemplate")
         if self.context_template is not None:

@@ -10,7 +10,8 @@ from pydantic import Field, field_validator
 
 from sentinel_hooks.config.base import Name, PositiveMs, Spec
 from sentinel_hooks.config.cron import check_cron, check_timezone
-from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.core.checks import MatchMode
+from sentinel_hooks.core.silences import Matcher
 
 MAX_WINDOW_MATCHERS = 25
 

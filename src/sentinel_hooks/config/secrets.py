@@ -5,12 +5,14 @@ in the output would garble it and such values are not credentials.
 
 A secret is also found in the forms other programs write it in: an error page that echoes
 the URL it was asked for shows it percent-encoded (``/`` as ``%2F`` or ``%2f``, a space as
-``+``), HTML-escaped (``&amp;``) or JSON-escaped (``\\/``, ``\\"``). Each character that such
-an encoder may rewrite matches in any of those spellings.
+``+``), HTML-escaped (``&amp;``) or JSON-escaped (``\\/``, ``\\"``, ``\\n``). Each character that
+such an encoder may rewrite matches in any of those spellings; so ``found_in`` of a value's JSON
+text finds every secret ``data`` would mask in the value.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -33,11 +35,15 @@ _ESCAPED: dict[str, tuple[str, ...]] = {
 
 
 def _spellings(char: str) -> str:
-    """A regex matching ``char`` as written, percent-encoded (either case) or escaped."""
+    """A regex matching ``char`` as written, percent-encoded (either case) or escaped; a
+    control character also as JSON text writes it (``\\n``, ``\\u0001``), so a secret is found in
+    the JSON text of a value wherever it is in one of the value's strings."""
     if char.isalnum() and char.isascii():
         return re.escape(char)
     encoded = "".join(f"%{byte:02x}" for byte in char.encode("utf-8"))
-    forms = [re.escape(char), f"(?i:{re.escape(encoded)})", *map(re.escape, _ESCAPED.get(char, ()))]
+    escapes = dict.fromkeys((*_ESCAPED.get(char, ()), json.dumps(char, ensure_ascii=False)[1:-1]))
+    escapes.pop(char, None)
+    forms = [re.escape(char), f"(?i:{re.escape(encoded)})", *map(re.escape, escapes)]
     return "(?:" + "|".join(forms) + ")"
 
 

@@ -14,7 +14,9 @@ from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
 from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
+from sentinel_hooks.core.envelope import FallbackMode
 
 MIN_API_TOKEN_CHARS = 16
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
@@ -154,6 +156,10 @@ def _policy_paths(nodes: list[ConditionNode]) -> list[ConditionNode]:
     return nodes
 
 
+Decision = Literal["auto", "needs_approval", "deny"]
+"""What the action policy says of an action: run it, ask a person first, or refuse it."""
+
+
 class PolicyRule(Spec):
     """One plain action-policy rule; the first enabled match by descending priority decides."""
 
@@ -161,9 +167,9 @@ class PolicyRule(Spec):
     kind: Literal["plain"] = "plain"
     priority: int = 0
     enabled: bool = True
-    decision: Literal["auto", "needs_approval", "deny"]
+    decision: Decision
     conditions: list[ConditionNode] = Field(default_factory=list)
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
 
     _paths_are_policy_fields = field_validator("conditions")(_policy_paths)
 
@@ -190,7 +196,7 @@ class JudgeRule(Spec):
     prompt: str = Field(min_length=1, max_length=4000)
     decision: Literal["needs_approval", "deny"]
     conditions: list[ConditionNode] = Field(default_factory=list)
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     confidence_threshold: float = Field(default=0.7, ge=0, le=1)
     timeout_ms: int = Field(default=5000, ge=100, le=120000)
     fail_open: bool = False
@@ -229,7 +235,7 @@ AnyPolicyRule = Annotated[
 
 
 class ActionPolicySpec(Spec):
-    default: Literal["auto", "needs_approval", "deny"] = "needs_approval"
+    default: Decision = "needs_approval"
     rules: list[AnyPolicyRule] = Field(default_factory=list)
     loop_guard: int = Field(default=3, ge=2)  # the loopGuard-th identical request in a row is refused
     approval_timeout_ms: PositiveMs = 900000
@@ -293,7 +299,7 @@ class ServiceConfig(Spec):
     hook_session_prefix: str = Field(default="sentinel:hooks", min_length=1)
     hook_session_group: str | None = None
     hook_response_timeout_ms: PositiveMs = 30000
-    hook_response_fallback_mode: Literal["concise", "none"] = "concise"
+    hook_response_fallback_mode: FallbackMode = "concise"
     hook_response_dedupe_window_ms: NonNegativeMs = 120000
     notification_payload_mode: Literal["none", "concise", "debug"] = "concise"
     max_operator_goal_chars: int = Field(default=12000, ge=500, le=20000)

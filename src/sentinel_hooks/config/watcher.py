@@ -15,10 +15,12 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, TypeAdapter, field
 
 from sentinel_hooks.config.base import NonNegativeMs, PositiveMs, Spec, key_problems
 from sentinel_hooks.config.cron import check_cron, check_timezone
-from sentinel_hooks.config.fire import FireSpec
+from sentinel_hooks.config.fire import FireSpec, TriggerMode
 from sentinel_hooks.config.hosts import url_origin
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import ConditionNode
+from sentinel_hooks.core.envelope import Autonomy, Environment
 
 WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
 SHARED_MAX = 4096  # distinct shared parts remembered (per kind); past that the memo starts over
@@ -38,7 +40,7 @@ class WatcherBase(Spec):
     id: Annotated[str, Field(pattern=WATCHER_ID)]
     skill_id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]{1,128}$")
     enabled: bool = True
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     conditions: list[ConditionNode] = Field(default_factory=list)
     fire: FireSpec = Field(default_factory=lambda: shared_default(FireSpec))
     delivery_targets: list[str] = Field(default_factory=list)
@@ -48,8 +50,8 @@ class WatcherBase(Spec):
     cooldown_ms: NonNegativeMs = 0
     misfire: Literal["skip", "runOnce"] = "skip"
     expect_event_within_ms: PositiveMs | None = None
-    environment: Literal["prod", "test"] = "prod"
-    autonomy: Literal["act", "notify_only", "escalate_only"] = "act"
+    environment: Environment = "prod"
+    autonomy: Autonomy = "act"
     tags: list[str] = Field(default_factory=list)
 
     @property
@@ -66,7 +68,7 @@ class WatcherBase(Spec):
         return self.fire.intent or self.event_name
 
     @property
-    def trigger_mode(self) -> Literal["edge", "level"]:
+    def trigger_mode(self) -> TriggerMode:
         """Edge for polled states, level for discrete events, unless ``fire.trigger`` says."""
         if self.fire.trigger is not None:
             return self.fire.trigger

@@ -1,14 +1,19 @@
-"""Conditions compiled into checks: plain functions of ``(observation, previous)`` to ``bool``.
+"""What a watcher's conditions mean (SPEC §4), and the one place that says it.
 
-A watcher's conditions run on every observation, so each condition is compiled once (on first
-use, so loading stays cheap) into a closure that holds all the evaluation needs: the path as
-prepared ``(key, index)`` steps, the operator specialised to its value (a set for an ``in`` list of
-strings, the value's exact number for ``gt``), the RE2 program of a ``matches``. Evaluation then
-reads no model attribute and builds no result objects.
+:mod:`~sentinel_hooks.core.conditions` holds what users write (the models, checked at load);
+each node compiles itself, once, with the functions here into a :data:`Check`, a plain function
+of ``(observation, previous)`` to ``bool``, and a :data:`Trace` that also reports every leaf.
+A check holds all the evaluation needs: the path as prepared ``(key, index)`` steps, the
+operator specialised to its value (a set for an ``in`` list of strings, the value's exact
+number for ``gt``), the RE2 program of a ``matches``. Evaluation then reads no model attribute
+and builds no result objects. :func:`holds` is what the firing pipeline asks on every
+observation; :func:`evaluate` reports each leaf's outcome too (``sentinel test``, the action
+policy's rules).
 
-The meaning is :mod:`sentinel_hooks.core.operators`' (SPEC §4), which the slow paths call; the
-fast paths are exact shortcuts of it, each with the reason it is exact next to it.
-``tests/core/test_checks.py`` checks both agree on random conditions and observations.
+The value comparisons come from :mod:`sentinel_hooks.core.operators` (JSON equality, exact
+numbers, RE2 search, change); the fast paths here are exact shortcuts of them, each with the
+reason it is exact next to it. ``tests/core/test_checks.py`` holds every check to a plain
+reading of SPEC §4 on random conditions and observations.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import functools
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
 
 from sentinel_hooks.canonical import compare_numbers, to_number
 from sentinel_hooks.core.operators import (
@@ -29,10 +35,29 @@ from sentinel_hooks.core.operators import (
 )
 from sentinel_hooks.core.paths import MISSING, is_index
 
-__all__ = ["Check", "group_check", "leaf_check", "resolver", "searcher", "value_test"]
+__all__ = [
+    "Check",
+    "Compiled",
+    "ConditionResult",
+    "Evaluation",
+    "MatchMode",
+    "Trace",
+    "evaluate",
+    "group_check",
+    "group_trace",
+    "holds",
+    "leaf_check",
+    "leaf_trace",
+    "resolver",
+    "searcher",
+    "value_test",
+]
 
 Check = Callable[[Any, Any], bool]
 """A compiled condition or group: ``(observation, previous)`` → whether it holds; never raises."""
+
+MatchMode = Literal["all", "any"]
+"""How a list of conditions combines: every one holds, or at least one."""
 
 Test = Callable[[Any], bool]
 """A value operator bound to its value: the resolved value (or MISSING) → the outcome."""
@@ -198,7 +223,7 @@ def _affix(value: Any, *, start: bool) -> Test:
 
 def value_test(op: str, value: Any) -> Test:
     """The value operator ``op`` (every op but ``matches`` and ``changed``) bound to ``value``;
-    an unknown operator is always false, as in :func:`~sentinel_hooks.core.operators.apply_operator`."""
+    an unknown operator is always false."""
     if op in ("eq", "neq"):
         equal = _equal_to(value)
         return equal if op == "eq" else lambda actual: not equal(actual)
@@ -284,3 +309,98 @@ def group_check(children: Sequence[Check], *, any_of: bool) -> Check:
         return True
 
     return all_check
+
+
+@dataclass(frozen=True)
+class ConditionResult:
+    """The outcome of one leaf condition; ``actual`` is None (and ``missing`` True) when absent."""
+
+    path: str
+    op: str
+    value: Any
+    actual: Any
+    result: bool
+    missing: bool = False
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Whether the conditions matched, and every leaf's result in document order."""
+
+    matched: bool
+    results: list[ConditionResult]
+
+
+Trace = Callable[[Any, Any, list[ConditionResult]], bool]
+"""A compiled condition or group that evaluates every leaf below it, appending each leaf's result
+(in document order) to the list it is given: ``(observation, previous, results)`` → its outcome."""
+
+
+def leaf_trace(path: str, op: str, value: Any, segments: Sequence[str], check: Check) -> Trace:
+    """The condition ``{path, op, value}`` (``segments`` parsed, ``check`` its compiled check)
+    as a trace: its result, with the value it found at ``path``."""
+    resolve = resolver(segments)
+
+    def trace(observation: Any, previous: Any, results: list[ConditionResult]) -> bool:
+        actual = resolve(observation)
+        missing = actual is MISSING
+        outcome = check(observation, previous)
+        results.append(ConditionResult(path, op, value, None if missing else actual, outcome, missing))
+        return outcome
+
+    return trace
+
+
+def group_trace(children: Sequence[Trace], *, any_of: bool) -> Trace:
+    """``any`` or ``all`` of ``children``, as :func:`group_check` decides it, every child evaluated
+    (so every leaf is reported)."""
+    parts = tuple(children)
+
+    def trace(observation: Any, previous: Any, results: list[ConditionResult]) -> bool:
+        outcomes = [part(observation, previous, results) for part in parts]  # a list: no early stop
+        return _combined(outcomes, any_of=any_of)
+
+    return trace
+
+
+class Compiled(Protocol):
+    """A condition or a group, as written, that compiles itself (``core.conditions``' models)."""
+
+    @property
+    def check(self) -> Check: ...
+
+    @property
+    def trace(self) -> Trace: ...
+
+
+def holds(nodes: Sequence[Compiled], match: MatchMode, observation: Any, previous: Any = MISSING) -> bool:
+    """Whether ``nodes`` combined with ``match`` hold: :func:`evaluate`'s ``matched``, without the
+    per-leaf results and stopping at the first deciding node. Never raises.
+
+    A group of ``nodes`` as :func:`group_check` makes one, but over a list the caller keeps (a
+    watcher's ``conditions``), so nothing is built per call; an empty list holds.
+    """
+    if match == "any":
+        for node in nodes:
+            if node.check(observation, previous):
+                return True
+        return not nodes  # an empty list matches every observation
+    for node in nodes:  # noqa: SIM110 - a loop: all() would build a generator per call
+        if not node.check(observation, previous):
+            return False
+    return True
+
+
+def evaluate(
+    nodes: Sequence[Compiled], match: MatchMode, observation: Any, previous: Any = MISSING
+) -> Evaluation:
+    """Combine ``nodes`` with ``match``, reporting every leaf; an empty list matches every
+    observation. Never raises."""
+    results: list[ConditionResult] = []
+    outcomes = [node.trace(observation, previous, results) for node in nodes]
+    matched = _combined(outcomes, any_of=match == "any") if outcomes else True
+    return Evaluation(matched=matched, results=results)
+
+
+def _combined(outcomes: list[bool], *, any_of: bool) -> bool:
+    return any(outcomes) if any_of else all(outcomes)

@@ -1,13 +1,12 @@
-"""Watcher conditions: the models users write (SPEC §4) and their evaluation.
+"""Watcher conditions as users write them (SPEC §4): the models, checked when loaded.
 
-A condition is checked once, when its watcher (or action-policy rule) is loaded: the path
-parses, the value suits the operator, a ``matches`` pattern compiles with RE2 (and is kept
-compiled). Evaluation is then a pure function of the observation and the previous observation
-that never raises and never compiles. Each node compiles, on first use, into a
-:data:`~sentinel_hooks.core.checks.Check` (its ``check``, cached on the instance), so the hot path
-:func:`holds` reads no model attribute and may stop at the first deciding leaf;
-:func:`evaluate` evaluates every leaf so ``sentinel test`` can show each condition's outcome.
-Operator semantics live in :mod:`sentinel_hooks.core.operators`.
+A condition is checked once, when its watcher (or action-policy rule, or silence) is loaded:
+the path parses, the value suits the operator, a ``matches`` pattern compiles with RE2 (and is
+kept compiled). What a condition means is :mod:`sentinel_hooks.core.checks`' alone: each node
+compiles itself with it, on first use, into a ``check`` and a ``trace`` (cached on the
+instance), which :func:`~sentinel_hooks.core.checks.holds` and
+:func:`~sentinel_hooks.core.checks.evaluate` run. Evaluation is then a pure function of the
+observation and the previous observation that never raises and never compiles.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 import re2
@@ -29,23 +27,18 @@ from pydantic import (
     field_validator,
 )
 
-from sentinel_hooks.core.checks import Check, group_check, leaf_check
+from sentinel_hooks.core.checks import Check, Trace, group_check, group_trace, leaf_check, leaf_trace
 from sentinel_hooks.core.operators import Searchable, as_number
-from sentinel_hooks.core.paths import MISSING, parse_path, resolve
+from sentinel_hooks.core.paths import parse_path
 
 __all__ = [
     "AllGroup",
     "AnyGroup",
     "Condition",
     "ConditionNode",
-    "ConditionResult",
-    "Evaluation",
     "Op",
     "compile_pattern",
     "count_conditions",
-    "evaluate",
-    "evaluate_one",
-    "holds",
 ]
 
 Op = Literal[
@@ -167,6 +160,11 @@ class Condition(BaseModel):
         """This condition compiled (once, on first use): ``(observation, previous)`` → bool."""
         return leaf_check(self.segments, self.op, self.value, self.pattern)
 
+    @functools.cached_property
+    def trace(self) -> Trace:
+        """This condition compiled to report its result (``sentinel test``, policy rules)."""
+        return leaf_trace(self.path, self.op, self.value, self.segments, self.check)
+
 
 class AnyGroup(BaseModel):
     """``{any: [...]}``: true when at least one child is true."""
@@ -180,6 +178,11 @@ class AnyGroup(BaseModel):
         """This group compiled (once, on first use): ``(observation, previous)`` → bool."""
         return group_check([child.check for child in self.any], any_of=True)
 
+    @functools.cached_property
+    def trace(self) -> Trace:
+        """This group compiled to report every leaf below it."""
+        return group_trace([child.trace for child in self.any], any_of=True)
+
 
 class AllGroup(BaseModel):
     """``{all: [...]}``: true when every child is true."""
@@ -192,6 +195,11 @@ class AllGroup(BaseModel):
     def check(self) -> Check:
         """This group compiled (once, on first use): ``(observation, previous)`` → bool."""
         return group_check([child.check for child in self.all], any_of=False)
+
+    @functools.cached_property
+    def trace(self) -> Trace:
+        """This group compiled to report every leaf below it."""
+        return group_trace([child.trace for child in self.all], any_of=False)
 
 
 def _node_tag(data: Any) -> str:
@@ -223,85 +231,3 @@ def count_conditions(nodes: Sequence[ConditionNode]) -> int:
         else:
             pending.extend(node.any if isinstance(node, AnyGroup) else node.all)
     return count
-
-
-@dataclass(frozen=True)
-class ConditionResult:
-    """The outcome of one leaf condition; ``actual`` is None (and ``missing`` True) when absent."""
-
-    path: str
-    op: str
-    value: Any
-    actual: Any
-    result: bool
-    missing: bool = False
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """Whether the conditions matched, and every leaf's result in document order."""
-
-    matched: bool
-    results: list[ConditionResult]
-
-
-def evaluate_one(condition: Condition, observation: Any, previous: Any = MISSING) -> ConditionResult:
-    """Evaluate one condition; ``previous`` is the watcher's previous observation or MISSING."""
-    actual = resolve(observation, condition.segments)
-    missing = actual is MISSING
-    return ConditionResult(
-        path=condition.path,
-        op=condition.op,
-        value=condition.value,
-        actual=None if missing else actual,
-        result=condition.check(observation, previous),
-        missing=missing,
-    )
-
-
-def holds(
-    nodes: Sequence[ConditionNode],
-    match: Literal["all", "any"],
-    observation: Any,
-    previous: Any = MISSING,
-) -> bool:
-    """Whether ``nodes`` combined with ``match`` hold: :func:`evaluate`'s ``matched``, without the
-    per-leaf results and stopping at the first deciding node. Never raises."""
-    if match == "any":
-        for node in nodes:
-            if node.check(observation, previous):
-                return True
-        return not nodes  # an empty list matches every observation
-    for node in nodes:  # noqa: SIM110 - a loop: all() would build a generator per call
-        if not node.check(observation, previous):
-            return False
-    return True
-
-
-def evaluate(
-    nodes: Sequence[ConditionNode],
-    match: Literal["all", "any"],
-    observation: Any,
-    previous: Any = MISSING,
-) -> Evaluation:
-    """Combine ``nodes`` with ``match``; an empty list matches every observation. Never raises."""
-    results: list[ConditionResult] = []
-    outcomes = [_evaluate_node(node, observation, previous, results) for node in nodes]
-    if not outcomes:
-        return Evaluation(matched=True, results=results)
-    matched = any(outcomes) if match == "any" else all(outcomes)
-    return Evaluation(matched=matched, results=results)
-
-
-def _evaluate_node(
-    node: ConditionNode, observation: Any, previous: Any, results: list[ConditionResult]
-) -> bool:
-    """Evaluate a node, appending its leaves' results; every child is evaluated."""
-    if isinstance(node, Condition):
-        outcome = evaluate_one(node, observation, previous)
-        results.append(outcome)
-        return outcome.result
-    children = node.any if isinstance(node, AnyGroup) else node.all
-    # A list, not a generator: every child is evaluated so every leaf is reported.
-    outcomes = [_evaluate_node(child, observation, previous, results) for child in children]
-    return any(outcomes) if isinstance(node, AnyGroup) else all(outcomes)

@@ -5,21 +5,34 @@ Pure: building an envelope is a function of the watcher, the observation and the
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 from pydantic.alias_generators import to_camel
 from ulid import ULID
 
 from sentinel_hooks.canonical import canonical_json, sha256_hex
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.checks import MatchMode
 
 TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
+"""Why a callback was made: conditions matched, a probe stalled or ended, or someone fired it."""
+Priority = Literal["low", "normal", "high", "critical"]
+Environment = Literal["prod", "test"]
+Autonomy = Literal["act", "notify_only", "escalate_only"]
+"""What the hook session may do: act, only notify, or only escalate."""
+FallbackMode = Literal["concise", "none"]
+"""What is sent when no answer came in time: a concise message, or nothing."""
 Route = Literal["watcher", "/hooks/sentinel", "manual"]
 TRUNCATED_KEY = "__truncated"
 CALLBACK_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+MAX_TIMEOUT_MS = 366 * 24 * 3600 * 1000
+"""A year and a day: a callback's deadline further out is a mistake (and one past the year 9999
+cannot be computed)."""
 """An external envelope's own callbackId (ours are ULIDs, which fit): no spaces, slashes or controls."""
 
 
@@ -47,7 +60,7 @@ class EnvelopeWatcher(EnvelopePart):
     intent: str | None = None
     strategy: str | None = None
     endpoint: str | None = None
-    match: Literal["all", "any"] = "all"
+    match: MatchMode = "all"
     conditions: list[Any] = Field(default_factory=list)
     fire_once: bool = False
     tags: list[str] = Field(default_factory=list)
@@ -57,7 +70,7 @@ class EnvelopeTrigger(EnvelopePart):
     kind: TriggerKind = "match"
     matched_at: str = Field(json_schema_extra={"format": "date-time"})
     dedupe_key: str | None = Field(default=None, min_length=1, max_length=512)
-    priority: Literal["low", "normal", "high", "critical"] = "normal"
+    priority: Priority = "normal"
 
     @field_validator("matched_at")
     @classmethod
@@ -76,15 +89,15 @@ class EnvelopeTrigger(EnvelopePart):
 
 
 class EnvelopeMode(EnvelopePart):
-    environment: Literal["prod", "test"] = "prod"
+    environment: Environment = "prod"
     operator_goal: str = ""
-    autonomy: Literal["act", "notify_only", "escalate_only"] = "act"
+    autonomy: Autonomy = "act"
 
 
 class EnvelopeDelivery(EnvelopePart):
     targets: list[str] = Field(default_factory=list)
-    timeout_ms: int = Field(default=30000, gt=0)
-    fallback_mode: Literal["concise", "none"] = "concise"
+    timeout_ms: int = Field(default=30000, gt=0, le=MAX_TIMEOUT_MS)
+    fallback_mode: FallbackMode = "concise"
 
 
 class EnvelopeSource(EnvelopePart):
@@ -92,8 +105,28 @@ class EnvelopeSource(EnvelopePart):
     route: Route = "watcher"
 
 
+class _Memo:
+    """An envelope's wire text once made; never part of its value (any two compare equal, so
+    an envelope that made its text equals one that did not)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Memo)
+
+    def __hash__(self) -> int:
+        return 0  # every memo is equal to every other
+
+
 class Envelope(EnvelopePart):
-    """A callback: who fired, why, what was seen, and where the answer must go."""
+    """A callback: who fired, why, what was seen, and where the answer must go.
+
+    Its wire text (``wire_text``) is made once per envelope: the secret check at build time,
+    the store's record and the session's prompt all use the same text.
+    """
 
     type: Literal["sentinel.callback"] = "sentinel.callback"
     version: Literal["1"] = "1"
@@ -120,9 +153,27 @@ class Envelope(EnvelopePart):
             )
         return value
 
+    _memo: _Memo = PrivateAttr(default_factory=_Memo)
+
     def to_json(self) -> dict[str, Any]:
-        """The wire form (camelCase keys)."""
+        """The wire form (camelCase keys), a fresh dict."""
         return self.model_dump(mode="json")
+
+    def wire_text(self) -> str:
+        """The wire form as compact JSON text (UTF-8 as is, no NaN), made at the first call and
+        kept: the envelope is frozen, so it cannot change. ``ValueError`` for a value that is
+        not JSON."""
+        memo = self._memo
+        if memo.text is None:
+            memo.text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return memo.text
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; one with changed fields (``update``) makes its own wire text."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied._memo = _Memo()
+        return copied
 
 
 def new_callback_id() -> str:

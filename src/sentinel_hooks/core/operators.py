@@ -1,23 +1,22 @@
-"""What each condition operator means, as pure functions of JSON values (SPEC §4).
+"""The comparisons of JSON values that condition operators are made of (SPEC §4).
 
-Kept apart from the condition models so the semantics can be read, and tested, in one place:
-equality without coercion (``1 != "1"``, ``True != 1``) but with ``100 == 100.0``; numeric
-comparisons that are exact and false for anything that is not a number; string, array and object
-membership. Every function takes arbitrary JSON (and :data:`MISSING`) and never raises: deep
-nesting is walked with an explicit stack, numbers go through :mod:`sentinel_hooks.canonical`.
+Equality without coercion (``1 != "1"``, ``True != 1``) but with ``100 == 100.0``; the number a
+value holds for the numeric operators (exact, none for anything that is not a number); RE2
+search; change as canonical JSON. Every function takes arbitrary JSON (and :data:`MISSING`) and
+never raises: deep nesting is walked with an explicit stack, numbers go through
+:mod:`sentinel_hooks.canonical`. What each operator means, built from these, is
+:mod:`sentinel_hooks.core.checks`'.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Final, Protocol
+from typing import Any, Protocol
 
 from sentinel_hooks.canonical import (
     ExactNumber,
     canonical_json,
-    compare_numbers,
     parse_number,
     to_number,
 )
@@ -25,7 +24,6 @@ from sentinel_hooks.core.paths import MISSING
 
 __all__ = [
     "Searchable",
-    "apply_operator",
     "as_number",
     "changed",
     "json_equal",
@@ -115,33 +113,6 @@ def as_number(value: Any) -> ExactNumber | None:
     return to_number(value)
 
 
-def _compare(actual: Any, expected: Any, accept: Callable[[int], bool]) -> bool:
-    """Whether both sides are numbers and their order satisfies ``accept``."""
-    left = as_number(actual)
-    right = as_number(expected)
-    if left is None or right is None:
-        return False
-    return accept(compare_numbers(left, right))
-
-
-def _contains(actual: Any, expected: Any) -> bool:
-    """Substring of a string, member of an array, key of an object; false for anything else."""
-    if isinstance(actual, str):
-        return isinstance(expected, str) and expected in actual
-    if isinstance(actual, list | tuple):
-        return any(json_equal(member, expected) for member in actual)
-    if isinstance(actual, dict):
-        return isinstance(expected, str) and expected in actual
-    return False
-
-
-def _is_in(actual: Any, expected: Any) -> bool:
-    """Whether ``actual`` equals a member of the list ``expected``."""
-    if not isinstance(expected, list | tuple):
-        return False
-    return any(json_equal(actual, member) for member in expected)
-
-
 def regex_search(pattern: Searchable | None, actual: Any) -> bool:
     """Unanchored search of a string; lone surrogates (not UTF-8) are searched as U+FFFD."""
     if pattern is None or not isinstance(actual, str):
@@ -155,41 +126,6 @@ def regex_search(pattern: Searchable | None, actual: Any) -> bool:
 def _without_surrogates(text: str) -> str:
     """``text`` with each lone surrogate replaced by U+FFFD."""
     return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
-
-
-def _present(actual: Any) -> bool:
-    """``exists``: present and not null."""
-    return actual is not MISSING and actual is not None
-
-
-_OPERATORS: Final[dict[str, Callable[[Any, Any], bool]]] = {
-    "eq": json_equal,
-    "neq": lambda actual, expected: not json_equal(actual, expected),
-    "gt": lambda actual, expected: _compare(actual, expected, lambda order: order > 0),
-    "gte": lambda actual, expected: _compare(actual, expected, lambda order: order >= 0),
-    "lt": lambda actual, expected: _compare(actual, expected, lambda order: order < 0),
-    "lte": lambda actual, expected: _compare(actual, expected, lambda order: order <= 0),
-    "exists": lambda actual, _: _present(actual),
-    "absent": lambda actual, _: not _present(actual),
-    "contains": _contains,
-    "in": _is_in,
-    "notIn": lambda actual, expected: not _is_in(actual, expected),
-    "startsWith": lambda actual, expected: (
-        isinstance(actual, str) and isinstance(expected, str) and actual.startswith(expected)
-    ),
-    "endsWith": lambda actual, expected: (
-        isinstance(actual, str) and isinstance(expected, str) and actual.endswith(expected)
-    ),
-}
-
-
-def apply_operator(op: str, actual: Any, expected: Any) -> bool:
-    """Apply a value operator (every operator but ``matches`` and ``changed``); never raises.
-
-    ``actual`` is the resolved value or :data:`MISSING`. An unknown operator is false.
-    """
-    operator = _OPERATORS.get(op)
-    return operator is not None and operator(actual, expected)
 
 
 def changed(actual: Any, before: Any) -> bool:

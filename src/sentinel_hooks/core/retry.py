@@ -11,6 +11,8 @@ which ``retry_after_cap_s`` may bound. The policies in use (SPEC §3, §5.2, §6
     subscription (re)connects  as the watcher's polls         full    until connected       up to 10 x maxMs
     deliveries (the outbox)    delivery.baseMs / .maxMs       equal   delivery.maxAttempts  as long as asked
     model calls                0.5 / 8                        full    3                     (none given)
+    recording a sent delivery  0.2 / 0.4                      equal   3                     (none given)
+    a cluster client's start   0 / 0 (each try is bounded)    full    3                     (none given)
     loops on a failing store   0.5 / 5 (``outages``)          equal   until it works        (none given)
 
 Jitter spreads the retries of many callers that failed together: ``full`` waits a uniform
@@ -18,12 +20,18 @@ draw from [0, ceiling], ``equal`` from [ceiling / 2, ceiling] (never much less t
 ceiling: a receiver that is down gets a real pause). The random source is the caller's, so
 tests and the simulations can seed it.
 
-Two ways to run the policy. ``retrying`` gives a tenacity ``AsyncRetrying`` for loops that run
-seldom (a cluster client's first command). A watcher's polls and subscription connects (one
-loop, ``watchers.retries``), model calls and the outbox use ``delay_s`` and ``exhausted``
-directly: polls run up to a thousand times a second, and a tenacity object per poll was
-measured at 7 % of a poll's CPU and under 42 % of the samples of failing polls
-(bench/RESULTS.md); a delivery's retry is a stored delivery due later, not a loop.
+One loop runs the policy, :func:`retry_after_failure`, a tenacity ``AsyncRetrying`` whose stop,
+wait and retry tests are the policy's: after a call failed, while the failure is one ``retry_if``
+accepts and the policy's attempts are not spent, it waits as the policy says and calls again; the
+failure that ends it is raised as it is. :func:`call_with_retries` makes the
+first call and enters the loop only if that fails, so a call that succeeds costs nothing more:
+a watcher's poll (up to a thousand a second, ``watchers.retries``) enters it only after a failed
+poll (a tenacity loop per poll was measured at 7 % of a poll's CPU, bench/RESULTS.md; one per
+model call at a tenth of a session's own work).
+
+What the outbox keeps is not a loop: a delivery's next try is a stored delivery due after
+``delay_s``, and ``exhausted`` says when it is a dead letter. A background loop that must outlive a
+failing store (``outages.Outage``) waits ``delay_s`` after each failed pass and never gives up.
 """
 
 from __future__ import annotations
@@ -32,21 +40,19 @@ import asyncio
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_base,
-    retry_if_exception,
-    retry_if_exception_type,
-    stop_after_attempt,
-    stop_never,
-)
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception
 
 from sentinel_hooks.errors import TransientError
 
+T = TypeVar("T")
 Jitter = Literal["full", "equal"]
+RetryIf = type[BaseException] | tuple[type[BaseException], ...] | Callable[[BaseException], bool]
+"""Which failures are tried again: those of a type (or types), or those a test accepts."""
+Sleep = Callable[[float], Awaitable[None]]
+BeforeSleep = Callable[[BaseException, float], Awaitable[None]]
+"""Told each failure that will be tried again, and the seconds the loop waits first."""
 MAX_DOUBLINGS = 62  # past this the ceiling is the cap for any sane base (and 2**n stays a float)
 _RNG = random.Random()  # for callers with no random source of their own
 
@@ -100,43 +106,75 @@ def retry_after_of(exc: BaseException | None) -> float | None:
     return exc.retry_after_s if isinstance(exc, TransientError) else None
 
 
-def retrying(
+async def call_with_retries(
+    call: Callable[[], Awaitable[T]],
     policy: Backoff,
     *,
-    retry_if: type[BaseException] | Callable[[BaseException], bool],
+    retry_if: RetryIf,
     rng: random.Random | None = None,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    before_sleep: Callable[[BaseException, float], Awaitable[None]] | None = None,
-) -> AsyncRetrying:
-    """A tenacity loop that runs ``policy``: ``async for attempt in retrying(...): with attempt: …``.
-
-    ``retry_if`` says which failures are tried again, by type or by a test (the others, and
-    the last failure, are raised as they are); ``sleep`` waits (one that a stop ends early, say);
-    ``before_sleep(failure, delay_s)`` runs before each wait.
-    """
-    source = rng or _RNG
-
-    def wait(state: RetryCallState) -> float:
-        return policy.delay_s(state.attempt_number, source, retry_after_of(_failure(state)))
-
-    async def announce(state: RetryCallState) -> None:
-        failure = _failure(state)
-        if before_sleep is not None and failure is not None:
-            await before_sleep(failure, state.upcoming_sleep)
-
-    if isinstance(retry_if, type):
-        retry: retry_base = retry_if_exception_type(retry_if)
-    else:
-        retry = retry_if_exception(retry_if)
-    return AsyncRetrying(
-        stop=stop_never if policy.max_attempts is None else stop_after_attempt(policy.max_attempts),
-        wait=wait,
-        retry=retry,
-        sleep=sleep,
-        before_sleep=announce if before_sleep is not None else None,
-        reraise=True,
+    sleep: Sleep = asyncio.sleep,
+    before_sleep: BeforeSleep | None = None,
+) -> T:
+    """``await call()``, tried again as ``policy`` says while it fails in a way ``retry_if`` accepts
+    (:func:`retry_after_failure`, entered only after a failure)."""
+    try:
+        return await call()
+    except Exception as exc:
+        failure = exc
+    return await retry_after_failure(
+        call, failure, policy, retry_if=retry_if, rng=rng, sleep=sleep, before_sleep=before_sleep
     )
 
 
-def _failure(state: RetryCallState) -> BaseException | None:
-    return state.outcome.exception() if state.outcome is not None else None
+async def retry_after_failure(
+    call: Callable[[], Awaitable[T]],
+    failure: Exception,
+    policy: Backoff,
+    *,
+    retry_if: RetryIf,
+    rng: random.Random | None = None,
+    sleep: Sleep = asyncio.sleep,
+    before_sleep: BeforeSleep | None = None,
+) -> T:
+    """``call()`` again, after a first try failed with ``failure``, as ``policy`` says.
+
+    A failure ``retry_if`` does not accept, and the last one the policy allows, are raised as
+    they are. ``sleep`` waits (one that a stop ends early, say); ``before_sleep(failure, delay_s)``
+    runs before each wait. ``rng`` draws the jitter (a shared one when None).
+    """
+    pending: list[Exception] = [failure]
+    draw = rng or _RNG
+
+    async def attempt() -> T:
+        # tenacity's first attempt is the try that already failed: its numbering is the policy's.
+        if pending:
+            raise pending.pop()
+        return await call()
+
+    def retried(exc: BaseException) -> bool:
+        return isinstance(exc, retry_if) if isinstance(retry_if, type | tuple) else retry_if(exc)
+
+    def wait(state: RetryCallState) -> float:
+        return policy.delay_s(state.attempt_number, draw, retry_after_of(_failure_of(state)))
+
+    async def told(state: RetryCallState) -> None:
+        if before_sleep is not None and state.next_action is not None:
+            await before_sleep(_failure_of(state), state.next_action.sleep)
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(retried),
+        stop=lambda state: policy.exhausted(state.attempt_number),
+        wait=wait,
+        sleep=sleep,
+        before_sleep=told,
+        reraise=True,
+    )
+    return await retrying(attempt)
+
+
+def _failure_of(state: RetryCallState) -> BaseException:
+    """The exception of the attempt tenacity is deciding about (only failed ones reach us)."""
+    outcome = state.outcome
+    exc = outcome.exception() if outcome is not None else None
+    assert exc is not None, "tenacity asks about a failed attempt only"
+    return exc

@@ -11,18 +11,18 @@ previous observation to compare with.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import field_validator
 
-from sentinel_hooks.core.conditions import Condition, holds
+from sentinel_hooks.core.checks import MatchMode, holds
+from sentinel_hooks.core.conditions import Condition
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.paths import parse_path
 
 MATCHER_FIELDS = ("watcherId", "eventName", "priority", "tags", "skillId", "strategy", "environment")
 PAYLOAD_PREFIX = "payload."
 PATHS_HELP = f"{', '.join(MATCHER_FIELDS)} or payload.<path>"
-MatchMode = Literal["all", "any"]
 
 
 class Matcher(Condition):

@@ -30,7 +30,7 @@ from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import DeliverySpec
-from sentinel_hooks.core.retry import Backoff, retry_after_of
+from sentinel_hooks.core.retry import Backoff, call_with_retries, retry_after_of
 from sentinel_hooks.delivery.outcomes import OutcomeWriter
 from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TransientDeliveryError
 from sentinel_hooks.errors import StoreError, TransientError
@@ -69,6 +69,8 @@ class DeliveryGate(Protocol):
 POLL_S = 0.25
 CONCURRENCY = 128  # sends in flight at most (the HTTP client's pool holds 256 connections)
 CLAIM_AT_LEAST = 32  # free slots before claiming again while sends are in flight
+# Recording a send the target accepted, while the store fails: three tries within half a second.
+RECORD_SENT_BACKOFF = Backoff(base_s=0.2, cap_s=0.4, jitter="equal", max_attempts=3)
 
 
 def delivery_backoff(spec: DeliverySpec) -> Backoff:
@@ -306,26 +308,29 @@ class Dispatcher:
         )
 
     async def _mark_delivered(self, delivery: Delivery, attempts: int) -> None:
-        """Record an accepted send, retrying a failing store briefly: a send left marked pending
-        would go out again once its claim lapses (the receiver sees the same Idempotency-Key)."""
-        for attempt in range(3):
+        """Record an accepted send, retrying a failing store briefly (``RECORD_SENT_BACKOFF``): a
+        send left marked pending would go out again once its claim lapses (the receiver sees the
+        same Idempotency-Key)."""
+
+        async def record() -> None:
             now = self._clock.now()
-            try:
-                await self._record(
-                    delivery,
-                    state="delivered",
-                    attempts=attempts,
-                    next_attempt_at=now,
-                    last_error=None,
-                    at=now,
-                )
-                return
-            except StoreError as exc:
-                log.warning(
-                    "recording delivery %s as sent failed (try %d): %s", delivery.key, attempt + 1, exc
-                )
-                await asyncio.sleep(0.2 * (attempt + 1))
-        log.error("delivery %s was sent but could not be recorded; it may be sent again", delivery.key)
+            await self._record(
+                delivery, state="delivered", attempts=attempts, next_attempt_at=now, last_error=None, at=now
+            )
+
+        async def failed(exc: BaseException, delay_s: float) -> None:
+            log.warning(
+                "recording delivery %s as sent failed: %s; again in %.1f s", delivery.key, exc, delay_s
+            )
+
+        try:
+            await call_with_retries(
+                record, RECORD_SENT_BACKOFF, retry_if=StoreError, rng=self._rng, before_sleep=failed
+            )
+        except StoreError as exc:
+            log.error(
+                "delivery %s was sent but could not be recorded (%s); it may be sent again", delivery.key, exc
+            )
 
     def _report(self, delivery: Delivery, outcome: str, attempts: int, error: str | None) -> None:
         if self._events is not None:

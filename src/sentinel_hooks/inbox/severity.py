@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from typing import get_args
 
-from sentinel_hooks.store.records import Priority, Severity
+from sentinel_hooks.core.envelope import Priority
+from sentinel_hooks.store.records import Severity
 
 SEVERITY_OF: dict[str, Severity] = {
     "low": "info",

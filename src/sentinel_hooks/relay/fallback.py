@@ -1,9 +1,9 @@
 """The concise lines the service writes itself, and the fan-out a fire hands the relay. Pure.
 
-The fallback (SPEC.md §6.1: what people get when the agent stays silent), the fan-out line
-(§6.3) and the scripted backend's default message (§5.2) share the ``{eventName} fired on
-{watcherId}`` phrase and the payload formatters here, so all of them read alike. ``Fanout`` is
-what a fire hands the relay besides its envelope.
+The fallback (SPEC.md §6.1: what people get when the agent stays silent), the line of a fire
+resolved before its page (§6.4), the fan-out line (§6.3) and the scripted backend's default
+message (§5.2) share the ``{eventName} fired on {watcherId}`` phrase and the payload formatters
+here, so all of them read alike. ``Fanout`` is what a fire hands the relay besides its envelope.
 """
 
 from __future__ import annotations
@@ -30,6 +30,26 @@ class Fanout:
     text: str
     error: str | None = None  # a messageTemplate that failed at fire time (the session then fails)
     rendered: str | None = None
+
+
+def format_duration(seconds: float) -> str:
+    """``45s``, ``4m 12s``, ``2h 5m`` (as in the resolved message)."""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
+    if minutes:
+        return f"{minutes}m {secs}s" if secs else f"{minutes}m"
+    return f"{secs}s"
+
+
+def resolved_before_page(event_name: str, watcher_id: str, matched_at: str, seconds: float) -> str:
+    """The page of a fire its source reported over before the agent answered (SPEC §6.4)."""
+    return (
+        f"Sentinel: {event_name} on {watcher_id} fired at {matched_at} and resolved "
+        f"{format_duration(seconds)} later, before the agent answered."
+    )
 
 
 def format_timeout(timeout_ms: int) -> str:

@@ -1,13 +1,14 @@
 """The relay owns every response contract (SPEC.md §6.1): its state machine and its deadline.
 
 Every transition goes through here, each one atomic store step (the rules are
-``store.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
+``core.contract_states``; docs/relay.md draws them): a notify is handed to delivery with
 ``notify`` (``pending`` → ``notifying``, deliveries enqueued in the same step); the outbox
 records each delivery's outcome, and a notify's final outcome moves its contract in that same
 write (``fulfilled``, or back to ``pending`` when every delivery of it failed for good), which
 the outbox reports back here (``moved``); an approval pauses the contract
 (``approval_requested``) and its decision gives the agent a fresh deadline
-(``approval_decided``); a deadline passing settles it with the fallback.
+(``approval_decided``); a deadline passing settles it with the fallback; the source reporting
+the fire over before its page settles it ``resolved`` (``resolve``), with no fallback.
 
 Deadlines live in the store. The relay claims due contracts (``claim_due``, atomic, with a
 lease so a crashed claimer's contracts come back), and settles each one with a
@@ -33,13 +34,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
-from sentinel_hooks.clock import Clock
+from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.core.contract_states import after_resolved
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.relay.fallback import fallback_text
+from sentinel_hooks.relay.fallback import fallback_text, resolved_before_page
 from sentinel_hooks.store.base import CheckpointStore, ContractStore, OutboxStore, TransitionStore
 from sentinel_hooks.store.records import (
     Contract,
@@ -195,6 +197,50 @@ class Relay:
         if moved is None or moved.after != "pending":
             return False
         self.expect(now)
+        return True
+
+    async def resolve(self, callback_id: str, *, notify: bool) -> bool:
+        """The source reports the fire of ``callback_id`` over (SPEC §6.4): whether that settled
+        its contract ``resolved``.
+
+        Only before its page: a ``pending`` or ``notifying`` contract (nothing accepted yet)
+        becomes ``resolved`` in one store step that enqueues, when ``notify`` (notifyResolved),
+        the line ``… fired at {matchedAt} and resolved {duration} later, before the agent
+        answered.`` as its page; no fallback is due any more and the session's later notifies
+        are refused. False when the contract is unknown or already paged (the resolution is then
+        a follow-up, the caller's ordinary resolved line) or waits for an approval.
+        """
+        contract = await self._store.get_contract(callback_id)
+        if contract is None or after_resolved(contract.state) is None:
+            return False
+        now = self._clock.now()
+        deliveries: list[Delivery] = []
+        if notify:
+            envelope = await get_envelope(self._store, callback_id)
+            event_name = contract.watcher_id if envelope is None else envelope.watcher.event_name
+            matched_at = contract.trigger.matched_at
+            seconds = max(0.0, (now - matched_at).total_seconds())
+            message = Message(
+                callback_id=callback_id,
+                watcher_id=contract.watcher_id,
+                event_name=event_name,
+                priority=contract.trigger.priority,
+                kind="resolved",
+                text=resolved_before_page(event_name, contract.watcher_id, iso(matched_at), seconds),
+            )
+            targets = delivery_targets(envelope, contract)
+            deliveries = self._dispatcher.new_deliveries(message, targets, "resolved", at=now)
+        moved = await self._store.resolve_contract(callback_id, deliveries, at=now)
+        if moved is None or not moved.changed:
+            return False
+        self._dispatcher.wake()
+        if self._events is not None:
+            self._events.settled(callback_id, "resolved", at=now, watcher_id=contract.watcher_id)
+        log.info(
+            "%s resolved at its source before its page: no fallback",
+            callback_id,
+            extra={"callbackId": callback_id, "watcherId": contract.watcher_id},
+        )
         return True
 
     def moved(self, recorded: Recorded) -> None:

@@ -97,7 +97,7 @@ class TranscriptTail:
 @dataclass(frozen=True)
 class CallbackView:
     """``SessionStore.read_callback``'s answer: what a hook session starts from. ``transcript`` is
-    None when no ``TranscriptTail`` was asked for."""
+    None when no ``TranscriptTail`` was asked for, ``envelope`` when it was not asked for."""
 
     contract: Contract | None
     envelope: Envelope | None
@@ -183,22 +183,25 @@ class ContractStore(Protocol):
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
-        """Store a new callback's contract, its envelope and ``checkpoints`` in one atomic step;
-        the contract as stored, or None (nothing written) when its callback id exists (so a
-        retried or replayed callback cannot create a second contract).
+        """Store a new callback's contract, its envelope, ``checkpoints`` and ``deliveries`` in
+        one atomic step; the contract as stored, or None (nothing written) when its callback id
+        exists (so a retried or replayed callback cannot create a second contract).
 
         ``contract`` is normally pending. With a ``dedupe_key`` live at ``contract.created_at`` the
-        contract is stored ``deduped`` (settled at its creation, no deadline) and the
-        ``checkpoints`` are not written; otherwise the key is set until ``created_at +
-        dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the contract is
-        stored pending, in the deadline index, and each checkpoint is put.
+        contract is stored ``deduped`` (settled at its creation, no deadline) and neither the
+        ``checkpoints`` nor the ``deliveries`` are written; otherwise the key is set until
+        ``created_at + dedupe_ttl_ms`` (a key refused inside its window keeps its expiry), the
+        contract is stored pending, in the deadline index, each checkpoint is put and the
+        deliveries are enqueued in the outbox (a key already there is left as is): the fire's
+        fan-out line goes out only with a contract that took it.
 
         A ``silenced`` contract (SPEC §14: a silence or maintenance window, named by
         ``silenced_by``, matched the fire) is stored as it is: final from the start, outside the
-        deadline index, with no dedupe key and no checkpoints. Raises ``ValueError`` for a contract
-        that is neither pending nor silenced, a silenced one with a dedupe key, checkpoints or no
-        ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
+        deadline index, with no dedupe key, checkpoints or deliveries. Raises ``ValueError`` for a
+        contract that is neither pending nor silenced, a silenced one with a dedupe key,
+        checkpoints, deliveries or no ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
         """
 
     async def get_contract(self, callback_id: str) -> Contract | None:
@@ -225,7 +228,7 @@ class ContractStore(Protocol):
 
 class TransitionStore(Protocol):
     """The contract's moves after intake, each one atomic step under the rules of
-    ``store.contract_states``: the relay's deadlines, notifies and approval pauses."""
+    ``core.contract_states``: the relay's deadlines, notifies and approval pauses."""
 
     async def claim_due(
         self, now: datetime, *, limit: int = 100, lease_ms: int = 30000
@@ -262,6 +265,15 @@ class TransitionStore(Protocol):
         tried again after a crash is not sent twice). A contract that refuses it (fallback sent,
         expired, deduped) is left alone and nothing is enqueued. None for an unknown id.
         """
+
+    async def resolve_contract(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> Moved | None:
+        """The source reports the fire over before its page (SPEC §6.4): in one atomic step a
+        ``pending`` or ``notifying`` contract becomes ``resolved`` (``core.contract_states.after_resolved``),
+        settled at ``at``, out of the deadline index (and any claim), and ``deliveries`` (its
+        resolved line, if any) are enqueued. Any other state is left alone and nothing is
+        enqueued. None for an unknown id."""
 
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """The session waits for an approval: ``pending``/``notifying`` → ``awaiting_approval``,
@@ -304,13 +316,19 @@ class SessionStore(Protocol):
         """Entries with ``seq > after_seq`` in ``seq`` order, at most ``limit`` (None: all)."""
 
     async def read_callback(
-        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+        self,
+        callback_id: str,
+        checkpoint_keys: Sequence[str],
+        *,
+        tail: TranscriptTail | None = None,
+        envelope: bool = True,
     ) -> CallbackView:
         """The callback's contract and envelope (None for an unknown id), those of
         ``checkpoint_keys`` that have a checkpoint, by key, and the transcript entries ``tail``
         names (in ``seq`` order), read in one round trip: what a hook session reads before it
         starts (``get_contract``, ``get_envelopes``, ``get_checkpoints`` and ``get_transcript``
-        in one)."""
+        in one). With ``envelope=False`` the envelope is neither read nor decoded (the view's is
+        None): the caller holds it already (handed over in memory by the intake)."""
 
 
 class CheckpointStore(Protocol):

@@ -71,8 +71,14 @@ def validate_record(model: type[R], data: dict[str, Any]) -> R:
 
 def dump_envelope(envelope: Envelope) -> str:
     """The envelope's wire JSON (camelCase keys), as ``dumps`` writes it (a payload that is not
-    JSON, such as NaN, is refused the same way)."""
-    return dumps(envelope.to_json(), what=f"envelope of {envelope.callback_id!r}")
+    JSON is refused the same way): ``Envelope.wire_text``, so an envelope whose text was made
+    before (its secret check at build time) is not serialised again."""
+    try:
+        return envelope.wire_text()
+    except (TypeError, ValueError) as exc:
+        raise StoreError(
+            f"cannot store envelope of {envelope.callback_id!r}: it is not JSON ({exc})"
+        ) from exc
 
 
 def load_envelope(text: str) -> Envelope:

@@ -5,7 +5,8 @@ instants; a store deletes only records that are settled or closed and older than
 steps. The rules every store applies are here, in words and as the small predicates the memory
 store runs (SQLite says the same in SQL, Redis in Lua):
 
-* a contract goes when it is final (fulfilled, fallback_sent, expired, deduped, silenced), was created and
+* a contract goes when it is final (fulfilled, fallback_sent, expired, resolved, deduped, silenced), was
+  created and
   settled before ``callbacks`` and has no delivery still pending; with it go its envelope, its
   deliveries, its checkpoints (``callback_checkpoints`` prefixes + callback id) and, from the head
   of its session's transcript, the entries of callbacks that no longer exist (seq numbers of the
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.store.contract_states import FINAL_STATES, OPEN_STATES
+from sentinel_hooks.core.contract_states import FINAL_STATES, OPEN_STATES
 from sentinel_hooks.store.records import utc_ms
 
 PRUNED_CONTRACT_STATES: tuple[str, ...] = tuple(sorted(FINAL_STATES))

@@ -9,7 +9,7 @@ instants with :func:`sentinel_hooks.clock.iso` (``2026-01-01T00:00:00.000Z``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
@@ -18,9 +18,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializ
 from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.contract_states import TAKES_NOTIFY
+from sentinel_hooks.core.contract_states import ContractState as ContractState
+from sentinel_hooks.core.envelope import Priority, TriggerKind
 from sentinel_hooks.errors import StoreError
-from sentinel_hooks.store.contract_states import TAKES_NOTIFY
-from sentinel_hooks.store.contract_states import ContractState as ContractState
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ONE_MS = timedelta(milliseconds=1)
@@ -59,8 +60,6 @@ UtcMs = Annotated[datetime, AfterValidator(utc_ms), PlainSerializer(iso, when_us
 """An aware UTC instant at millisecond precision, dumped to JSON as ISO 8601 with ``Z``."""
 
 SettledState = Literal["fulfilled", "fallback_sent", "expired"]
-TriggerKind = Literal["match", "no_progress", "terminal", "manual"]
-Priority = Literal["low", "normal", "high", "critical"]
 Severity = Literal["info", "warning", "critical"]
 InboxKind = Literal["escalation", "approval", "delivery_failure"]
 InboxStatus = Literal["open", "acked", "resolved", "approved", "denied", "expired"]
@@ -123,7 +122,7 @@ def stored_state(text: str) -> ContractState:
         raise StoreError(f"stored contract state {text!r} is not one this Sentinel knows") from None
 
 
-SETTLED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired"})
+SETTLED_STATES: frozenset[str] = frozenset(get_args(SettledState))
 
 
 class Record(BaseModel):
@@ -420,12 +419,14 @@ def check_acceptable(
     dedupe_key: str | None,
     dedupe_ttl_ms: int,
     checkpoints: Mapping[str, Any] | None = None,
+    deliveries: Sequence[Delivery] = (),
 ) -> None:
     """Raise ValueError for ``accept_contract`` arguments no caller should pass."""
     if contract.state == "silenced":
-        if dedupe_key is not None or checkpoints or contract.silenced_by is None:
+        if dedupe_key is not None or checkpoints or deliveries or contract.silenced_by is None:
             raise ValueError(
-                "a silenced contract names its silence (silenced_by) and takes no dedupe key or checkpoints"
+                "a silenced contract names its silence (silenced_by) and takes no dedupe key, "
+                "checkpoints or deliveries"
             )
         return
     if contract.state != "pending":

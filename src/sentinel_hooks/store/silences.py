@@ -14,7 +14,8 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.core.checks import MatchMode
+from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.store.records import Record, UtcMs, utc_ms
 
 SilenceState = Literal["active", "pending", "expired"]

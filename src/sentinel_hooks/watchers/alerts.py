@@ -20,9 +20,11 @@ stream with its own episode:
   the silence fires it (the alert's edge is kept), and repeats during the silence find the
   silenced record and record nothing more.
 * a ``resolved`` alert ends its stream: when its firing created a callback that went out (not
-  deduped), the resolved line goes to that callback's targets under its id (so it joins the
-  fire's Slack thread, and a resent resolved alert is one delivery: the outbox keys it
-  ``{callbackId}:{target}:resolved``) — unless ``fire.notifyResolved: false`` — and the
+  deduped) and nothing paged yet, its contract settles ``resolved`` (no fallback, the session
+  stopped, SPEC §6.4) with the "resolved before the agent answered" line as its page; after the
+  page the resolved line goes to that callback's targets under its id as a follow-up (so it
+  joins the fire's Slack thread, and a resent resolved alert is one delivery: the outbox keys it
+  ``{callbackId}:{target}:resolved``). ``fire.notifyResolved: false`` sends neither line. The
   callback's open or acknowledged escalation items are resolved with actor ``source``.
 * the conditions see each alert as the observation; ``changed`` compares it with the previous
   alert this watcher received, whatever its fingerprint. ``cooldownMs`` and ``fireOnce`` are the
@@ -41,7 +43,8 @@ from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
-from sentinel_hooks.core.conditions import holds
+from sentinel_hooks.core.checks import holds
+from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -64,7 +67,7 @@ ItemsResolver = Callable[[str], Awaitable[list[InboxItem]]]
 """Resolve a callback's open escalation items; the items resolved."""
 
 
-async def _log_resolved(watcher: AnyWatcher, message: str, callback_id: str | None) -> None:
+async def _log_resolved(watcher: AnyWatcher, message: str | None, callback_id: str | None) -> None:
     log.info("alert resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
 
 
@@ -130,10 +133,14 @@ class AlertStreams:
         previous = await self._pipeline.record(watcher.id, observed, previous)
         return await self.judge(watcher, observed, state, previous=previous)
 
-    async def record(self, watcher_id: str, alerts: list[Observed], previous: Any = UNKNOWN) -> Any:
-        """Store the alerts of one notification as observations, in one write that waits for no
-        gathering window (a client waits for the 202); the observation before the first."""
-        return await self._pipeline.record_all(watcher_id, alerts, previous, prompt=True)
+    async def previous(self, watcher_id: str, previous: Any = UNKNOWN) -> Any:
+        """The observation before a notification's alerts (``previous`` when the runner knows it)."""
+        return await self._pipeline.previous(watcher_id, previous)
+
+    async def record(self, watcher_id: str, alerts: list[Observed], state: dict[str, Any]) -> None:
+        """Store the alerts of one notification as observations and the ``state`` they left, in one
+        write that waits for no gathering window (a client waits for the 202)."""
+        await self._pipeline.record_all(watcher_id, alerts, MISSING, prompt=True, state=state)
 
     async def callbacks(self, watcher_id: str, alerts: list[Observed]) -> dict[str, Contract | None]:
         """The callbacks of the alerts' streams (None: not fired yet), read all at once rather than
@@ -192,6 +199,7 @@ class AlertStreams:
         if fired is None or fired.state in UNSENT:
             return  # it never fired here (no match, held back, or a repeat of another's key)
         alert: dict[str, Any] = observed.value
+        message: str | None = None
         if isinstance(watcher, WebhookWatcher) and watcher.notifies_resolved:
             seconds = alert_duration_s(alert)
             if seconds is None:
@@ -200,7 +208,7 @@ class AlertStreams:
             name = alert_name(alert)
             if name is not None:
                 message = f"{message[:-1]} (alert {name})."
-            await self._on_resolved(watcher, message, fired.callback_id)
+        await self._on_resolved(watcher, message, fired.callback_id)
         closed = await self._resolve_items(fired.callback_id)
         if closed:
             log.info(

@@ -25,7 +25,7 @@ from sentinel_hooks.core.envelope import (
     truncate_payload,
 )
 from sentinel_hooks.core.paths import MISSING
-from sentinel_hooks.core.templates.render import template_variables
+from sentinel_hooks.core.templates.variables import template_variables
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,8 @@ def build_envelope(
     )
     if redactor is None or not redactor.secrets:
         return envelope
-    data = envelope.to_json()
-    if not redactor.found_in(data):  # the common case: no second validation per fire
+    # the common case: no secret in the wire text (made here once, for the store and the
+    # prompt too), so no masked copy and no second validation per fire
+    if not redactor.found_in(envelope.wire_text()):
         return envelope
-    return Envelope.model_validate(redactor.data(data))
+    return Envelope.model_validate(redactor.data(envelope.to_json()))

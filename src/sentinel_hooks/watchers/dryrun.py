@@ -15,7 +15,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
 from sentinel_hooks.core.alertmanager import alert_name, alert_observations
-from sentinel_hooks.core.conditions import Evaluation, evaluate
+from sentinel_hooks.core.checks import Evaluation, evaluate
 from sentinel_hooks.core.envelope import TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.clock import from_ms, to_ms
+from sentinel_hooks.relay.fallback import format_duration as format_duration
+
+if TYPE_CHECKING:
+    from sentinel_hooks.config.fire import TriggerMode
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ def step(
     state: FiringState,
     matched: bool,
     *,
-    mode: Literal["edge", "level"],
+    mode: TriggerMode,
     now: datetime,
     repeat_interval_ms: int | None = None,
     notify_resolved: bool = False,
@@ -90,18 +94,6 @@ def step(
     if repeat_interval_ms is not None and last is not None and to_ms(now) - to_ms(last) >= repeat_interval_ms:
         return Decision(fire=True, repeat=True), FiringState(True, state.fired_at, now, state.callback_id)
     return _NOTHING, state
-
-
-def format_duration(seconds: float) -> str:
-    """``45s``, ``4m 12s``, ``2h 5m`` (as in the resolved message)."""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h {minutes}m" if minutes else f"{hours}h"
-    if minutes:
-        return f"{minutes}m {secs}s" if secs else f"{minutes}m"
-    return f"{secs}s"
 
 
 def resolved_message(event_name: str, watcher_id: str, seconds: float) -> str:

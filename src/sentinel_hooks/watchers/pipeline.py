@@ -35,7 +35,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
-from sentinel_hooks.core.conditions import evaluate, holds
+from sentinel_hooks.core.checks import evaluate, holds
 from sentinel_hooks.core.envelope import Route, TriggerKind
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
@@ -58,8 +58,10 @@ log = logging.getLogger(__name__)
 HISTORY_KEEP = 500
 UNKNOWN: Any = object()  # "the caller does not know the previous observation": read it from the store
 
-ResolvedHook = Callable[[AnyWatcher, str, str | None], Awaitable[None]]
-"""notifyResolved: the watcher, the line, and the callback of the fire whose episode ended (None: unknown)."""
+ResolvedHook = Callable[[AnyWatcher, str | None, str | None], Awaitable[None]]
+"""A fire's condition ended: the watcher, the notifyResolved line (None: notifyResolved off), and
+the callback of the fire whose episode ended (None: unknown), which settles ``resolved`` when
+nothing paged yet (SPEC §6.4)."""
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
@@ -112,7 +114,7 @@ def _shown(value: Any) -> Any:
     return value if len(text) <= EXPLAINED_VALUE_CHARS else text[: EXPLAINED_VALUE_CHARS - 1] + "…"
 
 
-async def _no_resolved_hook(watcher: AnyWatcher, message: str, callback_id: str | None) -> None:
+async def _no_resolved_hook(watcher: AnyWatcher, message: str | None, callback_id: str | None) -> None:
     log.info("watcher resolved", extra={"watcherId": watcher.id, "text": message, "callbackId": callback_id})
 
 
@@ -174,7 +176,7 @@ class FiringPipeline:
         matched, decision, last_fire = False, _NO_DECISION, state.firing.callback_id
         if not isinstance(observed.probe, ProbeFailure):  # a probe error tells the conditions nothing
             matched, decision, state = self._conditions(watcher, observed, previous, state)
-        if decision.resolved or episode.resolved_after_s is not None:
+        if decision.resolved_after_s is not None or episode.resolved_after_s is not None:
             await self._resolved(watcher, decision, episode, last_fire)
         if self._events is not None:
             fired = decision.fire or episode.fire is not None
@@ -212,22 +214,37 @@ class FiringPipeline:
         return await self.record_all(watcher_id, [observed], previous, prompt=prompt)
 
     async def record_all(
-        self, watcher_id: str, observed: list[Observed], previous: Any = UNKNOWN, *, prompt: bool = False
+        self,
+        watcher_id: str,
+        observed: list[Observed],
+        previous: Any = UNKNOWN,
+        *,
+        prompt: bool = False,
+        state: dict[str, Any] | None = None,
     ) -> Any:
         """``record`` for several observations of one watcher in one write (the alerts of one
-        notification): stored in order, each acked; the observation before the first."""
-        if previous is UNKNOWN:
-            last = await last_observation(self._store, watcher_id)
-            previous = last.value if last is not None else MISSING
+        notification), with the watcher's ``state`` when given: stored in order, each acked; the
+        observation before the first."""
+        previous = await self.previous(watcher_id, previous)
         observations = [Observation(at=item.at, value=item.value) for item in observed]
         if self._writes is not None:
-            await self._writes.observations(watcher_id, observations, prompt=prompt)
+            await self._writes.observations(watcher_id, observations, prompt=prompt, state=state)
         else:
             batch = [(watcher_id, observation) for observation in observations]
-            await self._store.write_watcher_batch(batch, {}, keep=HISTORY_KEEP)
+            await self._store.write_watcher_batch(
+                batch, {} if state is None else {watcher_id: state}, keep=HISTORY_KEEP
+            )
         for item in observed:
             if item.ack is not None:
                 await item.ack()
+        return previous
+
+    async def previous(self, watcher_id: str, previous: Any = UNKNOWN) -> Any:
+        """``previous`` when the caller knows the watcher's last observation, else the one stored
+        (MISSING for none)."""
+        if previous is UNKNOWN:
+            last = await last_observation(self._store, watcher_id)
+            previous = last.value if last is not None else MISSING
         return previous
 
     async def fire_match(
@@ -268,15 +285,17 @@ class FiringPipeline:
     async def _resolved(
         self, watcher: AnyWatcher, decision: Decision, episode: EpisodeDecision, fired: str | None
     ) -> None:
-        """notifyResolved: one line when a fired condition or a probe episode ended (the longer),
-        with ``fired``, the callback of the condition's last fire (probe episodes keep none)."""
+        """A fired condition or a probe episode ended: the hook gets the notifyResolved line (the
+        longer of the two; None when off) and ``fired``, the callback of the condition's last fire
+        (probe episodes keep none), whose contract settles ``resolved`` if nothing paged yet."""
         ended = [decision.resolved_after_s] if decision.resolved else []
         if watcher.fire.notify_resolved:
             ended.append(episode.resolved_after_s)
         durations = [seconds for seconds in ended if seconds is not None]
-        if durations:
-            message = resolved_message(watcher.event_name, watcher.id, max(durations))
-            await self._on_resolved(watcher, message, fired if decision.resolved else None)
+        message = resolved_message(watcher.event_name, watcher.id, max(durations)) if durations else None
+        callback_id = fired if decision.resolved_after_s is not None else None
+        if message is not None or callback_id is not None:
+            await self._on_resolved(watcher, message, callback_id)
 
     async def quiet(self, watcher: AnyWatcher, state: WatcherState) -> Outcome:
         """``expectEventWithinMs`` passed with no event: fire a ``no_progress`` trigger once."""

@@ -6,19 +6,20 @@ which is asked again at once) is tried again after ``Backoff.delay_s``, each fai
 recorded before its wait, and a stop ends the wait at once (the runner's ``sleep`` raises
 ``Stopping``). A poll gives up after ``retry.maxRetries`` retries, a connect never does.
 
-The loop is entered only after a first failure: a poll that succeeds costs the call and
-nothing else (polls run up to a thousand times a second; a tenacity loop per poll was measured
-at 7 % of a poll's CPU, ``core.retry``), and a failing one costs a plain loop.
+The loop is ``core.retry.retry_after_failure``, entered only after a first failure: a poll that
+succeeds costs the call and nothing else (polls run up to a thousand times a second; a tenacity
+loop per poll was measured at 7 % of a poll's CPU, ``core.retry``), and a failing one costs a
+plain loop.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Awaitable, Callable
-from typing import TypeGuard, TypeVar
+from typing import TypeGuard, TypeVar, cast
 
 from sentinel_hooks.config.watcher import RetrySpec
-from sentinel_hooks.core.retry import Backoff, retry_after_of
+from sentinel_hooks.core.retry import Backoff, retry_after_failure
 from sentinel_hooks.watchers.strategy import NoObservation, ObserveError, TransientObserveError
 
 T = TypeVar("T")
@@ -61,14 +62,10 @@ async def retry_failed(
     are; ``before_sleep(failure, delay_s)`` runs before each wait, ``sleep`` waits (the runner's
     raises ``Stopping`` when it stops).
     """
-    tries = 1
-    while retried(failure) and not policy.exhausted(tries):
-        delay_s = policy.delay_s(tries, rng, retry_after_of(failure))
-        await before_sleep(failure, delay_s)
-        await sleep(delay_s)
-        tries += 1
-        try:
-            return await attempt()
-        except Exception as exc:
-            failure = exc
-    raise failure
+
+    async def announce(exc: BaseException, delay_s: float) -> None:
+        await before_sleep(cast(ObserveError, exc), delay_s)  # only ``retried`` failures are waited after
+
+    return await retry_after_failure(
+        attempt, failure, policy, retry_if=retried, rng=rng, sleep=sleep, before_sleep=announce
+    )

@@ -387,15 +387,12 @@ class WatcherRunner:
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
-        one hold of the lock, their observations stored in one write while their streams'
-        callbacks are read, each alert then run through its stream (``watchers.alerts``) in
-        order, and the state stored once at the end.
-
-        No write waits for the write-back's gathering window: a notification of many alerts
-        costs a few round trips, not two windows per alert. Alerts after a fire that disabled
-        the watcher (fireOnce) are recorded but left alone; the state is stored at once then.
-        A store that refuses a write raises ``StoreError`` (the 202 is not sent, so the source
-        sends the notification again: fired alerts find their callbacks and are repeats).
+        one hold of the lock, their streams' callbacks read at once, each alert run through its
+        stream (``watchers.alerts``) in order, then their observations and the state they left
+        stored in one write that waits for no gathering window: one read and one write besides
+        the fires. Alerts after a fire that disabled the watcher (fireOnce) are recorded but left
+        alone. A store that refuses the write raises ``StoreError`` (the 202 is not sent, so the
+        source sends the notification again: fired alerts find their callbacks and are repeats).
         """
         async with self._lock:
             if self.needs_lease and not await self._fenced():
@@ -406,7 +403,7 @@ class WatcherRunner:
             self.state = before.succeeded(at)
             try:
                 previous, known = await asyncio.gather(
-                    streams.record(self.id, observed, self._previous), streams.callbacks(self.id, observed)
+                    streams.previous(self.id, self._previous), streams.callbacks(self.id, observed)
                 )
             except StoreError as exc:
                 await self._store_failed(exc, before, prompt=True)
@@ -421,7 +418,9 @@ class WatcherRunner:
                 outcomes.append(await self._run(step, self.state, save=False, prompt=True))
                 previous = item.value
             try:
-                await self._save(prompt=True)
+                durable, now = self.state.durable_key(), asyncio.get_running_loop().time()
+                await streams.record(self.id, observed, self.state.to_json())
+                self._saved, self._saved_at = durable, now
             except StoreError as exc:
                 await self._store_failed(exc, self.state, prompt=True)
                 raise

@@ -59,11 +59,18 @@ class WatcherWrites:
         await self._stored(prompt)
 
     async def observations(
-        self, watcher_id: str, observations: list[Observation], *, prompt: bool = False
+        self,
+        watcher_id: str,
+        observations: list[Observation],
+        *,
+        prompt: bool = False,
+        state: dict[str, Any] | None = None,
     ) -> None:
-        """Append ``observations`` (in order) to the watcher's history in one batch; returns once
-        they are stored."""
+        """Append ``observations`` (in order) to the watcher's history in one batch, with its
+        ``state`` when given (as ``state`` puts it); returns once they are stored."""
         self._observations.extend((watcher_id, observation) for observation in observations)
+        if state is not None:
+            self._states[watcher_id] = state
         await self._stored(prompt)
 
     async def state(self, watcher_id: str, state: dict[str, Any], *, prompt: bool = False) -> None:

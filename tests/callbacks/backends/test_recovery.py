@@ -8,7 +8,6 @@ import pytest
 
 from sentinel_hooks.callbacks.backends.base import ModelReply, ToolCall
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
-from tests.test_architecture import IO_LIBRARIES, PACKAGE, imported_roots
 
 NAMES = ["sentinel_act", "sentinel_escalate", "sentinel_history"]
 NOTIFY = {"action": "notify", "message": "disk full"}
@@ -157,11 +156,6 @@ def test_nothing_is_recovered_when_no_tools_were_offered() -> None:
     """A call is only recovered for a tool that was offered."""
     reply = ModelReply(text='{"name": "sentinel_history"}')
     assert reply == recover_tool_calls(reply, [])
-
-
-def test_recovery_is_pure() -> None:
-    """The recovery module imports no I/O library."""
-    assert set() == imported_roots(PACKAGE / "callbacks/backends/recovery.py") & IO_LIBRARIES
 
 
 def test_absurdly_deep_nesting_is_not_an_error() -> None:

@@ -15,7 +15,6 @@ from sentinel_hooks.watchers.strategies.probe_state import (
     ProbeTrigger,
     step,
 )
-from tests.test_architecture import IO_LIBRARIES, PACKAGE, imported_roots
 
 FAIL = ProbeFailure("stdout is not JSON")
 
@@ -117,8 +116,3 @@ def test_error_count_is_kept_in_the_state() -> None:
     for _ in range(2):
         _, state = step(state, FAIL, rules)
     assert ProbeState(errors=2) == state
-
-
-def test_probe_state_module_does_no_io() -> None:
-    """The state machine stays pure: no subprocess, socket or other I/O library imported."""
-    assert set() == imported_roots(PACKAGE / "watchers/strategies/probe_state.py") & IO_LIBRARIES

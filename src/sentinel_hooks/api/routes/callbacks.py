@@ -11,18 +11,21 @@ from pydantic import ValidationError
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
-from sentinel_hooks.api.query import INT64_MAX, int_param, limit_param
+from sentinel_hooks.api.query import int_param, limit_param
+from sentinel_hooks.api.routing import Routes
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
 from sentinel_hooks.core.envelope import Envelope, EnvelopeSource
+from sentinel_hooks.endpoints import callbacks as endpoints
+from sentinel_hooks.endpoints.callbacks import DEFAULT_LIMIT, MAX_ENVELOPE_BYTES, MAX_LIMIT, MAX_TRANSCRIPT
+from sentinel_hooks.endpoints.common import INT64_MAX
 from sentinel_hooks.store.records import ContractState
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
 
-routes = web.RouteTableDef()
+routes = Routes()
 
-MAX_ENVELOPE_BYTES = 64 * 1024
 STATES = get_args(ContractState)
 
 
@@ -35,7 +38,7 @@ def _invalid(exc: ValidationError) -> ApiError:
     return ApiError(400, "invalid_envelope", f"invalid envelope: {text}", details)
 
 
-@routes.post("/hooks/sentinel")
+@routes.serve(endpoints.POST_ENVELOPE)
 async def external_callback(request: web.Request) -> web.Response:
     """An envelope from another system follows the same path as a fire: contract, session, relay."""
     service = service_of(request)
@@ -71,7 +74,7 @@ async def callback_page(service: Service, query: Mapping[str, str]) -> dict[str,
     page = await service.callbacks(
         query.get("watcherId") or None,
         state,  # type: ignore[arg-type]  # checked against STATES above
-        limit=limit_param(query, maximum=500, default=50),
+        limit=limit_param(query, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
         cursor=query.get("cursor") or None,
     )
     items = [c.model_dump(mode="json", by_alias=True) for c in page.items]
@@ -95,22 +98,22 @@ async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
     }
 
 
-@routes.get("/api/v1/callbacks")
+@routes.serve(endpoints.LIST)
 async def list_callbacks(request: web.Request) -> web.Response:
     return web.json_response(await callback_page(service_of(request), request.query))
 
 
-@routes.get("/api/v1/callbacks/{id}")
+@routes.serve(endpoints.SHOW)
 async def show_callback(request: web.Request) -> web.Response:
     return web.json_response(await callback_json(service_of(request), request.match_info["id"]))
 
 
-@routes.get("/api/v1/sessions/{key}")
+@routes.serve(endpoints.SESSION)
 async def show_session(request: web.Request) -> web.Response:
     """A hook session's transcript (every callback of the session, in order)."""
     service = service_of(request)
     key = request.match_info["key"]
-    limit = limit_param(request.query, maximum=500, default=500)
+    limit = limit_param(request.query, maximum=MAX_TRANSCRIPT, default=MAX_TRANSCRIPT)
     after = int_param(
         request.query, "afterSeq", default=0, minimum=0, maximum=INT64_MAX, code="invalid_after"
     )

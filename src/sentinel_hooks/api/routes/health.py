@@ -6,22 +6,24 @@ from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.errors import error_response
+from sentinel_hooks.api.routing import Routes
+from sentinel_hooks.endpoints import service as endpoints
 from sentinel_hooks.errors import StoreError
 
-routes = web.RouteTableDef()
+routes = Routes()
 
 # /readyz needs no auth, and the store's own error names its file or server: the cause is logged
 # by the write check (once per change), the answer says only where to find it.
 STORE_NOT_WRITABLE = "the store does not take writes (the cause is in the service log)"
 
 
-@routes.get("/healthz")
+@routes.serve(endpoints.HEALTHZ)
 async def healthz(request: web.Request) -> web.Response:
     """The process is up and its event loop answers."""
     return web.json_response({"status": "ok"})
 
 
-@routes.get("/readyz")
+@routes.serve(endpoints.READYZ)
 async def readyz(request: web.Request) -> web.Response:
     """The store takes writes (``store.health``) and the watchers are loaded. MCP servers' states
     are details only: one that failed leaves the service ready (``sentinel status`` says why)."""
@@ -39,7 +41,7 @@ async def readyz(request: web.Request) -> web.Response:
     return web.json_response(answer)
 
 
-@routes.get("/metrics")
+@routes.serve(endpoints.METRICS)
 async def metrics(request: web.Request) -> web.Response:
     """Prometheus text format (rendered in pieces between polls: ``Service.metrics_text``)."""
     body, content_type = await service_of(request).metrics_text()

@@ -16,21 +16,21 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import has_lone_surrogate, read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
+from sentinel_hooks.api.routing import Routes
+from sentinel_hooks.endpoints import inbox as endpoints
+from sentinel_hooks.endpoints.common import MAX_ACTOR_CHARS
+from sentinel_hooks.endpoints.inbox import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT
+from sentinel_hooks.endpoints.silences import MAX_DURATION_MS as MAX_SILENCE_MS
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
 from sentinel_hooks.store.records import InboxHistoryEntry, InboxItem, InboxKind, InboxStatus
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
 
-routes = web.RouteTableDef()
+routes = Routes()
 
 ACTOR_HEADER = "X-Sentinel-Actor"
 DEFAULT_ACTOR = "api"
-MAX_ACTOR_CHARS = 200
-MAX_BODY = 16 * 1024
-MAX_LIMIT = 500
-DEFAULT_LIMIT = 50
-MAX_SILENCE_MS = 366 * 24 * 3600 * 1000  # as a silence made through /api/v1/silences
 
 
 def item_json(item: InboxItem, escalation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -144,12 +144,12 @@ async def ack_from(service: Service, item_id: str, data: Any, actor: str) -> dic
     return {"item": item_json(item), "silence": silence.to_json(service.now())}
 
 
-@routes.get("/api/v1/inbox")
+@routes.serve(endpoints.LIST)
 async def list_items(request: web.Request) -> web.Response:
     return web.json_response(await inbox_page(service_of(request), request.query))
 
 
-@routes.get("/api/v1/inbox/{id}")
+@routes.serve(endpoints.SHOW)
 async def show_item(request: web.Request) -> web.Response:
     service = service_of(request)
     item, history = await service.inbox_item(request.match_info["id"])
@@ -163,7 +163,7 @@ async def _move(request: web.Request, action: Action) -> web.Response:
     return web.json_response(answer)
 
 
-@routes.post("/api/v1/inbox/{id}/ack")
+@routes.serve(endpoints.ACK)
 async def ack_item(request: web.Request) -> web.Response:
     """``{note?, silenceForMs?}`` (``ack_from``)."""
     data = await _body(request)
@@ -171,16 +171,16 @@ async def ack_item(request: web.Request) -> web.Response:
     return web.json_response(answer)
 
 
-@routes.post("/api/v1/inbox/{id}/resolve")
+@routes.serve(endpoints.RESOLVE)
 async def resolve_item(request: web.Request) -> web.Response:
     return await _move(request, "resolve")
 
 
-@routes.post("/api/v1/approvals/{id}/approve")
+@routes.serve(endpoints.APPROVE)
 async def approve_item(request: web.Request) -> web.Response:
     return await _move(request, "approve")
 
 
-@routes.post("/api/v1/approvals/{id}/deny")
+@routes.serve(endpoints.DENY)
 async def deny_item(request: web.Request) -> web.Response:
     return await _move(request, "deny")

@@ -16,15 +16,17 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError, error_of
 from sentinel_hooks.api.ingest_auth import included_headers, push_admitted
+from sentinel_hooks.api.routing import Routes, body_limit
 from sentinel_hooks.config.watcher import WebhookWatcher
 from sentinel_hooks.core.alertmanager import AlertPayloadError, alert_observations
+from sentinel_hooks.endpoints.watchers import INGEST
 from sentinel_hooks.errors import NotFound
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
     from sentinel_hooks.watchers.runner import WatcherRunner
 
-routes = web.RouteTableDef()
+routes = Routes()
 
 NOT_FOUND = (
     "no enabled webhook watcher {id!r}: the id in the URL must be the id of a webhook watcher "
@@ -69,7 +71,7 @@ async def ingest(request: web.Request) -> web.Response:
     service = service_of(request)
     watcher_id = request.match_info["id"]
     require_json_type(request)
-    body = await read_raw(request, max_bytes=service.settings.limits.max_response_bytes)
+    body = await read_raw(request, max_bytes=body_limit(INGEST, service))
     found = _webhook(service, watcher_id)
     admitted = push_admitted(found[1] if found else None, request.headers, body)  # the same work always
     if found is None or (not admitted and not found[0].enabled):
@@ -93,7 +95,7 @@ async def ingest(request: web.Request) -> web.Response:
     return web.json_response({"accepted": True, "fired": outcome.fired}, status=202)
 
 
-@routes.post("/hooks/ingest/{id}")
+@routes.serve(INGEST)
 async def counted_ingest(request: web.Request) -> web.Response:
     """``ingest``, counted in ``sentinel_webhook_pushes_total{watcher, outcome}``: the outcome is
     ``accepted`` or the refusal's error code. The watcher label is the id only when it names a

@@ -9,9 +9,11 @@ import json
 from aiohttp import web
 
 from sentinel_hooks.api.app import service_of
-from sentinel_hooks.api.openapi import OPENAPI_PATH, build_openapi
+from sentinel_hooks.api.openapi import build_openapi
+from sentinel_hooks.api.routing import Routes
+from sentinel_hooks.endpoints import service as endpoints
 
-routes = web.RouteTableDef()
+routes = Routes()
 
 
 @functools.cache
@@ -20,7 +22,7 @@ def document_bytes(*, bearer: bool) -> bytes:
     return json.dumps(build_openapi(bearer=bearer), ensure_ascii=False).encode()
 
 
-@routes.get(OPENAPI_PATH)
+@routes.serve(endpoints.OPENAPI)
 async def openapi_document(request: web.Request) -> web.Response:
     """The OpenAPI document describing every route of this service."""
     bearer = service_of(request).settings.server.api_token is not None

@@ -21,11 +21,17 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
-from sentinel_hooks.api.routes.inbox import MAX_ACTOR_CHARS, actor_of
+from sentinel_hooks.api.routes.inbox import actor_of
+from sentinel_hooks.api.routing import Routes
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import Op
-from sentinel_hooks.core.silences import Matcher, MatchMode
+from sentinel_hooks.core.silences import Matcher
+from sentinel_hooks.endpoints import service as service_endpoints
+from sentinel_hooks.endpoints import silences as endpoints
+from sentinel_hooks.endpoints.common import MAX_ACTOR_CHARS
+from sentinel_hooks.endpoints.silences import DEFAULT_LIMIT, MAX_BODY, MAX_DURATION_MS, MAX_LIMIT
 from sentinel_hooks.errors import NotFound
 from sentinel_hooks.store.silences import (
     MAX_COMMENT_CHARS,
@@ -37,11 +43,8 @@ from sentinel_hooks.store.silences import (
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
 
-routes = web.RouteTableDef()
+routes = Routes()
 
-MAX_BODY = 64 * 1024
-MAX_LIMIT = 500
-MAX_DURATION_MS = 366 * 24 * 3600 * 1000  # a year and a day: longer is a mistake, not a silence
 LAST_TIME = "9999-12-31T23:59:59.999Z"  # datetime's last instant: times past it cannot be held
 BODY_KEYS = frozenset({"matchers", "match", "startsAt", "endsAt", "durationMs", "comment", "createdBy"})
 _MATCHERS: TypeAdapter[list[Matcher]] = TypeAdapter(list[Matcher])
@@ -64,7 +67,7 @@ async def silence_page(service: Service, query: Mapping[str, str]) -> dict[str, 
         )
     page = await service.silence_page(
         raw,
-        limit=limit_param(query, maximum=MAX_LIMIT, default=50),
+        limit=limit_param(query, maximum=MAX_LIMIT, default=DEFAULT_LIMIT),
         cursor=query.get("cursor") or None,
     )
     now = service.now()
@@ -152,10 +155,10 @@ def _instant(value: Any, key: str) -> datetime:
 
 
 def _created_by(data: dict[str, Any]) -> str | None:
-    """The body's ``createdBy``, trimmed; None when absent."""
-    value = data.get("createdBy")
-    if value is None:
+    """The body's ``createdBy``, trimmed; None when absent (null is not a name)."""
+    if "createdBy" not in data:
         return None
+    value = data["createdBy"]
     if not isinstance(value, str) or not value.strip() or len(value.strip()) > MAX_ACTOR_CHARS:
         raise _invalid("createdBy", f"must name who silences, in 1 to {MAX_ACTOR_CHARS} characters")
     return value.strip()
@@ -214,30 +217,30 @@ def parse_body(data: Any, now: datetime) -> dict[str, Any]:
     }
 
 
-@routes.get("/api/v1/silences")
+@routes.serve(endpoints.LIST)
 async def list_silences(request: web.Request) -> web.Response:
     return web.json_response(await silence_page(service_of(request), request.query))
 
 
-@routes.post("/api/v1/silences")
+@routes.serve(endpoints.CREATE)
 async def create_silence(request: web.Request) -> web.Response:
     actor = actor_of(request)
     data = await read_json(request, max_bytes=MAX_BODY)
     return web.json_response(await create_from(service_of(request), data, actor), status=201)
 
 
-@routes.get("/api/v1/silences/{id}")
+@routes.serve(endpoints.SHOW)
 async def show_silence(request: web.Request) -> web.Response:
     silence = await service_of(request).silence(request.match_info["id"])
     return web.json_response({"silence": silence_json(request, silence)})
 
 
-@routes.delete("/api/v1/silences/{id}")
+@routes.serve(endpoints.EXPIRE)
 async def expire_silence(request: web.Request) -> web.Response:
     silence = await service_of(request).expire_silence(request.match_info["id"])
     return web.json_response({"silence": silence_json(request, silence)})
 
 
-@routes.get("/api/v1/status")
+@routes.serve(service_endpoints.STATUS)
 async def status(request: web.Request) -> web.Response:
     return web.json_response(await service_of(request).status())

@@ -11,22 +11,23 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from pydantic import ValidationError
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
+from sentinel_hooks.api.routing import Routes, body_limit
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.watcher import CommandWatcher
+from sentinel_hooks.endpoints import watchers as endpoints
+from sentinel_hooks.endpoints.watchers import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT, EnabledBody, FireBody
 from sentinel_hooks.watchers.runner import WatcherRunner
 
 if TYPE_CHECKING:
     from sentinel_hooks.service import Service
 
-routes = web.RouteTableDef()
-
-MAX_BODY = 256 * 1024
-MAX_LIMIT = 1000
+routes = Routes()
 
 
 async def watcher_json(service: Service, runner: WatcherRunner) -> dict[str, Any]:
@@ -46,7 +47,7 @@ async def watcher_json(service: Service, runner: WatcherRunner) -> dict[str, Any
 
 async def watcher_page(service: Service, query: Mapping[str, str]) -> dict[str, Any]:
     """``{"items", "nextCursor"}`` for the ``limit`` and ``cursor`` of ``query``."""
-    limit = limit_param(query, maximum=MAX_LIMIT, default=100)
+    limit = limit_param(query, maximum=MAX_LIMIT, default=DEFAULT_LIMIT)
     cursor = query.get("cursor")
     runners = service.watchers()
     if cursor:
@@ -91,18 +92,22 @@ async def create_from(service: Service, data: Any) -> dict[str, Any]:
 
 
 async def set_enabled_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
-    """Enable or disable from a ``{"enabled": bool}`` body."""
-    if not isinstance(data, dict) or set(data) != {"enabled"} or not isinstance(data["enabled"], bool):
-        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}')
-    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, data["enabled"]))
+    """Enable or disable from a ``{"enabled": bool}`` body (``EnabledBody``)."""
+    try:
+        body = EnabledBody.model_validate(data, strict=True)
+    except ValidationError:
+        raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}') from None
+    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, body.enabled))
 
 
 async def fire_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
-    """A manual fire from a ``{}`` or ``{"payload": …}`` body; the answer of a 202."""
+    """A manual fire from a ``{}`` or ``{"payload": …}`` body (``FireBody``); the answer of a 202."""
     runner = service.watcher(watcher_id)
-    if not isinstance(data, dict) or set(data) - {"payload"}:
-        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}')
-    outcome = await service.fire(runner.id, data.get("payload", {}))
+    try:
+        body = FireBody.model_validate(data, strict=True)
+    except ValidationError:
+        raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}') from None
+    outcome = await service.fire(runner.id, body.payload)
     if outcome.contract is None:
         raise ApiError(
             400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
@@ -110,40 +115,40 @@ async def fire_from(service: Service, watcher_id: str, data: Any) -> dict[str, A
     return {"callbackId": outcome.contract.callback_id, "state": outcome.contract.state}
 
 
-@routes.get("/api/v1/watchers")
+@routes.serve(endpoints.LIST)
 async def list_watchers(request: web.Request) -> web.Response:
     return web.json_response(await watcher_page(service_of(request), request.query))
 
 
-@routes.get("/api/v1/watchers/{id}")
+@routes.serve(endpoints.SHOW)
 async def show_watcher(request: web.Request) -> web.Response:
     service = service_of(request)
     return web.json_response(await watcher_json(service, service.watcher(request.match_info["id"])))
 
 
-@routes.post("/api/v1/watchers")
+@routes.serve(endpoints.CREATE)
 async def create_watcher(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_BODY)
     return web.json_response(await create_from(service_of(request), data), status=201)
 
 
-@routes.patch("/api/v1/watchers/{id}")
+@routes.serve(endpoints.PATCH)
 async def patch_watcher(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_BODY)
     return web.json_response(await set_enabled_from(service_of(request), request.match_info["id"], data))
 
 
-@routes.delete("/api/v1/watchers/{id}")
+@routes.serve(endpoints.DELETE)
 async def delete_watcher(request: web.Request) -> web.Response:
     await service_of(request).delete_watcher(request.match_info["id"])
     return web.Response(status=204)
 
 
-@routes.post("/api/v1/watchers/{id}/fire")
+@routes.serve(endpoints.FIRE)
 async def fire_watcher(request: web.Request) -> web.Response:
     service = service_of(request)
     service.watcher(request.match_info["id"])  # 404 before reading the body
     data: Any = {}
     if request.can_read_body:
-        data = await read_json(request, max_bytes=max(MAX_BODY, service.settings.limits.max_response_bytes))
+        data = await read_json(request, max_bytes=body_limit(endpoints.FIRE, service))
     return web.json_response(await fire_from(service, request.match_info["id"], data), status=202)

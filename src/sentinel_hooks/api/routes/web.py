@@ -26,10 +26,12 @@ from aiohttp import web
 from sentinel_hooks import __version__
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.api.routing import Routes
+from sentinel_hooks.endpoints import service as endpoints
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES
 from sentinel_hooks.store.records import Severity
 
-routes = web.RouteTableDef()
+routes = Routes()
 
 CONTENT_SECURITY_POLICY = "; ".join(
     [
@@ -112,7 +114,7 @@ def render_page(*, token_required: bool) -> str:
     )
 
 
-@routes.get("/")
+@routes.serve(endpoints.PAGE)
 async def page(request: web.Request) -> web.Response:
     """The web page: inbox, watchers, recent callbacks (data comes from the JSON API)."""
     token_required = service_of(request).settings.server.api_token is not None
@@ -120,7 +122,7 @@ async def page(request: web.Request) -> web.Response:
     return secured(response, cache="no-store")
 
 
-@routes.get("/static/{name}")
+@routes.serve(endpoints.ASSET)
 async def static(request: web.Request) -> web.Response:
     """The page's script, stylesheet and icon; any other name is 404."""
     name = request.match_info["name"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
@@ -23,7 +24,7 @@ from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
 from sentinel_hooks.store.base import ContractStore
-from sentinel_hooks.store.records import Contract, Trigger
+from sentinel_hooks.store.records import Contract, Delivery, Trigger
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +94,25 @@ def session_key(service: ServiceConfig, watcher_id: str, group: str | None = Non
 
 
 class AcceptHook(Protocol):
-    """Called for each new pending contract, before the session sink (fan-out, relay wake-up)."""
+    """What a new pending contract brings and sets off (``relay.notices.Notices``).
 
-    async def __call__(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> None: ...
+    ``deliveries`` makes its fan-out line's deliveries, which the store writes with the contract
+    in one step (none are sent for a fire that is deduped or refused); ``accepted`` is told once
+    the contract is stored pending, before the session sink (the relay's wake-up for its
+    deadline, the outbox's for those deliveries). Neither may block on I/O.
+    """
+
+    def deliveries(self, envelope: Envelope, contract: Contract, fanout: Fanout) -> list[Delivery]: ...
+
+    def accepted(self, contract: Contract, deliveries: Sequence[Delivery]) -> None: ...
 
 
 class CallbackIntake:
     """Dedupe, store the contract, hand the callback on.
 
-    The dedupe window, the contract and the fire's message (``message_key``) are written in
-    one store step (``Store.accept_contract``): one round trip per callback.
+    The dedupe window, the contract, the fire's message (``message_key``) and its fan-out line's
+    deliveries are written in one store step (``Store.accept_contract``): one round trip per
+    callback.
     """
 
     def __init__(
@@ -151,14 +161,44 @@ class CallbackIntake:
         ``conditions`` (each leaf's path, op, value, actual value and result, for a match) is kept
         with the fire's message, so the callback can be explained later.
         """
-        now = self._clock.now()
-        dedupe_key = envelope.trigger.dedupe_key or envelope.callback_id
+        pending = self._pending(envelope, session_group)
+        if silenced_by is ASK_SILENCES:
+            silenced_by = await self.silenced_by(envelope)
+        if silenced_by is not None:
+            return await self._silenced(envelope, pending, silenced_by)
+        line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
+        chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         window = self._service.hook_response_dedupe_window_ms
-        use_window = not bypass_dedupe and window > 0
-        pending = Contract(
+        deliveries = self._fanout(envelope, pending, chosen)
+        # one store step: dedupe window, contract, the fire's message for the session, fan-out line
+        stored = await self._store.accept_contract(
+            pending,
+            envelope,
+            dedupe_key=f"dedupe:{pending.dedupe_key}" if not bypass_dedupe and window > 0 else None,
+            dedupe_ttl_ms=window,
+            checkpoints={
+                message_key(pending.callback_id): {
+                    "text": chosen.rendered,
+                    "error": chosen.error,
+                    "conditions": conditions,
+                }
+            },
+            deliveries=deliveries,
+        )
+        contract = await self._recorded(stored, envelope.callback_id)
+        if contract.state == "pending":
+            if self._on_accepted is not None:
+                self._on_accepted.accepted(contract, deliveries)
+            await self._sink.submit(envelope, contract)
+        return contract
+
+    def _pending(self, envelope: Envelope, session_group: str | None) -> Contract:
+        """The pending contract of ``envelope``, created now, due ``delivery.timeoutMs`` from now."""
+        now = self._clock.now()
+        return Contract(
             callback_id=envelope.callback_id,
             watcher_id=envelope.watcher.id,
-            dedupe_key=dedupe_key,
+            dedupe_key=envelope.trigger.dedupe_key or envelope.callback_id,
             session_key=session_key(self._service, envelope.watcher.id, session_group),
             state="pending",
             trigger=Trigger(
@@ -170,41 +210,17 @@ class CallbackIntake:
             deadline=now + timedelta(milliseconds=envelope.delivery.timeout_ms),
             targets=list(envelope.delivery.targets),
         )
-        if silenced_by is ASK_SILENCES:
-            silenced_by = await self.silenced_by(envelope)
-        if silenced_by is not None:
-            return await self._silenced(envelope, pending, silenced_by)
-        line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
-        chosen = fanout or Fanout(self._service.notification_payload_mode, line)
-        # one store step: dedupe window, contract, and the fire's message for the session
-        contract = await self._store.accept_contract(
-            pending,
-            envelope,
-            dedupe_key=f"dedupe:{dedupe_key}" if use_window else None,
-            dedupe_ttl_ms=window,
-            checkpoints={
-                message_key(pending.callback_id): {
-                    "text": chosen.rendered,
-                    "error": chosen.error,
-                    "conditions": conditions,
-                }
-            },
-        )
-        if contract is None:
-            existing = await self._store.get_contract(envelope.callback_id)
-            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
-        if self._events is not None:
-            self._events.fire(
-                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
-            )
-        if contract.state == "pending":
-            if self._on_accepted is not None:
-                try:
-                    await self._on_accepted(envelope, contract, chosen)
-                except Exception:  # the contract is stored: the relay covers whatever failed here
-                    log.exception("post-accept hook failed for %s", contract.callback_id)
-            await self._sink.submit(envelope, contract)
-        return contract
+
+    def _fanout(self, envelope: Envelope, pending: Contract, fanout: Fanout) -> list[Delivery]:
+        """The fan-out line's deliveries, to store with the contract; none when making them
+        fails (the contract is stored all the same: its session and the relay still reach people)."""
+        if self._on_accepted is None:
+            return []
+        try:
+            return self._on_accepted.deliveries(envelope, pending, fanout)
+        except Exception:
+            log.exception("making the fan-out line of %s failed", pending.callback_id)
+            return []
 
     async def silenced_by(self, envelope: Envelope) -> str | None:
         """The silence id or window name that mutes ``envelope``'s fire now, else None."""
@@ -215,10 +231,9 @@ class CallbackIntake:
         silenced = pending.model_copy(
             update={"state": "silenced", "settled_at": pending.created_at, "silenced_by": silenced_by}
         )
-        contract = await self._store.accept_contract(silenced, envelope)
-        if contract is None:
-            existing = await self._store.get_contract(envelope.callback_id)
-            raise CallbackExists(envelope.callback_id, existing.state if existing is not None else None)
+        contract = await self._recorded(
+            await self._store.accept_contract(silenced, envelope), envelope.callback_id
+        )
         log.info(
             "%s on %s silenced by %s — callback %s",
             envelope.watcher.event_name,
@@ -227,8 +242,15 @@ class CallbackIntake:
             contract.callback_id,
             extra={"callbackId": contract.callback_id, "watcherId": contract.watcher_id},
         )
+        return contract
+
+    async def _recorded(self, stored: Contract | None, callback_id: str) -> Contract:
+        """``accept_contract``'s answer, reported as a fire; ``CallbackExists`` when the id was taken."""
+        if stored is None:
+            existing = await self._store.get_contract(callback_id)
+            raise CallbackExists(callback_id, existing.state if existing is not None else None)
         if self._events is not None:
             self._events.fire(
-                contract.watcher_id, contract.callback_id, state=contract.state, kind=contract.trigger.kind
+                stored.watcher_id, stored.callback_id, state=stored.state, kind=stored.trigger.kind
             )
-        return contract
+        return stored

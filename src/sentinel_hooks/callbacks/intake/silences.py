@@ -33,9 +33,10 @@ from ulid import ULID
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.maintenance import MaintenanceWindow
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.paths import MISSING
-from sentinel_hooks.core.silences import Matcher, MatchMode, fire_facts, matches
+from sentinel_hooks.core.silences import Matcher, fire_facts, matches
 from sentinel_hooks.errors import NotFound, StoreError
 from sentinel_hooks.store.base import SilenceStore
 from sentinel_hooks.store.records import Page, utc_ms

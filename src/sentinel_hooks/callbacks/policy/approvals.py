@@ -31,6 +31,7 @@ from sentinel_hooks.callbacks.backends.base import ToolCall
 from sentinel_hooks.callbacks.policy.commands import SAFE_PATH, CommandResult, Located, locate, run_command
 from sentinel_hooks.callbacks.policy.judge import Judges, overrule
 from sentinel_hooks.callbacks.policy.rules import CommandRequest, PolicyDecision, decide
+from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.callbacks.sessions.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
@@ -198,8 +199,6 @@ class ApprovalResumer:
 
     async def decided(self, item: InboxItem) -> None:
         """The inbox's ``on_decision`` hook: approved → run, denied/expired → refuse; then resume."""
-        from sentinel_hooks.callbacks.sessions.session import progress_key
-
         if item.kind != "approval" or item.callback_id is None:
             return
         # the agent gets a fresh deadline to report, whatever became of the session

@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from sentinel_hooks.callbacks.backends.base import ModelBackend
-from sentinel_hooks.callbacks.policy.rules import Decision, PolicyDecision
+from sentinel_hooks.callbacks.policy.rules import PolicyDecision
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted
-from sentinel_hooks.config.service import JudgedAction, JudgeRule
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.config.service import Decision, JudgedAction, JudgeRule
+from sentinel_hooks.core.checks import evaluate
 
 __all__ = ["JUDGE_INSTRUCTIONS", "Judges", "Verdict", "overrule", "read_answer"]
 

@@ -21,23 +21,20 @@ import json
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from sentinel_hooks.config.service import ActionPolicySpec, PolicyRule
-from sentinel_hooks.core.conditions import evaluate
+from sentinel_hooks.config.service import ActionPolicySpec, Decision, PolicyRule
+from sentinel_hooks.core.checks import evaluate
 
 __all__ = [
     "LOOP_GUARD_RULE",
     "ActionRequest",
     "CommandRequest",
-    "Decision",
     "McpRequest",
     "PolicyDecision",
     "decide",
     "mcp_summary",
 ]
-
-Decision = Literal["auto", "needs_approval", "deny"]
 
 LOOP_GUARD_RULE = "loop-guard"
 """The ``rule_id`` of a refusal by the loop guard (no configured rule can use it: ids are names)."""

@@ -24,7 +24,7 @@ from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import CheckpointStore, ContractStore
-from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.records import Contract, ContractState
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.queues.stream import StreamSettings
@@ -33,9 +33,13 @@ log = logging.getLogger(__name__)
 
 
 class Runs(Protocol):
-    """Runs (or resumes) one callback's session to a final status (``SessionRunner``)."""
+    """Runs (or resumes) one callback's session to a final status (``SessionRunner``).
 
-    async def run(self, contract: Contract) -> str: ...
+    ``envelope`` is the callback's envelope when the queue holds it (handed over in memory by
+    the intake, in the process that accepted it); None: the runner reads it from the store.
+    """
+
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str: ...
 
 
 class SessionQueue(Protocol):
@@ -46,6 +50,9 @@ class SessionQueue(Protocol):
       in parallel, at most ``concurrency`` at once (per replica). In steady operation a callback
       queued once runs once; around a stop, a crash or a start it may run again, which the
       runner absorbs (it resumes from its checkpoint and skips a session already final).
+    - A callback submitted and run in the same process is run with the envelope ``submit`` was
+      handed (the envelope travels once, in memory); one requeued, resumed after a restart or
+      run by another replica is run without, and the runner reads it from the store.
     - A session that raises is reported ``crashed`` and the queue goes on with the next one.
     - ``finished`` maps each callback id run here to the status its last run returned.
     - ``resume`` (at start) queues the callbacks whose contract is still open and whose session had
@@ -104,10 +111,12 @@ async def run_counted(
     contract: Contract,
     events: Events | None,
     *,
+    envelope: Envelope | None = None,
     passes: tuple[type[Exception], ...] = (),
 ) -> str:
     """Run one session for a queue: counted in the running-sessions gauge and reported as an event.
 
+    ``envelope`` is the one the queue was handed with the callback (None: not held here).
     A session that raises is logged and reported as ``crashed`` (one broken session must not
     stop the others; the contract's fallback covers it), except for the exception types in
     ``passes``, which propagate to a queue that retries them.
@@ -116,7 +125,7 @@ async def run_counted(
     if running is not None:
         running.inc()
     try:
-        status = await runner.run(contract)
+        status = await runner.run(contract, envelope)
     except passes:
         raise
     except Exception:
@@ -128,3 +137,21 @@ async def run_counted(
     if events is not None:
         events.session(contract.callback_id, status, watcher_id=contract.watcher_id)
     return status
+
+
+RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
+
+
+async def open_contracts(store: ContractStore) -> list[Contract]:
+    """Contracts whose session may still have work to do after a restart (pending, or notifying:
+    the agent notified and went on); paused sessions wait for their approval instead."""
+    found: list[Contract] = []
+    for state in RESUMABLE:
+        cursor: str | None = None
+        while True:
+            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
+            found.extend(page.items)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    return found

@@ -1,8 +1,10 @@
 """The ``local`` hook-session queue: in this process's memory, one worker task per busy session key.
 
 Callbacks of one session key run one at a time in arrival order; different keys run in
-parallel up to ``hookConcurrency``. Nothing here survives a restart, and nothing needs to:
-``resume`` finds the open contracts in the store and queues them again (``SessionQueue``).
+parallel up to ``hookConcurrency``. A submitted callback waits with the envelope it was handed,
+so its session does not read it back from the store. Nothing here survives a restart, and
+nothing needs to: ``resume`` finds the open contracts in the store and queues them again
+(``SessionQueue``); their sessions read their envelopes.
 """
 
 from __future__ import annotations
@@ -11,8 +13,8 @@ import asyncio
 import contextlib
 from collections import deque
 
-from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, open_contracts, run_counted
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress_key
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.events import Events
 from sentinel_hooks.store.records import Contract
@@ -29,20 +31,21 @@ class LocalSessionQueue:
         self._runner = runner
         self._store = store
         self._limit = asyncio.Semaphore(concurrency)
-        self._queues: dict[str, deque[Contract]] = {}
+        self._queues: dict[str, deque[tuple[Contract, Envelope | None]]] = {}
         self._workers: dict[str, asyncio.Task[None]] = {}
         self.finished: dict[str, str] = {}
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
-        self.enqueue(contract)
+        self.enqueue(contract, envelope)
 
     async def requeue(self, contract: Contract) -> None:
         """Queue ``contract``'s session again (an approval was decided)."""
         self.enqueue(contract)
 
-    def enqueue(self, contract: Contract) -> None:
+    def enqueue(self, contract: Contract, envelope: Envelope | None = None) -> None:
+        """Queue ``contract``'s session, with its ``envelope`` when the caller holds it."""
         queue = self._queues.setdefault(contract.session_key, deque())
-        queue.append(contract)
+        queue.append((contract, envelope))
         if contract.session_key not in self._workers:
             task = asyncio.get_running_loop().create_task(self._work(contract.session_key))
             self._workers[contract.session_key] = task
@@ -51,9 +54,9 @@ class LocalSessionQueue:
         queue = self._queues[key]
         try:
             while queue:
-                contract = queue.popleft()
+                contract, envelope = queue.popleft()
                 async with self._limit:
-                    status = await run_counted(self._runner, contract, self._events)
+                    status = await run_counted(self._runner, contract, self._events, envelope=envelope)
                     self.finished[contract.callback_id] = status
         finally:
             self._workers.pop(key, None)

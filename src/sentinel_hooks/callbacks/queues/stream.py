@@ -3,16 +3,22 @@
 With a Redis store, accepted callbacks do not wait in one process's memory (``LocalSessionQueue``)
 but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "Hook sessions"):
 
-* **enqueue** appends the callback id to the key's list and adds a "key has work" entry to the
-  ``session-work`` stream, in one Lua call (``stream_scripts.py`` describes the keys);
+* **enqueue** appends the callback id to the key's list and, when the list was empty, adds a
+  "key has work" entry to the ``session-work`` stream, in one Lua call (``stream_scripts.py``
+  describes the keys and why a busy key needs no new entry);
 * each replica reads the stream in the consumer group ``sessions`` as consumer ``<replica id>``,
   one entry per free slot (``hookConcurrency`` slots per replica);
 * for an entry, the replica **takes the key's lock** (``SET NX PX``); if another replica holds it,
   the entry is acknowledged at once: the holder drains the list;
-* the holder **drains** the key's list in order: run the head's session (``SessionRunner.run``
-  resumes from the transcript checkpoint), pop it once it reached a final status, repeat; when the
-  list is empty it releases the lock and acknowledges its entry in one script — a callback pushed
-  meanwhile keeps it draining, so none is left behind;
+* the holder **drains** the key's list in order, from the head the lock's script answered: run
+  the head's session (``SessionRunner.run`` resumes from the transcript checkpoint), pop it once
+  it reached a final status (the pop answers the next head), repeat; the pop that leaves the
+  list empty also releases the lock and acknowledges the entry, in the same script — a callback
+  pushed before it keeps the holder draining, one pushed after announces the key afresh, so
+  none is left behind;
+* a callback submitted on this replica waits with its contract and envelope in memory
+  (``HANDED_MAX`` at most): when this replica drains it, its session starts from them instead
+  of reading them back from the store; drained elsewhere, they are forgotten as newer ones come;
 * the lock is **renewed** every ``lease_ms / 3`` together with the entry's idle time; a holder
   whose renewal fails, or that could not renew for ``lease_ms`` minus one tick, cancels the
   session at its next await (before its next write or tool call) and hands the key back;
@@ -29,6 +35,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -37,9 +44,9 @@ from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, run_counted
+from sentinel_hooks.callbacks.queues.base import QueueContext, QueueRoles, Runs, open_contracts, run_counted
 from sentinel_hooks.callbacks.queues.stream_scripts import SOURCES
-from sentinel_hooks.callbacks.sessions.session import FINAL, open_contracts, progress_key
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, first_command, open_client
 from sentinel_hooks.core.envelope import Envelope
@@ -55,6 +62,7 @@ log = logging.getLogger(__name__)
 GROUP = "sessions"
 BLOCK_MS = 1000  # how long one read waits for new entries (stop is not delayed by it: reads are cancelled)
 FORGET_CONSUMERS_AFTER_LEASES = 10  # consumers with nothing pending, idle this long, are removed
+HANDED_MAX = 1024  # submitted callbacks held in memory for this replica's drains (oldest forgotten first)
 
 
 @dataclass(frozen=True)
@@ -104,12 +112,17 @@ class StreamSessionQueue:
         self._handlers: set[asyncio.Task[None]] = set()
         self._entries: set[str] = set()  # the stream entries the handlers hold
         self._halted = False
+        self._handed: OrderedDict[str, tuple[Contract, Envelope]] = OrderedDict()
         self.finished: dict[str, str] = {}
 
     # -- the CallbackSink side -----------------------------------------------------------------
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:
-        """Queue an accepted callback (the contract is stored; a failure here is left to the relay)."""
+        """Queue an accepted callback (the contract is stored; a failure here is left to the relay),
+        holding its contract and envelope for a drain on this replica."""
+        self._handed[contract.callback_id] = (contract, envelope)
+        if len(self._handed) > HANDED_MAX:
+            self._handed.popitem(last=False)
         try:
             await self.requeue(contract)
         except StoreError as exc:
@@ -163,6 +176,7 @@ class StreamSessionQueue:
                     await task
         self._loops.clear()
         self._handlers.clear()
+        self._handed.clear()
         client, self._client = self._client, None
         if client is not None:
             with contextlib.suppress(Exception):
@@ -336,17 +350,18 @@ class StreamSessionQueue:
     async def _handle(self, entry_id: str, session_key: str) -> None:
         value = f"{self.replica_id} {entry_id} {secrets.token_hex(6)}"
         lock = self._keys.session_lock(session_key)
+        queue = self._keys.session_queue(session_key)
         try:
             took = await self._script(
                 "take",
                 "lock a session",
-                [lock, self._keys.session_work],
+                [lock, self._keys.session_work, queue],
                 [value, self._lease_ms, GROUP, entry_id],
             )
         except StoreError as exc:  # the entry stays pending: it is reclaimed later
             log.warning("session queue: %s", exc)
             return
-        if not took:
+        if not took[0]:
             return
         lost: list[str] = []
         me = asyncio.current_task()
@@ -358,7 +373,7 @@ class StreamSessionQueue:
 
         keeper = asyncio.get_running_loop().create_task(self._keep(lock, entry_id, value, on_lost))
         try:
-            await self._drain(session_key, entry_id, value)
+            await self._drain(session_key, entry_id, value, took[1] if len(took) > 1 else None)
         except (asyncio.CancelledError, LockLost) as exc:
             if lost or isinstance(exc, LockLost):
                 why = lost[0] if lost else str(exc)
@@ -376,28 +391,46 @@ class StreamSessionQueue:
         finally:
             await cancel_and_wait(keeper)
 
-    async def _drain(self, session_key: str, entry_id: str, value: str) -> None:
-        """Run the key's callbacks in order until its list is empty and the lock released."""
+    async def _drain(self, session_key: str, entry_id: str, value: str, head: Any) -> None:
+        """Run the key's callbacks in order, from ``head`` (the list's head when the lock was
+        taken), until its list is empty and the lock released."""
         lock, queue = self._keys.session_lock(session_key), self._keys.session_queue(session_key)
+        work = self._keys.session_work
         while True:
-            async with bounded(self.settings.redis_url, "read a session queue", timeout_s=self._timeout_s):
-                head = await self._redis.lindex(queue, 0)
-            if head is None:
-                keys = [lock, queue, self._keys.session_work]
+            if head is None:  # taken with an empty list (its callbacks were drained meanwhile)
                 args = [value, GROUP, entry_id, session_key, "0"]
-                if await self._script("release", "release a session", keys, args):
+                if await self._script("release", "release a session", [lock, queue, work], args):
                     return
+                async with bounded(
+                    self.settings.redis_url, "read a session queue", timeout_s=self._timeout_s
+                ):
+                    head = await self._redis.lindex(queue, 0)
                 continue
             callback_id = str(head)
-            contract = await self._store.get_contract(callback_id)
-            status = await self._run(contract) if contract is not None else "skipped"
-            self.finished[callback_id] = status
-            if not await self._script("pop", "finish a session", [lock, queue], [value, callback_id]):
+            self.finished[callback_id] = await self._run(callback_id)
+            args = [value, callback_id, GROUP, entry_id]
+            popped = await self._script("pop", "finish a session", [lock, queue, work], args)
+            if not popped[0]:
                 raise LockLost("the session lock was taken or expired")
+            if len(popped) < 2:  # the list is empty: the pop freed the lock
+                return
+            head = popped[1]
 
-    async def _run(self, contract: Contract) -> str:
+    async def _run(self, callback_id: str) -> str:
+        """Run the callback's session: from the contract and envelope submitted here when this
+        replica holds them, else from its contract read now (the runner reads the envelope)."""
+        handed = self._handed.pop(callback_id, None)
+        if handed is not None:
+            contract, envelope = handed
+        else:
+            found, envelope = await self._store.get_contract(callback_id), None
+            if found is None:
+                return "skipped"
+            contract = found
         # a StoreError is not final: the entry stays pending and the session is tried again later
-        return await run_counted(self._runner, contract, self._events, passes=(StoreError,))
+        return await run_counted(
+            self._runner, contract, self._events, envelope=envelope, passes=(StoreError,)
+        )
 
     async def _keep(self, lock: str, entry_id: str, value: str, on_lost: Any) -> None:
         """Renew the lock (and the entry's idle time) every tick; ``on_lost`` when that fails."""

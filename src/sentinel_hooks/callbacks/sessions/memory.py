@@ -27,6 +27,7 @@ from typing import Any
 
 from sentinel_hooks.canonical import canonical_json
 from sentinel_hooks.clock import iso
+from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.store.records import TranscriptEntry
 
@@ -39,7 +40,6 @@ QUOTE_CHARS = 160  # a message, reason or command output quoted in a line
 PAYLOAD_CHARS = 200  # the payload's compact JSON in a line (as in the fallback text)
 ACTIONS_KEPT = 6  # actions listed per callback: the first two and the latest four
 EVENTS_KEPT = 10  # event names counted in the rolled-up line
-SETTLED = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
 
 INTRO = (
     "What happened in this session before, oldest first (times UTC). These callbacks are past: "
@@ -193,7 +193,7 @@ def wanted_envelopes(state: MemoryState) -> list[str]:
 
 def unsettled(state: MemoryState) -> list[str]:
     """The callbacks to be told whose contract may still change state (worth looking up again)."""
-    return [d.callback_id for d in state.recent[-RECENT:] if d.contract not in SETTLED]
+    return [d.callback_id for d in state.recent[-RECENT:] if d.contract not in FINAL_STATES]
 
 
 def learn(

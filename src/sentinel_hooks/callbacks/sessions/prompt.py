@@ -10,7 +10,6 @@ secrets redacted.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from sentinel_hooks.config.skills import Skill
@@ -82,9 +81,6 @@ def user_message(
     parts.append(f"## Tools you may use\n{', '.join(tools)}")
     if memory:
         parts.append(f"## Earlier callbacks in this session\n{memory.strip()}")
-    parts.append(
-        "## Callback envelope\n```json\n"
-        + json.dumps(envelope.to_json(), ensure_ascii=False, indent=1)
-        + "\n```"
-    )
+    # the same compact text the store keeps (``Envelope.wire_text``), not a second rendering
+    parts.append("## Callback envelope\n```json\n" + envelope.wire_text() + "\n```")
     return {"role": "user", "content": "\n\n".join(parts)}

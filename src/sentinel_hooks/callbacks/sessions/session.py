@@ -4,13 +4,13 @@ A session queue (``callbacks/queues/base.py``) runs callbacks of one session key
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
-result was recorded.
+result was recorded. The tool calls of a turn are run and recorded by ``actions.ToolCalls``;
+the progress mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
@@ -22,7 +22,6 @@ from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
     ModelError,
     ModelReply,
-    ToolCall,
     ToolSpec,
     TransientModelError,
 )
@@ -30,17 +29,24 @@ from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
 from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
-from sentinel_hooks.callbacks.policy.rules import mcp_summary
 from sentinel_hooks.callbacks.sessions import compaction, memory
+from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
+from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
-from sentinel_hooks.callbacks.sessions.tools import CommandGate, McpTool, Paused, ToolBox, notifies_in
+from sentinel_hooks.callbacks.sessions.tools import (
+    FIRE_RESOLVED,
+    CommandGate,
+    McpTool,
+    ToolBox,
+    notifies_in,
+)
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.retry import Backoff, retry_after_of
+from sentinel_hooks.core.retry import Backoff, call_with_retries
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
@@ -53,32 +59,32 @@ from sentinel_hooks.store.base import (
     UsageStore,
     WatcherStore,
 )
-from sentinel_hooks.store.records import Contract, ContractState, TranscriptEntry
+from sentinel_hooks.store.records import Contract, TranscriptEntry
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.mcp.calls import McpGate
 
 log = logging.getLogger(__name__)
 
-FINAL = frozenset({"done", "failed", "paused", "skipped"})
-BREAKER_REASON = "the agent kept proposing denied actions"
-MODEL_SEES = ("decision", "ruleId", "reason")  # of a policy decision, in the tool result
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 _RNG = random.Random()  # the model backoff's jitter
-
-
-def progress_key(callback_id: str) -> str:
-    return f"session:{callback_id}"
-
-
-def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[str, Any]]:
-    """The session's progress checkpoint, as ``checkpoints`` for ``append_all``."""
-    return {progress_key(contract.callback_id): {"status": status, **extra}}
 
 
 class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, UsageStore, Protocol):
     """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
     reads, what its tools read (``ToolBox``), and the usage counters of its budgets."""
+
+
+@dataclass(frozen=True)
+class Begun:
+    """What a session starts from (``SessionRunner._begin``): its envelope, its progress status
+    before this run (None: a new session), the fire's message and the memory read with them."""
+
+    envelope: Envelope
+    status: str | None
+    rendered: dict[str, Any]
+    memory: dict[str, Any] | None
+    transcript: list[TranscriptEntry] | None
 
 
 @dataclass(frozen=True)
@@ -115,114 +121,132 @@ class SessionRunner:
     def __init__(self, deps: SessionDeps) -> None:
         self._deps = deps
         self._scripted = ScriptedBackend("scripted")
+        self._calls = ToolCalls(
+            self, circuit_breaker=deps.service.action_policy.circuit_breaker, events=deps.events
+        )
+        # per callback running here: entries and checkpoints held for its next append
+        self._held: dict[str, tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]] = {}
 
-    async def append(self, contract: Contract, entry: dict[str, Any]) -> dict[str, Any]:
+    async def append(
+        self, contract: Contract, entry: dict[str, Any], *, hold: bool = False
+    ) -> dict[str, Any]:
         """Store ``entry`` in the transcript with secrets masked, and return what was stored.
 
         A message goes to the model as returned here, never as it was before masking: a tool
         result (a command's output, an observation) may hold a secret of the service.
         """
-        return (await self.append_all(contract, [entry]))[0]
+        return (await self.append_all(contract, [entry], hold=hold))[0]
 
     async def append_all(
         self,
         contract: Contract,
         entries: list[dict[str, Any]],
         checkpoints: dict[str, dict[str, Any]] | None = None,
+        *,
+        hold: bool = False,
     ) -> list[dict[str, Any]]:
         """``append`` for several entries, in order, in one store step that also puts
-        ``checkpoints`` (``progress``: the session's progress with the entries it follows)."""
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows).
+
+        With ``hold`` they are written with the callback's next append instead, in its step:
+        for what a scripted reply follows (computed here, at once, with no effect outside), so
+        a scripted session writes its request with the reply and a tool's result with the
+        reply to it. A crash in between loses only steps the session takes again on resume.
+        """
         redactor = self._deps.redactor
         stored = [redactor.data({"callbackId": contract.callback_id, **entry}) for entry in entries]
+        held = self._held.pop(contract.callback_id, None)
+        if held is not None:
+            earlier, saved = held
+            entries, checkpoints = [*earlier, *stored], {**saved, **(checkpoints or {})}
+        else:
+            entries = stored
+        if hold:
+            self._held[contract.callback_id] = (entries, checkpoints or {})
+            return stored
         await self._deps.store.append_transcript(
-            contract.session_key, stored, at=self._deps.clock.now(), checkpoints=checkpoints
+            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints
         )
         return stored
 
-    async def _progress(self, contract: Contract, status: str, **extra: Any) -> None:
+    async def mark(self, contract: Contract, status: str, **extra: Any) -> None:
+        """Put the session's progress mark (with the entries held for it, if any)."""
+        if contract.callback_id in self._held:  # written with what it follows
+            await self.append_all(contract, [], progress(contract, status, **extra))
+            return
         await self._deps.store.put_checkpoint(progress_key(contract.callback_id), {"status": status, **extra})
 
-    async def run(self, contract: Contract) -> str:
+    async def run(self, contract: Contract, envelope: Envelope | None = None) -> str:
         """Run the session to its end (or to a pause); the final status.
 
-        A new session (no progress checkpoint yet) is marked ``running`` in the step that writes
-        its first transcript entries, so a session without that mark has no entries of its own
-        and its session's transcript need not be read (it grows with every callback of the key).
-        Its contract, envelope and checkpoints are read in one step (``SessionStore.read_callback``).
+        ``envelope`` is the callback's envelope when the caller holds it (the queue it was
+        submitted to, in the process that accepted it): it is then not read back from the store.
         """
-        deps = self._deps
+        begun = await self._begin(contract, envelope)
+        if isinstance(begun, str):
+            return begun
+        try:
+            return await self._converse(contract, begun)
+        finally:
+            self._held.pop(contract.callback_id, None)  # a session that raised: as after a crash
+
+    async def _begin(self, contract: Contract, envelope: Envelope | None) -> Begun | str:
+        """What the session starts from, or its final status when there is nothing to run.
+
+        Its contract, checkpoints and (unless held) envelope are read in one step
+        (``SessionStore.read_callback``). A new session (no progress checkpoint yet) is marked
+        ``running`` in the step that writes its first transcript entries, so a session without
+        that mark has no entries of its own and its session's transcript need not be read (it
+        grows with every callback of the key).
+        """
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
-        view = await deps.store.read_callback(
+        view = await self._deps.store.read_callback(
             callback_id,
             [progress_key(callback_id), message_key(callback_id), memory_key],
             tail=self._recall_tail(contract, memory_key),
+            envelope=envelope is None,
         )
         checkpoints = view.checkpoints
         status = (checkpoints.get(progress_key(callback_id)) or {}).get("status")
         if status in FINAL:
             return str(status)
-        current = view.contract
-        if status is None and (current is None or current.state != "pending"):
-            await self._progress(contract, "skipped")
+        if status is None and (view.contract is None or view.contract.state != "pending"):
+            await self.mark(contract, "skipped")
             return "skipped"
-        envelope = view.envelope
+        envelope = envelope or view.envelope
         if envelope is None:
-            await self._progress(contract, "failed", error="envelope missing")
+            await self.mark(contract, "failed", error="envelope missing")
             return "failed"
-        watcher = deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
         rendered = checkpoints.get(message_key(callback_id)) or {}
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
-        backend = self._backend(watcher, envelope, rendered)
-        box = ToolBox(
-            envelope=envelope,
-            contract=contract,
-            store=deps.store,
-            relay=deps.relay,
-            inbox=deps.inbox,
-            clock=deps.clock,
-            service=deps.service,
-            commands=deps.gate,
-            skill_id=envelope.watcher.skill_id,
-            events=deps.events,
-            judges=deps.judges,
-            mcp=deps.mcp,
-            mcp_tools=await self._mcp_tools(watcher, envelope),
+        return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript)
+
+    async def _converse(self, contract: Contract, begun: Begun) -> str:
+        """The conversation from where the session stands (its start, or its checkpoint)."""
+        envelope = begun.envelope
+        watcher = (
+            self._deps.watcher(contract.watcher_id) if envelope.source.route != "/hooks/sentinel" else None
         )
-        if status is not None and status != "running":  # resumed after an approval
-            await self._progress(contract, "running")
-        own = [] if status is None else await self._own_entries(contract)
+        backend = self._backend(watcher, envelope, begun.rendered)
+        box = await self._toolbox(contract, envelope, watcher)
+        if begun.status is not None and begun.status != "running":  # resumed after an approval
+            await self.mark(contract, "running")
+        own = [] if begun.status is None else await self._own_entries(contract)
         messages = [message for _, message in compaction.apply(own)]
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
-            recalled, learned = await self._recall(
-                contract, backend, checkpoints.get(memory_key), view.transcript
-            )
-            name, via = choose_model(watcher, deps.service)
-            skill = session_skill(envelope.watcher.skill_id, deps.skill)
-            first = [
-                system_message(envelope.mode.autonomy),
-                user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
-            ]
-            stored = await self.append_all(
-                contract,
-                [
-                    {"kind": "model", "model": backend.model, "entry": name, "via": via},
-                    *({"kind": "message", "message": message} for message in first),
-                ],
-                {**progress(contract, "running"), **learned},
-            )
-            messages.extend(entry["message"] for entry in stored[1:])
+            messages = await self._opening(contract, backend, box, watcher, begun)
         meter = Meter(
-            store=deps.store,
-            clock=deps.clock,
-            service=deps.service,
-            inbox=deps.inbox,
-            events=deps.events,
-            callback_id=callback_id,
+            store=self._deps.store,
+            clock=self._deps.clock,
+            service=self._deps.service,
+            inbox=self._deps.inbox,
+            events=self._deps.events,
+            callback_id=contract.callback_id,
             watcher_id=contract.watcher_id,
             session_key=contract.session_key,
             watcher_budget=None if watcher is None else watcher.fire.budget,
@@ -237,6 +261,54 @@ class SessionRunner:
             return await self._out_of_budget(contract, exc)
         finally:
             METER.reset(metering)
+
+    async def _opening(
+        self,
+        contract: Contract,
+        backend: ModelBackend,
+        box: ToolBox,
+        watcher: AnyWatcher | None,
+        begun: Begun,
+    ) -> list[dict[str, Any]]:
+        """A new session's first messages (system, then user: skill, goal, memory, envelope),
+        stored after the model chosen, with the ``running`` mark and what memory learned."""
+        deps = self._deps
+        envelope = begun.envelope
+        recalled, learned = await self._recall(contract, backend, begun.memory, begun.transcript)
+        name, via = choose_model(watcher, deps.service)
+        skill = session_skill(envelope.watcher.skill_id, deps.skill)
+        first = [
+            system_message(envelope.mode.autonomy),
+            user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
+        ]
+        stored = await self.append_all(
+            contract,
+            [
+                {"kind": "model", "model": backend.model, "entry": name, "via": via},
+                *({"kind": "message", "message": message} for message in first),
+            ],
+            {**progress(contract, "running"), **learned},
+            hold=isinstance(backend, ScriptedBackend),
+        )
+        return [entry["message"] for entry in stored[1:]]
+
+    async def _toolbox(self, contract: Contract, envelope: Envelope, watcher: AnyWatcher | None) -> ToolBox:
+        deps = self._deps
+        return ToolBox(
+            envelope=envelope,
+            contract=contract,
+            store=deps.store,
+            relay=deps.relay,
+            inbox=deps.inbox,
+            clock=deps.clock,
+            service=deps.service,
+            commands=deps.gate,
+            skill_id=envelope.watcher.skill_id,
+            events=deps.events,
+            judges=deps.judges,
+            mcp=deps.mcp,
+            mcp_tools=await self._mcp_tools(watcher, envelope),
+        )
 
     async def _out_of_budget(self, contract: Contract, exhausted: BudgetExhausted) -> str:
         """Stop the session (SPEC §20): the call was not made; without a page yet, the fallback
@@ -390,19 +462,22 @@ class SessionRunner:
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
+        scripted = isinstance(backend, ScriptedBackend)  # its reply follows a result at once
         while True:
             last = messages[-1]
             if last.get("role") == "assistant" and not last.get("toolCalls"):
                 break
-            if last.get("role") == "assistant" or (last.get("role") == "tool" and self._open_calls(messages)):
-                stopped = await self._run_tools(contract, box, messages)
+            if last.get("role") == "assistant" or (last.get("role") == "tool" and open_calls(messages)):
+                stopped = await self._calls.run(contract, box, messages, hold=scripted)
                 if stopped == "paused":
                     return "paused"
                 if stopped == "tripped":
-                    return await self._trip(contract, box, messages)
+                    return await self._calls.trip(contract, box, messages)
                 continue
-            if self._tripped(messages):
-                return await self._trip(contract, box, messages)
+            if self._calls.tripped(messages):
+                return await self._calls.trip(contract, box, messages)
+            if turns and await self._resolved(contract):
+                return await self._stop(contract, FIRE_RESOLVED, turns)
             if turns >= backend.max_turns:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
@@ -420,108 +495,26 @@ class SessionRunner:
             messages.append(stored["message"])
             if done is not None:
                 return "done"
-        await self._progress(contract, "done", turns=turns)  # resumed after its last reply
+        await self.mark(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
-    @staticmethod
-    def _open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Tool calls of the last assistant message that have no recorded result yet."""
-        last_assistant = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
-        if last_assistant is None:
-            return []
-        answered = {m.get("toolCallId") for m in messages if m.get("role") == "tool"}
-        return [c for c in last_assistant.get("toolCalls") or [] if c.get("id") not in answered]
+    async def _resolved(self, contract: Contract) -> bool:
+        """Whether the fire resolved before its page (SPEC §6.4): then the session stops. Asked
+        before each model call but the first, so a one-call session reads nothing more."""
+        current = await self._deps.store.get_contract(contract.callback_id)
+        return current is not None and current.state == "resolved"
 
-    def _tripped(self, messages: list[dict[str, Any]]) -> bool:
-        """Whether the circuit breaker trips: ``circuitBreaker`` denials in a row in this callback."""
-        return denial_streak(messages) >= self._deps.service.action_policy.circuit_breaker
-
-    async def _trip(self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]) -> str:
-        """Stop the session and escalate (SPEC §5.4): the model is not asked again, nothing more runs.
-
-        The escalation is filed like ``sentinel_escalate``'s, so the fallback text carries it and
-        people are still reached at the deadline; the breaker never allows anything.
-        """
-        streak = denial_streak(messages)
-        log.warning(
-            "session for %s stopped by the circuit breaker after %d denials in a row",
+    async def _stop(self, contract: Contract, reason: str, turns: int) -> str:
+        """End the session before its next model call, saying why in its transcript."""
+        log.info(
+            "session for %s stopped: %s",
             contract.callback_id,
-            streak,
+            reason,
             extra={"callbackId": contract.callback_id},
         )
-        await self.append(contract, {"kind": "status", "status": "circuitBreaker", "denials": streak})
-        await box.escalate(BREAKER_REASON, actor="sentinel")
-        await self._progress(contract, "done", stopped="circuitBreaker", denials=streak)
+        entry = {"kind": "status", "status": "stopped", "reason": reason}
+        await self.append_all(contract, [entry], progress(contract, "done", turns=turns, stopped=reason))
         return "done"
-
-    async def _run_tools(
-        self, contract: Contract, box: ToolBox, messages: list[dict[str, Any]]
-    ) -> str | None:
-        """Execute the unanswered tool calls in order, recording each policy decision.
-
-        ``"paused"`` when the session paused for an approval, ``"tripped"`` when the circuit
-        breaker stops it before the next call (that call is never executed), else None.
-        """
-        import json
-
-        for raw_call in self._open_calls(messages):
-            if self._tripped(messages):
-                return "tripped"
-            call = ToolCall(
-                str(raw_call.get("id")), str(raw_call.get("name")), raw_call.get("arguments") or {}
-            )
-            history = _command_history(messages, box.mcp_tools)
-            try:
-                result = await box.execute(call, history=history)
-            except Paused as paused:
-                self._tool_event(contract, call, "needs_approval", ok=False)
-                if paused.policy is not None:
-                    await self._record_policy(contract, call, dict(paused.policy))
-                entry = {
-                    "kind": "status",
-                    "status": "paused",
-                    "approvalId": paused.item_id,
-                    "toolCallId": call.id,
-                    "argv": paused.argv,
-                }
-                mark = progress(contract, "paused", approvalId=paused.item_id, toolCallId=call.id)
-                await self.append_all(contract, [entry], mark)
-                return "paused"
-            policy = result.get("policy") if isinstance(result.get("policy"), dict) else None
-            if policy is not None:
-                # the model is told the decision and its reason; the verdicts are for people
-                result = {**result, "policy": {k: v for k, v in policy.items() if k in MODEL_SEES}}
-                await self._record_policy(contract, call, policy)
-            decision = str(policy["decision"]) if policy else ("ok" if result.get("ok") else "error")
-            self._tool_event(contract, call, decision, ok=bool(result.get("ok")))
-            message = {
-                "role": "tool",
-                "toolCallId": call.id,
-                "name": call.name,
-                "content": json.dumps(result, ensure_ascii=False, default=str),
-            }
-            stored = await self.append(contract, {"kind": "message", "message": message})
-            messages.append(stored["message"])
-        return None
-
-    async def _record_policy(self, contract: Contract, call: ToolCall, policy: dict[str, Any]) -> None:
-        """One policy decision in the transcript (``kind: policy``) and in telemetry."""
-        await self.append(contract, {"kind": "policy", "toolCallId": call.id, "tool": call.name, **policy})
-        if self._deps.events is not None:
-            self._deps.events.policy_decision(
-                contract.callback_id, call.name, policy, watcher_id=contract.watcher_id
-            )
-
-    def _tool_event(self, contract: Contract, call: ToolCall, decision: str, *, ok: bool) -> None:
-        if self._deps.events is not None:
-            self._deps.events.tool_call(
-                contract.callback_id,
-                call.name,
-                decision=decision,
-                ok=ok,
-                watcher_id=contract.watcher_id,
-                arguments=call.arguments,
-            )
 
     async def _complete(
         self,
@@ -532,27 +525,16 @@ class SessionRunner:
         call: Call,
     ) -> tuple[ModelReply, dict[str, Any] | None]:
         """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s),
-        and its usage as recorded (None for the scripted backend, which calls no model).
-
-        The budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
-        counted after (``Meter``). A plain loop, as a watcher's poll: a tenacity loop built per
-        call cost about 240,000 instructions (callgrind), a tenth of the session's own work with
-        an instant model (bench/RESULTS.md, issue 18.6, third round).
-        """
+        and its usage as recorded (None for the scripted backend, which calls no model). The
+        budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
+        counted after (``Meter``)."""
         metered = not isinstance(backend, ScriptedBackend)
         if metered:
             await meter.check()
         started = time.perf_counter()
-        attempt = 1
-        while True:
-            try:
-                reply = await backend.complete(messages, tools)
-                break
-            except TransientModelError as exc:
-                if MODEL_BACKOFF.exhausted(attempt):
-                    raise
-                await asyncio.sleep(MODEL_BACKOFF.delay_s(attempt, _RNG, retry_after_of(exc)))
-                attempt += 1
+        reply = await call_with_retries(
+            lambda: backend.complete(messages, tools), MODEL_BACKOFF, retry_if=TransientModelError, rng=_RNG
+        )
         usage = await meter.record(backend.name, call, messages, reply, started) if metered else None
         return _recovered(reply, [t.name for t in tools]), usage
 
@@ -573,69 +555,3 @@ def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
     if reply.tool_calls or not reply.text:
         return reply
     return recover_tool_calls(reply, names)
-
-
-def _command_history(
-    messages: list[dict[str, Any]], mcp_tools: dict[str, McpTool] | None = None
-) -> list[str]:
-    """Actions requested so far in this callback (for the loop guard), in order: commands, and
-    calls of the callback's MCP tools (``policy.mcp_summary``)."""
-    found: list[str] = []
-    mcp_tools = mcp_tools or {}
-    for message in messages:
-        for call in message.get("toolCalls") or []:
-            args = call.get("arguments")
-            offered = mcp_tools.get(str(call.get("name")))
-            if offered is not None and isinstance(args, dict):
-                found.append(mcp_summary(offered.tool, args))
-            elif (
-                call.get("name") == "sentinel_act"
-                and isinstance(args, dict)
-                and args.get("action") == "run_command"
-            ):
-                found.append(" ".join([str(args.get("command", "")), *map(str, args.get("args") or [])]))
-    return found[:-1] if found else found
-
-
-def denial_streak(messages: list[dict[str, Any]]) -> int:
-    """How many of this callback's latest tool results in a row are denials: refused by the
-    policy (a rule, a judge or the loop guard), or an approval denied or expired."""
-    import json
-
-    streak = 0
-    for message in messages:
-        if message.get("role") != "tool":
-            continue
-        try:
-            result = json.loads(message.get("content") or "{}")
-        except (TypeError, ValueError):
-            result = None
-        streak = streak + 1 if _is_denial(result) else 0
-    return streak
-
-
-def _is_denial(result: object) -> bool:
-    if not isinstance(result, dict):
-        return False
-    policy, approval = result.get("policy"), result.get("approval")
-    if isinstance(policy, dict) and policy.get("decision") == "deny":
-        return True
-    return isinstance(approval, dict) and approval.get("status") in ("denied", "expired")
-
-
-RESUMABLE: tuple[ContractState, ...] = ("pending", "notifying")
-
-
-async def open_contracts(store: ContractStore) -> list[Contract]:
-    """Contracts whose session may still have work to do after a restart (pending, or notifying:
-    the agent notified and went on); paused sessions wait for their approval instead."""
-    found: list[Contract] = []
-    for state in RESUMABLE:
-        cursor: str | None = None
-        while True:
-            page = await store.list_contracts(state=state, limit=500, cursor=cursor)
-            found.extend(page.items)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-    return found

@@ -212,6 +212,10 @@ class CommandGate(Protocol):
     ) -> dict[str, Any]: ...
 
 
+FIRE_RESOLVED = "the fire resolved"
+"""The error of a notify after its fire resolved before its page (SPEC §6.4)."""
+
+
 def too_late(state: str | None) -> str:
     """The error result of a notify the contract refused (its fallback went out, or it expired)."""
     return (
@@ -345,6 +349,8 @@ class ToolBox:
         )
         outcome = await self.relay.notify(self.contract, message, routed)
         if not outcome.accepted:
+            if outcome.state == "resolved":  # the source reported it over before anything paged
+                return {"ok": False, "error": FIRE_RESOLVED}
             return {"ok": False, "delivered": [], "error": too_late(outcome.state)}
         self.notified = ordinal
         result: dict[str, Any] = {

@@ -12,24 +12,23 @@ Every failure, at compile or at render, is a :class:`~sentinel_hooks.errors.Temp
 naming the key path, the template and (when one is at fault) the variable — never a Jinja2
 or Python exception. This module is the public face; behind it are ``template_source`` (the
 load-time compiler and checks), ``template_env`` (the sandbox), ``template_values`` (text
-rendering and size limits) and ``template_filters`` (the filter whitelist).
+rendering and size limits), ``template_filters`` (the filter whitelist) and ``variables`` (the
+variables and their values for one fire, which load no Jinja2).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
-from types import GeneratorType, MappingProxyType
+from types import GeneratorType
 from typing import Any, Final, Protocol
 
 import jinja2
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Undefined
 
-from sentinel_hooks.clock import iso
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.templates.environment import (
     LOOP_BUDGET_KEY,
@@ -42,13 +41,13 @@ from sentinel_hooks.core.templates.source import (
     RESULT_NAME,
     CompiledSource,
     PathRef,
-    Roots,
     VariableChecker,
     compile_source,
     exact_placeholder,
     has_template_syntax,
 )
 from sentinel_hooks.core.templates.values import MAX_VALUE_SIZE, TemplateLimitError, check_size
+from sentinel_hooks.core.templates.variables import TEMPLATE_ROOTS, template_variables
 from sentinel_hooks.errors import TemplateError
 
 __all__ = [
@@ -59,53 +58,6 @@ __all__ = [
     "compile_value",
     "template_variables",
 ]
-
-TEMPLATE_ROOTS: Final[Roots] = MappingProxyType(
-    {
-        "payload": None,
-        "previous": None,
-        "watcher": {"id": "text", "skillId": "text", "tags": "texts", "eventName": "text"},
-        "event": {"name": "text"},
-        "trigger": {"kind": "text", "priority": "text"},
-        "timestamp": "text",
-    }
-)
-"""The variables templates may use (SPEC.md §4): root → its keys and what each holds (``None``:
-any path below). A string has no keys (``watcher.id.length`` is a load error: the filter is
-``watcher.id | length``); ``watcher.tags`` takes item indices; ``timestamp`` is an ISO 8601 UTC
-string; ``previous`` is the previous observation of the watcher, or null."""
-
-
-def template_variables(
-    *,
-    payload: Any,
-    previous: Any,
-    watcher_id: str,
-    skill_id: str | None,
-    tags: Sequence[str],
-    event_name: str,
-    trigger_kind: str,
-    priority: str,
-    timestamp: datetime | str,
-) -> dict[str, Any]:
-    """The render context for one fire, shaped as :data:`TEMPLATE_ROOTS` describes."""
-    if isinstance(timestamp, datetime):
-        if timestamp.tzinfo is None:
-            raise ValueError("timestamp must be timezone-aware")
-        timestamp = iso(timestamp)
-    return {
-        "payload": payload,
-        "previous": previous,
-        "watcher": {
-            "id": watcher_id,
-            "skillId": skill_id,
-            "tags": list(tags),
-            "eventName": event_name,
-        },
-        "event": {"name": event_name},
-        "trigger": {"kind": trigger_kind, "priority": priority},
-        "timestamp": timestamp,
-    }
 
 
 @functools.cache

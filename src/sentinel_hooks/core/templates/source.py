@@ -21,7 +21,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal, NoReturn, cast
+from typing import Final, NoReturn, cast
 
 import jinja2
 from jinja2 import nodes
@@ -30,13 +30,8 @@ from jinja2.visitor import NodeTransformer
 from sentinel_hooks.core.paths import is_index, parse_path
 from sentinel_hooks.core.templates.environment import TemplateBridge
 from sentinel_hooks.core.templates.filters import SAFE_FILTERS
+from sentinel_hooks.core.templates.variables import Leaf, Roots
 from sentinel_hooks.errors import TemplateError
-
-Leaf = Literal["text", "texts"]
-"""What a known variable holds: a string (or null), or an array of strings."""
-Roots = Mapping[str, Mapping[str, Leaf] | Leaf | None]
-"""Allowed variables: root name → its keys and what each holds, or what the root itself holds
-(a ``Leaf``), or ``None``: any path below (observed JSON, whose shape is known only at fire time)."""
 
 RESULT_NAME: Final = "sentinel_result"
 """Variable a single-expression template assigns its (typed) value to."""

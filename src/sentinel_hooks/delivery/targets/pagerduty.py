@@ -6,7 +6,15 @@ One event per message, POSTed as JSON to ``{apiBase}/v2/enqueue`` through ``Safe
 - the agent's notify (``notify``, ``notify.N``), the fallback and escalation steps (``escalation.N``,
   whose callback id is the inbox item's callback) ``trigger`` it; PagerDuty merges triggers with an
   open alert's dedup_key, so a retry, a second notify or a later step never pages twice;
-- the resolved message (its callback id is the fire whose episode ended) ``resolve``s it;
+- the resolved message (its callback id is the fire whose episode ended) ``resolve``s it, and
+  no ``trigger`` of that dedup_key follows, ever (SPEC §16): PagerDuty would open a new incident
+  that nothing closes. Before the ``resolve`` is sent the target marks the dedup_key resolved (the
+  store's checkpoint ``pagerduty-resolved:{target}:{callbackId}``, pruned with its callback, so it
+  holds across restarts and replicas), and a later trigger of it (a fallback or follow-up still
+  being retried, an escalation step) is accepted without a request. In a process the messages of
+  one callback go one at a time (``KeyedLocks``), so a trigger in flight finishes before the
+  resolve; replicas share no lock, so a trigger already sent by another replica can still land
+  just after it;
 - the fan-out line is not sent (accepted as is): it goes out on every fire before the agent has
   looked, and paging then would take the decision away from the agent; the notify or the
   fallback pages.
@@ -25,18 +33,30 @@ import logging
 from typing import Any
 
 from sentinel_hooks import __version__
+from sentinel_hooks.clock import iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import PagerDutyTargetSpec, TargetSpec
 from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TargetContext, delivery_error
+from sentinel_hooks.delivery.targets.slack_threads import KeyedLocks
 from sentinel_hooks.delivery.targets.webhook import shown_url, status_failure
 from sentinel_hooks.net.errors import HttpStatusError, NetError
 from sentinel_hooks.net.response import raise_for_status
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 SUMMARY_CHARS = 1024  # PagerDuty's limit for payload.summary
 SEVERITIES = {"critical": "critical", "high": "error", "normal": "warning", "low": "info"}
 DEFAULT_SEVERITY = "warning"
 SKIPPED_KINDS = frozenset({"fanout"})
 log = logging.getLogger(__name__)
+
+
+RESOLVED_PREFIX = "pagerduty-resolved:"
+
+
+def resolved_prefix(target: str) -> str:
+    """The checkpoint key of ``target``'s resolved dedup_keys, less the callback id (what
+    retention prunes)."""
+    return f"{RESOLVED_PREFIX}{target}:"
 
 
 def event_action(kind: str) -> str | None:
@@ -94,6 +114,8 @@ class PagerDutyTarget:
         self._redactor = Redactor([self._routing_key])
         self._where = f"pagerduty target {name!r} ({shown_url(self._url)})"
         self._headers = {"Content-Type": "application/json", "User-Agent": f"sentinel-hooks/{__version__}"}
+        self._locks = KeyedLocks()
+        self._resolved: set[str] = set()  # without a store: this process's resolved dedup_keys
 
     async def send(self, message: Message, *, idempotency_key: str) -> None:
         """Trigger or resolve the alert of ``message``'s callback (see the module docstring)."""
@@ -101,6 +123,34 @@ class PagerDutyTarget:
         if action is None:
             log.debug("%s: %s not sent (%s pages nobody)", self._where, idempotency_key, message.kind)
             return
+        async with self._locks.hold(message.callback_id):
+            if action == "resolve":
+                await self._mark_resolved(message.callback_id)
+            elif await self._was_resolved(message.callback_id):
+                log.info(
+                    "%s: %s not sent (its alert was resolved: no trigger after resolve)",
+                    self._where,
+                    idempotency_key,
+                    extra={"callbackId": message.callback_id},
+                )
+                return
+            await self._post(message, action)
+
+    async def _mark_resolved(self, dedup_key: str) -> None:
+        store = self._context.store
+        if store is None:
+            self._resolved.add(dedup_key)
+            return
+        at = iso(self._context.clock.now())
+        await store.put_checkpoint(resolved_prefix(self.name) + dedup_key, {"resolvedAt": at})
+
+    async def _was_resolved(self, dedup_key: str) -> bool:
+        store = self._context.store
+        if store is None:
+            return dedup_key in self._resolved
+        return await get_checkpoint(store, resolved_prefix(self.name) + dedup_key) is not None
+
+    async def _post(self, message: Message, action: str) -> None:
         try:
             data = json.dumps(event_body(message, self._routing_key, action), ensure_ascii=False)
         except (TypeError, ValueError) as exc:

@@ -92,6 +92,7 @@ class Scripts:
         self.record_outcomes = client.register_script(lua.RECORD_OUTCOMES)
         self.begin_notify = client.register_script(lua.BEGIN_NOTIFY)
         self.contract_step = client.register_script(lua.CONTRACT_STEP)
+        self.resolve_contract = client.register_script(lua.RESOLVE_CONTRACT)
         self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
         self.write_watcher_batch = client.register_script(lua.WRITE_WATCHER_BATCH)
         self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)

@@ -57,10 +57,11 @@ return out
 
 READ_CALLBACK = """
 -- KEYS: contract hash, transcript list, its head, the checkpoint holding the place, then the
--- checkpoints to read | ARGV: the place's field in that checkpoint ('' to read no transcript)
+-- checkpoints to read | ARGV: the place's field in that checkpoint ('' to read no transcript),
+-- 'envelope' (or '' to leave the envelope out: no hash has a field '')
 -- Returns {{doc, envelope}, {checkpoint texts}, seq of the first entry, {entries}}; the entries
 -- are those after the seq the checkpoint holds under the field (0 without an integer there).
-local found = redis.call('HMGET', KEYS[1], 'doc', 'envelope')
+local found = redis.call('HMGET', KEYS[1], 'doc', ARGV[2])
 local saved = {}
 if #KEYS > 4 then saved = redis.call('MGET', unpack(KEYS, 5)) end
 if ARGV[1] == '' then return {found, saved, 0, {}} end

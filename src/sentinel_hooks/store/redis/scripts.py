@@ -89,14 +89,14 @@ local function notifies_pending(prefix, cid)
   end
   return false
 end
--- Move contract ``cid`` from state ``from`` to ``to``: settled at ``settled_at`` when fulfilled,
+-- Move contract ``cid`` from state ``from`` to ``to``: settled at ``settled_at`` when fulfilled or resolved,
 -- with a new ``deadline`` (ISO) when given; a pending contract is due at its deadline.
 local function move(prefix, cid, from, to, settled_at, deadline)
   local ckey = prefix .. 'contract:' .. cid
   local doc = redis.call('HGET', ckey, 'doc')
   local record = cjson.decode(doc)
   local new = replaced(doc, '"state":"' .. from .. '"', '"state":"' .. to .. '"')
-  if new and to == 'fulfilled' then
+  if new and (to == 'fulfilled' or to == 'resolved') then
     new = replaced(new, '"settledAt":null', '"settledAt":"' .. settled_at .. '"')
   end
   if new and deadline ~= '' then
@@ -248,13 +248,16 @@ end
 
 ACCEPT_CONTRACT = (
     _DEDUPE_FN
+    + _ENQUEUE_FN
     + """
 -- KEYS: contract hash, contract-due, index all, by watcher, by state (the contract's),
 --       by state+watcher (the contract's), by state deduped, by state+watcher deduped, dedupe key,
---       then one per checkpoint
+--       delivery-due, then one per checkpoint
 -- ARGV: callback id, doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
---       the contract's state ('pending', or 'silenced': final, never due), then one value per checkpoint
+--       the contract's state ('pending', or 'silenced': final, never due), deliveries as one JSON
+--       array (each [its hash, its callback index, key, doc, state, due_ms|'', index member]),
+--       then one value per checkpoint
 -- Returns the state stored, or '' when the callback id exists (nothing written).
 if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
@@ -266,7 +269,10 @@ for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
 end
 if state == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-  for i = 10, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
+  for i = 11, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
+  for _, d in ipairs(cjson.decode(ARGV[12])) do
+    enqueue(d[1], d[2], KEYS[10], d[3], d[4], d[5], d[6], d[7])
+  end
 end
 return state
 """
@@ -556,9 +562,10 @@ def accept_contract_call(
     envelope_text: str,
     dedupe: tuple[str, int] | None,
     checkpoints: Sequence[tuple[str, str]],
+    deliveries: Sequence[Delivery] = (),
 ) -> Call:
     """ACCEPT_CONTRACT for ``pending`` (or its deduped record; or a silenced contract, stored as it
-    is); ``dedupe`` is ``(key, ttl_ms)``."""
+    is) and the deliveries it brings; ``dedupe`` is ``(key, ttl_ms)``."""
     cid, wid = pending.callback_id, pending.watcher_id
     keys = [
         k.contract(cid),
@@ -570,6 +577,7 @@ def accept_contract_call(
         k.contract_index(None, "deduped"),
         k.contract_index(wid, "deduped"),
         k.dedupe(dedupe[0] if dedupe else ""),
+        k.delivery_due,
     ]
     now_ms = to_epoch_ms(pending.created_at)
     ttl_ms = dedupe[1] if dedupe else 0
@@ -586,6 +594,7 @@ def accept_contract_call(
         now_ms + ttl_ms,
         ttl_ms,
         pending.state,
+        _json_arg(delivery_rows(k, deliveries)),
     ]
     for key, text in checkpoints:
         keys.append(k.checkpoint(key))
@@ -614,6 +623,26 @@ for _, d in ipairs(cjson.decode(ARGV[3])) do
 end
 if after ~= before then move(ARGV[1], ARGV[2], before, after, '', '') end
 return out
+"""
+)
+
+RESOLVE_CONTRACT = (
+    _ENQUEUE_FN
+    + _CONTRACT_FNS
+    + """
+-- KEYS: delivery-due | ARGV: key prefix, callback id, settled-at instant (ISO), deliveries as one
+--   JSON array (rows as in BEGIN_NOTIFY)
+-- ``contract_states.after_resolved``: pending/notifying -> resolved (settled, out of contract-due)
+-- with its deliveries enqueued; any other state is left alone. Returns {} for an unknown id, else
+-- {state before, state after}.
+local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
+if not before then return {} end
+if before ~= 'pending' and before ~= 'notifying' then return {before, before} end
+move(ARGV[1], ARGV[2], before, 'resolved', ARGV[3], '')
+for _, d in ipairs(cjson.decode(ARGV[4])) do
+  enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7])
+end
+return {before, 'resolved'}
 """
 )
 
@@ -652,6 +681,13 @@ def delivery_rows(k: RedisKeys, deliveries: Sequence[Delivery]) -> list[list[Any
 def begin_notify_call(k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery]) -> Call:
     """BEGIN_NOTIFY for ``callback_id`` and its deliveries."""
     return [k.delivery_due], [k.prefix, callback_id, _json_arg(delivery_rows(k, deliveries))]
+
+
+def resolve_contract_call(
+    k: RedisKeys, callback_id: str, deliveries: Sequence[Delivery], at: datetime
+) -> Call:
+    """RESOLVE_CONTRACT for ``callback_id``, settled at ``at``, and its deliveries."""
+    return [k.delivery_due], [k.prefix, callback_id, iso(utc_ms(at)), _json_arg(delivery_rows(k, deliveries))]
 
 
 def write_watcher_batch_call(

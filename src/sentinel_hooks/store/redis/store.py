@@ -200,13 +200,14 @@ class RedisStore:
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
         """See ``Store.accept_contract`` (one script)."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
         envelope_text = codec.dump_envelope(envelope)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
-        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts)
+        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts, deliveries)
         state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
         if not state:
             return None
@@ -342,6 +343,17 @@ class RedisStore:
         before, after, *inserted = (as_text(value) for value in found)
         return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
 
+    async def resolve_contract(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> Moved | None:
+        """See ``Store.resolve_contract`` (one script)."""
+        keys, args = lua.resolve_contract_call(self.keys, callback_id, deliveries, at)
+        found = await self._db.run("resolve contract", self._db.scripts.resolve_contract, keys, args)
+        if not found:
+            return None
+        before, after = (as_text(value) for value in found)
+        return Moved(stored_state(before), stored_state(after))
+
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract`` (one script)."""
         return await self._step("pause contract", [self.keys.prefix, callback_id, "pause"])
@@ -414,36 +426,42 @@ class RedisStore:
         }
 
     async def read_callback(
-        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+        self,
+        callback_id: str,
+        checkpoint_keys: Sequence[str],
+        *,
+        tail: TranscriptTail | None = None,
+        envelope: bool = True,
     ) -> CallbackView:
         """See ``Store.read_callback``: without ``tail``, HMGET of the contract's hash and MGET
         of the checkpoints, pipelined; with it, one script (``retention.READ_CALLBACK``) that
         also reads the transcript after the place the checkpoint holds."""
         keys = list(dict.fromkeys(checkpoint_keys))
+        fields = ["doc", "envelope" if envelope else ""]  # no hash has a field '': HMGET answers nil
         transcript: list[TranscriptEntry] | None = None
         if tail is None:
             async with (
                 self._db.translated("read callback"),
                 self._db.client.pipeline(transaction=False) as pipe,
             ):
-                pipe.hmget(self.keys.contract(callback_id), ["doc", "envelope"])
+                pipe.hmget(self.keys.contract(callback_id), fields)
                 if keys:
                     pipe.mget([self.keys.checkpoint(key) for key in keys])
                 found = await pipe.execute()
-            (doc, envelope), texts = found[0], (found[1] if keys else [])
+            (doc, text), texts = found[0], (found[1] if keys else [])
         else:
             k = self.keys
             script_keys = [k.contract(callback_id), k.transcript(tail.session_key)]
             script_keys += [k.transcript_head(tail.session_key), k.checkpoint(tail.checkpoint_key)]
             script_keys += [k.checkpoint(key) for key in keys]
             read = self._db.scripts.read_callback
-            (doc, envelope), texts, first, entries = await self._db.run(
-                "read callback", read, script_keys, [tail.field]
+            (doc, text), texts, first, entries = await self._db.run(
+                "read callback", read, script_keys, [tail.field, fields[1]]
             )
             transcript = [_transcript_entry(int(first) + i, as_text(t)) for i, t in enumerate(entries)]
         return CallbackView(
             contract=None if doc is None else codec.load_record(Contract, as_text(doc)),
-            envelope=None if envelope is None else codec.load_envelope(as_text(envelope)),
+            envelope=None if text is None else codec.load_envelope(as_text(text)),
             checkpoints={
                 key: codec.loads_dict(as_text(text), what="checkpoint")
                 for key, text in zip(keys, texts, strict=True)

@@ -15,18 +15,19 @@ from datetime import datetime
 from typing import Any
 
 from sentinel_hooks.clock import iso
-from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import TranscriptTail
-from sentinel_hooks.store.contract_states import (
+from sentinel_hooks.core.contract_states import (
     ContractState,
     after_approval_decided,
     after_approval_requested,
     after_notify,
     after_notify_delivered,
     after_notify_failed,
+    after_resolved,
     is_notify_kind,
     kind_of_key,
 )
+from sentinel_hooks.store import codec
+from sentinel_hooks.store.base import TranscriptTail
 from sentinel_hooks.store.records import (
     Contract,
     Delivery,
@@ -124,12 +125,13 @@ def select_in(c: Conn, sql: str, ids: Sequence[str]) -> list[tuple[Any, ...]]:
 
 
 def read_callback(
-    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None
-) -> tuple[tuple[str, str] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
-    """The contract's ``(doc, envelope)`` row (None when unknown), the ``(key, data)`` rows of
-    the checkpoints of ``keys`` that exist, and the ``(doc,)`` rows of the transcript entries
-    ``tail`` names (None without one)."""
-    found = c.execute("SELECT doc, envelope FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
+    c: Conn, callback_id: str, keys: Sequence[str], tail: TranscriptTail | None, *, envelope: bool = True
+) -> tuple[tuple[str, str | None] | None, list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+    """The contract's ``(doc, envelope)`` row (None when unknown; its envelope None unless
+    ``envelope``), the ``(key, data)`` rows of the checkpoints of ``keys`` that exist, and the
+    ``(doc,)`` rows of the transcript entries ``tail`` names (None without one)."""
+    columns = "doc, envelope" if envelope else "doc, NULL"
+    found = c.execute(f"SELECT {columns} FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone()
     sql = "SELECT session_key, data FROM checkpoints WHERE session_key IN"
     rows = select_in(c, sql, keys)
     docs = None
@@ -146,7 +148,8 @@ def read_callback(
             "SELECT doc FROM transcripts WHERE session_key = ? AND seq > ? ORDER BY seq",
             (tail.session_key, after),
         ).fetchall()
-    return (None if found is None else (str(found[0]), str(found[1]))), rows, docs
+    row = None if found is None else (str(found[0]), None if found[1] is None else str(found[1]))
+    return row, rows, docs
 
 
 ContractRow = tuple[str, str, str, int, int | None, str, str]
@@ -176,17 +179,20 @@ def accept_contract(
     deduped: Callable[[], ContractRow],
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
+    deliveries: Sequence[DeliveryRow] = (),
 ) -> str | None:
-    """Dedupe check, contract and checkpoints of a new callback; the state stored, or None
-    (nothing written) when the callback id exists. A silenced contract comes with no dedupe
-    key and no checkpoints, and is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``;
-    ``deduped`` makes the row stored when the key is live (built only then)."""
+    """Dedupe check, contract, checkpoints and deliveries of a new callback; the state stored,
+    or None (nothing written) when the callback id exists. A silenced contract comes with no
+    dedupe key, checkpoints or deliveries, and is stored as it is. ``dedupe`` is ``(key, now_ms,
+    ttl_ms)``; ``deduped`` makes the row stored when the key is live (built only then)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
     c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
     if fresh:
         c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
+        for row in deliveries:
+            insert_delivery(c, row)
     return str(pending[2]) if fresh else "deduped"
 
 
@@ -370,9 +376,10 @@ def move_contract(
     c: Conn, callback_id: str, state: ContractState, *, deadline: str, settled_at: str | None = None
 ) -> None:
     """Set a contract's state (and ``deadline``, an ISO instant); a ``pending`` one is due at its
-    deadline, others leave the deadline index; a ``fulfilled`` one is settled at ``settled_at``."""
+    deadline, others leave the deadline index; a ``fulfilled`` or ``resolved`` one is settled at
+    ``settled_at``."""
     due_ms = to_epoch_ms(datetime.fromisoformat(deadline)) if state == "pending" else None
-    settled = settled_at if state == "fulfilled" else None
+    settled = settled_at if state in ("fulfilled", "resolved") else None
     c.execute(
         """UPDATE contracts SET state = ?, due_ms = ?,
             doc = json_set(doc, '$.state', ?, '$.deadline', ?, '$.settledAt', ?) WHERE callback_id = ?""",
@@ -393,6 +400,21 @@ def begin_notify(c: Conn, callback_id: str, rows: Sequence[DeliveryRow]) -> tupl
     if after != before:
         move_contract(c, callback_id, after, deadline=deadline)
     return before, after, inserted
+
+
+def resolve_contract(
+    c: Conn, callback_id: str, rows: Sequence[DeliveryRow], at_text: str
+) -> tuple[str, str] | None:
+    """``Store.resolve_contract``: ``(state before, state after)``, or None."""
+    found = contract_state(c, callback_id)
+    if found is None:
+        return None
+    after = after_resolved(found[0])
+    if after is None:
+        return found[0], found[0]
+    move_contract(c, callback_id, after, deadline=found[1], settled_at=at_text)
+    c.executemany(_INSERT_DELIVERY, rows)
+    return found[0], after
 
 
 def pause_contract(c: Conn, callback_id: str) -> tuple[str, str] | None:

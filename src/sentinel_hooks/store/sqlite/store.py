@@ -214,9 +214,10 @@ class SqliteStore:
         dedupe_key: str | None = None,
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        deliveries: Sequence[Delivery] = (),
     ) -> Contract | None:
         """See ``Store.accept_contract``."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
         envelope_text = codec.dump_envelope(envelope)
         deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
@@ -227,6 +228,7 @@ class SqliteStore:
             deduped=partial(q.contract_row, deduped, envelope_text),
             dedupe=dedupe,
             checkpoints=texts,
+            deliveries=[q.delivery_row(d) for d in deliveries],
         )
         state = await self._db.write("accept contract", tx)
         if state is None:
@@ -296,6 +298,15 @@ class SqliteStore:
         before, after, inserted = found
         return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted))
 
+    async def resolve_contract(
+        self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
+    ) -> Moved | None:
+        """See ``Store.resolve_contract``: one transaction."""
+        rows = [q.delivery_row(d) for d in deliveries]
+        step = partial(q.resolve_contract, callback_id=callback_id, rows=rows, at_text=iso(utc_ms(at)))
+        found = await self._db.write("resolve contract", step)
+        return None if found is None else Moved(stored_state(found[0]), stored_state(found[1]))
+
     async def pause_contract(self, callback_id: str) -> Moved | None:
         """See ``Store.pause_contract``."""
         found = await self._db.write("pause contract", partial(q.pause_contract, callback_id=callback_id))
@@ -349,15 +360,22 @@ class SqliteStore:
         return {key: codec.loads_dict(text, what="checkpoint") for key, text in rows}
 
     async def read_callback(
-        self, callback_id: str, checkpoint_keys: Sequence[str], *, tail: TranscriptTail | None = None
+        self,
+        callback_id: str,
+        checkpoint_keys: Sequence[str],
+        *,
+        tail: TranscriptTail | None = None,
+        envelope: bool = True,
     ) -> CallbackView:
         """See ``Store.read_callback``: two statements (four with ``tail``) in one hop to the
         worker thread, which runs this process's every statement, so none comes between them."""
-        read = partial(q.read_callback, callback_id=callback_id, keys=checkpoint_keys, tail=tail)
+        read = partial(
+            q.read_callback, callback_id=callback_id, keys=checkpoint_keys, tail=tail, envelope=envelope
+        )
         found, rows, docs = await self._db.read("read callback", read)
         return CallbackView(
             contract=None if found is None else codec.load_record(Contract, found[0]),
-            envelope=None if found is None else codec.load_envelope(found[1]),
+            envelope=None if found is None or found[1] is None else codec.load_envelope(found[1]),
             checkpoints={key: codec.loads_dict(text, what="checkpoint") for key, text in rows},
             transcript=None if docs is None else [codec.load_record(TranscriptEntry, doc) for (doc,) in docs],
         )

@@ -13,13 +13,15 @@ or ``None`` when the event leaves the contract as it is.
        │  │                 └──approval requested──► awaiting_approval
        │  ├──approval requested──► awaiting_approval ──decided / timed out──► pending (new deadline)
        │  │                              (notifying instead while a notify may still succeed)
-       │  └──deadline──► fallback_sent (fallback mode concise) | expired (mode none)
+       │  ├──deadline──► fallback_sent (fallback mode concise) | expired (mode none)
+       │  └──the source reports the fire over──► resolved (also from notifying: nothing accepted yet)
        └── (deduped: refused by the dedupe window, final from the start)
            (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
 
 A fulfilled contract takes further notifies (follow-ups of the agent's own answer) and stays
 fulfilled; after ``fallback_sent`` or ``expired`` a notify is refused, so people never get both
-the fallback and the agent's message.
+the fallback and the agent's message. A fire its source reports over before anything paged
+(SPEC §6.4) settles ``resolved``: no fallback, and its session's later notifies are refused.
 """
 
 from __future__ import annotations
@@ -33,12 +35,15 @@ ContractState = Literal[
     "fulfilled",
     "fallback_sent",
     "expired",
+    "resolved",
     "deduped",
     "silenced",
 ]
 
 OPEN_STATES: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval"})
-FINAL_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent", "expired", "deduped", "silenced"})
+FINAL_STATES: frozenset[str] = frozenset(
+    {"fulfilled", "fallback_sent", "expired", "resolved", "deduped", "silenced"}
+)
 TAKES_NOTIFY: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval", "fulfilled"})
 
 
@@ -78,6 +83,14 @@ def after_approval_decided(state: ContractState, *, notifies_pending: bool) -> C
     if state != "awaiting_approval":
         return None
     return "notifying" if notifies_pending else "pending"
+
+
+def after_resolved(state: ContractState) -> ContractState | None:
+    """The source reports the fire's condition over before its page (SPEC §6.4): a ``pending``
+    or ``notifying`` contract (no target accepted a notify yet: that would have fulfilled it) is
+    ``resolved``, with no fallback. Any other state is left alone: after the page the resolution
+    is a follow-up, and an open approval keeps its contract until it is decided."""
+    return "resolved" if state in ("pending", "notifying") else None
 
 
 def is_notify_kind(kind: str) -> bool:

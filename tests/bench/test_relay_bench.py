@@ -1,0 +1,31 @@
+"""``bench/relay.py`` runs on a redis-server of its own by default: a short run on Redis delivers
+every fallback once, without a Redis URL given and without touching the Redis on 6379."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "relay.py"
+
+
+@pytest.mark.slow
+@pytest.mark.redis
+def test_a_short_redis_run_uses_a_server_of_its_own() -> None:
+    """200 contracts on ``--store redis``: every fallback arrives once."""
+    argv = [sys.executable, str(BENCH), "--quick", "--store", "redis", "--n", "200", "--spread-s", "2"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    assert 0 == done.returncode, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert ("redis", 200, 0, 0) == (summary["store"], summary["n"], summary["lost"], summary["duplicates"])
+
+
+def test_a_redis_url_of_database_0_is_refused() -> None:
+    """A URL whose database would be flushed must name one other than 0."""
+    argv = [sys.executable, str(BENCH), "--quick", "--store", "redis://127.0.0.1:6379/0"]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert (2, True) == (done.returncode, "other than 0" in done.stderr)
