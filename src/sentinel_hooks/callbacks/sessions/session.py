@@ -7,6 +7,8 @@ a session cut off by a crash resumes where it stopped, without repeating a tool 
 result was recorded. The tool calls of a turn are run and recorded by ``actions.ToolCalls``;
 the progress mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
+Its model calls are counted and bounded by ``budgets.Meter`` (SPEC §20); the module is past 500
+lines by the budget stop and the meter's wiring, which belong to the conversation they end.
 """
 
 from __future__ import annotations
