@@ -51,6 +51,7 @@ ROLES: dict[str, set[str]] = {
     "OutboxStore": {"enqueue_delivery", "claim_deliveries", "list_deliveries", "record_outcomes"},
     "SilenceStore": {"put_silence", "get_silence", "list_silences"},
     "RetentionStore": {"prune"},
+    "UsageStore": {"add_usage", "get_usage"},
 }
 # Where the whole Store may be named: the service that opens it and hands each part its roles,
 # the registry that makes it, and the package that defines and exports it.

@@ -119,6 +119,23 @@ class Events:
             self.metrics.judge_verdicts.labels(str(verdict.get("ruleId")), str(verdict.get("outcome"))).inc()
         self._write("policy_decision", watcher_id, callback_id, {"tool": tool, **policy})
 
+    def model_call(
+        self, callback_id: str, model: str, usage: dict[str, Any], *, watcher_id: str | None = None
+    ) -> None:
+        """A model call's usage (``{call, inputTokens, outputTokens, costUsd, estimated, …}``), counted
+        by model entry and direction."""
+        self.metrics.model_tokens.labels(model, "input").inc(int(usage.get("inputTokens") or 0))
+        self.metrics.model_tokens.labels(model, "output").inc(int(usage.get("outputTokens") or 0))
+        self.metrics.model_cost.labels(model).inc(float(usage.get("costUsd") or 0.0))
+        self._write("model_call", watcher_id, callback_id, {"model": model, **usage})
+
+    def budget_exhausted(
+        self, callback_id: str, scope: str, which: str, *, watcher_id: str | None = None
+    ) -> None:
+        """A model call refused: the ``scope`` budget (fire, watcher_day, service_day) was spent."""
+        self.metrics.budget_exhausted.labels(scope).inc()
+        self._write("budget_exhausted", watcher_id, callback_id, {"scope": scope, "which": which})
+
     def session(self, callback_id: str, status: str, *, watcher_id: str | None = None) -> None:
         self.metrics.sessions.labels(status).inc()
         self._write("session", watcher_id, callback_id, {"status": status})

@@ -205,7 +205,7 @@ class Metrics:
         )
 
     def _session_families(self, r: CollectorRegistry) -> None:
-        """Hook sessions, their tool calls and the judge's verdicts."""
+        """Hook sessions, their tool calls, the judge's verdicts, model usage and budgets."""
         self.sessions = Counter("sentinel_sessions", "Hook sessions ended, by status", ["status"], registry=r)
         self.sessions_running = Gauge("sentinel_sessions_running", "Hook sessions running now", registry=r)
         self.tool_calls = Counter(
@@ -217,6 +217,27 @@ class Metrics:
             ["rule", "outcome"],
             registry=r,
         )
+        self.model_tokens = Counter(
+            "sentinel_model_tokens",
+            "Model tokens used, by models: entry and direction (input, output; estimated when the API "
+            "reported none)",
+            ["model", "direction"],
+            registry=r,
+        )
+        self.model_cost = Counter(
+            "sentinel_model_cost_usd",
+            "Model cost in US dollars, by models: entry (with pricing)",
+            ["model"],
+            registry=r,
+        )
+        self.budget_exhausted = Counter(
+            "sentinel_budget_exhausted",
+            "Model calls refused because a budget was spent, by scope (fire, watcher_day, service_day)",
+            ["scope"],
+            registry=r,
+        )
+        for scope in ("fire", "watcher_day", "service_day"):
+            self.budget_exhausted.labels(scope)  # exported as 0 from the start
 
     def _delivery_families(self, r: CollectorRegistry) -> None:
         """Deliveries, escalation steps, the inbox, webhook pushes and retention."""

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from sentinel_hooks.callbacks.intake.intake import CallbackIntake, message_key
 from sentinel_hooks.callbacks.intake.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.callbacks.mcp.client import McpServers
+from sentinel_hooks.callbacks.sessions.budgets import day_usage
 from sentinel_hooks.clock import Clock, iso
+from sentinel_hooks.config.budgets import WatcherBudget
 from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
 from sentinel_hooks.config.secrets import Redactor, masked_credentials
@@ -26,12 +28,20 @@ from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.silences import Matcher
+from sentinel_hooks.core.usage import Usage, fire_key
 from sentinel_hooks.delivery.targets.base import Target
 from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
-from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore, OutboxStore, SessionStore
+from sentinel_hooks.store.base import (
+    CheckpointStore,
+    ContractStore,
+    InboxStore,
+    OutboxStore,
+    SessionStore,
+    UsageStore,
+)
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import (
     Contract,
@@ -66,11 +76,14 @@ class CallbackDetail:
     transcript: list[TranscriptEntry]
     deliveries: list[Delivery]
     conditions: list[dict[str, Any]] | None = None  # a match's leaves with their actual values
+    usage: Usage = field(default_factory=Usage)  # what its model calls used (SPEC §20)
 
 
-class OperationsRoles(ContractStore, SessionStore, CheckpointStore, OutboxStore, InboxStore, Protocol):
-    """The store roles the faces' questions read: callbacks with their transcripts, checkpoints
-    and deliveries, and the inbox (every change goes through a part of the service)."""
+class OperationsRoles(
+    ContractStore, SessionStore, CheckpointStore, OutboxStore, InboxStore, UsageStore, Protocol
+):
+    """The store roles the faces' questions read: callbacks with their transcripts, checkpoints,
+    deliveries and model usage, and the inbox (every change goes through a part of the service)."""
 
 
 class ServiceOperations:
@@ -298,12 +311,14 @@ class ServiceOperations:
         conditions = fired.get("conditions")
         deliveries = await self.store.list_deliveries(callback_id)
         follow_ups = len({d.kind for d in deliveries if d.message.get("follow_up") is True})
+        usage = await self.store.get_usage([fire_key(callback_id)])
         return CallbackDetail(
             contract.model_copy(update={"follow_ups": follow_ups}) if follow_ups else contract,
             envelope,
             mine,
             deliveries,
             conditions if isinstance(conditions, list) else None,
+            usage.get(fire_key(callback_id), Usage()),
         )
 
     async def transcript(
@@ -386,6 +401,15 @@ class ServiceOperations:
                 ],
             },
             "mcpServers": self.mcp.status(),
+            "usage": await day_usage(self.store, self.config.service, self._watcher_budgets(), now),
+        }
+
+    def _watcher_budgets(self) -> dict[str, WatcherBudget]:
+        """The watchers' own budgets (``fire.budget``), by watcher id."""
+        return {
+            runner.id: runner.spec.fire.budget
+            for runner in self.manager.runners()
+            if runner.spec.fire.budget is not None
         }
 
     async def _count_contracts(self, state: ContractState) -> int:

@@ -30,7 +30,7 @@ from sentinel_hooks.delivery.targets.pagerduty import resolved_prefix
 from sentinel_hooks.delivery.targets.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
-from sentinel_hooks.relay.relay import escalation_key
+from sentinel_hooks.relay.relay import escalation_key, stop_key
 from sentinel_hooks.store.base import RetentionStore
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 
@@ -42,8 +42,9 @@ BATCH = 500  # records of each kind per step
 PAUSE_S = 0.05  # between steps
 UNBOUNDED_HISTORY = 2**62  # ``observationsPerWatcher: 0``: a ``keep`` no history reaches
 
-CALLBACK_CHECKPOINTS = (progress_key(""), message_key(""), escalation_key(""))
-"""Checkpoints named after a callback (its session's progress, rendered message, escalation)."""
+CALLBACK_CHECKPOINTS = (progress_key(""), message_key(""), escalation_key(""), stop_key(""))
+"""Checkpoints named after a callback (its session's progress, rendered message, escalation, why
+its session stopped before any page)."""
 SESSION_CHECKPOINTS = (memory_key(""),)
 """Checkpoints named after a session (its memory of earlier callbacks)."""
 

@@ -85,6 +85,7 @@ class FakeModelServer(ABC):
         self._runner: web.AppRunner | None = None
         self._release = asyncio.Event()
         self._port = 0
+        self.usage: tuple[int, int] | None = (10, 5)  # input, output tokens per reply; None: not reported
 
     @property
     def url(self) -> str:
@@ -250,7 +251,19 @@ class FakeOpenAIServer(FakeModelServer):
             "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if canned.calls else "stop"}
             ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            **self._usage(),
+        }
+
+    def _usage(self) -> dict[str, Any]:
+        if self.usage is None:
+            return {}
+        prompt, completion = self.usage
+        return {
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
         }
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
@@ -278,8 +291,13 @@ class FakeAnthropicServer(FakeModelServer):
             "content": content,
             "stop_reason": "tool_use" if canned.calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 10, "output_tokens": 5},
+            **self._usage(),
         }
+
+    def _usage(self) -> dict[str, Any]:
+        if self.usage is None:
+            return {}
+        return {"usage": {"input_tokens": self.usage[0], "output_tokens": self.usage[1]}}
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         return {"type": "error", "error": {"type": "fake_error", "message": message}}

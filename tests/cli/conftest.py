@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -30,6 +31,24 @@ Runner = Callable[..., Result]
 def sentinel_command() -> list[str]:
     script = Path(sys.executable).parent / "sentinel"
     return [str(script)] if script.exists() else [sys.executable, "-m", "sentinel_hooks"]
+
+
+async def remote_lines(url: str, cwd: Path, *args: str) -> list[str]:
+    """``sentinel ARGS --url URL`` against a running service, in a subprocess off the event loop
+    (the service answers meanwhile): its output lines, stripped, read wide (exit 0 asserted)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [*sentinel_command(), *args, "--url", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**env, "COLUMNS": "250"},
+        cwd=cwd,
+    )
+    assert 0 == done.returncode, done.stderr
+    return [line.strip() for line in done.stdout.splitlines()]
 
 
 @pytest.fixture

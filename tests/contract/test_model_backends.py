@@ -76,6 +76,21 @@ async def test_text_reply_is_returned(wire: Wire) -> None:
     assert expected == reply
 
 
+async def test_a_reply_without_usage_has_none(wire: Wire) -> None:
+    """A server that reports no usage gives an empty ``usage`` (the session then estimates, SPEC §20)."""
+    wire.server.usage = None
+    wire.server.reply_text("All quiet.")
+    assert {} == (await wire.make().complete(HELLO, TOOLS)).usage
+
+
+async def test_usage_is_the_servers_own_count(wire: Wire) -> None:
+    """Input and output tokens are taken from the server's own fields (OpenAI: prompt_tokens and
+    completion_tokens; Anthropic: input_tokens and output_tokens)."""
+    wire.server.usage = (1234, 56)
+    wire.server.reply_text("All quiet.")
+    assert {"inputTokens": 1234, "outputTokens": 56} == (await wire.make().complete(HELLO, TOOLS)).usage
+
+
 async def test_tool_call_becomes_a_tool_call(wire: Wire) -> None:
     """A tool call arrives decoded (arguments a dict) with the server's call id; text beside it is kept."""
     wire.server.reply_tool_call("sentinel_act", NOTIFY, text="Notifying.", call_id="call-9")

@@ -3,13 +3,10 @@ fire, since the watcher's later observations say nothing about this one), how it
 
 from __future__ import annotations
 
-import asyncio
-import os
-import subprocess
 from pathlib import Path
 
 from sentinel_hooks.cli.callbacks import _approval_of
-from tests.cli.conftest import sentinel_command
+from tests.cli.conftest import remote_lines
 from tests.service.conftest import Starter
 from tests.service.test_api import call
 
@@ -49,19 +46,7 @@ async def test_a_match_is_shown_with_each_condition_and_its_actual_value(
     cut = by_path["blob"]["actual"]
     assert (200, "…") == (len(cut), cut[-1])
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [*sentinel_command(), "callbacks", "show", callback_id, "--url", service.url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**env, "COLUMNS": "250"},
-        cwd=tmp_path,
-    )
-    assert 0 == done.returncode, done.stderr
-    lines = [line.strip() for line in done.stdout.splitlines()]
+    lines = await remote_lines(service.url, tmp_path, "callbacks", "show", callback_id)
     assert lines[0].startswith("gas_high fired on gas (match, ")
     start = lines.index("conditions (match all):")
     assert [

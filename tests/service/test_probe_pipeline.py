@@ -210,5 +210,6 @@ async def test_a_changed_condition_with_notify_resolved_sends_its_line_without_s
     await feed(stalled(summary="disk full"))
     await feed(stalled(summary="disk fuller"))
     await feed(stalled(summary="disk fuller"))
-    assert feed.resolved and all(text is not None for text in feed.resolved)
+    assert feed.resolved
+    assert all(text is not None for text in feed.resolved)
     assert [False] * len(feed.resolved) == feed.settles

@@ -101,6 +101,10 @@ def show(
     console.print("transcript:")
     for entry in body["transcript"]:
         console.print("  " + _entry_line(entry["entry"]), markup=False)  # model text is not markup
+        if isinstance(entry["entry"].get("usage"), dict):
+            console.print("    " + usage_line(entry["entry"]["usage"]), markup=False)
+    if body.get("usage"):
+        console.print(f"usage: {usage_total(body['usage'])}")
     console.print("envelope:")
     console.print_json(json.dumps(body["envelope"]))
 
@@ -123,6 +127,11 @@ def _entry_line(entry: dict[str, Any]) -> str:
         return f"model {entry.get('model')} (entry {entry.get('entry')}, via {entry.get('via')})"
     if kind == "policy":
         return policy_lines(entry)
+    if kind == "compaction":
+        what = "cut" if entry.get("cut") else "summary"
+        return f"compaction ({what} of entries {entry.get('replaces')})"
+    if kind == "status" and entry.get("text"):
+        return str(entry["text"])
     if kind == "status" and entry.get("status") == "circuitBreaker":
         return (
             f"stopped by the circuit breaker after {entry.get('denials')} denials in a row "
@@ -181,7 +190,24 @@ def policy_lines(entry: dict[str, Any]) -> str:
             f"(model {verdict.get('model')}, {verdict.get('elapsedMs')} ms) — "
             f"{_cut(verdict.get('reason'), 160)}"
         )
+        if isinstance(verdict.get("usage"), dict):
+            lines.append("      " + usage_line(verdict["usage"]))
     return "\n".join(lines)
+
+
+def usage_total(usage: dict[str, Any]) -> str:
+    """``1250 in + 310 out tokens, $0.0028``: what model calls used together."""
+    tokens = f"{usage.get('inputTokens', 0)} in + {usage.get('outputTokens', 0)} out tokens"
+    return f"{tokens}, ${usage.get('costUsd', 0):.4f}"
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """One model call: ``usage (turn, claude): 1200 in + 80 out tokens, $0.0016, 843 ms``."""
+    estimated = " (estimated)" if usage.get("estimated") else ""
+    return (
+        f"usage ({usage.get('call')}, {usage.get('entry')}): {usage_total(usage)}{estimated}, "
+        f"{usage.get('elapsedMs')} ms"
+    )
 
 
 def _cut(text: object, limit: int) -> str:

@@ -14,6 +14,7 @@ from urllib.parse import quote, urlencode
 
 import click
 
+from sentinel_hooks.cli.callbacks import usage_total
 from sentinel_hooks.cli.client import operator_client
 from sentinel_hooks.cli.output import (
     compact,
@@ -244,3 +245,28 @@ def status(**options: Any) -> None:
         console.print(
             f"mcp server {name} ({server['transport']}): {server['state']}, {server['tools']} tool(s){why}"
         )
+    for line in usage_lines(body.get("usage")):
+        console.print(line, markup=False)
+
+
+def usage_lines(usage: dict[str, Any] | None) -> list[str]:
+    """Today's model usage (SPEC §20): one line per model entry, the service's day and each
+    watcher's day against their budgets."""
+    if not usage:
+        return []
+    lines = [f"model usage today ({usage['day']} UTC):"]
+    lines += [f"  {name}: {usage_total(used)}" for name, used in usage["models"].items()]
+    lines.append(f"  service: {usage_total(usage['service'])}{_against(usage['service']['perDay'])}")
+    lines += [
+        f"  watcher {wid}: {usage_total(used)}{_against(used['perDay'])}"
+        for wid, used in usage["watchers"].items()
+    ]
+    return lines
+
+
+def _against(limit: dict[str, Any]) -> str:
+    """`` of budgets 1000000 tokens, $5`` (nothing when no day limit is set)."""
+    parts = [f"{limit['tokens']} tokens" if limit.get("tokens") is not None else ""]
+    parts.append(f"${limit['usd']:g}" if limit.get("usd") is not None else "")
+    shown = ", ".join(p for p in parts if p)
+    return f" of a day budget of {shown}" if shown else " (no day budget)"

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
+from sentinel_hooks.config.budgets import WatcherBudget
 from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import check_tool_pattern
 from sentinel_hooks.core.envelope import Priority
@@ -87,6 +88,7 @@ class FireSpec(Spec):
     escalate: bool = False
     notification_payload_mode: Literal["inherit", "none", "concise", "debug"] = "inherit"
     tools: list[str] = Field(default_factory=list)  # MCP tools offered: "server.tool" patterns (§17)
+    budget: WatcherBudget | None = None  # the watcher's model budgets (§20)
 
     _payload: CompiledValue | None = PrivateAttr(default=None)
     _context: CompiledValue | None = PrivateAttr(default=None)

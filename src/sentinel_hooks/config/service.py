@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
+from sentinel_hooks.config.budgets import Budgets, Pricing
 from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
@@ -83,6 +84,7 @@ class OpenAIModel(Spec):
     temperature: float | None = Field(default=None, ge=0, le=2)
     timeout_ms: PositiveMs = 60000
     max_turns: int = Field(default=8, ge=1, le=100)
+    pricing: Pricing | None = None  # USD per million tokens (SPEC §20)
 
 
 class AnthropicModel(Spec):
@@ -95,12 +97,18 @@ class AnthropicModel(Spec):
     temperature: float | None = Field(default=None, ge=0, le=1)
     timeout_ms: PositiveMs = 60000
     max_turns: int = Field(default=8, ge=1, le=100)
+    pricing: Pricing | None = None  # USD per million tokens (SPEC §20)
 
 
 class ScriptedModel(Spec):
     """No LLM: notify with the rendered messageTemplate (or escalate)."""
 
     type: Literal["scripted"]
+
+    @property
+    def pricing(self) -> Pricing | None:
+        """The scripted backend calls no model: it costs nothing."""
+        return None
 
 
 ModelSpec = Annotated[OpenAIModel | AnthropicModel | ScriptedModel, Field(discriminator="type")]
@@ -311,6 +319,7 @@ class ServiceConfig(Spec):
     retention: RetentionSpec = Field(default_factory=RetentionSpec)
     maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
     mcp_servers: dict[ServerName, McpServerSpec] = Field(default_factory=dict)
+    budgets: Budgets = Field(default_factory=Budgets)
 
     @field_validator("maintenance_windows")
     @classmethod

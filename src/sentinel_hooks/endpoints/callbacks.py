@@ -40,6 +40,14 @@ class ConditionAtFire(ApiModel):
     result: bool
 
 
+class UsageTotals(ApiModel):
+    """What model calls used (SPEC §20): tokens in and out, and their cost."""
+
+    input_tokens: int = Field(ge=0)
+    output_tokens: int = Field(ge=0)
+    cost_usd: float = Field(ge=0, description="US dollars (0 without the model's pricing)")
+
+
 class CallbackDetail(ApiModel):
     """A callback end to end."""
 
@@ -50,6 +58,7 @@ class CallbackDetail(ApiModel):
     )
     transcript: list[TranscriptEntry]
     deliveries: list[Delivery]
+    usage: UsageTotals = Field(description="what the callback's model calls used")
 
 
 class SessionTranscript(ApiModel):

@@ -12,6 +12,7 @@ from typing_extensions import TypeAliasType
 
 from sentinel_hooks.callbacks.mcp.client import McpState
 from sentinel_hooks.endpoints.base import Answer, ApiModel, Body, Endpoint, PathId, ProtocolErrors
+from sentinel_hooks.endpoints.callbacks import UsageTotals
 from sentinel_hooks.endpoints.common import Count, absent_field
 from sentinel_hooks.endpoints.silences import Silence
 
@@ -107,6 +108,28 @@ class McpServerStatus(ApiModel):
     tools: Count
 
 
+class DayLimit(ApiModel):
+    """A day budget (null: no limit)."""
+
+    tokens: int | None
+    usd: float | None
+
+
+class BudgetedUsage(UsageTotals):
+    """Today's usage of a scope against its day budget."""
+
+    per_day: DayLimit
+
+
+class DayUsage(ApiModel):
+    """Today's (UTC) model usage (SPEC §20)."""
+
+    day: str = Field(description="today, UTC (YYYY-MM-DD)")
+    models: dict[str, UsageTotals] = Field(description="by models: entry")
+    service: BudgetedUsage
+    watchers: dict[str, BudgetedUsage] = Field(description="watchers with a fire.budget.perDay, by id")
+
+
 class Status(ApiModel):
     """What `sentinel status` prints."""
 
@@ -116,6 +139,7 @@ class Status(ApiModel):
     inbox: InboxCounts
     silences: SilencesNow
     mcp_servers: dict[str, McpServerStatus] = Field(description="each server of mcpServers by name")
+    usage: DayUsage = Field(description="today's model usage per model and against the day budgets")
 
 
 HEALTHZ = Endpoint(

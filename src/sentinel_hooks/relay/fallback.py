@@ -102,14 +102,18 @@ def fallback_text(
     payload: Any,
     escalation: tuple[str, str] | None = None,
     investigating: bool = False,
+    stopped: str | None = None,
 ) -> str:
     """The fallback message; ``escalation`` is ``(severity, reason)`` when the session escalated,
-    and ``investigating`` adds the line that says its findings will follow (SPEC §6.4)."""
-    lines = [
+    ``investigating`` adds the line that says its findings will follow (SPEC §6.4), and
+    ``stopped`` says what ran out when its budget stopped the session before any page (SPEC §20)."""
+    first = (
         f"Sentinel: {fired_on(event_name, watcher_id)} ({priority}) — no response from the agent "
-        f"within {format_timeout(timeout_ms)}.",
-        payload_line(payload),
-    ]
+        f"within {format_timeout(timeout_ms)}."
+    )
+    if stopped:
+        first = f"{first[:-1]} — the agent's budget ran out ({stopped})."
+    lines = [first, payload_line(payload)]
     if escalation is not None:
         severity, reason = escalation
         lines.append(f"Escalated ({severity}): {reason}")

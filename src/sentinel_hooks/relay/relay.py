@@ -80,6 +80,11 @@ def progress_key(callback_id: str) -> str:
 STILL_RUNNING = frozenset({"running", "resuming"})
 
 
+def stop_key(callback_id: str) -> str:
+    """Where the reason a session stopped before any page is remembered (for the fallback text)."""
+    return f"stopped:{callback_id}"
+
+
 def delivery_targets(envelope: Envelope | None, contract: Contract) -> list[str]:
     """The contract's targets, or the console only for ``environment: test``."""
     if envelope is not None and envelope.mode.environment == "test":
@@ -200,6 +205,26 @@ class Relay:
             self.expect(deadline)
         return moved
 
+    async def fallback_now(self, callback_id: str, reason: str) -> bool:
+        """The session stopped before any page (SPEC §20: its budget ran out): the fallback is due
+        now rather than at the deadline, and says ``reason`` (kept in a checkpoint the fallback
+        reads). Only a ``pending`` contract moves: its deadline becomes now, through the two
+        compare-and-set steps an approval takes (out of the deadline index, back in due now), so
+        a notify or a settlement racing it wins or loses whole. True when it was moved."""
+        current = await self._store.get_contract(callback_id)
+        if current is None or current.state != "pending":
+            return False
+        await self._store.put_checkpoint(stop_key(callback_id), {"reason": reason})
+        paused = await self._store.pause_contract(callback_id)
+        if paused is None or paused.before != "pending":
+            return False
+        now = self._clock.now()
+        moved = await self._store.resume_contract(callback_id, deadline=now)
+        if moved is None or moved.after != "pending":
+            return False
+        self.expect(now)
+        return True
+
     async def resolve(self, callback_id: str, *, notify: bool) -> bool:
         """The source reports the fire of ``callback_id`` over (SPEC §6.4): whether that settled
         its contract ``resolved``.
@@ -307,7 +332,7 @@ class Relay:
         claimed = await self._store.claim_due(now, limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS)
         if not claimed:
             return 0
-        keys = [k(c.callback_id) for c, _ in claimed for k in (escalation_key, progress_key)]
+        keys = [k(c.callback_id) for c, _ in claimed for k in (escalation_key, progress_key, stop_key)]
         checkpoints = await self._store.get_checkpoints(keys)
         settlements = [
             self._settlement(
@@ -317,6 +342,7 @@ class Relay:
                 now,
                 investigating=(checkpoints.get(progress_key(c.callback_id)) or {}).get("status")
                 in STILL_RUNNING,
+                stopped=checkpoints.get(stop_key(c.callback_id)),
             )
             for c, envelope in claimed
         ]
@@ -333,6 +359,7 @@ class Relay:
         now: datetime,
         *,
         investigating: bool = False,
+        stopped: dict[str, Any] | None = None,
     ) -> Settlement:
         """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract (one
         stored without its envelope gets the fallback, told from the contract alone); it says so
@@ -350,6 +377,7 @@ class Relay:
             if escalation is None
             else (str(escalation.get("severity", "warning")), str(escalation.get("reason", ""))),
             investigating=investigating,
+            stopped=None if stopped is None else str(stopped.get("reason", "")),
         )
         message = Message(
             callback_id=contract.callback_id,

@@ -37,6 +37,7 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
@@ -462,6 +463,21 @@ class RetentionStore(Protocol):
         """
 
 
+class UsageStore(Protocol):
+    """Model usage counters (SPEC.md §20): what a fire, a watcher's day, the service's day and a
+    model's day spent, by key (``core.usage``: ``fire:{callbackId}``, ``service-day:{day}``, …),
+    shared by replicas and kept across restarts. Hook sessions and judges add to them after
+    each model call and read them before the next; ``sentinel status`` reads a day's."""
+
+    async def add_usage(self, keys: Sequence[str], usage: Usage, *, at: datetime, ttl_ms: int) -> None:
+        """Add ``usage`` to each counter of ``keys`` (one made at zero when missing), in one atomic
+        step; a key given twice counts twice. A counter not added to for ``ttl_ms`` after ``at``
+        may be gone (the store forgets old days by itself). ``ValueError`` for ``ttl_ms`` below 1."""
+
+    async def get_usage(self, keys: Sequence[str]) -> dict[str, Usage]:
+        """The counters of ``keys`` that exist, by key (a missing one has spent nothing)."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -474,6 +490,7 @@ class Store(
     OutboxStore,
     SilenceStore,
     RetentionStore,
+    UsageStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the

@@ -82,8 +82,9 @@ async def callback_page(service: Service, query: Mapping[str, str]) -> dict[str,
 
 
 async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
-    """``{"callback", "envelope", "conditions", "transcript", "deliveries"}``; 404 for an unknown
-    id. ``conditions`` are a match's leaves with their actual values at the fire (else null)."""
+    """``{"callback", "envelope", "conditions", "transcript", "deliveries", "usage"}``; 404 for an
+    unknown id. ``conditions`` are a match's leaves with their actual values at the fire (else
+    null); ``usage`` what its model calls used (SPEC §20)."""
     found = await service.callback(callback_id)
     if found is None:
         raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
@@ -93,6 +94,7 @@ async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
         "conditions": found.conditions,
         "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
         "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
+        "usage": found.usage.to_json(),
     }
 
 

@@ -8,6 +8,8 @@ rules in scope are asked in parallel, each in its own request holding only its o
 proposed action, and each within its own ``timeoutMs``. The answer must be the JSON object
 ``{"violation": bool, "confidence": 0..1, "reason": str}``; an error, a timeout or any other
 answer applies ``failOpen`` (false: the rule's decision, so a judge that cannot judge blocks).
+Inside a hook session each call counts against the callback's budgets (SPEC §20, the session's
+``METER``), and a spent budget is an error like any other: the rule's ``failOpen`` applies.
 
 ``Judges.review`` returns one ``Verdict`` per rule asked; ``overrule`` folds them into the plain
 decision. A judge can only make a decision stricter — never turn a denial into an allow.
@@ -24,6 +26,7 @@ from typing import Any, Literal
 
 from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.policy.rules import PolicyDecision
+from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted
 from sentinel_hooks.config.service import Decision, JudgedAction, JudgeRule
 from sentinel_hooks.core.checks import evaluate
 
@@ -56,6 +59,7 @@ class Verdict:
     reason: str
     elapsed_ms: float
     priority: int = 0
+    usage: dict[str, Any] | None = None  # the call's usage, as the session's meter recorded it
 
     def to_json(self) -> dict[str, Any]:
         """The verdict as recorded in the transcript, the approval item and telemetry."""
@@ -67,6 +71,7 @@ class Verdict:
             "confidence": self.confidence,
             "reason": self.reason,
             "elapsedMs": round(self.elapsed_ms, 1),
+            **({"usage": self.usage} if self.usage is not None else {}),
         }
 
 
@@ -130,7 +135,9 @@ class Judges:
 
     async def _ask(self, rule: JudgeRule, proposal: Mapping[str, Any]) -> Verdict:
         backend = self._backends.get(rule.model)
+        meter = METER.get()
         started = time.perf_counter()
+        usage: dict[str, Any] | None = None
 
         def verdict(outcome: Outcome, reason: str, confidence: float | None = None) -> Verdict:
             fails = outcome in ("error", "timeout", "invalid")
@@ -144,14 +151,20 @@ class Judges:
                 reason=reason,
                 elapsed_ms=(time.perf_counter() - started) * 1000,
                 priority=rule.priority,
+                usage=usage,
             )
 
         if backend is None:  # the loader refuses unknown models; a reload may race a session
             return verdict("error", f"model {rule.model!r} is not configured")
+        messages = judge_messages(rule, proposal)
         try:
-            reply = await asyncio.wait_for(
-                backend.complete(judge_messages(rule, proposal), []), rule.timeout_ms / 1000
-            )
+            if meter is not None:
+                await meter.check()
+            reply = await asyncio.wait_for(backend.complete(messages, []), rule.timeout_ms / 1000)
+            if meter is not None:
+                usage = await meter.record(rule.model, "judge", messages, reply, started)
+        except BudgetExhausted as exc:
+            return verdict("error", str(exc))
         except TimeoutError:
             return verdict("timeout", f"no answer within {rule.timeout_ms} ms (timeoutMs)")
         except Exception as exc:  # any failure of the call is the rule's failOpen, never a crash

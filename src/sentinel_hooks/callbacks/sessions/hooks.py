@@ -34,7 +34,14 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
 from sentinel_hooks.skills.injection import SkillLookup
-from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore, SessionStore, WatcherStore
+from sentinel_hooks.store.base import (
+    CheckpointStore,
+    ContractStore,
+    InboxStore,
+    SessionStore,
+    UsageStore,
+    WatcherStore,
+)
 from sentinel_hooks.store.records import Contract
 
 if TYPE_CHECKING:
@@ -43,7 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-class HookRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, InboxStore, Protocol):
+class HookRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, InboxStore, UsageStore, Protocol):
     """The store roles the hook sessions' parts call: the session runner's (``SessionRoles``),
     its queue's (``QueueRoles``) and the approval resumer's (``ApprovalRoles``)."""
 

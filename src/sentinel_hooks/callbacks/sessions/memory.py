@@ -287,6 +287,8 @@ def _status(entry: Mapping[str, Any]) -> str:
         return f"stopped by the circuit breaker after {entry.get('denials')} denied actions in a row"
     if status == "maxTurns":
         return f"stopped after {entry.get('turns')} model turns (maxTurns)"
+    if entry.get("text"):  # e.g. "session stopped: budget exhausted (…)"
+        return cut(str(entry["text"]), QUOTE_CHARS)
     return status
 
 

@@ -8,6 +8,9 @@ result was recorded. The tool calls of a turn are run and recorded by ``actions.
 the progress mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
 A session may go on after its contract's deadline, up to its time limit (``limits``).
+Its model calls are counted and bounded by ``budgets.Meter`` (SPEC §20); the module is past 500
+lines by the time limit, the budget stop and the meter's wiring, which belong to the conversation
+they end.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -32,6 +36,7 @@ from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
+from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
 from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
@@ -57,6 +62,7 @@ from sentinel_hooks.store.base import (
     ContractStore,
     SessionStore,
     TranscriptTail,
+    UsageStore,
     WatcherStore,
 )
 from sentinel_hooks.store.records import Contract, TranscriptEntry
@@ -70,9 +76,9 @@ MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # S
 _RNG = random.Random()  # the model backoff's jitter
 
 
-class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, Protocol):
+class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, UsageStore, Protocol):
     """The store roles a hook session calls: its transcript and checkpoints, the callbacks it
-    reads, and what its tools read (``ToolBox``)."""
+    reads, what its tools read (``ToolBox``), and the usage counters of its budgets."""
 
 
 @dataclass(frozen=True)
@@ -242,11 +248,27 @@ class SessionRunner:
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
         if not messages:
             messages = await self._opening(contract, backend, box, watcher, begun)
+        meter = Meter(
+            store=self._deps.store,
+            clock=self._deps.clock,
+            service=self._deps.service,
+            inbox=self._deps.inbox,
+            events=self._deps.events,
+            callback_id=contract.callback_id,
+            watcher_id=contract.watcher_id,
+            session_key=contract.session_key,
+            watcher_budget=None if watcher is None else watcher.fire.budget,
+        )
+        metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
-            return await self._loop(contract, backend, box, messages, limit)
+            return await self._loop(contract, backend, box, messages, limit, meter)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
+        except BudgetExhausted as exc:
+            return await self._out_of_budget(contract, exc)
+        finally:
+            METER.reset(metering)
 
     async def _opening(
         self,
@@ -295,6 +317,26 @@ class SessionRunner:
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
         )
+
+    async def _out_of_budget(self, contract: Contract, exhausted: BudgetExhausted) -> str:
+        """Stop the session (SPEC §20): the call was not made; without a page yet, the fallback
+        goes now and says which budget ran out."""
+        text = f"session stopped: budget exhausted ({exhausted.which})"
+        log.warning(
+            "session for %s: %s", contract.callback_id, text, extra={"callbackId": contract.callback_id}
+        )
+        entry = {
+            "kind": "status",
+            "status": "stopped",
+            "reason": "budget",
+            "which": exhausted.which,
+            "text": text,
+        }
+        await self.append_all(
+            contract, [entry], progress(contract, "done", stopped="budget", which=exhausted.which)
+        )
+        await self._deps.relay.fallback_now(contract.callback_id, exhausted.which)
+        return "done"
 
     async def _mcp_tools(self, watcher: AnyWatcher | None, envelope: Envelope) -> dict[str, McpTool]:
         """The MCP tools of ``fire.tools`` (SPEC §17): none without a watcher, and none unless
@@ -389,6 +431,7 @@ class SessionRunner:
         messages: list[dict[str, Any]],
         tools: list[ToolSpec],
         sizes: compaction.Sizes,
+        meter: Meter,
     ) -> list[dict[str, Any]]:
         """Keep the next request inside the model's budget (compaction.py).
 
@@ -407,9 +450,12 @@ class SessionRunner:
         if found is not None:
             seqs, _ = found
             middle = compaction.originals(own, seqs)
-            reply = await self._complete(backend, compaction.summary_request(middle, room), [])
+            reply, usage = await self._complete(
+                backend, compaction.summary_request(middle, room), [], meter, "summary"
+            )
             summary = compaction.summary_message(reply.text or "(no summary)")
-            await self.append(contract, {"kind": "compaction", "replaces": seqs, "message": summary})
+            entry = {"kind": "compaction", "replaces": seqs, "message": summary, "usage": usage}
+            await self.append(contract, entry)
             entries = await self._entries(contract)
         for seq, message in compaction.cuts(entries, room):
             await self.append(
@@ -424,6 +470,7 @@ class SessionRunner:
         box: ToolBox,
         messages: list[dict[str, Any]],
         limit: Limit,
+        meter: Meter,
     ) -> str:
         tools = box.specs
         sizes = compaction.Sizes()
@@ -453,8 +500,8 @@ class SessionRunner:
                 return await self._stop(contract, limit.reason, turns)
             try:
                 async with asyncio.timeout(left_s):  # a model call past the limit is cut off
-                    messages[:] = await self._compact(contract, backend, messages, tools, sizes)
-                    reply = await self._complete(backend, messages, tools)
+                    messages[:] = await self._compact(contract, backend, messages, tools, sizes, meter)
+                    reply, usage = await self._complete(backend, messages, tools, meter, "turn")
             except TimeoutError:
                 return await self._stop(contract, limit.reason, turns)
             turns += 1
@@ -462,6 +509,8 @@ class SessionRunner:
             # the last reply (no tool calls) and the session's end are one step
             done = progress(contract, "done", turns=turns) if not message.get("toolCalls") else None
             entry = {"kind": "message", "message": message, "model": reply.model}
+            if usage is not None:
+                entry["usage"] = usage
             [stored] = await self.append_all(contract, [entry], done)
             messages.append(stored["message"])
             if done is not None:
@@ -494,13 +543,26 @@ class SessionRunner:
         return "done"
 
     async def _complete(
-        self, backend: ModelBackend, messages: list[dict[str, Any]], tools: list[ToolSpec]
-    ) -> ModelReply:
-        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s)."""
+        self,
+        backend: ModelBackend,
+        messages: list[dict[str, Any]],
+        tools: list[ToolSpec],
+        meter: Meter,
+        call: Call,
+    ) -> tuple[ModelReply, dict[str, Any] | None]:
+        """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s),
+        and its usage as recorded (None for the scripted backend, which calls no model). The
+        budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
+        counted after (``Meter``)."""
+        metered = not isinstance(backend, ScriptedBackend)
+        if metered:
+            await meter.check()
+        started = time.perf_counter()
         reply = await call_with_retries(
             lambda: backend.complete(messages, tools), MODEL_BACKOFF, retry_if=TransientModelError, rng=_RNG
         )
-        return _recovered(reply, [t.name for t in tools])
+        usage = await meter.record(backend.name, call, messages, reply, started) if metered else None
+        return _recovered(reply, [t.name for t in tools]), usage
 
     async def _fail(self, contract: Contract, error: str) -> None:
         error = self._deps.redactor.text(error)

@@ -25,6 +25,7 @@ delivery-due                        zset    pending delivery keys by due ms
 delivery-index:callback:{callback}  zset    listing members, for list_deliveries
 silences                            hash    silence id → Silence JSON
 silence-ends                        zset    silence ids by ``endsAt`` ms (pruning)
+usage:{key}                         hash    in, out, usd: a model usage counter (PEXPIRE)
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
 lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
 lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
@@ -84,6 +85,9 @@ class RedisKeys:
 
     def transcript_head(self, session_key: str) -> str:
         return f"{self.prefix}transcript-head:{session_key}"
+
+    def usage(self, key: str) -> str:
+        return f"{self.prefix}usage:{key}"
 
     def checkpoint(self, session_key: str) -> str:
         return f"{self.prefix}checkpoint:{session_key}"

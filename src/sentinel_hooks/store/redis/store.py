@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
@@ -606,6 +607,37 @@ class RedisStore:
         done, moved = await self._db.run("update deliveries", self._db.scripts.update_deliveries, *keys_args)
         written = {as_text(key) for key in done}
         return [d for d in updated if d.key in written], _moved(moved)
+
+    # -- model usage -------------------------------------------------------------------------
+
+    async def add_usage(self, keys: Sequence[str], usage: Usage, *, at: datetime, ttl_ms: int) -> None:
+        """See ``Store.add_usage`` (one MULTI/EXEC: HINCRBY, HINCRBYFLOAT and PEXPIRE per key)."""
+        check_positive(ttl_ms, "ttl_ms")
+        if not keys:
+            return
+        client = self._db.client
+        async with self._db.translated("add usage"), client.pipeline(transaction=True) as pipe:
+            for key in keys:
+                name = self.keys.usage(key)
+                pipe.hincrby(name, "in", usage.input_tokens)
+                pipe.hincrby(name, "out", usage.output_tokens)
+                pipe.hincrbyfloat(name, "usd", usage.cost_usd)
+                pipe.pexpire(name, ttl_ms)
+            await pipe.execute()
+
+    async def get_usage(self, keys: Sequence[str]) -> dict[str, Usage]:
+        """See ``Store.get_usage`` (HMGET per key, one pipeline)."""
+        unique = list(dict.fromkeys(keys))
+        client = self._db.client
+        async with self._db.translated("usage"), client.pipeline(transaction=False) as pipe:
+            for key in unique:
+                pipe.hmget(self.keys.usage(key), ["in", "out", "usd"])
+            rows = await pipe.execute()
+        return {
+            key: Usage(int(row[0] or 0), int(row[1] or 0), float(row[2] or 0))
+            for key, row in zip(unique, rows, strict=True)
+            if row[0] is not None
+        }
 
     # -- silences ----------------------------------------------------------------------------
 

@@ -486,3 +486,25 @@ def silences_page(
     sql = f"""SELECT created_ms, id, doc FROM silences WHERE {where}
         ORDER BY created_ms DESC, id DESC LIMIT :fetch"""
     return [(int(ms), str(i), str(doc)) for ms, i, doc in c.execute(sql, args)]
+
+
+USAGE_EXPIRED_PER_ADD = 100  # expired counters one ``add_usage`` deletes, at most
+
+
+def add_usage(
+    c: Conn, keys: Sequence[str], amounts: tuple[int, int, float], at_ms: int, expires_ms: int
+) -> None:
+    """``Store.add_usage``: add ``amounts`` (input, output, cost) to each key's row, then delete a
+    few rows expired before ``at_ms``."""
+    c.executemany(
+        """INSERT INTO usage (key, input_tokens, output_tokens, cost_usd, expires_ms) VALUES (?, ?, ?, ?, ?)
+        ON CONFLICT (key) DO UPDATE SET input_tokens = input_tokens + excluded.input_tokens,
+            output_tokens = output_tokens + excluded.output_tokens,
+            cost_usd = cost_usd + excluded.cost_usd, expires_ms = excluded.expires_ms""",
+        [(key, *amounts, expires_ms) for key in keys],
+    )
+    c.execute(
+        """DELETE FROM usage WHERE key IN (
+            SELECT key FROM usage WHERE expires_ms < ? ORDER BY expires_ms LIMIT ?)""",
+        (at_ms, USAGE_EXPIRED_PER_ADD),
+    )

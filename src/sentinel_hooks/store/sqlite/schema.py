@@ -79,7 +79,16 @@ _V3 = (
     "CREATE INDEX silences_by_end ON silences (ends_ms)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3)
+_V4 = (
+    # Model usage counters (SPEC §20), by key; a row not added to before ``expires_ms`` is deleted
+    # by a later ``add_usage`` (a bounded number at a time).
+    """CREATE TABLE usage (
+        key TEXT PRIMARY KEY, input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+        cost_usd REAL NOT NULL, expires_ms INTEGER NOT NULL) WITHOUT ROWID""",
+    "CREATE INDEX usage_expiry ON usage (expires_ms)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

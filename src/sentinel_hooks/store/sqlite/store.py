@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
@@ -460,6 +461,24 @@ class SqliteStore:
             return Recorded(frozenset())
         keys, moved = await self._db.write("record outcomes", partial(q.record_outcomes, outcomes=outcomes))
         return Recorded(frozenset(keys), {cid: stored_state(state) for cid, state in moved.items()})
+
+    # -- model usage -------------------------------------------------------------------------
+
+    async def add_usage(self, keys: Sequence[str], usage: Usage, *, at: datetime, ttl_ms: int) -> None:
+        """See ``Store.add_usage`` (one transaction)."""
+        check_positive(ttl_ms, "ttl_ms")
+        if not keys:
+            return
+        at_ms = to_epoch_ms(at)
+        amounts = (usage.input_tokens, usage.output_tokens, usage.cost_usd)
+        step = partial(q.add_usage, keys=list(keys), amounts=amounts, at_ms=at_ms, expires_ms=at_ms + ttl_ms)
+        await self._db.write("add usage", step)
+
+    async def get_usage(self, keys: Sequence[str]) -> dict[str, Usage]:
+        """See ``Store.get_usage``."""
+        sql = "SELECT key, input_tokens, output_tokens, cost_usd FROM usage WHERE key IN"
+        rows = await self._db.read("usage", partial(q.select_in, sql=sql, ids=keys))
+        return {key: Usage(int(i), int(o), float(usd)) for key, i, o, usd in rows}
 
     # -- silences ----------------------------------------------------------------------------
 
