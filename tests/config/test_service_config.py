@@ -28,6 +28,7 @@ def test_defaults_match_the_spec() -> None:
         "hookSessionPrefix": "sentinel:hooks",
         "hookSessionGroup": None,
         "hookResponseTimeoutMs": 30000,
+        "hookSessionMaxMs": 600000,
         "hookResponseFallbackMode": "concise",
         "hookResponseDedupeWindowMs": 120000,
         "notificationPayloadMode": "concise",
@@ -39,6 +40,7 @@ def test_defaults_match_the_spec() -> None:
         "escalationTargets": [],
         "escalationPolicies": {},
         "defaultEscalationPolicy": None,
+        "budgets": {"perFire": {"tokens": 200000, "usd": None}, "perDay": {"tokens": None, "usd": None}},
         "delivery": {"maxAttempts": 5, "baseMs": 1000, "maxMs": 60000, "maxElapsedMs": 600000},
         "cluster": {"leaseMs": 10000},
         "actionPolicy": {

@@ -71,7 +71,16 @@ async def test_every_row_says_its_kind_watcher_and_callback(rows: list[dict[str,
     """Each row is {at, kind, watcherId, callbackId, …}, in that order; none uses the old key ``event``."""
     assert [["at", "kind", "watcherId", "callbackId"]] * len(rows) == [list(row)[:4] for row in rows]
     assert [] == [row for row in rows if "event" in row]
-    kinds = {"evaluation", "fire", "tool_call", "policy_decision", "session", "delivery", "contract"}
+    kinds = {
+        "evaluation",
+        "fire",
+        "tool_call",
+        "policy_decision",
+        "model_call",
+        "session",
+        "delivery",
+        "contract",
+    }
     assert kinds == {row["kind"] for row in rows}
     assert {"w"} == {row["watcherId"] for row in rows}
 

@@ -3,7 +3,9 @@
 Each function here runs on the worker thread inside one ``BEGIN IMMEDIATE`` transaction
 (``SqliteWorker.write``), which is what makes the whole step atomic: a claim marks exactly the
 rows it read, a settle writes the contract and its outbox rows together or not at all. They do
-no I/O beyond the connection and never read the clock. Tables: ``schema``.
+no I/O beyond the connection and never read the clock. Tables: ``schema``. One module, past
+500 lines, because the steps share their row helpers and each is read beside the Lua script
+that does the same step on Redis (``store/redis/scripts.py``).
 """
 
 from __future__ import annotations
