@@ -34,7 +34,7 @@ from tests.contract.conftest import RedisSpace, Serve
 from tests.contract.strategy_sources import HttpRig, ProbeRig, PushRig, RedisRig, Rig, ScriptedRig, first
 from tests.support import wait_for
 
-WAIT_S = 5.0
+WAIT_S = 15.0  # a deadline, not a pause: a resubscribe after a dropped source has taken up to 7 s under load
 REDIS = pytest.mark.redis
 POLLING = ["http-poll", "http-long-poll", "evm-call", "command", "scripted-poll"]
 SUBSCRIBING = [
