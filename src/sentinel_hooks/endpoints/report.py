@@ -79,4 +79,28 @@ REPORT = Endpoint(
     errors=(400,),
 )
 
-ENDPOINTS = (REPORT,)
+
+class Chart(ApiModel):
+    id: str
+    title: str
+    svg: str = Field(description="a standalone SVG document (viewBox 360 wide)")
+
+
+class ReportCharts(ApiModel):
+    """The Report view's charts of the same window, drawn by the server."""
+
+    charts: list[Chart]
+
+
+CHARTS = Endpoint(
+    "reportCharts",
+    "GET",
+    "/api/v1/report/charts",
+    "the report's charts as SVG (what the web page's Report view shows)",
+    "callbacks",
+    (Answer(200, "the charts", ReportCharts),),
+    query=ReportQuery,
+    errors=(400,),
+)
+
+ENDPOINTS = (REPORT, CHARTS)

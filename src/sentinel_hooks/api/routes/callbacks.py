@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.charts import report_charts
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import int_param, limit_param
 from sentinel_hooks.api.routes.inbox import actor_of
@@ -153,6 +154,13 @@ async def give_feedback(request: web.Request) -> web.Response:
 async def report(request: web.Request) -> web.Response:
     """The noise report of the window ``since`` (default 7d) up to now."""
     return web.json_response(await report_json(service_of(request), request.query.get("since") or "7d"))
+
+
+@routes.serve(report_endpoints.CHARTS)
+async def report_charts_route(request: web.Request) -> web.Response:
+    """The same window's charts, as SVG documents in JSON (the page fetches them with its token)."""
+    found = await report_json(service_of(request), request.query.get("since") or "7d")
+    return web.json_response({"charts": report_charts(found)})
 
 
 async def report_json(service: Service, since: str) -> dict[str, Any]:
