@@ -30,7 +30,7 @@ COLOURS = {
     "cost": "#6a1b9a",
 }
 
-Segment = tuple[str, float]
+Segment = tuple[str, float | None]  # None: nothing measured
 
 
 def _text(x: float, y: float, text: str, *, anchor: str = "start", size: int = 12) -> str:
@@ -44,31 +44,37 @@ def bar_chart(title: str, rows: Sequence[tuple[str, Sequence[Segment]]], *, unit
     """Horizontal stacked bars: one row per label, its segments left to right, the total at the
     end; a legend of the segment names under the title. Empty rows draw a "nothing" line."""
     names = list(dict.fromkeys(name for _, segments in rows for name, _ in segments))
-    largest = max((sum(v for _, v in segments) for _, segments in rows), default=0) or 1
-    span = WIDTH - LABEL_W - 50
-    height = TOP + 22 + max(1, len(rows)) * ROW_H
+    largest = max((sum(v or 0 for _, v in segments) for _, segments in rows), default=0) or 1
+    span = WIDTH - LABEL_W - 60
+    legend: list[str] = []
+    x, line_y = 0.0, TOP
+    for name in names:
+        width = 20 + 7 * len(name)
+        if x and x + width > WIDTH:
+            x, line_y = 0.0, line_y + 16
+        legend.append(
+            f'<rect x="{x:g}" y="{line_y - 9}" width="11" height="11" fill="{COLOURS.get(name, "#777")}"/>'
+        )
+        legend.append(_text(x + 14, line_y + 1, name, size=12))
+        x += width
+    first_row = line_y + 14
+    height = first_row + max(1, len(rows)) * ROW_H
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" role="img" '
         f"aria-label={quoteattr(title)}>",
         f"<title>{escape(title)}</title>",
-        _text(0, 16, title, size=14),
+        _text(0, 16, title, size=15),
+        *legend,
     ]
-    x = 0.0
-    for name in names:
-        parts.append(
-            f'<rect x="{x:g}" y="{TOP - 8}" width="10" height="10" fill="{COLOURS.get(name, "#777")}"/>'
-        )
-        parts.append(_text(x + 13, TOP + 1, name, size=11))
-        x += 18 + 7 * len(name)
     if not rows:
-        parts.append(_text(0, TOP + 36, "nothing in this window", size=12))
+        parts.append(_text(0, first_row + 14, "nothing in this window", size=13))
     for index, (label, segments) in enumerate(rows):
-        y = TOP + 22 + index * ROW_H
+        y = first_row + index * ROW_H
         shown = label if len(label) <= 18 else label[:17] + "…"
-        parts.append(_text(LABEL_W - 6, y + BAR_H - 4, shown, anchor="end"))
+        parts.append(_text(LABEL_W - 6, y + BAR_H - 3, shown, anchor="end", size=13))
         x = float(LABEL_W)
         for name, value in segments:
-            if value <= 0:
+            if value is None or value <= 0:
                 continue
             w = span * value / largest
             fill = COLOURS.get(name, "#777")
@@ -77,8 +83,9 @@ def bar_chart(title: str, rows: Sequence[tuple[str, Sequence[Segment]]], *, unit
                 f"<title>{escape(f'{label}: {name} {value:g}{unit}')}</title></rect>"
             )
             x += w
-        total = sum(v for _, v in segments)
-        parts.append(_text(x + 4, y + BAR_H - 4, f"{total:g}{unit}", size=11))
+        measured = [v for _, v in segments if v is not None]
+        total = f"{sum(measured):g}{unit}" if measured else "none"
+        parts.append(_text(x + 4, y + BAR_H - 3, total, size=12))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -97,6 +104,14 @@ def _pages(figures: dict[str, Any]) -> list[Segment]:
     ]
 
 
+def _spread(p: dict[str, float | None]) -> list[Segment]:
+    """p50, then p90 drawn on from it (the bar ends at p90); None when nothing was measured."""
+    p50, p90 = p["p50"], p["p90"]
+    if p50 is None or p90 is None:
+        return [("p50", None), ("p90", None)]
+    return [("p50", p50), ("p90", round(max(0.0, p90 - p50), 3))]
+
+
 def report_charts(report: dict[str, Any]) -> list[dict[str, str]]:
     """``[{id, title, svg}]``: fires of the noisiest watchers by outcome, the total's times in
     seconds (p50 and p90 side by side), and the noisiest watchers' cost."""
@@ -106,10 +121,7 @@ def report_charts(report: dict[str, Any]) -> list[dict[str, str]]:
     times = [
         (
             name,
-            [
-                ("p50", total[key]["p50"] or 0),
-                ("p90", max(0, (total[key]["p90"] or 0) - (total[key]["p50"] or 0))),
-            ],
+            _spread(total[key]),
         )
         for name, key in (
             ("to page", "timeToPageS"),

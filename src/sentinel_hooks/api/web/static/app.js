@@ -646,10 +646,10 @@
       ["timeToResolve", "Time to resolve p50/p90", seconds(t.timeToResolveS)],
       ["tokens", "Tokens", `${t.usage.inputTokens} in + ${t.usage.outputTokens} out`],
       ["cost", "Cost", `$${Number(t.usage.costUsd).toFixed(4)}`],
-      ["useful", "👍", t.feedback.useful],
-      ["notUseful", "👎", t.feedback.notUseful],
+      ["useful", "Useful (👍)", t.feedback.useful],
+      ["notUseful", "Not useful (👎)", t.feedback.notUseful],
     ];
-    byId("report-figures").replaceChildren(...figures.flatMap(([key, name, value]) => [el("dt", {}, name), el("dd", { "data-figure": key }, String(value))]));
+    byId("report-figures").replaceChildren(...figures.map(([key, name, value]) => el("div", {}, el("dt", {}, name), el("dd", { "data-figure": key }, String(value)))));
     const parser = new DOMParser();
     byId("report-charts").replaceChildren(
       ...charts.map((chart) => {
