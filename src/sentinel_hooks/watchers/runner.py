@@ -387,12 +387,14 @@ class WatcherRunner:
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
-        one hold of the lock, their streams' callbacks read at once, each alert run through its
-        stream (``watchers.alerts``) in order, then their observations and the state they left
-        stored in one write that waits for no gathering window: one read and one write besides
-        the fires. Alerts after a fire that disabled the watcher (fireOnce) are recorded but left
-        alone. A store that refuses the write raises ``StoreError`` (the 202 is not sent, so the
-        source sends the notification again: fired alerts find their callbacks and are repeats).
+        one hold of the lock, their streams' callbacks read at once, the alerts run through their
+        streams (``watchers.alerts``) together (their fires' writes in flight at once) or, when
+        one alert's judgement depends on another's, in order, then their observations and the
+        state they left stored in one write that waits for no gathering window: one read, one
+        round of fires and one write. Alerts after a fire that disabled the watcher (fireOnce)
+        are recorded but left alone. A store that refuses the write raises ``StoreError`` (the
+        202 is not sent, so the source sends the notification again: fired alerts find their
+        callbacks and are repeats).
         """
         async with self._lock:
             if self.needs_lease and not await self._fenced():
@@ -410,13 +412,25 @@ class WatcherRunner:
                 raise
             if observed:
                 self._previous = observed[-1].value
-            outcomes = []
-            for item in observed:
-                if not self.enabled:
-                    break
-                step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
-                outcomes.append(await self._run(step, self.state, save=False, prompt=True))
-                previous = item.value
+            if streams.independent(self.spec, observed, known):
+                outcomes, error = await streams.judge_together(
+                    self.spec, observed, self.state, previous=previous, known=known
+                )
+                for outcome in outcomes:
+                    await self._apply(outcome, save=False)
+                if isinstance(error, StoreError):
+                    await self._store_failed(error, self.state, prompt=True)
+                if error is not None:
+                    raise error
+                self.deps.unrecorded.succeeded()
+            else:
+                outcomes = []
+                for item in observed:
+                    if not self.enabled:
+                        break
+                    step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
+                    outcomes.append(await self._run(step, self.state, save=False, prompt=True))
+                    previous = item.value
             try:
                 durable, now = self.state.durable_key(), asyncio.get_running_loop().time()
                 await streams.record(self.id, observed, self.state.to_json())
