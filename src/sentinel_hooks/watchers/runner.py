@@ -112,6 +112,7 @@ class WatcherRunner:
         self.state = state
         self.deps = deps
         self._lock = asyncio.Lock()
+        self._pushes: list[tuple[Observed, asyncio.Future[Outcome]]] = []  # waiting for the lock
         # the last failures were the store's or its lease checks' (logged once for every runner by
         # ``deps.unrecorded`` and ``deps.unfenced``, so its recovery is not a line of its own either)
         self._redis_trouble = False
@@ -382,8 +383,59 @@ class WatcherRunner:
         return MISSING if self._previous is UNKNOWN else self._previous
 
     async def ingest(self, value: Any) -> Outcome:
-        """A pushed event (webhook watchers)."""
-        return await self._handle(Observed(value=value, at=self.deps.clock.now()), prompt=True)
+        """A pushed event (``format: json`` webhook watchers), taken with the others that queued
+        for the lock meanwhile (``_take_pushes``); its outcome once it and its batch are stored."""
+        pushed: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        self._pushes.append((Observed(value=value, at=self.deps.clock.now()), pushed))
+        async with self._lock:
+            if not pushed.done():
+                await self._take_pushes()
+        return await pushed
+
+    async def _take_pushes(self) -> None:
+        """The pushes waiting for the lock as one batch (the caller holds the lock): each judged in
+        order, as ``_handle`` would, then their observations and the state they left stored in one
+        write that waits for no gathering window. A push whose fire the store refused gets its
+        ``StoreError``; a refused write, every push of the batch (none is answered 202)."""
+        batch, self._pushes = self._pushes, []
+        try:
+            results = await self._judge_pushes([observed for observed, _ in batch])
+            for (_, pushed), result in zip(batch, results, strict=True):
+                if isinstance(result, StoreError):
+                    pushed.set_exception(result)
+                else:
+                    pushed.set_result(result)
+        finally:  # cancelled, or a bug: no caller waits for ever
+            for _, pushed in batch:
+                if not pushed.done():
+                    pushed.cancel()
+
+    async def _judge_pushes(self, batch: list[Observed]) -> list[Outcome | StoreError]:
+        if self.needs_lease and not await self._fenced():
+            return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in batch]
+        pipeline, before = self.deps.pipeline, self.state
+        results: list[Outcome | StoreError] = []
+        try:
+            previous = await pipeline.previous(self.id, self._previous)
+            for observed in batch:
+                self.state = self.state.succeeded(observed.at)
+                step = pipeline.observe(self.spec, observed, self.state, previous=previous, recorded=True)
+                try:
+                    results.append(await self._run(step, self.state, save=False, prompt=True))
+                except StoreError as exc:
+                    results.append(exc)
+                    continue
+                previous = observed.value
+            durable, now = self.state.durable_key(), asyncio.get_running_loop().time()
+            await pipeline.record_all(self.id, batch, MISSING, prompt=True, state=self.state.to_json())
+            self._saved, self._saved_at, self._previous = durable, now, previous
+        except StoreError as exc:
+            await self._store_failed(exc, self.state, prompt=True)
+            return [exc] * len(batch)
+        self._recovered(before)
+        if self._quiet is not None:
+            self._quiet.seen()
+        return results
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
