@@ -46,6 +46,7 @@ from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.polling import Polling
+from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
@@ -112,7 +113,7 @@ class WatcherRunner:
         self.state = state
         self.deps = deps
         self._lock = asyncio.Lock()
-        self._pushes: list[tuple[Observed, asyncio.Future[Outcome]]] = []  # waiting for the lock
+        self._pushes = PushBatches()  # json pushes waiting for the lock
         # the last failures were the store's or its lease checks' (logged once for every runner by
         # ``deps.unrecorded`` and ``deps.unfenced``, so its recovery is not a line of its own either)
         self._redis_trouble = False
@@ -384,33 +385,15 @@ class WatcherRunner:
 
     async def ingest(self, value: Any) -> Outcome:
         """A pushed event (``format: json`` webhook watchers), taken with the others that queued
-        for the lock meanwhile (``_take_pushes``); its outcome once it and its batch are stored."""
-        pushed: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        self._pushes.append((Observed(value=value, at=self.deps.clock.now()), pushed))
-        async with self._lock:
-            if not pushed.done():
-                await self._take_pushes()
-        return await pushed
-
-    async def _take_pushes(self) -> None:
-        """The pushes waiting for the lock as one batch (the caller holds the lock): each judged in
-        order, as ``_handle`` would, then their observations and the state they left stored in one
-        write that waits for no gathering window. A push whose fire the store refused gets its
-        ``StoreError``; a refused write, every push of the batch (none is answered 202)."""
-        batch, self._pushes = self._pushes, []
-        try:
-            results = await self._judge_pushes([observed for observed, _ in batch])
-            for (_, pushed), result in zip(batch, results, strict=True):
-                if isinstance(result, StoreError):
-                    pushed.set_exception(result)
-                else:
-                    pushed.set_result(result)
-        finally:  # cancelled, or a bug: no caller waits for ever
-            for _, pushed in batch:
-                if not pushed.done():
-                    pushed.cancel()
+        for the lock meanwhile (``watchers.pushes``); its outcome once its batch is stored."""
+        observed = Observed(value=value, at=self.deps.clock.now())
+        return await self._pushes.push(observed, self._lock, self._judge_pushes)
 
     async def _judge_pushes(self, batch: list[Observed]) -> list[Outcome | StoreError]:
+        """Pushes that queued for the lock (the caller holds it): each judged in order, as
+        ``_handle`` would, then their observations and the state they left stored in one write
+        that waits for no gathering window. A push whose fire the store refused gets its
+        ``StoreError``; a refused write, every push of the batch (none is answered 202)."""
         if self.needs_lease and not await self._fenced():
             return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in batch]
         pipeline, before = self.deps.pipeline, self.state
