@@ -267,7 +267,8 @@ async def test_the_alert_cap_leaves_json_pushes_alone(tmp_path: Path, start: Sta
     answer = await call(service, "POST", "/hooks/ingest/plain", body=body, headers=AUTH)
     assert (202, {"accepted": True, "fired": True}) == answer
     last = await last_observation(service.store, "plain")
-    assert last is not None and 5 == len(last.value["alerts"])
+    assert last is not None
+    assert 5 == len(last.value["alerts"])
 
 
 async def test_wrong_token_is_401(start: Start) -> None:
