@@ -82,3 +82,23 @@ async def test_a_window_that_is_not_one_or_reaches_past_retention_is_refused(sta
     status, body = await call(service, "GET", "/api/v1/report?since=31d")
     assert (400, "invalid_since") == (status, body["error"]["code"])
     assert "retention.callbacksDays (30 days)" in body["error"]["message"]
+
+
+async def test_feedback_and_the_report_on_redis(start_service: Starter, redis_url: str) -> None:
+    """The same API on a Redis store: feedback kept per person, the report counts it."""
+    service = await start_service(watchers={"gas.yaml": WATCHER}, store=redis_url)
+    _, accepted = await call(service, "POST", "/api/v1/watchers/gas/fire", body={"payload": {}})
+    cid = accepted["callbackId"]
+    for person, useful in (("ana", True), ("bo", False), ("ana", False)):
+        path = f"/api/v1/callbacks/{cid}/feedback"
+        assert (
+            200
+            == (
+                await call(
+                    service, "POST", path, body={"useful": useful}, headers={"X-Sentinel-Actor": person}
+                )
+            )[0]
+        )
+    status, report = await call(service, "GET", "/api/v1/report?since=1h")
+    assert 200 == status
+    assert (1, {"useful": 0, "notUseful": 2}) == (report["total"]["fires"], report["total"]["feedback"])
