@@ -32,7 +32,7 @@ FLOORS: list[set[str]] = [
     {"relay"},  # the contract state machine: deadlines, fallback, fan-out
     {"callbacks"},  # intake, hook sessions, their queues, models and tools
     {"watchers"},  # strategies, runners, the firing pipeline
-    {"retention"},  # prunes what every stage left behind
+    {"retention", "report"},  # prunes / reports on what every stage left behind
     {"endpoints"},  # the HTTP API described once: the faces' routes, document and MCP tools read it
     {"operations"},  # what the faces ask of a service (mixed into Service)
     {"service"},  # wires the stages together

@@ -34,6 +34,7 @@ from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
+from sentinel_hooks.report import build_report
 from sentinel_hooks.store.base import (
     CheckpointStore,
     ContractStore,
@@ -345,6 +346,11 @@ class ServiceOperations:
         )
         await self.store.put_feedback(given)
         return (await self.store.get_feedback([callback_id])).get(callback_id, [])
+
+    async def report(self, window: timedelta) -> dict[str, Any]:
+        """The noise report (``report.build_report``) of the fires of the last ``window``."""
+        now = self.clock.now()
+        return await build_report(self.store, since=now - window, until=now)
 
     async def transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None

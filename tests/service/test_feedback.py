@@ -56,3 +56,49 @@ async def test_bad_feedback_is_refused_clearly(start_service: Starter) -> None:
     assert (404, "not_found") == (status, body["error"]["code"])
     _, shown = await call(service, "GET", f"/api/v1/callbacks/{cid}")
     assert {"counts": {"useful": 0, "notUseful": 0}, "items": []} == shown["feedback"]
+
+
+async def test_the_report_counts_fires_and_feedback_through_api_and_cli(
+    start_service: Starter, tmp_path: Path
+) -> None:
+    """`GET /api/v1/report` and `sentinel report` show the same figures (one computation)."""
+    service, cid = await fired(start_service)
+    await call(service, "POST", f"/api/v1/callbacks/{cid}/feedback", body={"useful": True})
+    status, report = await call(service, "GET", "/api/v1/report?since=24h")
+    assert 200 == status
+    assert (1, {"useful": 1, "notUseful": 0}) == (report["total"]["fires"], report["total"]["feedback"])
+    assert [{"watcherId": "gas", "fires": 1}] == report["noisiest"]
+    lines = await remote_lines(service.url, tmp_path, "report", "--since", "24h")
+    assert lines[0].startswith("report from ")
+    assert lines[2].startswith("fires 1: pages ")
+    assert "feedback 1 👍 0 👎" in lines[5]
+    assert "noisiest: gas (1)" in lines
+
+
+async def test_a_window_that_is_not_one_or_reaches_past_retention_is_refused(start_service: Starter) -> None:
+    service, _ = await fired(start_service)
+    status, body = await call(service, "GET", "/api/v1/report?since=soon")
+    assert (400, "invalid_since") == (status, body["error"]["code"])
+    status, body = await call(service, "GET", "/api/v1/report?since=31d")
+    assert (400, "invalid_since") == (status, body["error"]["code"])
+    assert "retention.callbacksDays (30 days)" in body["error"]["message"]
+
+
+async def test_feedback_and_the_report_on_redis(start_service: Starter, redis_url: str) -> None:
+    """The same API on a Redis store: feedback kept per person, the report counts it."""
+    service = await start_service(watchers={"gas.yaml": WATCHER}, store=redis_url)
+    _, accepted = await call(service, "POST", "/api/v1/watchers/gas/fire", body={"payload": {}})
+    cid = accepted["callbackId"]
+    for person, useful in (("ana", True), ("bo", False), ("ana", False)):
+        path = f"/api/v1/callbacks/{cid}/feedback"
+        assert (
+            200
+            == (
+                await call(
+                    service, "POST", path, body={"useful": useful}, headers={"X-Sentinel-Actor": person}
+                )
+            )[0]
+        )
+    status, report = await call(service, "GET", "/api/v1/report?since=1h")
+    assert 200 == status
+    assert (1, {"useful": 0, "notUseful": 2}) == (report["total"]["fires"], report["total"]["feedback"])

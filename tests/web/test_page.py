@@ -116,7 +116,19 @@ async def test_filters_offer_every_status_and_kind(start_service: Starter) -> No
     tags = parse((await get(service, "/"))[2])
     values = [attrs.get("value") for tag, attrs in tags.tags if tag == "option"]
     durations = ["1800000", "3600000", "7200000", "14400000", "86400000"]  # the silence form's
-    assert ["", *INBOX_STATUSES, "", *INBOX_KINDS, "", "info", "warning", "critical", *durations] == values
+    windows = ["24h", "7d", "30d"]  # the report's
+    assert [
+        "",
+        *INBOX_STATUSES,
+        "",
+        *INBOX_KINDS,
+        "",
+        "info",
+        "warning",
+        "critical",
+        *durations,
+        *windows,
+    ] == values
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, get_args
 
 from aiohttp import web
@@ -11,6 +12,7 @@ from pydantic import ValidationError
 
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
+from sentinel_hooks.api.charts import report_charts
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import int_param, limit_param
 from sentinel_hooks.api.routes.inbox import actor_of
@@ -19,8 +21,10 @@ from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
 from sentinel_hooks.core.envelope import Envelope, EnvelopeSource
 from sentinel_hooks.endpoints import callbacks as endpoints
+from sentinel_hooks.endpoints import report as report_endpoints
 from sentinel_hooks.endpoints.callbacks import DEFAULT_LIMIT, MAX_ENVELOPE_BYTES, MAX_LIMIT, MAX_TRANSCRIPT
 from sentinel_hooks.endpoints.common import INT64_MAX
+from sentinel_hooks.report import parse_since
 from sentinel_hooks.store.feedback import MAX_NOTE_CHARS, Feedback, FeedbackCounts
 from sentinel_hooks.store.records import ContractState
 
@@ -144,6 +148,37 @@ async def give_feedback(request: web.Request) -> web.Response:
     if found is None:
         raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
     return web.json_response(feedback_json(found))
+
+
+@routes.serve(report_endpoints.REPORT)
+async def report(request: web.Request) -> web.Response:
+    """The noise report of the window ``since`` (default 7d) up to now."""
+    return web.json_response(await report_json(service_of(request), request.query.get("since") or "7d"))
+
+
+@routes.serve(report_endpoints.CHARTS)
+async def report_charts_route(request: web.Request) -> web.Response:
+    """The same window's charts, as SVG documents in JSON (the page fetches them with its token)."""
+    found = await report_json(service_of(request), request.query.get("since") or "7d")
+    return web.json_response({"charts": report_charts(found)})
+
+
+async def report_json(service: Service, since: str) -> dict[str, Any]:
+    """The report (``report.build_report``) of the window ``since``; 400 for a window that is not
+    one or reaches past retention (its older fires are gone)."""
+    try:
+        window = parse_since(since)
+    except ValueError as exc:
+        raise ApiError(400, "invalid_since", str(exc)) from None
+    days = service.settings.retention.callbacks_days
+    if days and window > timedelta(days=days):
+        raise ApiError(
+            400,
+            "invalid_since",
+            f"since: {since} reaches past retention.callbacksDays ({days} days): older fires are "
+            "pruned; ask for a shorter window",
+        )
+    return await service.report(window)
 
 
 @routes.serve(endpoints.SESSION)

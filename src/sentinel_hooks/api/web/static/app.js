@@ -385,7 +385,7 @@
     return parts;
   }
 
-  function transcript(entries) {
+  function transcript(entries, full) {
     if (entries.length === 0) return el("p", { class: "muted" }, "No transcript yet.");
     const list = el("ol", { class: "transcript" });
     for (const { seq, at, entry } of entries) {
@@ -402,7 +402,8 @@
       } else if (entry.kind === "model") {
         body = `${entry.entry || entry.model} (${entry.via || "default"})`;
       }
-      list.append(el("li", {}, el("p", { class: "entry-head" }, `#${seq} ${label} · `, timeEl(at)), el("pre", {}, pretty(body))));
+      const text = full ? (typeof body === "string" ? body : JSON.stringify(body, null, 2)) : pretty(body);
+      list.append(el("li", {}, el("p", { class: "entry-head" }, `#${seq} ${label} · `, timeEl(at)), el("pre", { class: full ? "full" : null }, text)));
     }
     return list;
   }
@@ -514,11 +515,151 @@
         cell("Trigger", `${contract.trigger.kind} · ${contract.trigger.priority}`),
         cell("Created", timeEl(contract.createdAt)),
         cell("Deadline", contract.settledAt ? el("span", {}, "settled ", timeEl(contract.settledAt)) : timeEl(contract.deadline)),
-        cell("Callback id", el("code", {}, contract.callbackId)),
+        cell("Callback id", openButton(contract.callbackId)),
       ),
     );
     byId("callbacks-body").replaceChildren(...rows);
     byId("callbacks-summary").textContent = rows.length ? `The ${rows.length} newest callbacks.` : "No callbacks yet.";
+  }
+
+  function openButton(callbackId) {
+    const button = el("button", { type: "button", class: "link", "aria-label": `Open callback ${callbackId}` }, el("code", {}, callbackId));
+    button.addEventListener("click", () => openCallback(callbackId));
+    return button;
+  }
+
+  // --- one callback, explained (what `sentinel callbacks show` prints) ------------------------
+
+  async function openCallback(callbackId) {
+    state.callbackId = callbackId;
+    const view = byId("callback-view");
+    view.hidden = false;
+    byId("callback-heading").textContent = `Callback ${callbackId}`;
+    byId("callback-headline").textContent = "Loading…";
+    byId("callback-parts").replaceChildren();
+    try {
+      renderCallback(await api("GET", `/api/v1/callbacks/${encodeURIComponent(callbackId)}`));
+    } catch (error) {
+      byId("callback-headline").textContent = `Could not load it: ${error.message}`;
+    }
+    byId("callback-heading").focus();
+  }
+
+  function conditionLine(c) {
+    const actual = c.missing ? "missing" : JSON.stringify(c.actual);
+    const value = c.value === undefined || c.value === null ? "" : ` ${JSON.stringify(c.value)}`;
+    return `${c.result ? "✓" : "✗"} ${c.path} ${c.op}${value} — actual ${actual}`;
+  }
+
+  function usageText(u) {
+    return `${u.inputTokens} in + ${u.outputTokens} out tokens, $${Number(u.costUsd).toFixed(4)}`;
+  }
+
+  function renderCallback(body) {
+    const c = body.callback;
+    const env = body.envelope || {};
+    const settled = c.settledAt ? `, settled ${new Date(c.settledAt).toLocaleString()}` : "";
+    byId("callback-headline").textContent = `${c.watcherId} · ${c.trigger.kind} · contract ${c.state}${settled}`;
+    const parts = [];
+    const facts = el("dl", { class: "facts-list" });
+    const traceId = c.traceId || (env.trace && env.trace.traceId);
+    for (const [name, value] of [["Watcher", c.watcherId], ["State", c.state], ["Created", c.createdAt], ["Deadline", c.deadline], ["Targets", (c.targets || []).join(", ")], ["Silenced by", c.silencedBy], ["Trace id", traceId]]) {
+      if (value) facts.append(el("dt", {}, name), el("dd", {}, String(value)));
+    }
+    parts.push(part("Contract", facts));
+    if (Array.isArray(body.conditions)) {
+      parts.push(part("Conditions (values at the fire)", el("ul", { class: "conditions" }, ...body.conditions.map((x) => el("li", {}, el("code", {}, conditionLine(x)))))));
+    }
+    parts.push(part("Payload", el("pre", { class: "full" }, JSON.stringify(env.payload === undefined ? null : env.payload, null, 2))));
+    parts.push(part("Transcript (model turns, tool calls, policy decisions)", transcript(body.transcript || [], true)));
+    parts.push(part("Usage", el("p", {}, usageText(body.usage))));
+    const deliveries = el("ul", { class: "deliveries" });
+    for (const d of body.deliveries) {
+      const error = d.lastError ? ` — ${d.lastError}` : "";
+      deliveries.append(el("li", {}, `${d.target} ${d.kind}: ${d.state} (${d.attempts} attempt${d.attempts === 1 ? "" : "s"})${error}`));
+    }
+    parts.push(part("Deliveries (page, follow-ups)", body.deliveries.length ? deliveries : el("p", { class: "muted" }, "Nothing delivered.")));
+    parts.push(part("Feedback", feedbackPart(c.callbackId, body.feedback)));
+    parts.push(part("Envelope", el("pre", { class: "full" }, JSON.stringify(body.envelope, null, 2))));
+    byId("callback-parts").replaceChildren(...parts);
+  }
+
+  function feedbackPart(callbackId, feedback) {
+    const counts = (feedback && feedback.counts) || { useful: 0, notUseful: 0 };
+    const line = el("p", { class: "feedback-counts" }, `${counts.useful} 👍 · ${counts.notUseful} 👎`);
+    const note = el("input", { type: "text", id: "feedback-note", maxlength: "2000", "aria-label": "Feedback note (optional)", placeholder: "note (optional)" });
+    const buttons = [true, false].map((useful) => {
+      const button = el("button", { type: "button", class: "secondary", "aria-label": useful ? "Useful" : "Not useful" }, useful ? "👍 Useful" : "👎 Not useful");
+      button.addEventListener("click", async () => {
+        button.disabled = true;
+        try {
+          const now = await api("POST", `/api/v1/callbacks/${encodeURIComponent(callbackId)}/feedback`, { useful, note: note.value.trim() || null });
+          line.textContent = `${now.counts.useful} 👍 · ${now.counts.notUseful} 👎`;
+          announce("Feedback recorded");
+        } catch (error) {
+          showAlert(`Could not record feedback: ${error.message}`);
+        } finally {
+          button.disabled = false;
+        }
+      });
+      return button;
+    });
+    const people = el("ul", {}, ...((feedback && feedback.items) || []).map((f) => el("li", {}, `${f.useful ? "👍" : "👎"} ${f.person}${f.note ? ` — ${f.note}` : ""}`)));
+    return el("div", {}, line, people, note, el("div", { class: "actions" }, ...buttons));
+  }
+
+  // --- report (SPEC §22) -----------------------------------------------------------------------
+
+  function seconds(p) {
+    return p.p50 === null ? "—" : `${p.p50} / ${p.p90} s`;
+  }
+
+  async function loadReport() {
+    const since = byId("report-since").value;
+    byId("report-summary").textContent = "Loading…";
+    try {
+      const [report, charts] = await Promise.all([
+        api("GET", `/api/v1/report?since=${encodeURIComponent(since)}`),
+        api("GET", `/api/v1/report/charts?since=${encodeURIComponent(since)}`),
+      ]);
+      renderReport(report, charts.charts);
+    } catch (error) {
+      byId("report-summary").textContent = `Could not load the report: ${error.message}`;
+    }
+  }
+
+  function renderReport(report, charts) {
+    const t = report.total;
+    byId("report-summary").textContent = `From ${new Date(report.since).toLocaleString()} to ${new Date(report.until).toLocaleString()}.`;
+    const figures = [
+      ["fires", "Fires", t.fires],
+      ["pages", "Pages", t.pages],
+      ["pagesByAgent", "by the agent", t.pagesByAgent],
+      ["fallbacks", "Fallbacks", t.fallbacks],
+      ["deduped", "Deduped", t.deduped],
+      ["silenced", "Silenced", t.silenced],
+      ["grouped", "Grouped", t.grouped],
+      ["followUps", "Follow-ups", t.followUps],
+      ["escalationSteps", "Escalation steps", t.escalationSteps],
+      ["timeToPage", "Time to page p50/p90", seconds(t.timeToPageS)],
+      ["timeToAck", "Time to ack p50/p90", seconds(t.timeToAckS)],
+      ["timeToResolve", "Time to resolve p50/p90", seconds(t.timeToResolveS)],
+      ["tokens", "Tokens", `${t.usage.inputTokens} in + ${t.usage.outputTokens} out`],
+      ["cost", "Cost", `$${Number(t.usage.costUsd).toFixed(4)}`],
+      ["useful", "Useful (👍)", t.feedback.useful],
+      ["notUseful", "Not useful (👎)", t.feedback.notUseful],
+    ];
+    byId("report-figures").replaceChildren(...figures.map(([key, name, value]) => el("div", {}, el("dt", {}, name), el("dd", { "data-figure": key }, String(value)))));
+    const parser = new DOMParser();
+    byId("report-charts").replaceChildren(
+      ...charts.map((chart) => {
+        const svg = parser.parseFromString(chart.svg, "image/svg+xml").documentElement;
+        return el("figure", { "data-chart": chart.id }, document.importNode(svg, true));
+      }),
+    );
+    byId("report-noisiest").replaceChildren(...report.noisiest.map((n) => el("li", {}, `${n.watcherId} (${n.fires})`)));
+    const flapping = report.flapping.map((f) => el("li", {}, `${f.watcherId}: ${f.cycles} cycles on ${f.day}`));
+    byId("report-flapping").replaceChildren(...(flapping.length ? flapping : [el("li", { class: "muted" }, "none")]));
   }
 
   // --- silences ------------------------------------------------------------------------------
@@ -627,6 +768,10 @@
       renderWatchers(watchers);
       renderSilences(active, pending);
       renderCallbacks(callbacks);
+      if (!state.reportLoaded) {
+        state.reportLoaded = true;
+        loadReport();
+      }
       setConnection(`Updated ${new Date().toLocaleTimeString()}`, false);
     } catch (error) {
       if (error instanceof Unauthorized) askForToken(token() ? "The token was refused; enter it again." : "");
@@ -656,6 +801,13 @@
     });
     byId("forget-token").addEventListener("click", () => askForToken(""));
     byId("silence-form").addEventListener("submit", createSilence);
+    byId("report-form").addEventListener("submit", (event) => {
+      event.preventDefault();
+      loadReport();
+    });
+    byId("callback-close").addEventListener("click", () => {
+      byId("callback-view").hidden = true;
+    });
     const filters = byId("inbox-filters");
     filters.addEventListener("submit", (event) => event.preventDefault());
     filters.addEventListener("change", () => {
