@@ -1,5 +1,12 @@
 """The response contract under random interleavings of fires, notifies, approvals, deadlines,
-delivery faults and restarts, on SQLite and on Redis (``contract_model.ContractMachine``)."""
+delivery faults and restarts, the session's time limit and budgets, two replicas and kill -9, on
+SQLite and on Redis (``contract_model.ContractMachine``, ``contract_model_sessions``).
+
+How it finds the old behaviour (docs/relay.md, "How the guarantee is checked"): with the follow-up
+hand-over switched off in our code (``HAND_OVER_TRIES = 1`` in relay/relay.py: a notify after the
+page is refused) it fails with ``a follow-up (a notify after fulfilled) was refused``; with
+``notifying`` taking a second page candidate again it fails with two ``page: true`` messages.
+Neither switch is kept: both were run by hand against this test unchanged."""
 
 from __future__ import annotations
 
