@@ -497,7 +497,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         """The agent escalates: an inbox item; the fallback, if it comes, says so."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:
             return
         before = self.run(self.state(cid)).state
         call = ToolCall("e", "sentinel_escalate", {"reason": "disk grows fast", "severity": "critical"})
@@ -511,7 +511,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         """The agent proposes a command the policy sends for approval: the session pauses."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:  # a stopped session calls no tool
             return
         before = self.run(self.state(cid)).state
         call = ToolCall(f"c{next(self.texts)}", "sentinel_act", {"action": "run_command", "command": "true"})
@@ -574,7 +574,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         never came back. After the restart the session runs the same tool call again."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:
             return
         self.run(self.crashed_notify(cb, b))
 
