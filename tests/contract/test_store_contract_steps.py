@@ -181,7 +181,8 @@ async def test_a_second_page_candidate_while_one_is_in_flight_is_refused(store: 
     await store.pause_contract("a")
     as_page = await store.begin_notify("a", [second], at=make.at(2))
     as_follow_up = await store.begin_notify("a", [second], at=make.at(2), follow_up=True)
-    assert as_page is not None and as_follow_up is not None
+    assert as_page is not None
+    assert as_follow_up is not None
     assert (False, True) == (as_page.accepted, as_follow_up.accepted)
     await store.record_outcomes(
         [outcome(make, first.key, "failed", 3), outcome(make, second.key, "failed", 3)]
@@ -189,7 +190,8 @@ async def test_a_second_page_candidate_while_one_is_in_flight_is_refused(store: 
     third = make.delivery("a", "oncall", "notify.3")
     as_follow_up = await store.begin_notify("a", [third], at=make.at(4), follow_up=True)
     as_page = await store.begin_notify("a", [third], at=make.at(4))
-    assert as_page is not None and as_follow_up is not None
+    assert as_page is not None
+    assert as_follow_up is not None
     assert (False, True) == (as_follow_up.accepted, as_page.accepted)
 
 

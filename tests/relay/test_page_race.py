@@ -51,6 +51,11 @@ async def replicas(tmp_path: Path, sink: Sink, store: str, *, timeout_ms: int, m
     return started
 
 
+async def state_of(service: Service, callback_id: str) -> str | None:
+    current = await service.store.get_contract(callback_id)
+    return None if current is None else current.state
+
+
 @pytest.mark.parametrize("kind", ["sqlite", "redis"])
 async def test_two_notifies_at_once_on_two_replicas_page_once(
     tmp_path: Path, sink: Sink, kind: str, request: pytest.FixtureRequest
@@ -79,9 +84,7 @@ async def test_two_notifies_at_once_on_two_replicas_page_once(
         assert [False, True] == pages, sink.bodies()
         [follow_up] = [body for body in sink.bodies() if not body["page"]]
         assert contract.callback_id == follow_up["inReplyTo"]
-        current = await one.store.get_contract(contract.callback_id)
-        assert current is not None
-        assert "fulfilled" == current.state
+        assert "fulfilled" == await state_of(one, contract.callback_id)
     finally:
         for service in (one, two):
             await service.stop()
@@ -98,8 +101,7 @@ async def test_a_notify_after_expired_is_a_follow_up(tmp_path: Path, sink: Sink)
         assert contract is not None
 
         async def expired() -> bool | None:
-            current = await one.store.get_contract(contract.callback_id)
-            return (current is not None and current.state == "expired") or None
+            return await state_of(one, contract.callback_id) == "expired" or None
 
         await wait_for(expired, what="the contract expired")
         envelope = await get_envelope(one.store, contract.callback_id)
@@ -108,9 +110,7 @@ async def test_a_notify_after_expired_is_a_follow_up(tmp_path: Path, sink: Sink)
         assert (True, "followup", ["hook"]) == (result["ok"], result["deliveredAs"], result["delivered"])
         [body] = sink.bodies()
         assert (False, contract.callback_id) == (body["page"], body["inReplyTo"])
-        current = await one.store.get_contract(contract.callback_id)
-        assert current is not None
-        assert "expired" == current.state
+        assert "expired" == await state_of(one, contract.callback_id)
     finally:
         for service in (one, two):
             await service.stop()
