@@ -52,6 +52,7 @@ ROLES: dict[str, set[str]] = {
     "SilenceStore": {"put_silence", "get_silence", "list_silences"},
     "RetentionStore": {"prune"},
     "UsageStore": {"add_usage", "get_usage"},
+    "FeedbackStore": {"put_feedback", "get_feedback"},
 }
 # Where the whole Store may be named: the service that opens it and hands each part its roles,
 # the registry that makes it, and the package that defines and exports it.

@@ -2,7 +2,8 @@
 
 Notification ``i`` is sent at ``start + i / rate`` whatever the answers before it did (an
 Alertmanager with many groups does not wait for one group's answer to send another's), with
-``per`` new critical alerts in it (fingerprints unique to the run, so every alert fires). The
+``per`` new critical alerts in it (fingerprints unique to the run, so every alert fires), all of
+one alertname (as Alertmanager groups them): the first of ``alertnames`` names, or in turn. The
 latency of a notification is its 202 minus its scheduled send time, so a server that falls
 behind shows it even while the client's connections queue. A request is given
 ``ALERTMANAGER_TIMEOUT_S`` (Alertmanager's webhook timeout): later, it counts as timed out.
@@ -20,15 +21,16 @@ import aiohttp
 
 ALERTMANAGER_TIMEOUT_S = 10.0
 CONNECTIONS = 256
+ALERTNAMES = ("HighLoad", "DiskFull", "ApiErrors", "PodCrashLooping", "CertExpiring", "QueueBacklog")
 
 
-def notification(run: str, first: int, per: int) -> bytes:
+def notification(run: str, first: int, per: int, alertname: str = ALERTNAMES[0]) -> bytes:
     """The body of one notification: alerts ``first`` … ``first + per - 1`` of run ``run``."""
     alerts = [
         {
             "status": "firing",
             "labels": {
-                "alertname": "HighLoad",
+                "alertname": alertname,
                 "instance": f"node-{i}",
                 "job": "node",
                 "severity": "critical",
@@ -43,12 +45,12 @@ def notification(run: str, first: int, per: int) -> bytes:
     ]
     body = {
         "version": "4",
-        "groupKey": '{}:{alertname="HighLoad"}',
+        "groupKey": f'{{}}:{{alertname="{alertname}"}}',
         "truncatedAlerts": 0,
         "status": "firing",
         "receiver": "sentinel",
-        "groupLabels": {"alertname": "HighLoad"},
-        "commonLabels": {"alertname": "HighLoad", "job": "node", "severity": "critical"},
+        "groupLabels": {"alertname": alertname},
+        "commonLabels": {"alertname": alertname, "job": "node", "severity": "critical"},
         "commonAnnotations": {},
         "externalURL": "http://127.0.0.1:9093",
         "alerts": alerts,
@@ -66,6 +68,7 @@ class Answers:
     alerts_accepted: int = 0
     errors: dict[str, int] = field(default_factory=dict)
     first_send: float = 0.0
+    first_send_wall: float = 0.0  # the same instant on the wall clock (the sink's)
     last_answer: float = 0.0
 
     def error(self, what: str) -> None:
@@ -73,11 +76,20 @@ class Answers:
 
 
 async def offer(
-    url: str, headers: dict[str, str], *, rate: float, duration_s: float, per: int, run: str
+    url: str,
+    headers: dict[str, str],
+    *,
+    rate: float,
+    duration_s: float,
+    per: int,
+    run: str,
+    alertnames: int = 1,
 ) -> Answers:
-    """Send ``rate * duration_s`` notifications of ``per`` alerts on schedule; their answers."""
+    """Send ``rate * duration_s`` notifications of ``per`` alerts on schedule (notification ``i``
+    of alertname ``i % alertnames``); their answers."""
     count = max(1, round(rate * duration_s))
-    bodies = [notification(run, i * per, per) for i in range(count)]
+    names = ALERTNAMES[: max(1, alertnames)]
+    bodies = [notification(run, i * per, per, names[i % len(names)]) for i in range(count)]
     answers = Answers(sent=count)
     timeout = aiohttp.ClientTimeout(total=ALERTMANAGER_TIMEOUT_S)
     connector = aiohttp.TCPConnector(limit=CONNECTIONS)
@@ -103,7 +115,7 @@ async def offer(
             answers.last_answer = max(answers.last_answer, done)
 
         start = time.monotonic() + 0.05
-        answers.first_send = start
+        answers.first_send, answers.first_send_wall = start, time.time() + 0.05
         tasks = []
         for index, body in enumerate(bodies):
             due = start + index / rate

@@ -28,16 +28,33 @@ fire:
 """
 
 
-def write_project(folder: Path, *, store: str, port: int, sink_port: int) -> Path:
-    """Write ``folder/sentinel.yaml`` and the watcher file; the config's path."""
+GROUP_BY = "[payload.labels.alertname]"
+
+
+def write_project(
+    folder: Path,
+    *,
+    store: str,
+    port: int,
+    sink_port: int,
+    group_wait_ms: int | None = None,
+    fanout: bool = True,
+) -> Path:
+    """Write ``folder/sentinel.yaml`` and the watcher file; the config's path. ``group_wait_ms``:
+    the watcher's fires are grouped by alertname (SPEC §19) with that ``waitMs``; ``fanout``
+    false: no fan-out line, so the sink gets only the pages (and their follow-ups)."""
     (folder / "watchers").mkdir(parents=True, exist_ok=True)
-    (folder / "watchers" / f"{WATCHER_ID}.yaml").write_text(WATCHER, encoding="utf-8")
+    watcher = WATCHER
+    if group_wait_ms is not None:
+        watcher += f"  group: {{by: {GROUP_BY}, waitMs: {group_wait_ms}}}\n"
+    (folder / "watchers" / f"{WATCHER_ID}.yaml").write_text(watcher, encoding="utf-8")
     target = {"type": "webhook", "url": f"http://127.0.0.1:{sink_port}/hook"}
     lines = [
         f"store: {json.dumps(store)}",
         f'server: {{host: "127.0.0.1", port: {port}}}',
         'allowedHosts: ["127.0.0.1"]',
         "hookResponseTimeoutMs: 60000",
+        f"notificationPayloadMode: {'concise' if fanout else 'none'}",
         f"targets: {{sink: {json.dumps(target)}}}",
     ]
     path = folder / "sentinel.yaml"

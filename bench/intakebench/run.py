@@ -39,7 +39,10 @@ DRAIN_TIMEOUT_S = 60.0
 @dataclass(frozen=True)
 class Row:
     """What to run: ``server`` (``sentinel`` or ``bare``) on ``store``, ``rate`` alerts/s in
-    notifications of ``per`` alerts, for ``duration_s``."""
+    notifications of ``per`` alerts, for ``duration_s``. The storm benchmark's rows spread the
+    notifications over ``alertnames`` names, group the fires by alertname (``group_wait_ms``; None:
+    no grouping), leave the fan-out line out (``fanout``) so the sink sees pages, and may skip
+    waiting for the deliveries (``drain``)."""
 
     server: str
     store: str
@@ -49,6 +52,10 @@ class Row:
     src: Path
     server_core: int
     load_core: int
+    alertnames: int = 1
+    group_wait_ms: int | None = None
+    fanout: bool = True
+    drain: bool = True
 
 
 def runqueue_wait_s(pid: int) -> float:
@@ -92,7 +99,14 @@ async def _start_server(row: Row, folder: Path, sink_port: int) -> tuple[asyncio
     env["PYTHONPATH"] = os.pathsep.join([str(BENCH_DIR), str(row.src)])
     if row.server == "sentinel":
         store = sqlite_url(folder) if row.store == "sqlite" else row.store
-        config = write_project(folder, store=store, port=port, sink_port=sink_port)
+        config = write_project(
+            folder,
+            store=store,
+            port=port,
+            sink_port=sink_port,
+            group_wait_ms=row.group_wait_ms,
+            fanout=row.fanout,
+        )
         argv = [sys.executable, "-m", "sentinel_hooks", "run", "-c", str(config)]
         probe = f"http://127.0.0.1:{port}/readyz"
     else:
@@ -145,6 +159,16 @@ async def _sink_keys(port: int) -> int:
         return int((await response.json())["keys"])
 
 
+def expected_deliveries(row: Row, fired: int) -> int:
+    """What the sink should get: two per fire (the page and the fan-out line), or only the pages
+    (one per group, or one per fire without grouping), or nothing (the bare handler)."""
+    if row.server != "sentinel":
+        return 0
+    if row.fanout:
+        return 2 * fired
+    return min(fired, row.alertnames) if row.group_wait_ms is not None else fired
+
+
 async def _drain(sink_port: int, expected: int) -> None:
     """Wait until the sink holds ``expected`` distinct deliveries (or DRAIN_TIMEOUT_S)."""
     deadline = time.monotonic() + DRAIN_TIMEOUT_S
@@ -152,12 +176,26 @@ async def _drain(sink_port: int, expected: int) -> None:
         await asyncio.sleep(0.1)  # another process's count: polled
 
 
-def _sink_counts(path: Path) -> tuple[int, int]:
-    """(distinct Idempotency-Keys, repeated ones) of the sink's records."""
+@dataclass(frozen=True)
+class Delivered:
+    """What the sink got: distinct Idempotency-Keys, repeated ones, callbacks paged, and the
+    first page's arrival (wall clock; None without a page)."""
+
+    keys: int
+    repeated: int
+    pages: int
+    first_page_at: float | None
+
+
+def _sink_counts(path: Path) -> Delivered:
     import json
 
-    keys = [json.loads(line).get("key") for line in path.read_text().splitlines() if '"key"' in line]
-    return len(set(keys)), len(keys) - len(set(keys))
+    records = [json.loads(line) for line in path.read_text().splitlines() if '"key"' in line]
+    keys = [record.get("key") for record in records]
+    paged = [record for record in records if record.get("page") is True]
+    first = min((record["at"] for record in paged), default=None)
+    pages = len({record.get("callbackId") for record in paged})
+    return Delivered(len(set(keys)), len(keys) - len(set(keys)), pages, first)
 
 
 async def run_row(row: Row) -> dict[str, Any]:
@@ -182,19 +220,21 @@ async def run_row(row: Row) -> dict[str, Any]:
             duration_s=row.duration_s,
             per=row.per,
             run=f"{time.time():.0f}",
+            alertnames=row.alertnames,
         )
         cpu_intake = cpu_seconds(proc.pid) - cpu0
         waited = runqueue_wait_s(proc.pid) - waited0
         intake_s = time.monotonic() - answers.first_send  # until the last answer or timeout
-        if row.server == "sentinel":
-            await _drain(sink_port, 2 * answers.fired)
+        expected = expected_deliveries(row, answers.fired)
+        if expected and row.drain:
+            await _drain(sink_port, expected)
         cpu = cpu_seconds(proc.pid) - cpu0
         wall = time.monotonic() - wall0
         other = (machine_busy_seconds() - busy0 - (_ours(proc.pid, sink.pid, redis_pid) - ours0)) / wall
         await _stop(proc)
         await sink.stop()
-        delivered, repeated = _sink_counts(folder / "sink.jsonl")
-        result = _numbers(row, answers, cpu_intake, cpu, delivered, repeated, load_avg, max(0.0, other))
+        delivered = _sink_counts(folder / "sink.jsonl")
+        result = _numbers(row, answers, cpu_intake, cpu, delivered, load_avg, max(0.0, other))
         result["server_busy_during_intake"] = round(cpu_intake / intake_s, 2)
         result["server_cpu_denied_during_intake"] = round(waited / intake_s, 2)
         return result
@@ -222,14 +262,14 @@ def _numbers(
     answers: Answers,
     cpu_intake: float,
     cpu: float,
-    delivered: int,
-    repeated: int,
+    delivered: Delivered,
     load_avg: float,
     other: float,
 ) -> dict[str, Any]:
     span = max(1e-9, answers.last_answer - answers.first_send) if answers.latencies_s else float("inf")
     accepted = answers.alerts_accepted
-    expected = 2 * answers.fired if row.server == "sentinel" else 0
+    expected = expected_deliveries(row, answers.fired)
+    first_page = delivered.first_page_at
     lat = answers.latencies_s
     return {
         "server": row.server,
@@ -245,8 +285,11 @@ def _numbers(
         "fired": answers.fired,
         "cpu_ms_per_alert_intake": round(cpu_intake * 1000 / accepted, 2) if accepted else None,
         "cpu_ms_per_alert": round(cpu * 1000 / accepted, 2) if accepted else None,  # of answered alerts
-        "deliveries_missing": max(0, expected - delivered),
-        "deliveries_repeated": repeated,
+        "deliveries_missing": max(0, expected - delivered.keys) if row.drain else None,
+        "deliveries_repeated": delivered.repeated,
+        "pages": delivered.pages,
+        "first_page_ms": None if first_page is None else round((first_page - answers.first_send_wall) * 1000),
+        "grouped": row.group_wait_ms is not None,
         "load_avg_1m": round(load_avg, 2),
         "other_load_cores": round(other, 2),
         "median_ms": round(statistics.median(lat) * 1000, 1) if lat else None,

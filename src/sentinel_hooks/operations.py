@@ -37,11 +37,13 @@ from sentinel_hooks.relay.escalation import chain_status
 from sentinel_hooks.store.base import (
     CheckpointStore,
     ContractStore,
+    FeedbackStore,
     InboxStore,
     OutboxStore,
     SessionStore,
     UsageStore,
 )
+from sentinel_hooks.store.feedback import Feedback
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import (
     Contract,
@@ -77,10 +79,18 @@ class CallbackDetail:
     deliveries: list[Delivery]
     conditions: list[dict[str, Any]] | None = None  # a match's leaves with their actual values
     usage: Usage = field(default_factory=Usage)  # what its model calls used (SPEC §20)
+    feedback: list[Feedback] = field(default_factory=list)  # the latest per person (SPEC §22)
 
 
 class OperationsRoles(
-    ContractStore, SessionStore, CheckpointStore, OutboxStore, InboxStore, UsageStore, Protocol
+    ContractStore,
+    SessionStore,
+    CheckpointStore,
+    OutboxStore,
+    InboxStore,
+    UsageStore,
+    FeedbackStore,
+    Protocol,
 ):
     """The store roles the faces' questions read: callbacks with their transcripts, checkpoints,
     deliveries and model usage, and the inbox (every change goes through a part of the service)."""
@@ -312,6 +322,7 @@ class ServiceOperations:
         deliveries = await self.store.list_deliveries(callback_id)
         follow_ups = len({d.kind for d in deliveries if d.message.get("follow_up") is True})
         usage = await self.store.get_usage([fire_key(callback_id)])
+        feedback = await self.store.get_feedback([callback_id])
         return CallbackDetail(
             contract.model_copy(update={"follow_ups": follow_ups}) if follow_ups else contract,
             envelope,
@@ -319,7 +330,21 @@ class ServiceOperations:
             deliveries,
             conditions if isinstance(conditions, list) else None,
             usage.get(fire_key(callback_id), Usage()),
+            feedback.get(callback_id, []),
         )
+
+    async def give_feedback(
+        self, callback_id: str, person: str, useful: bool, note: str | None
+    ) -> list[Feedback] | None:
+        """Keep ``person``'s feedback on the callback (replacing theirs before) and return the
+        callback's feedback now; None when there is no such callback."""
+        if await self.store.get_contract(callback_id) is None:
+            return None
+        given = Feedback(
+            callback_id=callback_id, person=person, useful=useful, note=note, at=self.clock.now()
+        )
+        await self.store.put_feedback(given)
+        return (await self.store.get_feedback([callback_id])).get(callback_id, [])
 
     async def transcript(
         self, session_key: str, *, after_seq: int = 0, limit: int | None = None

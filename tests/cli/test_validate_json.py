@@ -62,3 +62,26 @@ def test_missing_config_is_reported_as_json(sentinel: Runner) -> None:
         error["file"],
         error["line"],
     )
+
+
+def test_repeat_after_ms_below_a_minute_is_an_error_at_its_line(sentinel: Runner, tmp_path: Path) -> None:
+    """`repeatAfterMs: 1` would page four times a second: validate names the file, line and floor."""
+    sentinel("init", "demo")
+    config = tmp_path / "demo" / "sentinel.yaml"
+    lines = config.read_text().splitlines()
+    lines += [
+        "escalationPolicies:",
+        "  nag:",
+        "    steps: [{afterMs: 0, targets: [console]}]",
+        "    repeatAfterMs: 1",
+    ]
+    config.write_text("\n".join(lines) + "\n")
+    result = sentinel("validate", "-c", "demo/sentinel.yaml", "--json")
+    [error] = result.json()["errors"]
+    assert (1, "demo/sentinel.yaml", len(lines), "escalationPolicies.nag.repeatAfterMs") == (
+        result.code,
+        error["file"],
+        error["line"],
+        error["key"],
+    )
+    assert error["message"].startswith("repeatAfterMs 1 is below the floor of 60000 (one minute)")

@@ -81,6 +81,16 @@ def test_unknown_step_target_is_an_error_at_its_key(project: Writer) -> None:
             "0",
         ),
         (
+            "{steps: [{afterMs: 0, targets: [oncall]}], repeatAfterMs: 1}",
+            "escalationPolicies.p.repeatAfterMs",
+            "repeatAfterMs 1 is below the floor of 60000 (one minute)",
+        ),
+        (
+            "{steps: [{afterMs: 0, targets: [oncall]}], repeatAfterMs: 59999}",
+            "escalationPolicies.p.repeatAfterMs",
+            "use 60000 or more, or null for no repeat",
+        ),
+        (
             "{steps: [{afterMs: '5', targets: [oncall]}]}",
             "escalationPolicies.p.steps[0].afterMs",
             "whole number",

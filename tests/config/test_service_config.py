@@ -57,6 +57,7 @@ def test_defaults_match_the_spec() -> None:
             "maxResponseBytes": 1048576,
             "maxPayloadChars": 2500,
             "requestTimeoutMs": 10000,
+            "maxAlertsPerRequest": 1000,
         },
         "telemetry": {"eventsFile": None},
         "retention": {

@@ -4,13 +4,14 @@ real webhook receiver once, in order and on time, and closing the item stops the
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
 
+from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import InboxItem
@@ -36,7 +37,7 @@ escalationPolicies:
       - {{afterMs: 1400, targets: [third, first]}}
   nag:
     steps: [{{afterMs: 300, targets: [first]}}]
-    repeatAfterMs: 500
+    repeatAfterMs: 60000
 defaultEscalationPolicy: chain
 """
 WATCHERS = {
@@ -45,12 +46,32 @@ WATCHERS = {
 }
 
 
+class JumpClock(SystemClock):
+    """The wall clock plus an offset the test moves forward, so a one-minute ``repeatAfterMs`` (the
+    §15 floor) falls due at once; the relay and dispatcher poll at least every 0.5 s, so they see
+    the jump without being woken."""
+
+    def __init__(self) -> None:
+        self.offset = timedelta()
+
+    def now(self) -> datetime:
+        return super().now() + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.offset += timedelta(seconds=seconds)
+
+
 class TimedSink(Sink):
-    """A webhook receiver recording when each request arrived (wall clock, like the item's time)."""
+    """A webhook receiver recording when each request arrived (on the service's clock, like the
+    item's time)."""
+
+    def __init__(self, clock: JumpClock) -> None:
+        super().__init__()
+        self.clock = clock
 
     async def _record(self, request: web.Request) -> web.StreamResponse:
         response = await super()._record(request)
-        self.received[-1]["at"] = datetime.now(UTC)
+        self.received[-1]["at"] = self.clock.now()
         return response
 
     def keys(self) -> list[str]:
@@ -61,20 +82,25 @@ class TimedSink(Sink):
 
 
 @pytest.fixture
-async def sink() -> AsyncIterator[TimedSink]:
-    server = TimedSink()
+def clock() -> JumpClock:
+    return JumpClock()
+
+
+@pytest.fixture
+async def sink(clock: JumpClock) -> AsyncIterator[TimedSink]:
+    server = TimedSink(clock)
     await server.start()
     yield server
     await server.stop()
 
 
 @pytest.fixture
-async def service(tmp_path: Path, sink: TimedSink) -> AsyncIterator[Service]:
+async def service(tmp_path: Path, sink: TimedSink, clock: JumpClock) -> AsyncIterator[Service]:
     (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("").rstrip("/")))
     (tmp_path / "watchers").mkdir()
     for name, text in WATCHERS.items():
         (tmp_path / "watchers" / f"{name}.yaml").write_text(text)
-    started = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    started = Service(load_config(tmp_path / "sentinel.yaml", environ={}), clock=clock)
     await started.start()
     yield started
     await started.stop()
@@ -174,20 +200,24 @@ async def test_a_decided_approval_stops_its_chain(
 
 
 async def test_repeat_after_ms_starts_the_steps_over_while_open(
-    service: Service, sink: TimedSink, create: Create
+    service: Service, sink: TimedSink, create: Create, clock: JumpClock
 ) -> None:
-    """One step at 0.3 s repeated 0.5 s after itself: steps 0, 1, 2 at 0.3, 0.8, 1.3 s, then the ack
-    ends it."""
+    """One step at 0.3 s repeated a minute after itself (the §15 floor): steps 0, 1, 2 at 0.3, 60.3
+    and 120.3 s on the service's clock (moved a minute on after each step), then the ack ends it."""
     item = await create(watcher_id="nagged")
-    await wait_for(lambda: len(sink.received) >= 3, timeout_s=10, what="three rounds")
-    await service.inbox.ack(item.id, actor="ana")
     keys = [f"{item.id}:first:escalation.{n}" for n in range(3)]
-    assert keys == sink.keys()[:3]
-    for key, after_ms in zip(keys, (300, 800, 1300), strict=True):
+    for rounds in range(1, 4):
+        await wait_for(lambda n=rounds: len(sink.received) >= n, timeout_s=10, what=f"round {rounds}")
+        assert keys[:rounds] == sink.keys()
+        if rounds < 3:
+            clock.advance(60)
+    await service.inbox.ack(item.id, actor="ana")
+    for key, after_ms in zip(keys, (300, 60_300, 120_300), strict=True):
         assert -0.002 <= lateness_s(sink, item, key, after_ms) <= LATE_S, key
     sent = len(sink.received)
     pending = [d for d in await service.store.list_deliveries(item.id) if d.state == "pending"]
-    assert len(pending) == 1  # the next round, which the gate will cancel
+    assert len(pending) == 1  # the next round, which the gate cancels when it falls due
+    clock.advance(60)
     await wait_for(lambda: cancelled(service, item.id, pending[0].key), timeout_s=5, what="the next round")
     assert sent == len(sink.received)
 

@@ -30,6 +30,7 @@ allowedHosts: ["127.0.0.1"]
 hookResponseTimeoutMs: 20000
 hookResponseDedupeWindowMs: {dedupe}
 notificationPayloadMode: none
+limits: {{maxAlertsPerRequest: {cap}}}
 targets:
   team: {{type: webhook, url: "{sink}"}}
 """
@@ -43,6 +44,14 @@ conditions: [{{path: labels.severity, op: eq, value: critical}}]
 deliveryTargets: [team]
 fire: {{eventName: prom_alert, messageTemplate: "{message}"{fire}}}
 {extra}"""
+
+PLAIN = """\
+id: plain
+strategy: webhook
+auth: {bearerToken: "${env:AM_TOKEN}"}
+conditions: [{path: status, op: eq, value: firing}]
+deliveryTargets: [team]
+"""
 
 MESSAGE = "${payload.labels.alertname} on ${payload.labels.instance}"
 TOKEN = "am-token-5c1d9e"
@@ -87,8 +96,9 @@ async def start(tmp_path: Path, sink: Sink) -> AsyncIterator[Start]:
     """``await start(fire=", escalate: true", extra="cooldownMs: 1000\\n", dedupe=0)`` → a service."""
     running: list[Service] = []
 
-    async def make(*, fire: str = "", extra: str = "", dedupe: int = 0) -> Service:
-        (tmp_path / "sentinel.yaml").write_text(CONFIG.format(sink=sink.url("/team"), dedupe=dedupe))
+    async def make(*, fire: str = "", extra: str = "", dedupe: int = 0, cap: int = 1000) -> Service:
+        config = CONFIG.format(sink=sink.url("/team"), dedupe=dedupe, cap=cap)
+        (tmp_path / "sentinel.yaml").write_text(config)
         (tmp_path / "watchers").mkdir(exist_ok=True)
         text = WATCHER.format(fire=fire, extra=extra, message=MESSAGE)
         (tmp_path / "watchers" / "am.yaml").write_text(text)
@@ -226,6 +236,39 @@ async def test_a_body_that_is_not_a_notification_is_400_and_stores_nothing(start
     ]
     assert "not an Alertmanager webhook body" in bad[1]["error"]["message"]
     assert await last_observation(service.store, "am") is None
+
+
+async def test_more_alerts_than_the_cap_is_413_and_stores_nothing(start: Start, sink: Sink) -> None:
+    """limits.maxAlertsPerRequest: a notification of more alerts is refused whole with a JSON error
+    that names the count and the limit; nothing is observed, fired or counted. One of exactly the
+    cap is taken."""
+    service = await start(cap=3)
+    over = await push(service, *(alert(f"web-{i}") for i in range(4)))
+    assert 413 == over[0]
+    assert ("too_many_alerts", {"alerts": 4, "maxAlertsPerRequest": 3}) == (
+        over[1]["error"]["code"],
+        over[1]["error"]["details"],
+    )
+    assert "limits.maxAlertsPerRequest" in over[1]["error"]["message"]
+    assert await last_observation(service.store, "am") is None
+    assert [] == (await service.store.list_contracts(watcher_id="am")).items
+    assert (202, {"accepted": True, "fired": 3}) == await push(
+        service, *(alert(f"web-{i}") for i in range(3))
+    )
+
+
+async def test_the_alert_cap_leaves_json_pushes_alone(tmp_path: Path, start: Start) -> None:
+    """A ``format: json`` push is one observation whatever it holds: a body with more ``alerts``
+    than the cap (an Alertmanager body sent to a json watcher) is taken as one event."""
+    (tmp_path / "watchers").mkdir(exist_ok=True)
+    (tmp_path / "watchers" / "plain.yaml").write_text(PLAIN)
+    service = await start(cap=2)
+    body = notification(*(alert(f"web-{i}") for i in range(5)))
+    answer = await call(service, "POST", "/hooks/ingest/plain", body=body, headers=AUTH)
+    assert (202, {"accepted": True, "fired": True}) == answer
+    last = await last_observation(service.store, "plain")
+    assert last is not None
+    assert 5 == len(last.value["alerts"])
 
 
 async def test_wrong_token_is_401(start: Start) -> None:

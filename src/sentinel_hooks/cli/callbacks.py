@@ -105,6 +105,9 @@ def show(
             console.print("    " + usage_line(entry["entry"]["usage"]), markup=False)
     if body.get("usage"):
         console.print(f"usage: {usage_total(body['usage'])}")
+    if body.get("feedback"):
+        for line in feedback_lines(body["feedback"]):
+            console.print(line, markup=False)  # notes are people's text, not markup
     console.print("envelope:")
     console.print_json(json.dumps(body["envelope"]))
 
@@ -193,6 +196,18 @@ def policy_lines(entry: dict[str, Any]) -> str:
         if isinstance(verdict.get("usage"), dict):
             lines.append("      " + usage_line(verdict["usage"]))
     return "\n".join(lines)
+
+
+def feedback_lines(feedback: dict[str, Any]) -> list[str]:
+    """``feedback: 2 👍 1 👎`` then one line per person (their latest), with their note."""
+    counts = feedback.get("counts") or {}
+    lines = [f"feedback: {counts.get('useful', 0)} 👍 {counts.get('notUseful', 0)} 👎"]
+    for item in feedback.get("items") or []:
+        note = f" — {_cut(item['note'], 200)}" if item.get("note") else ""
+        lines.append(
+            f"  {'👍' if item.get('useful') else '👎'} {item.get('person')} at {item.get('at')}{note}"
+        )
+    return lines
 
 
 def usage_total(usage: dict[str, Any]) -> str:

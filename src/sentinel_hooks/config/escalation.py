@@ -2,7 +2,8 @@
 
 A policy is its steps, each ``afterMs`` after the item was created, in non-decreasing order, and
 an optional ``repeatAfterMs`` that starts the steps over that long after the last one while the
-item is still open. Target names are checked against ``targets`` in ``config.crosscheck``.
+item is still open (never sooner than a minute: a chain must not page several times a second).
+Target names are checked against ``targets`` in ``config.crosscheck``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
+
+REPEAT_FLOOR_MS = 60_000
+"""The shortest ``repeatAfterMs`` (SPEC §15): anything quicker pages people several times a minute."""
 
 
 class EscalationStep(Spec):
@@ -36,3 +40,13 @@ class EscalationPolicySpec(Spec):
                     "list the steps in the order they go out (afterMs never decreasing)"
                 )
         return steps
+
+    @field_validator("repeat_after_ms")
+    @classmethod
+    def _repeat_no_sooner_than_a_minute(cls, repeat_after_ms: int | None) -> int | None:
+        if repeat_after_ms is not None and repeat_after_ms < REPEAT_FLOOR_MS:
+            raise ValueError(
+                f"repeatAfterMs {repeat_after_ms} is below the floor of {REPEAT_FLOOR_MS} (one minute); "
+                "a chain must not page several times a second: use 60000 or more, or null for no repeat"
+            )
+        return repeat_after_ms

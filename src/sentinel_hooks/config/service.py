@@ -269,6 +269,7 @@ class LimitsSpec(Spec):
     max_response_bytes: int = Field(default=1048576, ge=1024)
     max_payload_chars: int = Field(default=2500, ge=100)
     request_timeout_ms: PositiveMs = 10000
+    max_alerts_per_request: int = Field(default=1000, ge=1)  # an Alertmanager POST with more: 413
 
 
 class TelemetrySpec(Spec):

@@ -10,11 +10,13 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.endpoints.base import Answer, ApiModel, Body, Endpoint, PathId
 from sentinel_hooks.endpoints.common import (
     INT64_MAX,
+    ActorHeader,
     CallbackAccepted,
     Page,
     cursor_field,
     limit_field,
 )
+from sentinel_hooks.store.feedback import MAX_NOTE_CHARS, Feedback
 from sentinel_hooks.store.records import Contract, ContractState, Delivery, TranscriptEntry
 
 MAX_ENVELOPE_BYTES = 64 * 1024
@@ -48,6 +50,27 @@ class UsageTotals(ApiModel):
     cost_usd: float = Field(ge=0, description="US dollars (0 without the model's pricing)")
 
 
+class FeedbackCounts(ApiModel):
+    """👍 and 👎 over people (each person's latest feedback counts once)."""
+
+    useful: int = Field(ge=0)
+    not_useful: int = Field(ge=0)
+
+
+class FeedbackSummary(ApiModel):
+    """People's feedback on a callback (SPEC §22)."""
+
+    counts: FeedbackCounts
+    items: list[Feedback] = Field(description="the latest per person, oldest first")
+
+
+class FeedbackBody(ApiModel):
+    """Whether the callback was useful to the person giving feedback (the X-Sentinel-Actor header)."""
+
+    useful: bool
+    note: str | None = Field(None, max_length=MAX_NOTE_CHARS, description="why (optional)")
+
+
 class CallbackDetail(ApiModel):
     """A callback end to end."""
 
@@ -59,6 +82,7 @@ class CallbackDetail(ApiModel):
     transcript: list[TranscriptEntry]
     deliveries: list[Delivery]
     usage: UsageTotals = Field(description="what the callback's model calls used")
+    feedback: FeedbackSummary
 
 
 class SessionTranscript(ApiModel):
@@ -110,6 +134,18 @@ SHOW = Endpoint(
     ids=(PathId("id", "the callback's id (from a fire or a listing)"),),
     errors=(404,),
 )
+FEEDBACK = Endpoint(
+    "giveFeedback",
+    "POST",
+    "/api/v1/callbacks/{id}/feedback",
+    "say whether a callback was useful (👍/👎); a person's latest feedback replaces their earlier one",
+    "callbacks",
+    (Answer(200, "the callback's feedback now", FeedbackSummary),),
+    ids=(PathId("id", "the callback's id"),),
+    headers=ActorHeader,
+    body=Body(FeedbackBody, 8 * 1024),
+    errors=(404,),
+)
 SESSION = Endpoint(
     "showSession",
     "GET",
@@ -122,4 +158,4 @@ SESSION = Endpoint(
     errors=(400, 404),
 )
 
-ENDPOINTS = (POST_ENVELOPE, LIST, SHOW, SESSION)
+ENDPOINTS = (POST_ENVELOPE, LIST, SHOW, FEEDBACK, SESSION)

@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.feedback import Feedback
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
     Contract,
@@ -480,6 +481,18 @@ class UsageStore(Protocol):
         """The counters of ``keys`` that exist, by key (a missing one has spent nothing)."""
 
 
+class FeedbackStore(Protocol):
+    """People's 👍/👎 on fires (SPEC.md §22), from the API, the web page and Slack's buttons;
+    read by ``callbacks show``, the callback's API view and the report."""
+
+    async def put_feedback(self, feedback: Feedback) -> None:
+        """Keep ``feedback``, replacing what the same person gave earlier on the same callback (the
+        latest per person counts), in one atomic step. Feedback goes when its contract is pruned."""
+
+    async def get_feedback(self, callback_ids: Sequence[str]) -> dict[str, list[Feedback]]:
+        """Each callback's feedback, one per person, oldest first; a callback without any is absent."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -493,6 +506,7 @@ class Store(
     SilenceStore,
     RetentionStore,
     UsageStore,
+    FeedbackStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the

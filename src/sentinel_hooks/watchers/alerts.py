@@ -29,6 +29,11 @@ stream with its own episode:
 * the conditions see each alert as the observation; ``changed`` compares it with the previous
   alert this watcher received, whatever its fingerprint. ``cooldownMs`` and ``fireOnce`` are the
   watcher's: a cooldown holds back every alert, fireOnce stops the watcher after its first fire.
+* a notification's alerts are judged together (``judge_together``: their fires' store steps in
+  flight at once, one round of writes rather than one after another under the watcher's lock)
+  when nothing ties one alert's judgement to another's: each alert once in it, and no cooldown,
+  fireOnce or ``dedupeKeyTemplate`` (the watcher's, shared by its alerts). Otherwise they are
+  judged one after the other, in order.
 
 The watcher's ``firing`` status flag stays false: its alerts fire and resolve on their own.
 """
@@ -38,7 +43,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import fields
 from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
@@ -187,6 +193,40 @@ class AlertStreams:
         self._evaluated(watcher, matched=True, fired=outcome.fired)
         return outcome
 
+    @staticmethod
+    def independent(watcher: AnyWatcher, alerts: Sequence[Observed], known: Mapping[str, Any]) -> bool:
+        """Whether the alerts of one notification may be judged together: each comes once (so
+        ``known`` holds each one's callback) and the watcher has no cooldown, fireOnce or
+        dedupeKeyTemplate, the state one alert's fire leaves for the next."""
+        fire = watcher.fire
+        shared = watcher.cooldown_ms or watcher.fire_once or fire.dedupe_key_template is not None
+        return not shared and len(known) == len(alerts)
+
+    async def judge_together(
+        self,
+        watcher: AnyWatcher,
+        alerts: Sequence[Observed],
+        state: WatcherState,
+        *,
+        previous: Any,
+        known: Mapping[str, Contract | None],
+    ) -> tuple[list[Outcome], BaseException | None]:
+        """``judge`` every alert (``independent`` ones) at once, each seeing the alert before it as
+        ``previous``; the outcomes, in order, each with the state they left together, and the
+        first error (the others' fires are stored: a resent notification finds them repeats)."""
+        befores = [previous, *(alert.value for alert in alerts[:-1])]
+        results = await asyncio.gather(
+            *(
+                self.judge(watcher, alert, state, previous=before, known=known)
+                for alert, before in zip(alerts, befores, strict=True)
+            ),
+            return_exceptions=True,
+        )
+        outcomes = [result for result in results if isinstance(result, Outcome)]
+        merged = merged_state(state, [outcome.state for outcome in outcomes])
+        error = next((result for result in results if isinstance(result, BaseException)), None)
+        return [Outcome(merged, outcome.contract, outcome.skipped) for outcome in outcomes], error
+
     async def _fired(self, callback_id: str, known: Mapping[str, Contract | None] | None) -> Contract | None:
         """The callback of the alert's stream: from ``known`` when it holds it, else read now."""
         if known is not None and callback_id in known:
@@ -223,3 +263,16 @@ class AlertStreams:
     def _evaluated(self, watcher: AnyWatcher, *, matched: bool, fired: bool) -> None:
         if self._events is not None:
             self._events.evaluation(watcher.id, matched=matched, fired=fired, trigger=None)
+
+
+def merged_state(before: WatcherState, afters: Sequence[WatcherState]) -> WatcherState:
+    """The state that judgements which each started from ``before`` leave together: their fires
+    counted, every other field as the last judgement that changed it left it."""
+    changed: dict[str, Any] = {}
+    for after in afters:
+        for field in fields(WatcherState):
+            value = getattr(after, field.name)
+            if field.name != "fires" and value != getattr(before, field.name):
+                changed[field.name] = value
+    fires = before.fires + sum(after.fires - before.fires for after in afters)
+    return before.evolve(fires=fires, **changed)

@@ -180,14 +180,18 @@ class FiringPipeline:
         *,
         previous: Any = UNKNOWN,
         prompt: bool = False,
+        recorded: bool = False,
     ) -> Outcome:
         """Process one observation; returns the new state (not yet persisted) and any contract.
 
         ``previous`` is the watcher's previous observation when the caller remembers it
         (MISSING for none); by default it is read from the store. ``prompt``: a pushed event,
         recorded without waiting for the write-back's window (``watchers.writeback``).
+        ``recorded``: the caller stores the observation itself, after judging it (with others
+        and the state they left: ``record_all``), and gives ``previous``.
         """
-        previous = await self.record(watcher.id, observed, previous, prompt=prompt)
+        if not recorded:
+            previous = await self.record(watcher.id, observed, previous, prompt=prompt)
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         unfired = state  # what a muted fire leaves: the edge and episodes as they were
         episode = _NO_EPISODE

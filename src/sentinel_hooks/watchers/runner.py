@@ -46,6 +46,7 @@ from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.polling import Polling
+from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
@@ -112,6 +113,7 @@ class WatcherRunner:
         self.state = state
         self.deps = deps
         self._lock = asyncio.Lock()
+        self._pushes = PushBatches()  # json pushes waiting for the lock
         # the last failures were the store's or its lease checks' (logged once for every runner by
         # ``deps.unrecorded`` and ``deps.unfenced``, so its recovery is not a line of its own either)
         self._redis_trouble = False
@@ -382,17 +384,52 @@ class WatcherRunner:
         return MISSING if self._previous is UNKNOWN else self._previous
 
     async def ingest(self, value: Any) -> Outcome:
-        """A pushed event (webhook watchers)."""
-        return await self._handle(Observed(value=value, at=self.deps.clock.now()), prompt=True)
+        """A pushed event (``format: json`` webhook watchers), taken with the others that queued
+        for the lock meanwhile (``watchers.pushes``); its outcome once its batch is stored."""
+        observed = Observed(value=value, at=self.deps.clock.now())
+        return await self._pushes.push(observed, self._lock, self._judge_pushes)
+
+    async def _judge_pushes(self, batch: list[Observed]) -> list[Outcome | StoreError]:
+        """Pushes that queued for the lock (the caller holds it): each judged in order, as
+        ``_handle`` would, then their observations and the state they left stored in one write
+        that waits for no gathering window. A push whose fire the store refused gets its
+        ``StoreError``; a refused write, every push of the batch (none is answered 202)."""
+        if self.needs_lease and not await self._fenced():
+            return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in batch]
+        pipeline, before = self.deps.pipeline, self.state
+        results: list[Outcome | StoreError] = []
+        try:
+            previous = await pipeline.previous(self.id, self._previous)
+            for observed in batch:
+                self.state = self.state.succeeded(observed.at)
+                step = pipeline.observe(self.spec, observed, self.state, previous=previous, recorded=True)
+                try:
+                    results.append(await self._run(step, self.state, save=False, prompt=True))
+                except StoreError as exc:
+                    results.append(exc)
+                    continue
+                previous = observed.value
+            durable, now = self.state.durable_key(), asyncio.get_running_loop().time()
+            await pipeline.record_all(self.id, batch, MISSING, prompt=True, state=self.state.to_json())
+            self._saved, self._saved_at, self._previous = durable, now, previous
+        except StoreError as exc:
+            await self._store_failed(exc, self.state, prompt=True)
+            return [exc] * len(batch)
+        self._recovered(before)
+        if self._quiet is not None:
+            self._quiet.seen()
+        return results
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
-        one hold of the lock, their streams' callbacks read at once, each alert run through its
-        stream (``watchers.alerts``) in order, then their observations and the state they left
-        stored in one write that waits for no gathering window: one read and one write besides
-        the fires. Alerts after a fire that disabled the watcher (fireOnce) are recorded but left
-        alone. A store that refuses the write raises ``StoreError`` (the 202 is not sent, so the
-        source sends the notification again: fired alerts find their callbacks and are repeats).
+        one hold of the lock, their streams' callbacks read at once, the alerts run through their
+        streams (``watchers.alerts``) together (their fires' writes in flight at once) or, when
+        one alert's judgement depends on another's, in order, then their observations and the
+        state they left stored in one write that waits for no gathering window: one read, one
+        round of fires and one write. Alerts after a fire that disabled the watcher (fireOnce)
+        are recorded but left alone. A store that refuses the write raises ``StoreError`` (the
+        202 is not sent, so the source sends the notification again: fired alerts find their
+        callbacks and are repeats).
         """
         async with self._lock:
             if self.needs_lease and not await self._fenced():
@@ -410,13 +447,25 @@ class WatcherRunner:
                 raise
             if observed:
                 self._previous = observed[-1].value
-            outcomes = []
-            for item in observed:
-                if not self.enabled:
-                    break
-                step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
-                outcomes.append(await self._run(step, self.state, save=False, prompt=True))
-                previous = item.value
+            if streams.independent(self.spec, observed, known):
+                outcomes, error = await streams.judge_together(
+                    self.spec, observed, self.state, previous=previous, known=known
+                )
+                for outcome in outcomes:
+                    await self._apply(outcome, save=False)
+                if isinstance(error, StoreError):
+                    await self._store_failed(error, self.state, prompt=True)
+                if error is not None:
+                    raise error
+                self.deps.unrecorded.succeeded()
+            else:
+                outcomes = []
+                for item in observed:
+                    if not self.enabled:
+                        break
+                    step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
+                    outcomes.append(await self._run(step, self.state, save=False, prompt=True))
+                    previous = item.value
             try:
                 durable, now = self.state.durable_key(), asyncio.get_running_loop().time()
                 await streams.record(self.id, observed, self.state.to_json())

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, get_args
 
 from aiohttp import web
@@ -12,6 +13,7 @@ from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import int_param, limit_param
+from sentinel_hooks.api.routes.inbox import actor_of
 from sentinel_hooks.api.routing import Routes
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
@@ -19,6 +21,7 @@ from sentinel_hooks.core.envelope import Envelope, EnvelopeSource
 from sentinel_hooks.endpoints import callbacks as endpoints
 from sentinel_hooks.endpoints.callbacks import DEFAULT_LIMIT, MAX_ENVELOPE_BYTES, MAX_LIMIT, MAX_TRANSCRIPT
 from sentinel_hooks.endpoints.common import INT64_MAX
+from sentinel_hooks.store.feedback import MAX_NOTE_CHARS, Feedback, FeedbackCounts
 from sentinel_hooks.store.records import ContractState
 
 if TYPE_CHECKING:
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
 routes = Routes()
 
 STATES = get_args(ContractState)
+FEEDBACK_BODY_BYTES = 8 * 1024
 
 
 def _invalid(exc: ValidationError) -> ApiError:
@@ -95,7 +99,29 @@ async def callback_json(service: Service, callback_id: str) -> dict[str, Any]:
         "transcript": [e.model_dump(mode="json", by_alias=True) for e in found.transcript],
         "deliveries": [d.model_dump(mode="json", by_alias=True) for d in found.deliveries],
         "usage": found.usage.to_json(),
+        "feedback": feedback_json(found.feedback),
     }
+
+
+def feedback_json(feedback: Sequence[Feedback]) -> dict[str, Any]:
+    """``{"counts": {useful, notUseful}, "items": [...]}`` (the latest per person)."""
+    return {
+        "counts": FeedbackCounts.of(feedback).to_json(),
+        "items": [f.model_dump(mode="json", by_alias=True) for f in feedback],
+    }
+
+
+def feedback_of(data: Any) -> tuple[bool, str | None]:
+    """``useful`` and ``note`` of a ``{useful: bool, note?}`` body; 400 naming what is wrong."""
+    if not isinstance(data, dict) or set(data) - {"useful", "note"}:
+        raise ApiError(400, "invalid_feedback", 'the body must be {"useful": true|false, "note"?: "…"}')
+    useful = data.get("useful")
+    if not isinstance(useful, bool):
+        raise ApiError(400, "invalid_feedback", f"useful must be true or false, got {json.dumps(useful)}")
+    note = data.get("note")
+    if note is not None and (not isinstance(note, str) or len(note) > MAX_NOTE_CHARS):
+        raise ApiError(400, "invalid_note", f"note must be a string of at most {MAX_NOTE_CHARS} characters")
+    return useful, (note.strip() or None) if note is not None else None
 
 
 @routes.serve(endpoints.LIST)
@@ -106,6 +132,18 @@ async def list_callbacks(request: web.Request) -> web.Response:
 @routes.serve(endpoints.SHOW)
 async def show_callback(request: web.Request) -> web.Response:
     return web.json_response(await callback_json(service_of(request), request.match_info["id"]))
+
+
+@routes.serve(endpoints.FEEDBACK)
+async def give_feedback(request: web.Request) -> web.Response:
+    """A person's 👍/👎 on a callback (the actor header names the person)."""
+    actor = actor_of(request)
+    useful, note = feedback_of(await read_json(request, max_bytes=FEEDBACK_BODY_BYTES))
+    callback_id = request.match_info["id"]
+    found = await service_of(request).give_feedback(callback_id, actor, useful, note)
+    if found is None:
+        raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
+    return web.json_response(feedback_json(found))
 
 
 @routes.serve(endpoints.SESSION)

@@ -3,7 +3,8 @@
 The watcher says how a push proves itself (``api.ingest_auth``) and what its body is: ``json``,
 the observation (202 ``{"accepted": true, "fired": bool}``), or ``alertmanager``, a notification
 whose alerts are one observation each (202 ``{"accepted": true, "fired": N}``, N the alerts that
-fired; a body that is not a notification is 400).
+fired; a body that is not a notification is 400, one with more than ``limits.maxAlertsPerRequest``
+alerts 413, before anything is stored).
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ async def ingest(request: web.Request) -> web.Response:
     value = parse_json(body)
     headers = included_headers(spec, request.headers) if spec.include_headers else None
     if spec.format == "alertmanager":
+        _within_alert_cap(value, service.settings.limits.max_alerts_per_request)
         try:
             alerts = alert_observations(value)
         except AlertPayloadError as exc:
@@ -93,6 +95,21 @@ async def ingest(request: web.Request) -> web.Response:
         return web.json_response({"accepted": True, "fired": fired}, status=202)
     outcome = await service.ingest(watcher_id, _with_headers(value, headers))
     return web.json_response({"accepted": True, "fired": outcome.fired}, status=202)
+
+
+def _within_alert_cap(body: Any, cap: int) -> None:
+    """413 ``too_many_alerts`` for a notification of more than ``cap`` alerts (SPEC.md §16):
+    counted before any alert is read, so nothing of it is stored or judged."""
+    alerts = body.get("alerts") if isinstance(body, dict) else None
+    if isinstance(alerts, list) and len(alerts) > cap:
+        raise ApiError(
+            413,
+            "too_many_alerts",
+            f"the notification carries {len(alerts)} alerts, more than limits.maxAlertsPerRequest "
+            f"({cap}) allows; nothing was stored (lower Alertmanager's max_alerts for this receiver, "
+            "or raise the limit in sentinel.yaml)",
+            {"alerts": len(alerts), "maxAlertsPerRequest": cap},
+        )
 
 
 @routes.serve(INGEST)

@@ -26,6 +26,7 @@ delivery-index:callback:{callback}  zset    listing members, for list_deliveries
 silences                            hash    silence id → Silence JSON
 silence-ends                        zset    silence ids by ``endsAt`` ms (pruning)
 usage:{key}                         hash    in, out, usd: a model usage counter (PEXPIRE)
+feedback:{callbackId}               hash    person -> Feedback JSON (the latest per person)
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
 lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
 lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
@@ -88,6 +89,9 @@ class RedisKeys:
 
     def usage(self, key: str) -> str:
         return f"{self.prefix}usage:{key}"
+
+    def feedback(self, callback_id: str) -> str:
+        return f"{self.prefix}feedback:{callback_id}"
 
     def checkpoint(self, session_key: str) -> str:
         return f"{self.prefix}checkpoint:{session_key}"

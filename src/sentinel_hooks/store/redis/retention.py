@@ -137,6 +137,7 @@ local function prune(state, m)
     redis.call('ZREM', prefix .. 'delivery-due', dkey)
   end
   for _, p in ipairs(checkpoints) do redis.call('DEL', prefix .. 'checkpoint:' .. p .. cid) end
+  redis.call('DEL', prefix .. 'feedback:' .. cid)
   deliveries = deliveries + #dkeys
   local s = record.sessionKey
   if type(s) == 'string' and not sessions[s] then sessions[s] = true; order[#order + 1] = s end

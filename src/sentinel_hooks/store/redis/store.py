@@ -27,6 +27,7 @@ from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
+from sentinel_hooks.store.feedback import Feedback, group_feedback
 from sentinel_hooks.store.paging import (
     check_positive,
     decode_cursor,
@@ -640,6 +641,25 @@ class RedisStore:
             for key, row in zip(unique, rows, strict=True)
             if row[0] is not None
         }
+
+    # -- feedback ----------------------------------------------------------------------------
+
+    async def put_feedback(self, feedback: Feedback) -> None:
+        """See ``Store.put_feedback`` (one HSET: the person's field replaced)."""
+        doc = codec.dump_record(feedback)
+        async with self._db.translated("put feedback"):
+            await self._db.client.hset(self.keys.feedback(feedback.callback_id), feedback.person, doc)
+
+    async def get_feedback(self, callback_ids: Sequence[str]) -> dict[str, list[Feedback]]:
+        """See ``Store.get_feedback`` (HVALS per callback, one pipeline)."""
+        unique = list(dict.fromkeys(callback_ids))
+        client = self._db.client
+        async with self._db.translated("feedback"), client.pipeline(transaction=False) as pipe:
+            for callback_id in unique:
+                pipe.hvals(self.keys.feedback(callback_id))
+            rows = await pipe.execute()
+        docs = (codec.load_record(Feedback, as_text(doc)) for row in rows for doc in row)
+        return group_feedback(docs)
 
     # -- silences ----------------------------------------------------------------------------
 

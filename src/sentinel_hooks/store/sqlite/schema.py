@@ -88,7 +88,14 @@ _V4 = (
     "CREATE INDEX usage_expiry ON usage (expires_ms)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+_V5 = (
+    # People's feedback on fires (SPEC §22): the latest per person and callback.
+    """CREATE TABLE feedback (
+        callback_id TEXT NOT NULL, person TEXT NOT NULL, at_ms INTEGER NOT NULL, doc TEXT NOT NULL,
+        PRIMARY KEY (callback_id, person)) WITHOUT ROWID""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -25,6 +25,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
+from sentinel_hooks.store.feedback import Feedback, group_feedback
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
 from sentinel_hooks.store.records import (
@@ -480,6 +481,20 @@ class SqliteStore:
         sql = "SELECT key, input_tokens, output_tokens, cost_usd FROM usage WHERE key IN"
         rows = await self._db.read("usage", partial(q.select_in, sql=sql, ids=keys))
         return {key: Usage(int(i), int(o), float(usd)) for key, i, o, usd in rows}
+
+    # -- feedback ----------------------------------------------------------------------------
+
+    async def put_feedback(self, feedback: Feedback) -> None:
+        """See ``Store.put_feedback`` (one row per callback and person, replaced)."""
+        row = (feedback.callback_id, feedback.person, to_epoch_ms(feedback.at), codec.dump_record(feedback))
+        sql = "INSERT OR REPLACE INTO feedback (callback_id, person, at_ms, doc) VALUES (?, ?, ?, ?)"
+        await self._exec("put feedback", sql, *row)
+
+    async def get_feedback(self, callback_ids: Sequence[str]) -> dict[str, list[Feedback]]:
+        """See ``Store.get_feedback``."""
+        sql = "SELECT doc FROM feedback WHERE callback_id IN"
+        rows = await self._db.read("feedback", partial(q.select_in, sql=sql, ids=callback_ids))
+        return group_feedback(codec.load_record(Feedback, doc) for (doc,) in rows)
 
     # -- silences ----------------------------------------------------------------------------
 
