@@ -11,10 +11,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.callbacks.policy.approvals import CommandGate
+from sentinel_hooks.callbacks.policy.rules import McpRequest, decide
+from sentinel_hooks.config.service import ActionPolicySpec
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.backends.base import ToolCall
-    from sentinel_hooks.callbacks.sessions.tools import ActArgs, ToolBox
+    from sentinel_hooks.callbacks.mcp.calls import McpGate
+    from sentinel_hooks.callbacks.sessions.tools import ActArgs, McpTool, ToolBox
 
 NOT_EXECUTED = "dry run: not executed"
 """The error the model gets for an action a dry run does not carry out."""
@@ -45,3 +48,46 @@ class DryRunCommands:
         policy = decision.to_json()
         self.judged.append({"toolCallId": call_id, "argv": request.argv, "policy": policy})
         return {"ok": False, "error": NOT_EXECUTED, "policy": policy}
+
+
+@dataclass
+class DryRunMcp:
+    """An ``McpCaller`` stand-in: asks the action policy about each MCP call, and calls the tool
+    only when its server is one of ``read_only`` (``readOnly: true``) and the policy does not
+    deny it; every other call gets ``NOT_EXECUTED``."""
+
+    gate: McpGate
+    policy: ActionPolicySpec
+    read_only: frozenset[str]
+    judged: list[dict[str, Any]] = field(default_factory=list)
+
+    async def request(
+        self, box: ToolBox, call: ToolCall, tool: McpTool, arguments: dict[str, Any], *, history: list[str]
+    ) -> dict[str, Any]:
+        return await self.decide(
+            call.id,
+            tool,
+            arguments,
+            watcher_id=box.contract.watcher_id,
+            skill_id=box.skill_id,
+            history=history,
+        )
+
+    async def decide(
+        self,
+        call_id: str,
+        tool: McpTool,
+        arguments: dict[str, Any],
+        *,
+        watcher_id: str,
+        skill_id: str | None,
+        history: list[str],
+    ) -> dict[str, Any]:
+        """The dry-run result of one MCP call: the policy's decision, and the tool's answer when it ran."""
+        request = McpRequest(tool=tool.tool, arguments=arguments, watcher_id=watcher_id, skill_id=skill_id)
+        policy = decide(self.policy, request, history=history).to_json()
+        runs = tool.server in self.read_only and policy["decision"] != "deny"
+        self.judged.append({"toolCallId": call_id, "tool": tool.tool, "policy": policy, "executed": runs})
+        if not runs:
+            return {"ok": False, "error": NOT_EXECUTED, "policy": policy}
+        return {**await self.gate.call(tool.server, tool.tool_name, arguments), "policy": policy}

@@ -1,4 +1,5 @@
-"""A dry run asks the real action policy about a command and never starts it (SPEC §22).
+"""A dry run asks the real action policy about commands and MCP calls, runs no command, and calls
+an MCP tool only on a readOnly server (SPEC §22).
 
 The gate and its PATH are the command-gate tests' (``ls`` there is a link to ``rm``).
 """
@@ -7,11 +8,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sentinel_hooks.callbacks.backends.base import ToolSpec
+from sentinel_hooks.callbacks.mcp.calls import McpGate
 from sentinel_hooks.callbacks.policy.approvals import CommandGate
-from sentinel_hooks.callbacks.sessions.dryrun import NOT_EXECUTED, DryRunCommands
+from sentinel_hooks.callbacks.sessions.dryrun import NOT_EXECUTED, DryRunCommands, DryRunMcp
+from sentinel_hooks.callbacks.sessions.tools import McpTool
+from sentinel_hooks.config.service import ActionPolicySpec
 from tests.callbacks.test_command_gate import act, bin_dir, gate
+from tests.callbacks.test_mcp_client import calls_file, seen, servers
 
-__all__ = ["bin_dir", "gate"]  # pytest fixtures used by name
+__all__ = ["bin_dir", "calls_file", "gate", "servers"]  # pytest fixtures used by name
 
 
 def test_an_allowed_command_is_judged_auto_and_does_not_run(
@@ -47,3 +53,17 @@ def test_a_denied_command_shows_the_deny(gate: CommandGate, tmp_path: Path) -> N
         result["error"],
     )
     assert "keep me" == victim.read_text()
+
+
+async def test_an_mcp_call_runs_only_on_a_read_only_server(servers: McpGate, calls_file: Path) -> None:
+    """The same call is not executed while ``logs`` is not readOnly, and reaches it once it is."""
+    tool = McpTool("logs__search", "logs", "search", ToolSpec("logs__search", "", {"type": "object"}))
+    arguments = {"service": "api", "lines": 1}
+    writes = DryRunMcp(servers, ActionPolicySpec.model_validate({"default": "auto"}), frozenset())
+    result = await writes.decide("c1", tool, arguments, watcher_id="w", skill_id=None, history=[])
+    assert (False, NOT_EXECUTED, "auto") == (result["ok"], result["error"], result["policy"]["decision"])
+    assert [] == seen(calls_file)
+    reads = DryRunMcp(servers, ActionPolicySpec.model_validate({"default": "auto"}), frozenset({"logs"}))
+    result = await reads.decide("c2", tool, arguments, watcher_id="w", skill_id=None, history=[])
+    assert result["ok"], result
+    assert 1 == len(seen(calls_file))
