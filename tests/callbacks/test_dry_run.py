@@ -13,6 +13,7 @@ from sentinel_hooks.callbacks.mcp.calls import McpGate
 from sentinel_hooks.callbacks.policy.approvals import CommandGate
 from sentinel_hooks.callbacks.sessions.dryrun import NOT_EXECUTED, DryRunCommands, DryRunMcp
 from sentinel_hooks.callbacks.sessions.tools import McpTool
+from sentinel_hooks.config.mcp import StdioMcpServer, UrlMcpServer
 from sentinel_hooks.config.service import ActionPolicySpec
 from tests.callbacks.test_command_gate import act, bin_dir, gate
 from tests.callbacks.test_mcp_client import calls_file, seen, servers
@@ -67,3 +68,12 @@ async def test_an_mcp_call_runs_only_on_a_read_only_server(servers: McpGate, cal
     result = await reads.decide("c2", tool, arguments, watcher_id="w", skill_id=None, history=[])
     assert result["ok"], result
     assert 1 == len(seen(calls_file))
+
+
+def test_read_only_is_a_server_key_off_by_default() -> None:
+    """``readOnly`` marks the servers a dry run may call; a server is not read-only unless it says so."""
+    marked = StdioMcpServer.model_validate({"command": ["x"], "readOnly": True})
+    assert (True, False) == (
+        marked.read_only,
+        UrlMcpServer.model_validate({"url": "http://127.0.0.1:1/mcp"}).read_only,
+    )
