@@ -272,8 +272,14 @@ class LimitsSpec(Spec):
     max_alerts_per_request: int = Field(default=1000, ge=1)  # an Alertmanager POST with more: 413
 
 
+OtlpEndpoint = Annotated[
+    str, Field(pattern=r"^https?://[^\s/]+(/\S*)?$", description="an http(s) URL, e.g. http://collector:4318")
+]
+
+
 class TelemetrySpec(Spec):
     events_file: str | None = None
+    otlp_endpoint: OtlpEndpoint | None = None  # OTLP/HTTP collector base URL: traces (SPEC §22)
 
 
 KeptFor = Annotated[int, Field(ge=0)]  # days or records; 0: no limit
