@@ -26,7 +26,7 @@ from typing import IO, Any
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.metrics import Metrics
-from sentinel_hooks.tracing import Tracing
+from sentinel_hooks.tracing import Traced, Tracing
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,11 @@ class Events:
         deadline: datetime | None = None,
         at: datetime | None = None,
         watcher_id: str | None = None,
+        contract: Traced | None = None,
     ) -> None:
+        """A contract settled; ``contract`` (when the caller holds it) carries its trace, so a
+        replica that did not take the fire still hangs the relay's span and the fallback's
+        deliveries in the fire's trace."""
         self.metrics.contracts.labels(state).inc()
         fields: dict[str, Any] = {"state": state}
         if deadline is not None and at is not None and state in ("fallback_sent", "expired"):
@@ -99,7 +103,7 @@ class Events:
             self.metrics.fallback_lateness.observe(lateness)
             fields["latenessMs"] = round(lateness * 1000, 1)
         if self.tracing is not None:
-            self.tracing.settled(callback_id, state, deadline, fields.get("latenessMs"))
+            self.tracing.settled(callback_id, state, deadline, fields.get("latenessMs"), contract)
         self._write("contract", watcher_id, callback_id, fields)
 
     def tool_call(

@@ -222,8 +222,17 @@ class Tracing:
         self._event_span("sentinel.policy_decision", callback_id, attributes, session=True)
 
     def settled(
-        self, callback_id: str, state: str, deadline: datetime | None, lateness_ms: float | None
+        self,
+        callback_id: str,
+        state: str,
+        deadline: datetime | None,
+        lateness_ms: float | None,
+        contract: Traced | None,
     ) -> None:
+        if contract is not None and callback_id not in self._contexts:
+            parent = self._parent(callback_id, contract.trace_id, contract.trace_parent)
+            if parent is not None:  # the fallback's deliveries, sent from here, join the trace
+                self._remember(self._contexts, callback_id, parent)
         attributes = {
             "sentinel.state": state,
             "sentinel.page": {"fulfilled": "agent", "fallback_sent": "fallback"}.get(state, "none"),

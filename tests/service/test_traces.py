@@ -19,7 +19,7 @@ from sentinel_hooks.service import Service
 from sentinel_hooks.testing import FakeOpenAIServer
 from tests.cli.conftest import remote_lines
 from tests.service.test_api import call
-from tests.support import Sink, wait_for
+from tests.support import HeldModel, Sink, wait_for
 
 trace_pb = pytest.importorskip("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
 
@@ -128,11 +128,8 @@ async def test_a_fire_is_one_trace_from_observation_to_delivery(
         assert f"traceId: {trace_id}" in lines
     finally:
         await service.stop()  # flushes the batch of spans
-    spans = collector.spans
-    assert {trace_id} == {span.trace_id.hex() for span in spans}
-    by_name: dict[str, list[Any]] = {}
-    for span in spans:
-        by_name.setdefault(span.name, []).append(span)
+    assert {trace_id} == {span.trace_id.hex() for span in collector.spans}
+    by_name = spans_by_name(collector)
     [observation] = by_name["sentinel.observation"]
     [conditions] = by_name["sentinel.conditions"]
     [fire] = by_name["sentinel.fire"]
@@ -178,6 +175,57 @@ async def test_a_fire_is_one_trace_from_observation_to_delivery(
         attributes(delivery)["sentinel.delivery.status"],
         attributes(delivery)["sentinel.delivery.attempt"],
     )
+
+
+def spans_by_name(collector: Collector) -> dict[str, list[Any]]:
+    by_name: dict[str, list[Any]] = {}
+    for span in collector.spans:
+        by_name.setdefault(span.name, []).append(span)
+    return by_name
+
+
+@pytest.mark.slow
+async def test_a_fallback_and_the_agents_late_follow_up_are_in_the_fires_trace(
+    tmp_path: Path, sink: Sink, collector: Collector
+) -> None:
+    """The deadline passes while the agent thinks: the relay's span says the fallback paged, and
+    the fallback's delivery and the agent's later notify (a follow-up) hang under the fire."""
+    async with HeldModel() as model:
+        model.reply_tool_call("sentinel_act", NOTIFY).reply_text("done")
+        text = CONFIG.format(collector=collector.url, model_url=model.url, sink=sink.url("/in"))
+        text += "hookResponseTimeoutMs: 500\ndefaultHookModel: agent\n"
+        (tmp_path / "sentinel.yaml").write_text(text)
+        (tmp_path / "watchers").mkdir()
+        (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+        await service.start()
+        try:
+            outcome = await service.manager.ingest("w", {"disk": 97})
+            assert outcome.contract is not None
+            callback_id = outcome.contract.callback_id
+            await wait_for(lambda: sink.bodies("fallback"), what="the fallback delivered")
+            model.answer.set()  # the agent answers after the deadline
+            await wait_for(lambda: sink.bodies("notify"), what="the follow-up delivered")
+            await wait_for(lambda: service.sessions.queue.finished.get(callback_id), what="the session")
+            contract = await service.store.get_contract(callback_id)
+            assert contract is not None
+        finally:
+            await service.stop()
+    assert {contract.trace_id} == {span.trace_id.hex() for span in collector.spans}
+    by_name = spans_by_name(collector)
+    [fire] = by_name["sentinel.fire"]
+    [relay] = by_name["sentinel.relay"]
+    assert ("fallback_sent", "fallback") == (
+        attributes(relay)["sentinel.state"],
+        attributes(relay)["sentinel.page"],
+    )
+    assert attributes(relay)["sentinel.lateness_ms"] >= 0
+    deliveries = sorted(
+        (attributes(span)["sentinel.delivery.kind"], attributes(span)["sentinel.delivery.follow_up"])
+        for span in by_name["sentinel.delivery"]
+        if span.parent_span_id == fire.span_id
+    )
+    assert [("fallback", False), ("notify", True)] == deliveries
 
 
 NO_ENDPOINT = """\
