@@ -493,6 +493,18 @@ class FeedbackStore(Protocol):
         """Each callback's feedback, one per person, oldest first; a callback without any is absent."""
 
 
+class PaceStore(Protocol):
+    """Sliding-window pacing shared by replicas (SPEC.md §16: at most 120 PagerDuty events in any
+    60 s per routing key). The window lives in the store, so every replica and every restart
+    counts the same sends; a caller that gets no slot leaves its delivery waiting in the outbox."""
+
+    async def take_pace_slot(self, key: str, *, limit: int, window_ms: int, at: datetime) -> datetime | None:
+        """Take one of ``limit`` slots in the ``window_ms`` ending at ``at`` for ``key``, in one
+        atomic step: None when taken, else the instant the next slot frees (nothing taken).
+        ``key`` is a name the caller derived (never a secret). ``ValueError`` for ``limit`` or
+        ``window_ms`` below 1."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -507,6 +519,7 @@ class Store(
     RetentionStore,
     UsageStore,
     FeedbackStore,
+    PaceStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the
