@@ -11,6 +11,12 @@ layer above decides there whether the step is still wanted (its inbox item still
 queues the next step; a refused one ends ``cancelled``. So a step's deadline is the outbox's own
 due time, claimed across replicas like every other delivery.
 
+A target may also answer ``DeferredDelivery(until)`` (a receiver's pace, SPEC §16: PagerDuty's
+events per minute): the delivery goes back to pending until then, no attempt counted and no
+``maxElapsedMs`` check, so the wait lives in the store; or ``CancelledDelivery(reason)`` (a trigger
+whose alert was resolved meanwhile): the delivery ends ``cancelled`` with the reason as its last
+error.
+
 Secrets are masked here, before anything is stored, sent or shown: in each message as it
 becomes deliveries, and in each failure's text (a receiver's error page may echo the URL it
 was asked for, and that URL may carry a key from the environment).
