@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import timedelta
 
+import pytest
+
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.delivery.dispatch import Dispatcher
@@ -31,10 +33,16 @@ async def _dead(delivery: Delivery, error: str) -> None:
     raise AssertionError(f"{delivery.key} dead-lettered: {error}")
 
 
-def dispatcher(
-    store: Store, clock: FakeClock, make_target: MakeTarget, api: PagerDutyApi, ctx: TargetContext
+@pytest.fixture
+def outbox(
+    store: Store,
+    clock: FakeClock,
+    make_target: MakeTarget,
+    pagerduty_api: PagerDutyApi,
+    context: TargetContext,
 ) -> Dispatcher:
-    target = make_target(spec(api), name="page", ctx=replace(ctx, store=store))
+    """A Dispatcher over ``store`` with one target, ``page``, paging the stand-in."""
+    target = make_target(spec(pagerduty_api), name="page", ctx=replace(context, store=store))
     return Dispatcher(
         store=store,
         clock=clock,
@@ -59,16 +67,12 @@ async def drain(d: Dispatcher) -> None:
 
 
 async def test_two_hundred_triggers_all_go_out_at_most_120_a_minute(
-    store: Store,
-    clock: FakeClock,
-    make_target: MakeTarget,
-    pagerduty_api: PagerDutyApi,
-    context: TargetContext,
+    outbox: Dispatcher, store: Store, clock: FakeClock, pagerduty_api: PagerDutyApi
 ) -> None:
     """A storm of 200 pages: 120 at once, the other 80 wait in the outbox for their slot and go out a
     minute later; PagerDuty never answers 429, nothing is dead-lettered, no attempt is spent waiting."""
     pagerduty_api.limit_per_minute, pagerduty_api.clock = PACE_LIMIT, clock
-    d = dispatcher(store, clock, make_target, pagerduty_api, context)
+    d = outbox
     for n in range(200):
         await enqueue(d, clock, message(callback_id=f"cb{n:03d}", kind="fallback"))
     await drain(d)
@@ -90,15 +94,11 @@ async def test_two_hundred_triggers_all_go_out_at_most_120_a_minute(
 
 
 async def test_a_queued_trigger_resolved_meanwhile_is_cancelled_not_sent(
-    store: Store,
-    clock: FakeClock,
-    make_target: MakeTarget,
-    pagerduty_api: PagerDutyApi,
-    context: TargetContext,
+    outbox: Dispatcher, store: Store, clock: FakeClock, pagerduty_api: PagerDutyApi
 ) -> None:
     """The window is full; a trigger waits for its slot; its fire resolves. The resolve goes out
     when a slot frees, and the trigger ends ``cancelled`` with the reason, never sent after it."""
-    d = dispatcher(store, clock, make_target, pagerduty_api, context)
+    d = outbox
     for _ in range(PACE_LIMIT):  # another storm filled the minute
         assert (
             await store.take_pace_slot(

@@ -21,7 +21,7 @@ from sentinel_hooks.store import Store
 from sentinel_hooks.store.redis import RedisStore
 from sentinel_hooks.store.sqlite import SqliteStore
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi, pagerduty_api
-from tests.relay.test_relay_crash import http, ready, start
+from tests.relay.test_relay_crash import http, lay_out, ready, start
 from tests.service.test_process import free_port
 from tests.support import wait_for
 
@@ -71,13 +71,10 @@ async def test_kill_9_with_events_waiting_loses_none_and_sends_none_twice(
 ) -> None:
     port = free_port()
     store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
-    config = tmp_path / "sentinel.yaml"
     text = CONFIG.format(
         store=store_url, port=port, dead_port=free_port(), key=ROUTING_KEY, api=pagerduty_api.base()
     )
-    config.write_text(text)
-    (tmp_path / "watchers").mkdir()
-    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+    config = lay_out(tmp_path, text, WATCHER)
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "service.log"
     reader: Store = SqliteStore(tmp_path / "state.db") if store == "sqlite" else RedisStore(store_url)
