@@ -99,11 +99,10 @@ async def test_a_queued_trigger_resolved_meanwhile_is_cancelled_not_sent(
     """The window is full; a trigger waits for its slot; its fire resolves. The resolve goes out
     when a slot frees, and the trigger ends ``cancelled`` with the reason, never sent after it."""
     d = outbox
-    for _ in range(PACE_LIMIT):  # another storm filled the minute
+    for n in range(PACE_LIMIT):  # another storm filled the minute
+        key, holder = pace_key(ROUTING_KEY), f"storm{n}"
         assert (
-            await store.take_pace_slot(
-                pace_key(ROUTING_KEY), limit=PACE_LIMIT, window_ms=60_000, at=clock.now()
-            )
+            await store.take_pace_slot(key, holder=holder, limit=PACE_LIMIT, window_ms=60_000, at=clock.now())
             is None
         )
     await enqueue(d, clock, message(callback_id="cbX", kind="fallback"))

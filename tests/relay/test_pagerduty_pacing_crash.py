@@ -2,7 +2,7 @@
 the store, so after the restart every one is sent, once, and none before its slot.
 
 The routing key's window is filled beforehand through the store (as a storm an instant ago would
-have), ending 25 s from now, so the test waits seconds, not a minute, on the wall clock.
+have), ending 30 s after the service is ready, so the test waits seconds, not a minute, on the wall clock.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ __all__ = ["pagerduty_api"]
 pytestmark = pytest.mark.slow
 
 FIRES = 20
-FREE_IN_S = 25  # the filled window's first slot frees this long after the test starts
+FREE_IN_S = 30  # the filled window's first slot frees this long after the service is ready
 
 CONFIG = """\
 store: "{store}"
@@ -79,18 +79,19 @@ async def test_kill_9_with_events_waiting_loses_none_and_sends_none_twice(
     log = tmp_path / "service.log"
     reader: Store = SqliteStore(tmp_path / "state.db") if store == "sqlite" else RedisStore(store_url)
     await reader.open()
-    window_start = SystemClock().now() - timedelta(milliseconds=PACE_WINDOW_MS) + timedelta(seconds=FREE_IN_S)
-    frees_at = time.monotonic() + FREE_IN_S
-    for _ in range(PACE_LIMIT):
-        key = pace_key(ROUTING_KEY)
-        assert (
-            await reader.take_pace_slot(key, limit=PACE_LIMIT, window_ms=PACE_WINDOW_MS, at=window_start)
-            is None
-        )
-
     proc = start(config, log)
     try:
-        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        await wait_for(lambda: ready(base), timeout_s=45, what="the service")
+        window_start = (
+            SystemClock().now() - timedelta(milliseconds=PACE_WINDOW_MS) + timedelta(seconds=FREE_IN_S)
+        )
+        frees_at = time.monotonic() + FREE_IN_S
+        for n in range(PACE_LIMIT):
+            key, holder = pace_key(ROUTING_KEY), f"storm{n}"
+            slot = await reader.take_pace_slot(
+                key, holder=holder, limit=PACE_LIMIT, window_ms=PACE_WINDOW_MS, at=window_start
+            )
+            assert slot is None
         ids = []
         for i in range(FIRES):
             status, answer = await http("POST", f"{base}/api/v1/watchers/w/fire", {"payload": {"i": i}})
@@ -105,9 +106,9 @@ async def test_kill_9_with_events_waiting_loses_none_and_sends_none_twice(
         proc.wait(timeout=10)
         assert [] == pagerduty_api.events  # nothing went out past the pace
         proc = start(config, log)
-        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+        await wait_for(lambda: ready(base), timeout_s=45, what="the restarted service")
         await wait_for(
-            lambda: len(pagerduty_api.events) >= FIRES, timeout_s=FREE_IN_S + 30, what="every page sent"
+            lambda: len(pagerduty_api.events) >= FIRES, timeout_s=FREE_IN_S + 60, what="every page sent"
         )
         assert time.monotonic() >= frees_at - 1  # none before its slot (1 s for the clocks' rounding)
         sent = Counter(dedup for action, dedup in pagerduty_api.actions() if action == "trigger")

@@ -2,9 +2,10 @@
 restarts of the store (a new SqliteStore over the same file, as after a kill -9: every slot is
 committed before the call returns).
 
-The model: a key's slots are the instants of its takes in the last ``WINDOW_MS``; a take succeeds
-while fewer than ``LIMIT`` remain, else it is told when the oldest leaves. Besides matching the model
-at every step, no ``WINDOW_MS`` span ever holds more than ``LIMIT`` granted takes of one key.
+The model: a key's slots are kept while their window lasts, some reserved ahead for a holder. A
+holder with a reservation is told its slot until it comes, then sends (the slot is used); another
+gets a slot at once, or one a window after the ``LIMIT``-th latest. Besides matching the model at
+every step, no ``WINDOW_MS`` span ever holds more than ``LIMIT`` sends of one key.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ class PaceMachine(RuleBasedStateMachine):
         self.path = Path(self.dir.name) / "state.db"
         self.store = self._open()
         self.now_ms = 0
-        self.granted: dict[str, list[int]] = defaultdict(list)
+        self.slots: dict[str, list[tuple[int, int | None]]] = defaultdict(list)  # (ms, holder if reserved)
+        self.sent: dict[str, list[int]] = defaultdict(list)  # the instants holders were let send
 
     def _open(self) -> SqliteStore:
         store = SqliteStore(self.path)
@@ -46,18 +48,32 @@ class PaceMachine(RuleBasedStateMachine):
     def time_passes(self, ms: int) -> None:
         self.now_ms += ms
 
-    @rule(key=KEYS)
-    def take(self, key: str) -> None:
+    @rule(key=KEYS, holder=st.integers(min_value=0, max_value=5))
+    def take(self, key: str, holder: int) -> None:
+        """Holder ``holder`` of ``key`` asks: the model's answer is the store's."""
         at = T0 + timedelta(milliseconds=self.now_ms)
         got = self.loop.run_until_complete(
-            self.store.take_pace_slot(key, limit=LIMIT, window_ms=WINDOW_MS, at=at)
+            self.store.take_pace_slot(key, holder=str(holder), limit=LIMIT, window_ms=WINDOW_MS, at=at)
         )
-        live = [t for t in self.granted[key] if t > self.now_ms - WINDOW_MS]
-        if len(live) < LIMIT:
-            assert got is None, f"refused with {len(live)} slots taken"
-            self.granted[key].append(self.now_ms)
+        slots = self.slots[key]
+        slots[:] = [s for s in slots if s[0] > self.now_ms - WINDOW_MS]
+        mine = [i for i, (_, h) in enumerate(slots) if h == holder]
+        if mine:
+            slot_ms, _ = slots[mine[0]]
+            if slot_ms > self.now_ms:
+                expected = slot_ms
+            else:
+                slots[mine[0]] = (slot_ms, None)
+                expected = None
         else:
-            assert T0 + timedelta(milliseconds=min(live) + WINDOW_MS) == got
+            times = sorted(s[0] for s in slots)
+            slot_ms = self.now_ms if len(times) < LIMIT else max(self.now_ms, times[-LIMIT] + WINDOW_MS)
+            reserved = slot_ms > self.now_ms
+            slots.append((slot_ms, holder if reserved else None))
+            expected = slot_ms if reserved else None
+        assert (None if expected is None else T0 + timedelta(milliseconds=expected)) == got
+        if got is None:
+            self.sent[key].append(self.now_ms)
 
     @precondition(lambda self: self.now_ms > 0)
     @rule()
@@ -67,7 +83,7 @@ class PaceMachine(RuleBasedStateMachine):
 
     @invariant()
     def never_more_than_the_limit_in_a_window(self) -> None:
-        for times in self.granted.values():
+        for times in self.sent.values():
             for start in times:
                 assert sum(1 for t in times if start <= t < start + WINDOW_MS) <= LIMIT
 

@@ -494,15 +494,19 @@ class FeedbackStore(Protocol):
 
 
 class PaceStore(Protocol):
-    """Sliding-window pacing shared by replicas (SPEC.md §16: at most 120 PagerDuty events in any
-    60 s per routing key). The window lives in the store, so every replica and every restart
-    counts the same sends; a caller that gets no slot leaves its delivery waiting in the outbox."""
+    """Pacing shared by replicas (SPEC.md §16: at most 120 PagerDuty events in any 60 s per routing
+    key). The slots live in the store, so every replica and every restart counts the same sends;
+    a caller told to wait leaves its delivery pending in the outbox until its reserved slot."""
 
-    async def take_pace_slot(self, key: str, *, limit: int, window_ms: int, at: datetime) -> datetime | None:
-        """Take one of ``limit`` slots in the ``window_ms`` ending at ``at`` for ``key``, in one
-        atomic step: None when taken, else the instant the next slot frees (nothing taken).
-        ``key`` is a name the caller derived (never a secret). ``ValueError`` for ``limit`` or
-        ``window_ms`` below 1."""
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """For ``holder`` (one delivery), in one atomic step: None when it may send at ``at`` (a slot
+        free now is taken, or the slot reserved for it earlier has come), else the instant of the
+        slot reserved for it, to call again then with the same ``holder``. Slots are handed out in
+        the order asked, ``limit`` at most in any ``window_ms``; a reservation never used lapses
+        with its window. ``key`` is a name the caller derived (never a secret). ``ValueError`` for
+        ``limit`` or ``window_ms`` below 1."""
 
 
 @runtime_checkable

@@ -23,12 +23,13 @@ One event per message, POSTed as JSON to ``{apiBase}/v2/enqueue`` through ``Safe
 Pacing (SPEC §16): at most ``PACE_LIMIT`` events in any ``PACE_WINDOW_MS`` per routing key,
 PagerDuty's documented limit. Each event first takes a slot of the store's window for the key
 (``PaceStore.take_pace_slot``; the key is a hash of the routing key, never the key itself), so
-every replica and every restart counts the same sends. Without a slot the target raises
-``DeferredDelivery(until)`` and the outbox keeps the delivery pending until the next slot frees
-(no attempt counted): a storm's events wait in the store, in order of their due time, and none
-is dropped. The resolve marks its dedup_key resolved before it waits for a slot, so a trigger
-still queued behind it is cancelled, never sent after it. Without a store (tests) nothing is
-paced.
+every replica and every restart counts the same sends. Without a free slot the store reserves the
+next one for the delivery (its Idempotency-Key is the holder) and the target raises
+``DeferredDelivery(until)``: the outbox keeps the delivery pending until its slot (no attempt
+counted), so a storm's events wait in the store, go out in the order they first asked, one store
+write each while waiting, and none is dropped. The resolve marks its dedup_key resolved before it
+waits for a slot, so a trigger still queued behind it is cancelled, never sent after it. Without
+a store (tests) nothing is paced.
 
 ``severity`` comes from the priority (critical → critical, high → error, normal → warning,
 low → info), ``summary`` is the message's first line (at most 1024 characters), ``source`` the
@@ -165,17 +166,18 @@ class PagerDutyTarget:
                 raise CancelledDelivery(
                     f"{self._where}: not sent, its alert was resolved (no trigger after resolve)"
                 )
-            await self._take_slot()
+            await self._take_slot(idempotency_key)
             await self._post(message, action)
 
-    async def _take_slot(self) -> None:
-        """Take a slot of the routing key's pace, or raise ``DeferredDelivery`` until one frees."""
+    async def _take_slot(self, holder: str) -> None:
+        """Take a slot of the routing key's pace for ``holder`` (the delivery), or raise
+        ``DeferredDelivery`` until the slot reserved for it."""
         store = self._context.store
         if store is None:
             return
         now = self._context.clock.now()
         free_at = await store.take_pace_slot(
-            self._pace_key, limit=PACE_LIMIT, window_ms=PACE_WINDOW_MS, at=now
+            self._pace_key, holder=holder, limit=PACE_LIMIT, window_ms=PACE_WINDOW_MS, at=now
         )
         if free_at is not None:
             raise DeferredDelivery(

@@ -645,11 +645,13 @@ class RedisStore:
 
     # -- pacing ------------------------------------------------------------------------------
 
-    async def take_pace_slot(self, key: str, *, limit: int, window_ms: int, at: datetime) -> datetime | None:
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
         """See ``Store.take_pace_slot`` (one script on the key's sorted set)."""
         check_positive(limit, "limit")
         check_positive(window_ms, "window_ms")
-        args = [to_epoch_ms(at), window_ms, limit, uuid.uuid4().hex]
+        args = [to_epoch_ms(at), window_ms, limit, holder, uuid.uuid4().hex]
         script = self._db.scripts.take_pace_slot
         free_ms = await self._db.run("take pace slot", script, [self.keys.pace(key)], args)
         return None if free_ms is None else from_ms(int(free_ms))

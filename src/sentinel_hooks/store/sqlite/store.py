@@ -485,12 +485,16 @@ class SqliteStore:
 
     # -- pacing ------------------------------------------------------------------------------
 
-    async def take_pace_slot(self, key: str, *, limit: int, window_ms: int, at: datetime) -> datetime | None:
-        """See ``Store.take_pace_slot`` (one transaction: delete expired, count, insert)."""
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """See ``Store.take_pace_slot`` (one transaction)."""
         check_positive(limit, "limit")
         check_positive(window_ms, "window_ms")
         at_ms = to_epoch_ms(at)
-        step = partial(pacing.take_pace_slot, key=key, limit=limit, window_ms=window_ms, at_ms=at_ms)
+        step = partial(
+            pacing.take_pace_slot, key=key, holder=holder, limit=limit, window_ms=window_ms, at_ms=at_ms
+        )
         free_ms = await self._db.write("take pace slot", step)
         return None if free_ms is None else from_ms(free_ms)
 
