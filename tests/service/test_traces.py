@@ -100,22 +100,28 @@ def attributes(span: Any) -> dict[str, Any]:
     return found
 
 
+async def fired(tmp_path: Path, config: str) -> tuple[Service, str]:
+    """A started service on ``config`` with watcher ``w``, fired once: it and the callback id."""
+    (tmp_path / "sentinel.yaml").write_text(config)
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    await service.start()
+    outcome = await service.manager.ingest("w", {"disk": 97})
+    assert outcome.contract is not None
+    return service, outcome.contract.callback_id
+
+
 @pytest.mark.slow
 async def test_a_fire_is_one_trace_from_observation_to_delivery(
     tmp_path: Path, sink: Sink, model: FakeOpenAIServer, collector: Collector
 ) -> None:
     model.usage = (120, 30)
     model.reply_tool_calls([("sentinel_act", RUN), ("sentinel_act", NOTIFY)])
-    text = CONFIG.format(collector=collector.url, model_url=model.url, sink=sink.url("/in"))
-    (tmp_path / "sentinel.yaml").write_text(text)
-    (tmp_path / "watchers").mkdir()
-    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
-    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-    await service.start()
+    service, callback_id = await fired(
+        tmp_path, CONFIG.format(collector=collector.url, model_url=model.url, sink=sink.url("/in"))
+    )
     try:
-        outcome = await service.manager.ingest("w", {"disk": 97})
-        assert outcome.contract is not None
-        callback_id = outcome.contract.callback_id
         await wait_for(lambda: service.sessions.queue.finished.get(callback_id), what="the session")
         await wait_for(lambda: sink.bodies(), what="the notify delivered")
         contract = await service.store.get_contract(callback_id)
@@ -193,16 +199,10 @@ async def test_a_fallback_and_the_agents_late_follow_up_are_in_the_fires_trace(
     async with HeldModel() as model:
         model.reply_tool_call("sentinel_act", NOTIFY).reply_text("done")
         text = CONFIG.format(collector=collector.url, model_url=model.url, sink=sink.url("/in"))
-        text += "hookResponseTimeoutMs: 500\ndefaultHookModel: agent\n"
-        (tmp_path / "sentinel.yaml").write_text(text)
-        (tmp_path / "watchers").mkdir()
-        (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
-        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-        await service.start()
+        service, callback_id = await fired(
+            tmp_path, text + "hookResponseTimeoutMs: 500\ndefaultHookModel: agent\n"
+        )
         try:
-            outcome = await service.manager.ingest("w", {"disk": 97})
-            assert outcome.contract is not None
-            callback_id = outcome.contract.callback_id
             await wait_for(lambda: sink.bodies("fallback"), what="the fallback delivered")
             model.answer.set()  # the agent answers after the deadline
             await wait_for(lambda: sink.bodies("notify"), what="the follow-up delivered")
