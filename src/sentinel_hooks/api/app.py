@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from sentinel_hooks.api.access import Tokens
 from sentinel_hooks.api.errors import error_middleware
 from sentinel_hooks.api.security import security_middleware
 
@@ -25,9 +26,8 @@ def build_app(service: Service) -> web.Application:
     from sentinel_hooks.api.routing import add_routes
 
     server = service.settings.server
-    token = server.api_token.get_secret_value() if server.api_token else None
     app = web.Application(
-        middlewares=[error_middleware, security_middleware(token, metrics_auth=server.metrics_auth)],
+        middlewares=[error_middleware, security_middleware(Tokens(server), metrics_auth=server.metrics_auth)],
         client_max_size=service.settings.limits.max_response_bytes + 65536,
         handler_args={"max_field_size": 16384},
     )

@@ -10,6 +10,7 @@ stdout carries the protocol only: every message for people goes to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import TYPE_CHECKING
@@ -69,7 +70,8 @@ def approvals_enabled(config: str | None) -> bool:
 @click.option("--config", "-c", "config", default=None, metavar="FILE", help="sentinel.yaml")
 def mcp_command(config: str | None, url: str | None, token: str | None, actor: str | None) -> None:
     """Serve Sentinel's MCP tools over stdio (for Claude Code, Cursor, agent frameworks)."""
-    client = Client.from_options(url=url, token=token, config=config, actor=actor or DEFAULT_ACTOR)
+    found = Client.from_options(url=url, token=token, config=config, actor=actor or DEFAULT_ACTOR)
+    client = dataclasses.replace(found, via="mcp")
     backend = HttpBackend(client)
     approvals = approvals_enabled(config)
     import anyio

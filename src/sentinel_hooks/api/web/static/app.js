@@ -149,6 +149,7 @@
     if (method !== "GET") {
       headers["Content-Type"] = "application/json";
       headers["X-Sentinel-Actor"] = "web";
+      headers["X-Sentinel-Via"] = "web";
       init.body = JSON.stringify(body || {});
     }
     const response = await fetch(path, init);
