@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.audit import AuditEntry
 from sentinel_hooks.store.feedback import Feedback
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
@@ -493,6 +494,30 @@ class FeedbackStore(Protocol):
         """Each callback's feedback, one per person, oldest first; a callback without any is absent."""
 
 
+class AuditStore(Protocol):
+    """The audit trail (SPEC.md §21): every change people and agents make, with who and how; read by
+    ``GET /api/v1/audit``, ``sentinel audit`` and the web page's Audit view."""
+
+    async def add_audit(self, entry: AuditEntry) -> None:
+        """Keep ``entry`` (its ``id`` is new: ids are never reused)."""
+
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        actor: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditEntry]:
+        """Entries at or after ``since`` (None: any) whose actor is ``actor`` (None: any), newest first
+        by ``(at, id)``; ``InvalidCursor`` for a cursor this store did not issue, ``ValueError`` for a
+        ``limit`` below 1."""
+
+    async def prune_audit(self, before: datetime, *, limit: int = 500) -> int:
+        """Delete up to ``limit`` entries older than ``before``, oldest first, in one atomic step;
+        the number deleted (racing replicas delete each entry once)."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -507,6 +532,7 @@ class Store(
     RetentionStore,
     UsageStore,
     FeedbackStore,
+    AuditStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the
