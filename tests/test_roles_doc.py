@@ -1,5 +1,5 @@
-"""docs/api.md's roles table (a route per row, a role per column) is the endpoint declarations' (SPEC §21): regenerate it
-with ``python -m tests.test_roles_doc`` when a route or its role changes."""
+"""docs/api.md's roles table (a route per row, a role per column) is the endpoint declarations'
+(SPEC §21): regenerate it with ``python -m tests.test_roles_doc`` when a route or its role changes."""
 
 from __future__ import annotations
 
