@@ -489,7 +489,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         after = (await self.state(cb.cid)).state
         cb.resolution = (before, after, notify)
         if not racing:
-            moves = before in ("pending", "notifying")
+            moves = before == "pending"
             assert moves == (after == "resolved"), f"{cb.cid}: resolved from {before} gave {after}"
 
     @rule(cid=callbacks)
@@ -670,12 +670,10 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         resolved_page = any(r.kind == "resolved" and r.text.endswith(BEFORE_THE_AGENT) for r in mine)
         agent_page = any(r.kind.startswith("notify") and r.text in cb.handed_open for r in mine)
         pages = [name for name, got in (("fallback", fallback), ("resolved", resolved_page)) if got]
-        if state != "resolved":  # notifies handed before a resolution may still arrive after it
-            pages += ["the agent's message"] if agent_page else []
+        pages += ["the agent's message"] if agent_page else []
         assert len(pages) <= 1, f"{cb.cid} ({state}): people were paged by {pages}"
         paging = {r.kind for r in mine if r.page}
-        if state != "resolved":
-            assert len(paging) <= 1, f"{cb.cid} ({state}): messages {sorted(paging)} all said page: true"
+        assert len(paging) <= 1, f"{cb.cid} ({state}): messages {sorted(paging)} all said page: true"
         fallbacks = [r.text for r in mine if r.kind == "fallback"]
         if cb.stopped_open:
             assert not any(STILL_INVESTIGATING in t for t in fallbacks), f"{cb.cid}: stopped, yet {fallbacks}"

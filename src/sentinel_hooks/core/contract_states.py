@@ -114,10 +114,14 @@ def after_approval_decided(state: ContractState, *, notifies_pending: bool) -> C
 
 def after_resolved(state: ContractState) -> ContractState | None:
     """The source reports the fire's condition over before its page (SPEC §6.4): a ``pending``
-    or ``notifying`` contract (no target accepted a notify yet: that would have fulfilled it) is
-    ``resolved``, with no fallback. Any other state is left alone: after the page the resolution
-    is a follow-up, and an open approval keeps its contract until it is decided."""
-    return "resolved" if state in ("pending", "notifying") else None
+    contract is ``resolved``, with no fallback. Any other state is left alone: after the page the
+    resolution is a follow-up, and an open approval keeps its contract until it is decided.
+
+    A ``notifying`` contract is left alone too: its page was decided when the agent's notify was
+    handed over (``after_notify``), and that message may be on the wire already, so settling
+    ``resolved`` now could page people twice (the agent's message and the resolved line). The
+    resolution follows the agent's page as a follow-up instead."""
+    return "resolved" if state == "pending" else None
 
 
 def is_notify_kind(kind: str) -> bool:

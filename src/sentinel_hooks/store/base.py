@@ -275,7 +275,7 @@ class TransitionStore(Protocol):
         self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
     ) -> Moved | None:
         """The source reports the fire over before its page (SPEC §6.4): in one atomic step a
-        ``pending`` or ``notifying`` contract becomes ``resolved`` (``core.contract_states.after_resolved``),
+        ``pending`` contract becomes ``resolved`` (``core.contract_states.after_resolved``),
         settled at ``at``, out of the deadline index (and any claim), and ``deliveries`` (its
         resolved line, if any) are enqueued. Any other state is left alone and nothing is
         enqueued. None for an unknown id."""

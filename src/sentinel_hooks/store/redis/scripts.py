@@ -642,12 +642,12 @@ RESOLVE_CONTRACT = (
     + """
 -- KEYS: delivery-due | ARGV: key prefix, callback id, settled-at instant (ISO), deliveries as one
 --   JSON array (rows as in BEGIN_NOTIFY)
--- ``contract_states.after_resolved``: pending/notifying -> resolved (settled, out of contract-due)
+-- ``contract_states.after_resolved``: pending -> resolved (settled, out of contract-due)
 -- with its deliveries enqueued; any other state is left alone. Returns {} for an unknown id, else
 -- {state before, state after}.
 local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
 if not before then return {} end
-if before ~= 'pending' and before ~= 'notifying' then return {before, before} end
+if before ~= 'pending' then return {before, before} end
 move(ARGV[1], ARGV[2], before, 'resolved', ARGV[3], '')
 for _, d in ipairs(cjson.decode(ARGV[4])) do
   enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7])
