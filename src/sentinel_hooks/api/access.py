@@ -29,7 +29,7 @@ VIA_HEADER = (
 
 @dataclass(frozen=True)
 class Identity:
-    """A token's holder: ``named`` when it comes from ``server.tokens`` (its name is then the actor)."""
+    """A token's holder: ``named`` when ``server.tokens`` are set (its name is then the actor)."""
 
     name: str
     role: Role
@@ -52,7 +52,7 @@ class Tokens:
             entries.append(
                 (
                     _digest(server.api_token.get_secret_value().encode()),
-                    Identity(API_TOKEN_NAME, "admin", False),
+                    Identity(API_TOKEN_NAME, "admin", bool(server.tokens)),
                 )
             )
         for spec in server.tokens:

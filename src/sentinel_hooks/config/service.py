@@ -38,6 +38,11 @@ class ServerSpec(Spec):
     mcp_approvals: bool = False  # offer approve/deny to MCP clients (SPEC §17): a person's call by default
     public_url: str | None = None  # base URL of the web page, linked from messages (…/#inbox/{id})
 
+    @property
+    def has_tokens(self) -> bool:
+        """Whether calls need a bearer token (``apiToken`` or ``tokens``)."""
+        return self.api_token is not None or bool(self.tokens)
+
     @field_validator("api_token")
     @classmethod
     def _token_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
