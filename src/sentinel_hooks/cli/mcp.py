@@ -19,6 +19,7 @@ import click
 
 from sentinel_hooks.cli.client import Client
 from sentinel_hooks.config.location import config_path
+from sentinel_hooks.core.roles import ROLES, Role
 from sentinel_hooks.errors import SentinelError
 
 if TYPE_CHECKING:
@@ -46,6 +47,18 @@ class HttpBackend:
         except SentinelError as exc:  # the service is not running, or not at this URL
             return Answer(503, error_body("unreachable", str(exc)))
         return Answer(status, body)
+
+
+def token_role(client: Client) -> Role | None:
+    """The role of the client's token (``GET /api/v1/whoami``), so only its tools are listed;
+    None when the service does not say (not running yet: every tool is listed, and the service
+    refuses what the role may not do)."""
+    try:
+        status, body = client.answer("GET", "/api/v1/whoami")
+    except SentinelError:
+        return None
+    role = body.get("role") if status == 200 and isinstance(body, dict) else None
+    return role if role in ROLES else None
 
 
 def approvals_enabled(config: str | None) -> bool:
@@ -78,4 +91,5 @@ def mcp_command(config: str | None, url: str | None, token: str | None, actor: s
 
     from sentinel_hooks.mcp_server.stdio import serve_stdio  # loaded by this command only (0.5 s)
 
-    anyio.run(functools.partial(serve_stdio, backend, approvals=approvals))
+    role = token_role(client)
+    anyio.run(functools.partial(serve_stdio, backend, approvals=approvals, role=role))
