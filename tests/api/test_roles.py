@@ -135,3 +135,29 @@ def test_an_api_token_is_one_more_admin_token(project: Writer) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(project(text), environ={})
     assert "also another's" in caught.value.issues[0].message
+
+
+def test_every_token_is_compared_whichever_matches() -> None:
+    """The same work for a known and an unknown token: each lookup compares against every
+    configured token (counted through the standard library's constant-time compare)."""
+    import hmac
+    from unittest import mock
+
+    from sentinel_hooks.api.access import Tokens
+    from sentinel_hooks.config.service import ServerSpec
+
+    server = ServerSpec.model_validate(
+        {"tokens": [{"name": n, "token": f"{n}-0123456789abcdef", "role": "viewer"} for n in ("a", "b", "c")]}
+    )
+    tokens = Tokens(server)
+    counts = []
+    for given in ("a-0123456789abcdef", "c-0123456789abcdef", "unknown-0123456789abcdef"):
+        with mock.patch(
+            "sentinel_hooks.api.access.hmac.compare_digest", wraps=hmac.compare_digest
+        ) as compare:
+            tokens.identify(given)
+        counts.append(compare.call_count)
+    assert [3, 3, 3] == counts
+    found = tokens.identify("a-0123456789abcdef")
+    assert found is not None
+    assert ("a", "viewer") == (found.name, found.role)

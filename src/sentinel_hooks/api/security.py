@@ -118,8 +118,8 @@ def security_middleware(tokens: Tokens, *, metrics_auth: bool) -> Middleware:
                 raise ApiError(
                     421,
                     "misdirected_request",
-                    "without server.apiToken this service answers only Host localhost, 127.x.x.x or "
-                    "[::1] (with an optional port); set server.apiToken to serve other hosts",
+                    "without server.apiToken or server.tokens this service answers only Host localhost, "
+                    "127.x.x.x or [::1] (with an optional port); set a token to serve other hosts",
                 )
         elif needs_token(path, metrics_auth=metrics_auth):
             given = bearer_token(request.headers.get("Authorization", ""))
