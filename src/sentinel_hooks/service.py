@@ -52,6 +52,7 @@ from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target
 from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
+from sentinel_hooks.tracing import create_tracing
 from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
@@ -122,6 +123,7 @@ class Service(ServiceOperations):
             clock=self.clock,
             redactor=self.redactor,
             events_file=config.base_dir / events_file if events_file else None,
+            tracing=create_tracing(service.telemetry.otlp_endpoint),
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
         self.write_check = WriteCheck(self.store)  # what /readyz asks
@@ -357,6 +359,8 @@ class Service(ServiceOperations):
         await self.http.close()
         await self.store.close()
         self.events.close()
+        if self.events.tracing is not None:  # the last spans, sent before the process ends
+            await asyncio.to_thread(self.events.tracing.shutdown)
         gc.unfreeze()  # what start froze may be garbage now (several services in one process: tests)
 
     async def reload(self) -> ReloadReport | None:

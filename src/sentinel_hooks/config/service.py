@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
+from pydantic import AfterValidator, Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.budgets import Budgets, Pricing
@@ -285,8 +286,18 @@ class LimitsSpec(Spec):
     max_alerts_per_request: int = Field(default=1000, ge=1)  # an Alertmanager POST with more: 413
 
 
+def _otlp_endpoint(url: str) -> str:
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        raise ValueError("must be an http(s) URL, e.g. http://collector:4318")
+    return url
+
+
+OtlpEndpoint = Annotated[str, AfterValidator(_otlp_endpoint)]
+
+
 class TelemetrySpec(Spec):
     events_file: str | None = None
+    otlp_endpoint: OtlpEndpoint | None = None  # OTLP/HTTP collector base URL: traces (SPEC §22)
 
 
 KeptFor = Annotated[int, Field(ge=0)]  # days or records; 0: no limit

@@ -391,6 +391,7 @@ class Dispatcher:
                 error=error,
                 watcher_id=message.get("watcher_id") or None,
                 callback_id=message.get("callback_id") or delivery.callback_id,
+                follow_up=bool(message.get("follow_up")),
             )
 
     async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:
