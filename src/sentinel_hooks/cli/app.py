@@ -297,6 +297,7 @@ def _register_service_commands() -> None:
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
     from sentinel_hooks.cli.mcp import mcp_command
+    from sentinel_hooks.cli.replay import replay_command
     from sentinel_hooks.cli.report import report
     from sentinel_hooks.cli.silences import silences, status
     from sentinel_hooks.cli.watchers import run, watchers
@@ -311,6 +312,7 @@ def _register_service_commands() -> None:
     app.add_command(status)
     app.add_command(mcp_command)
     app.add_command(report)
+    app.add_command(replay_command)
 
 
 _register_service_commands()
