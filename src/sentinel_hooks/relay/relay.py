@@ -247,10 +247,11 @@ class Relay:
         its contract ``resolved``.
 
         Only before its page: a ``pending`` contract (no notify handed over yet) becomes
-        ``resolved`` in one store step that enqueues, when ``notify`` (notifyResolved), the line ``… fired at {matchedAt} and resolved {duration} later, before the agent
-        answered.`` as its page; no fallback is due any more and the session's later notifies
-        are refused. False when the contract is unknown or already paged (the resolution is then
-        a follow-up, the caller's ordinary resolved line) or waits for an approval.
+        ``resolved`` in one store step that enqueues, when ``notify`` (notifyResolved), the line
+        ``… fired at {matchedAt} and resolved {duration} later, before the agent answered.`` as
+        its page; no fallback is due any more and the session's later notifies are refused.
+        False when the contract is unknown, already paged or notifying (the resolution is then a
+        follow-up, the caller's ordinary resolved line) or waits for an approval.
         """
         contract = await self._store.get_contract(callback_id)
         if contract is None or after_resolved(contract.state) is None:
