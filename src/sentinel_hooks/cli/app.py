@@ -294,6 +294,7 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 
 def _register_service_commands() -> None:
     from sentinel_hooks.cli.callbacks import callbacks
+    from sentinel_hooks.cli.eval import eval_group
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
     from sentinel_hooks.cli.mcp import mcp_command
@@ -313,6 +314,7 @@ def _register_service_commands() -> None:
     app.add_command(mcp_command)
     app.add_command(report)
     app.add_command(replay_command)
+    app.add_command(eval_group)
 
 
 _register_service_commands()
