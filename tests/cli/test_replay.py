@@ -156,3 +156,21 @@ async def test_replay_without_a_service_says_so(tmp_path: Path) -> None:
         "no Sentinel service answers" if "no Sentinel service answers" in done.stderr else done.stderr,
         False,
     )
+
+
+async def test_eval_record_prints_a_case_for_the_stored_callback(service: Running) -> None:
+    """The case names the watcher and callback, its outcome as the expectation; it loads as a case."""
+    from sentinel_hooks.callbacks.sessions.evaluation import load_cases
+
+    callback_id = await stored_callback(service)
+    done = await asyncio.to_thread(service.cli, "eval", "record", callback_id, "--name", "quiet-disk")
+    assert 0 == done.returncode, done.stderr
+    cases_file = service.config.parent / "cases.yaml"
+    cases_file.write_text("cases:\n" + done.stdout)
+    (case,) = load_cases(cases_file)
+    assert ("quiet-disk", "disk", callback_id, "silent") == (
+        case.name,
+        case.watcher,
+        case.callback_id,
+        case.expect.outcome,
+    )

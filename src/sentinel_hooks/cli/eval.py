@@ -103,7 +103,7 @@ async def _run(
 
     rows = []
     for case in cases:
-        envelope = case_envelope(case, loaded, cases_file, fetch)
+        envelope = case_envelope(case, loaded, cases_file, fetch, _builder(loaded))
         for model in models:
             row: dict[str, Any] = {
                 "case": case.name,
@@ -125,6 +125,19 @@ async def _run(
                 row["failures"] += [f for f in failures if f not in row["failures"]]
             rows.append(row)
     return rows
+
+
+def _builder(loaded: Any) -> Any:
+    """A payload case's envelope, built for its watcher as a fire builds it."""
+    from datetime import UTC, datetime
+
+    from sentinel_hooks.watchers.builder import Firing, build_envelope
+
+    def build(watcher: Any, payload: Any) -> Any:
+        firing = Firing(kind="match", payload=payload, at=datetime.now(UTC))
+        return build_envelope(watcher, loaded.service, firing, redactor=loaded.redactor)
+
+    return build
 
 
 def _default_model(loaded: Any, watcher_id: str, choose: Any) -> str:

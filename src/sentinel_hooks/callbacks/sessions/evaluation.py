@@ -8,8 +8,8 @@ ruamel.yaml so that every error names ``file:line``.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.config.loader import LoadedConfig
+from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import SentinelError
 
@@ -87,9 +88,16 @@ def load_cases(path: Path) -> list[Case]:
     return cases
 
 
-def case_envelope(case: Case, config: LoadedConfig, cases_path: Path, fetch: Any) -> Envelope:
+def case_envelope(
+    case: Case,
+    config: LoadedConfig,
+    cases_path: Path,
+    fetch: Any,
+    build: Callable[[AnyWatcher, Any], Envelope],
+) -> Envelope:
     """The envelope ``case`` runs: from its file, from the service (``fetch(callback_id)``), or
-    built from its payload for its watcher."""
+    built from its payload for its watcher (``build``: as a fire builds it, which the watchers
+    layer knows)."""
     where = f"{cases_path}:{case.line}: {case.name}"
     if case.envelope is not None:
         file = cases_path.parent / case.envelope.removeprefix("@")
@@ -103,13 +111,10 @@ def case_envelope(case: Case, config: LoadedConfig, cases_path: Path, fetch: Any
             raise SentinelError(f"{where}: callback {case.callback_id} has no stored envelope")
         envelope = Envelope.model_validate(body["envelope"])
     else:
-        from sentinel_hooks.watchers.builder import Firing, build_envelope
-
         loaded = config.watcher(case.watcher or "")
         if loaded is None:
             raise SentinelError(f"{where}: no watcher {case.watcher!r} in the config")
-        firing = Firing(kind="match", payload=case.payload, at=datetime.now(UTC))
-        return build_envelope(loaded.spec, config.service, firing, redactor=config.redactor)
+        return build(loaded.spec, case.payload)
     if case.watcher is not None and case.watcher != envelope.watcher.id:
         raise SentinelError(
             f"{where}: the envelope is watcher {envelope.watcher.id!r}'s, not {case.watcher!r}'s"
