@@ -493,6 +493,22 @@ class FeedbackStore(Protocol):
         """Each callback's feedback, one per person, oldest first; a callback without any is absent."""
 
 
+class PaceStore(Protocol):
+    """Pacing shared by replicas (SPEC.md §16: at most 120 PagerDuty events in any 60 s per routing
+    key). The slots live in the store, so every replica and every restart counts the same sends;
+    a caller told to wait leaves its delivery pending in the outbox until its reserved slot."""
+
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """For ``holder`` (one delivery), in one atomic step: None when it may send at ``at`` (a slot
+        free now is taken, or the slot reserved for it earlier has come), else the instant of the
+        slot reserved for it, to call again then with the same ``holder``. Slots are handed out in
+        the order asked, ``limit`` at most in any ``window_ms``; a reservation never used lapses
+        with its window. ``key`` is a name the caller derived (never a secret). ``ValueError`` for
+        ``limit`` or ``window_ms`` below 1."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -507,6 +523,7 @@ class Store(
     RetentionStore,
     UsageStore,
     FeedbackStore,
+    PaceStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the

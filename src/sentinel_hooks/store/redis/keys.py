@@ -27,6 +27,7 @@ silences                            hash    silence id → Silence JSON
 silence-ends                        zset    silence ids by ``endsAt`` ms (pruning)
 usage:{key}                         hash    in, out, usd: a model usage counter (PEXPIRE)
 feedback:{callbackId}               hash    person -> Feedback JSON (the latest per person)
+pace:{key}                          zset    a pacing window's slots, scored by ms taken (PEXPIRE)
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
 lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
 lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
@@ -89,6 +90,9 @@ class RedisKeys:
 
     def usage(self, key: str) -> str:
         return f"{self.prefix}usage:{key}"
+
+    def pace(self, key: str) -> str:
+        return f"{self.prefix}pace:{key}"
 
     def feedback(self, callback_id: str) -> str:
         return f"{self.prefix}feedback:{callback_id}"

@@ -15,13 +15,14 @@ rules that hold across kinds (a claim's due set, an index kept with its document
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from sentinel_hooks.clock import iso
+from sentinel_hooks.clock import from_ms, iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
@@ -641,6 +642,19 @@ class RedisStore:
             for key, row in zip(unique, rows, strict=True)
             if row[0] is not None
         }
+
+    # -- pacing ------------------------------------------------------------------------------
+
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """See ``Store.take_pace_slot`` (one script on the key's sorted set)."""
+        check_positive(limit, "limit")
+        check_positive(window_ms, "window_ms")
+        args = [to_epoch_ms(at), window_ms, limit, holder, uuid.uuid4().hex]
+        script = self._db.scripts.take_pace_slot
+        free_ms = await self._db.run("take pace slot", script, [self.keys.pace(key)], args)
+        return None if free_ms is None else from_ms(int(free_ms))
 
     # -- feedback ----------------------------------------------------------------------------
 
