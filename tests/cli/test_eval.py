@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 from xml.etree import ElementTree
 
@@ -45,12 +44,6 @@ cases:
     expect: {outcome: notify, messageContains: ["db-3"], toolsNotCalled: ["sentinel_act.run_command"],
              maxTokens: 50000}
 """
-
-
-@pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -49,20 +49,6 @@ watchers:
 
 
 @pytest.fixture
-async def model() -> AsyncIterator[FakeOpenAIServer]:
-    async with FakeOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture
-async def sink() -> AsyncIterator[Sink]:
-    server = Sink()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def service(tmp_path: Path, model: FakeOpenAIServer, sink: Sink) -> AsyncIterator[Running]:
     port = free_port()
     text = CONFIG.format(

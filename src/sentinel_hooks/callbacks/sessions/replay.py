@@ -25,7 +25,7 @@ from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.policy.approvals import CommandGate
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.sessions.dryrun import DryRunCommands, DryRunMcp
-from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
+from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRoles, SessionRunner
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.config.loader import LoadedConfig
 from sentinel_hooks.config.watcher import AnyWatcher
@@ -34,7 +34,6 @@ from sentinel_hooks.core.usage import fire_key
 from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.relay.relay import NotifyOutcome
 from sentinel_hooks.store.backends import open_store
-from sentinel_hooks.store.base import Store
 from sentinel_hooks.store.records import Contract, Trigger
 
 
@@ -56,7 +55,7 @@ class CapturingRelay:
 class CapturingInbox:
     """An ``Inbox`` stand-in: keeps each escalation (nobody is told) and answers as the inbox would."""
 
-    store: Store
+    store: SessionRoles
     escalations: list[dict[str, Any]] = field(default_factory=list)
 
     async def create(self, kind: str, *, severity: str, reason: str, **_: Any) -> Any:
@@ -78,7 +77,7 @@ class DryRun:
 
 def dry_run_deps(
     config: LoadedConfig,
-    store: Store,
+    store: SessionRoles,
     *,
     watcher: AnyWatcher | None,
     backends: dict[str, ModelBackend],
@@ -134,7 +133,7 @@ def with_model(watcher: AnyWatcher | None, model: str | None) -> AnyWatcher | No
 
 
 @contextlib.asynccontextmanager
-async def _scratch(config: LoadedConfig) -> AsyncIterator[tuple[Store, Path, McpServers | None]]:
+async def _scratch(config: LoadedConfig) -> AsyncIterator[tuple[SessionRoles, Path, McpServers | None]]:
     with tempfile.TemporaryDirectory(prefix="sentinel-replay-") as tmp:
         store = open_store("memory://", base_dir=Path(tmp))
         await store.open()
