@@ -115,6 +115,7 @@ LIST = Endpoint(
     (Answer(200, "a page of watchers", WatcherList),),
     query=WatcherQuery,
     errors=(400,),
+    role="viewer",
 )
 CREATE = Endpoint(
     "createWatcher",
@@ -130,6 +131,7 @@ CREATE = Endpoint(
         "is listed in `error.details`",
     ),
     errors=(403, 409),
+    role="admin",
 )
 SHOW = Endpoint(
     "showWatcher",
@@ -140,6 +142,7 @@ SHOW = Endpoint(
     (DETAIL,),
     ids=(WATCHER_ID,),
     errors=(404,),
+    role="viewer",
 )
 PATCH = Endpoint(
     "patchWatcher",
@@ -151,6 +154,7 @@ PATCH = Endpoint(
     ids=(WATCHER_ID,),
     body=Body(EnabledBody, MAX_BODY),
     errors=(404,),
+    role="admin",
 )
 DELETE = Endpoint(
     "deleteWatcher",
@@ -161,6 +165,7 @@ DELETE = Endpoint(
     (Answer(204, "deleted"),),
     ids=(WATCHER_ID,),
     errors=(404, 409),
+    role="admin",
 )
 FIRE = Endpoint(
     "fireWatcher",
@@ -172,6 +177,7 @@ FIRE = Endpoint(
     ids=(WATCHER_ID,),
     body=Body(FireBody, MAX_BODY, required=False, observation=True),
     errors=(404,),
+    role="operator",
 )
 INGEST = Endpoint(
     "ingest",

@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.audit import AuditEntry
 from sentinel_hooks.store.feedback import Feedback
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
@@ -509,6 +510,30 @@ class PaceStore(Protocol):
         ``limit`` or ``window_ms`` below 1."""
 
 
+class AuditStore(Protocol):
+    """The audit trail (SPEC.md §21): every change people and agents make, with who and how; read by
+    ``GET /api/v1/audit``, ``sentinel audit`` and the web page's Audit view."""
+
+    async def add_audit(self, entry: AuditEntry) -> None:
+        """Keep ``entry`` (its ``id`` is new: ids are never reused)."""
+
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        actor: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditEntry]:
+        """Entries at or after ``since`` (None: any) whose actor is ``actor`` (None: any), newest first
+        by ``(at, id)``; ``InvalidCursor`` for a cursor this store did not issue, ``ValueError`` for a
+        ``limit`` below 1."""
+
+    async def prune_audit(self, before: datetime, *, limit: int = 500) -> int:
+        """Delete up to ``limit`` entries older than ``before``, oldest first, in one atomic step;
+        the number deleted (racing replicas delete each entry once)."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -524,6 +549,7 @@ class Store(
     UsageStore,
     FeedbackStore,
     PaceStore,
+    AuditStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the

@@ -67,6 +67,7 @@ from sentinel_hooks.store.records import (
 )
 from sentinel_hooks.store.redis import retention
 from sentinel_hooks.store.redis import scripts as lua
+from sentinel_hooks.store.redis.audit import RedisAudit
 from sentinel_hooks.store.redis.connection import RedisConnection, as_text
 from sentinel_hooks.store.redis.keys import RedisKeys
 from sentinel_hooks.store.silences import Silence, SilenceState
@@ -80,7 +81,7 @@ _GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")  # what a MATCH pattern reads as a wil
 _MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
 
-class RedisStore:
+class RedisStore(RedisAudit):
     """The Store contract on the Redis server at ``url``, keys under ``key_prefix``."""
 
     def __init__(self, url: str, *, key_prefix: str = "sentinel:") -> None:

@@ -106,7 +106,16 @@ _V6_PACE = (
     "CREATE UNIQUE INDEX pace_slots_by_holder ON pace_slots (key, holder) WHERE holder IS NOT NULL",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6_PACE)
+
+_V7 = (
+    # The audit trail (SPEC §21): every change, newest first by (at, id), filtered by actor.
+    """CREATE TABLE audit (
+        at_ms INTEGER NOT NULL, id TEXT NOT NULL, actor TEXT NOT NULL, doc TEXT NOT NULL,
+        PRIMARY KEY (at_ms, id)) WITHOUT ROWID""",
+    "CREATE INDEX audit_by_actor ON audit (actor, at_ms, id)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6_PACE, _V7)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

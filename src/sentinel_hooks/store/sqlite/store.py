@@ -56,6 +56,7 @@ from sentinel_hooks.store.silences import Silence, SilenceState
 from sentinel_hooks.store.sqlite import pacing
 from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
+from sentinel_hooks.store.sqlite.audit import SqliteAudit
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
 
 R = TypeVar("R", bound=BaseModel)
@@ -63,7 +64,7 @@ R = TypeVar("R", bound=BaseModel)
 TRIM_EVERY = 32  # batched observation writes of a watcher between two trims of its history
 
 
-class SqliteStore:
+class SqliteStore(SqliteAudit):
     """The Store contract in the SQLite file at ``path`` (see ``store.base.Store``)."""
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
