@@ -295,9 +295,11 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 def _register_service_commands() -> None:
     from sentinel_hooks.cli.audit import audit
     from sentinel_hooks.cli.callbacks import callbacks
+    from sentinel_hooks.cli.eval import eval_group
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
     from sentinel_hooks.cli.mcp import mcp_command
+    from sentinel_hooks.cli.replay import replay_command
     from sentinel_hooks.cli.report import report
     from sentinel_hooks.cli.silences import silences, status
     from sentinel_hooks.cli.watchers import run, watchers
@@ -312,6 +314,8 @@ def _register_service_commands() -> None:
     app.add_command(status)
     app.add_command(mcp_command)
     app.add_command(report)
+    app.add_command(replay_command)
+    app.add_command(eval_group)
     app.add_command(audit)
 
 
