@@ -186,7 +186,10 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
     tops, schemas = _schemas()
     paths: dict[str, Schema] = {}
     for endpoint in ENDPOINTS:
-        paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint, tops)
+        item = paths.setdefault(endpoint.path, {})
+        item[endpoint.method.lower()] = _operation(endpoint, tops)
+        if endpoint.any_method:  # served for every method: GET shown too (crontabs' curl sends it)
+            item["get"] = {**item["post"], "operationId": endpoint.name + "Get"}
     content = {JSON: {"schema": tops["error"]}}
     document = {
         "openapi": "3.1.0",

@@ -96,6 +96,9 @@ def token_matches(authorization: str, expected: bytes) -> bool:
     return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected)
 
 
+PING_PREFIX = "/hooks/ping/"  # heartbeat pings (SPEC §23): no token, any body
+
+
 def needs_token(path: str, *, metrics_auth: bool) -> bool:
     if path.startswith("/api/") or path in ("/hooks/sentinel", "/mcp"):
         return True
@@ -122,6 +125,7 @@ def security_middleware(api_token: str | None, *, metrics_auth: bool) -> Middlew
         ):
             raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
         writes = request.method in ("POST", "PATCH", "PUT") and path.startswith(("/api/", "/hooks/"))
+        writes = writes and not path.startswith(PING_PREFIX)  # a ping's body is any text
         if writes and request.body_exists and not is_json_type(request.headers.get("Content-Type", "")):
             raise ApiError(415, "unsupported_media_type", JSON_ONLY)
         return await handler(request)

@@ -36,7 +36,13 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import (
+    AnyWatcher,
+    HeartbeatWatcher,
+    HttpLongPollWatcher,
+    Scheduled,
+    WebhookWatcher,
+)
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import SentinelError, StoreError
 from sentinel_hooks.metrics import Metrics
@@ -50,6 +56,7 @@ from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategies.heartbeat import BeatWatch, Ping, on_overdue, on_ping
 from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
@@ -124,6 +131,7 @@ class WatcherRunner:
         self._tasks: set[asyncio.Task[None]] | None = None  # loops and missed runs it spawned
         self._driver: Polling | Subscription | None = None  # what makes it observe, from its first start
         self._quiet: QuietWatch | None = None  # expectEventWithinMs, from its first start
+        self._beat: BeatWatch | None = None  # a heartbeat's due-time watch, from its first start
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
@@ -162,6 +170,9 @@ class WatcherRunner:
         self._stopping, self._stop_event = False, None
         self.running = True
         spec = self.spec
+        if isinstance(spec, HeartbeatWatcher):
+            self.spawn(self._beat_watch().run())
+            return
         if isinstance(spec, WebhookWatcher):
             if spec.expect_event_within_ms:
                 self.spawn(self._quiet_watch().run())
@@ -223,6 +234,12 @@ class WatcherRunner:
             self._quiet = QuietWatch(self)
         return self._quiet
 
+    def _beat_watch(self) -> BeatWatch:
+        """The heartbeat's due-time watch (made once)."""
+        if self._beat is None:
+            self._beat = BeatWatch(self)
+        return self._beat
+
     # -- what its drivers call ---------------------------------------------------------------
 
     @property
@@ -261,6 +278,19 @@ class WatcherRunner:
                 if self.needs_lease and not await self._fenced():
                     return False
                 await self._run(self.deps.pipeline.quiet(self.spec, self.state), self.state)
+        except StoreError:
+            return False
+        return True
+
+    async def beat_overdue(self, body: str) -> bool:
+        """A heartbeat's due time passed: its ``no_progress`` fire; False when it was not made
+        (the store did not take it: on the status)."""
+        spec = self.spec
+        assert isinstance(spec, HeartbeatWatcher)
+        try:
+            async with self._lock:
+                step = on_overdue(self.deps.pipeline, spec, self.state, self.deps.clock.now(), body)
+                await self._run(step, self.state, prompt=True)
         except StoreError:
             return False
         return True
@@ -477,6 +507,18 @@ class WatcherRunner:
         if self._quiet is not None:
             self._quiet.seen()
         return outcomes
+
+    async def ping(self, ping: Ping) -> Outcome:
+        """A heartbeat's ping (SPEC §23), stored before it is answered."""
+        spec = self.spec
+        assert isinstance(spec, HeartbeatWatcher)
+        watch = self._beat_watch()
+        async with self._lock:
+            step = on_ping(self.deps.pipeline, spec, self.state, ping, self.deps.clock.now())
+            outcome = await self._run(step, self.state, prompt=True)
+            watch.last_body = ping.body
+        watch.pinged()
+        return outcome
 
     def _alerts(self) -> AlertStreams:
         """The service's alert streams (built without a service, as in tests: one that logs)."""
