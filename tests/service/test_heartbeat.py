@@ -16,7 +16,9 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
+from sentinel_hooks.testing import FakeOpenAIServer
 from tests.service.test_api import call
+from tests.service.test_resolved_before_page import slow_notify
 from tests.support import Sink, wait_for
 
 KEY = "hb-key-0123456789abcdef"
@@ -159,3 +161,35 @@ async def test_max_run_after_a_start_fires_running_too_long(start: Start) -> Non
     [contract] = await wait_for(lambda: contracts(service), what="the overrun fire")
     envelope = await envelope_of(service, contract)
     assert ("no_progress", "running too long") == (contract.trigger.kind, envelope.payload["status"])
+
+
+async def test_a_ping_before_the_page_settles_the_fire_resolved(
+    tmp_path: Path, sink: Sink, model: FakeOpenAIServer
+) -> None:
+    """The agent is still working on the overdue fire when the late ping comes: the contract
+    settles ``resolved`` (SPEC §6.4) and the agent's late notify goes nowhere."""
+    answered = slow_notify(model)
+    text = CONFIG.format(sink=sink.url("/t")) + (
+        f'models:\n  local: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 60000}}\n'
+    )
+    (tmp_path / "sentinel.yaml").write_text(text)
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "backup.yaml").write_text(WATCHER.format(extra="periodMs: 300\n"))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={"BACKUP_PING_KEY": KEY}))
+    await service.start()
+    try:
+        [contract] = await wait_for(lambda: contracts(service), what="the overdue fire")
+        await wait_for(lambda: model.requests, what="the agent to start thinking")
+        code, _ = await call(service, "GET", f"/hooks/ping/{KEY}")
+        assert 200 == code
+        settled = await service.store.get_contract(contract.callback_id)
+        assert settled is not None
+        assert "resolved" == settled.state
+        answered.set()
+        line = await wait_for(
+            lambda: [b["message"] for b in sink.bodies() if "resolved" in b.get("message", "")],
+            what="the resolved line",
+        )
+        assert line[0].startswith("Sentinel: backup on backup fired at ")
+    finally:
+        await service.stop()
