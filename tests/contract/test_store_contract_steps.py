@@ -87,7 +87,8 @@ async def test_a_fulfilled_contract_takes_follow_up_notifies(store: Store, make:
 
 async def test_a_follow_up_of_the_fallback_is_taken_and_leaves_the_contract(store: Store, make: Make) -> None:
     """After the fallback, a follow-up is enqueued and the contract stays fallback_sent; an open
-    contract refuses a follow-up (it would be its page) and an expired one takes none."""
+    contract with nothing in flight refuses a follow-up (it would be its page); an expired one
+    (nobody was paged) takes it as a follow-up too (SPEC §6.4: never refused)."""
     await create(store, make.contract("a"))
     await create(store, make.contract("b"))
     await create(store, make.contract("c"))
@@ -99,11 +100,11 @@ async def test_a_follow_up_of_the_fallback_is_taken_and_leaves_the_contract(stor
         )
         for cid in ("a", "b", "c")
     ]
-    assert [(True, "fallback_sent"), (False, "pending"), (False, "expired")] == [
+    assert [(True, "fallback_sent"), (False, "pending"), (True, "expired")] == [
         (s.accepted, s.after) for s in started if s is not None
     ]
     kinds = [[d.kind for d in await store.list_deliveries(cid)] for cid in ("a", "b", "c")]
-    assert [["notify"], [], []] == kinds
+    assert [["notify"], [], ["notify"]] == kinds
 
 
 async def test_a_delivered_notify_fulfils_the_contract_when_the_target_accepted(
@@ -155,15 +156,43 @@ async def test_one_target_accepting_is_enough_when_the_other_fails(store: Store,
 
 
 async def test_a_later_notify_still_in_flight_keeps_the_contract_notifying(store: Store, make: Make) -> None:
-    """notify failed for good while notify.2 may still succeed: no fallback yet."""
+    """notify failed for good while notify.2 (a follow-up: a page candidate was in flight) may
+    still succeed: no fallback yet."""
     await create(store, make.contract("a"))
     first, second = make.delivery("a", "oncall", "notify"), make.delivery("a", "oncall", "notify.2")
     await store.begin_notify("a", [first], at=make.at(1))
-    await store.begin_notify("a", [second], at=make.at(2))
+    await store.begin_notify("a", [second], at=make.at(2), follow_up=True)
     await store.record_outcomes([outcome(make, first.key, "failed", 3)])
     assert "notifying" == await state_of(store)
     await store.record_outcomes([outcome(make, second.key, "delivered", 4)])
     assert "fulfilled" == await state_of(store)
+
+
+async def test_a_second_page_candidate_while_one_is_in_flight_is_refused(store: Store, make: Make) -> None:
+    """The page is decided in the store (SPEC §6.4): while notify is in flight (``notifying``, or
+    ``awaiting_approval`` with it pending) notify.2 is refused as a page and taken as a follow-up;
+    once notify failed for good (``pending`` again) the next notify is a page candidate again."""
+    await create(store, make.contract("a"))
+    first, second = make.delivery("a", "oncall", "notify"), make.delivery("a", "oncall", "notify.2")
+    await store.begin_notify("a", [first], at=make.at(1))
+    as_page = await store.begin_notify("a", [second], at=make.at(2))
+    assert as_page is not None
+    assert (False, "notifying") == (as_page.accepted, as_page.after)
+    await store.pause_contract("a")
+    as_page = await store.begin_notify("a", [second], at=make.at(2))
+    as_follow_up = await store.begin_notify("a", [second], at=make.at(2), follow_up=True)
+    assert as_page is not None
+    assert as_follow_up is not None
+    assert (False, True) == (as_page.accepted, as_follow_up.accepted)
+    await store.record_outcomes(
+        [outcome(make, first.key, "failed", 3), outcome(make, second.key, "failed", 3)]
+    )
+    third = make.delivery("a", "oncall", "notify.3")
+    as_follow_up = await store.begin_notify("a", [third], at=make.at(4), follow_up=True)
+    as_page = await store.begin_notify("a", [third], at=make.at(4))
+    assert as_page is not None
+    assert as_follow_up is not None
+    assert (False, True) == (as_follow_up.accepted, as_page.accepted)
 
 
 async def test_an_outcome_recorded_twice_moves_the_contract_once(store: Store, make: Make) -> None:

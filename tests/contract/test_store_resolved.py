@@ -29,25 +29,25 @@ async def test_a_pending_contract_resolves_with_its_line_in_one_step(store: Stor
     assert [] == (await store.list_contracts(state="pending")).items
 
 
-async def test_a_notifying_contract_resolves_while_nothing_was_accepted(store: Store, make: Make) -> None:
-    """notifying (the agent's message not yet accepted anywhere) → resolved; with notifyResolved off
-    nothing is enqueued."""
+async def test_a_notifying_contract_is_past_its_page(store: Store, make: Make) -> None:
+    """notifying (the agent's message handed over as the page, maybe on the wire already) is left
+    alone and nothing is enqueued: settling ``resolved`` now could page people twice."""
     await create(store, make.contract("a"))
     await store.begin_notify("a", [make.delivery("a", "oncall", "notify")], at=make.at(1))
-    moved = await store.resolve_contract("a", [], at=make.at(2))
+    moved = await store.resolve_contract("a", [make.delivery("a", "oncall", "resolved")], at=make.at(2))
     assert moved is not None
-    assert ("notifying", "resolved") == (moved.before, moved.after)
+    assert ("notifying", "notifying") == (moved.before, moved.after)
     assert ["notify"] == [d.kind for d in await store.list_deliveries("a")]
 
 
-async def test_a_late_notify_outcome_leaves_a_resolved_contract_alone(store: Store, make: Make) -> None:
-    """The agent's message accepted after the resolution does not make the contract fulfilled."""
+async def test_the_agents_page_accepted_after_a_refused_resolution_fulfils(store: Store, make: Make) -> None:
+    """The resolution refused while notifying, the agent's message accepted later is the page."""
     await create(store, make.contract("a"))
     notify = make.delivery("a", "oncall", "notify")
     await store.begin_notify("a", [notify], at=make.at(1))
     await store.resolve_contract("a", [], at=make.at(2))
     await store.record_outcomes([DeliveryOutcome(notify.key, "delivered", 1, make.at(3), None, make.at(3))])
-    assert "resolved" == (await store.get_contract("a") or make.contract("x")).state
+    assert "fulfilled" == (await store.get_contract("a") or make.contract("x")).state
 
 
 async def test_a_resolved_contract_refuses_a_notify(store: Store, make: Make) -> None:

@@ -57,10 +57,12 @@ from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.errors import Conflict
+from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.watchers.lifecycle import resolved_message
 from tests.delivery.pagerduty_api import ROUTING_KEY, PagerDutyApi
+from tests.relay.contract_model_sessions import SessionFaults
 from tests.relay.rig import toolbox_for
 from tests.support import Endpoint
 
@@ -68,12 +70,14 @@ T = TypeVar("T")
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 TIMEOUT_S = 3.0
 APPROVAL_TIMEOUT_S = 4.0
+SESSION_MAX_S = 4.0  # hookSessionMaxMs: a session may outlive its deadline (3 s) by a second
 MAX_LATE = timedelta(seconds=1)
 FINAL = frozenset({"fulfilled", "fallback_sent", "expired", "resolved", "deduped"})
 TARGETS = ("a", "b")
 EVERY_TARGET = ("a", "b", "pd")
 OPEN = frozenset({"pending", "notifying", "awaiting_approval"})
 PAGED = frozenset({"fulfilled", "fallback_sent"})
+FOLLOWED = PAGED | {"expired", "notifying"}  # a notify then is a follow-up (SPEC §6.4)
 BEFORE_THE_AGENT = "before the agent answered."  # the end of a fire's line resolved before its page
 
 CONFIG = """\
@@ -82,6 +86,7 @@ server: {{host: 127.0.0.1, port: 0}}
 allowedHosts: ["127.0.0.1"]
 hookResponseTimeoutMs: {timeout_ms}
 hookResponseDedupeWindowMs: 0
+hookSessionMaxMs: {session_ms}
 notificationPayloadMode: none
 delivery: {{maxAttempts: 3, baseMs: 200, maxMs: 800, maxElapsedMs: 600000}}
 actionPolicy: {{default: needs_approval, approvalTimeoutMs: {approval_ms}}}
@@ -115,6 +120,7 @@ class Received:
     key: str
     text: str
     status: int
+    page: bool | None = None  # the body's ``page`` (SPEC §6.4)
 
     @property
     def callback_id(self) -> str:
@@ -172,14 +178,14 @@ class ScriptedSink(Endpoint):
         plan = self.plans.get((request.path, text)) or self.plans.get((request.path, key.split(":")[0]))
         answer = plan.pop(0) if plan else "ok"
         if answer == "hang":
-            self.received.append(Received(request.path, key, text, 200))
+            self.received.append(Received(request.path, key, text, 200, body.get("page")))
             self.hanging += 1
             self._hung.set()
             await self._release.wait()
             self.hanging -= 1
             return web.json_response({"ok": True})
         status = STATUS[answer]
-        self.received.append(Received(request.path, key, text, status))
+        self.received.append(Received(request.path, key, text, status, body.get("page")))
         return web.json_response({"ok": status < 300}, status=status)
 
 
@@ -200,6 +206,9 @@ class Callback:
     approval: str | None = None
     approvals: list[tuple[datetime, datetime | None]] = field(default_factory=list)  # open intervals
     escalated_in_time: bool = False  # escalated while the contract was still open
+    stopped: str | None = None  # the session was stopped: "time" (hookSessionMaxMs) or "budget"
+    budget_line: str | None = None  # a budget stop made the fallback due at once, naming this
+    stopped_open: bool = False  # stopped before the contract settled: no fallback says "still…"
     final: tuple[str, datetime | None] | None = None
 
     @property
@@ -246,6 +255,7 @@ class World:
                 url=self.sink.url("").rstrip("/"),
                 timeout_ms=int(TIMEOUT_S * 1000),
                 approval_ms=int(APPROVAL_TIMEOUT_S * 1000),
+                session_ms=int(SESSION_MAX_S * 1000),
                 routing_key=ROUTING_KEY,
                 pd=self.pagerduty.base(),
             )
@@ -270,7 +280,7 @@ class World:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-class ContractMachine(RuleBasedStateMachine):
+class ContractMachine(SessionFaults, RuleBasedStateMachine):
     """See the module docstring. ``world`` is set before a run (``World``)."""
 
     world: World | None = None
@@ -295,6 +305,8 @@ class ContractMachine(RuleBasedStateMachine):
         self.pagerduty.events.clear()
         self.pagerduty.alerts.clear()
         world.forget_state()
+        self.abandoned = []
+        self.replica = None
         self.service = self.run(self.build())
 
     # -- plumbing ------------------------------------------------------------------------------
@@ -375,16 +387,18 @@ class ContractMachine(RuleBasedStateMachine):
         handed = isinstance(result.get("notify"), int)
         if before == "resolved":
             assert {"ok": False, "error": "the fire resolved"} == result, f"a notify after resolved: {result}"
-        if before in PAGED and self.follow_ups:
+        if before in FOLLOWED and self.follow_ups:
             assert handed, f"a follow-up (a notify after {before}) was refused: {result}"
+            assert "followup" == result.get("deliveredAs"), f"a notify after {before} was not a follow-up"
         if not handed:
             cb.refused.append(text)
             return
-        cb.notified = result["notify"]  # handed to delivery: the next one is the next ordinal
-        if before in OPEN:
-            cb.handed_open.append(text)
-        elif before in PAGED:
+        cb.notified = max(cb.notified, result["notify"])  # handed over: the next is the next ordinal
+        if result.get("deliveredAs") == "followup":
             cb.follow_ups.append((text, [t for t in (to or EVERY_TARGET) if t in TARGETS]))
+        else:
+            assert before in OPEN, f"a notify after {before} was handed over as a page: {result}"
+            cb.handed_open.append(text)
         cb.reported.append((text, list(result.get("delivered") or [])))
 
     # -- rules ---------------------------------------------------------------------------------
@@ -421,6 +435,7 @@ class ContractMachine(RuleBasedStateMachine):
         self.cbs[cid] = Callback(
             contract, envelope, self.toolbox(contract, envelope), now + timedelta(seconds=TIMEOUT_S)
         )
+        self.run(self.session_begins(self.cbs[cid]))
         return cid
 
     @rule(cid=callbacks, a=ANSWERS, b=ANSWERS, to=st.sampled_from([["a", "b"], ["a"], ["b"]]))
@@ -428,7 +443,7 @@ class ContractMachine(RuleBasedStateMachine):
         """The agent notifies (again, maybe); each target answers from its plan."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is None:
+        if cb.approval is None and cb.stopped is None:
             self.run(self.notify(cb, a, b, to))
 
     @rule(cid=callbacks, a=ANSWERS, b=ANSWERS)
@@ -436,7 +451,7 @@ class ContractMachine(RuleBasedStateMachine):
         """A notify and a relay pass at the same moment."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is None:
+        if cb.approval is None and cb.stopped is None:
 
             async def both() -> None:
                 await asyncio.gather(self.notify(cb, a, b, list(TARGETS)), self.relay_pass())
@@ -474,7 +489,7 @@ class ContractMachine(RuleBasedStateMachine):
         after = (await self.state(cb.cid)).state
         cb.resolution = (before, after, notify)
         if not racing:
-            moves = before in ("pending", "notifying")
+            moves = before == "pending"
             assert moves == (after == "resolved"), f"{cb.cid}: resolved from {before} gave {after}"
 
     @rule(cid=callbacks)
@@ -482,7 +497,7 @@ class ContractMachine(RuleBasedStateMachine):
         """The agent escalates: an inbox item; the fallback, if it comes, says so."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:
             return
         before = self.run(self.state(cid)).state
         call = ToolCall("e", "sentinel_escalate", {"reason": "disk grows fast", "severity": "critical"})
@@ -496,7 +511,7 @@ class ContractMachine(RuleBasedStateMachine):
         """The agent proposes a command the policy sends for approval: the session pauses."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:  # a stopped session calls no tool
             return
         before = self.run(self.state(cid)).state
         call = ToolCall(f"c{next(self.texts)}", "sentinel_act", {"action": "run_command", "command": "true"})
@@ -559,7 +574,7 @@ class ContractMachine(RuleBasedStateMachine):
         never came back. After the restart the session runs the same tool call again."""
         self.steps += 1
         cb = self.cbs[cid]
-        if cb.approval is not None:
+        if cb.approval is not None or cb.stopped is not None:
             return
         self.run(self.crashed_notify(cb, b))
 
@@ -655,9 +670,15 @@ class ContractMachine(RuleBasedStateMachine):
         resolved_page = any(r.kind == "resolved" and r.text.endswith(BEFORE_THE_AGENT) for r in mine)
         agent_page = any(r.kind.startswith("notify") and r.text in cb.handed_open for r in mine)
         pages = [name for name, got in (("fallback", fallback), ("resolved", resolved_page)) if got]
-        if state != "resolved":  # notifies handed before a resolution may still arrive after it
-            pages += ["the agent's message"] if agent_page else []
+        pages += ["the agent's message"] if agent_page else []
         assert len(pages) <= 1, f"{cb.cid} ({state}): people were paged by {pages}"
+        paging = {r.kind for r in mine if r.page}
+        assert len(paging) <= 1, f"{cb.cid} ({state}): messages {sorted(paging)} all said page: true"
+        fallbacks = [r.text for r in mine if r.kind == "fallback"]
+        if cb.stopped_open:
+            assert not any(STILL_INVESTIGATING in t for t in fallbacks), f"{cb.cid}: stopped, yet {fallbacks}"
+        if cb.budget_line is not None:
+            assert all(f"budget ran out ({cb.budget_line})" in t for t in fallbacks), fallbacks
         if state == "resolved":
             assert not fallback, f"{cb.cid}: a fallback after resolved"
         if resolved_page:
@@ -745,6 +766,7 @@ class ContractMachine(RuleBasedStateMachine):
 
     async def close(self) -> None:
         self.sink.release()
+        await self.close_others()
         await self.service.http.close()
         await self.service.store.close()
 

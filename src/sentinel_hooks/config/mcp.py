@@ -28,6 +28,7 @@ class StdioMcpServer(Spec):
     command: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     timeout_ms: PositiveMs = 30000
+    read_only: bool = False  # its tools change nothing: a dry run (replay, eval) may call them
 
 
 class UrlMcpServer(Spec):
@@ -36,6 +37,7 @@ class UrlMcpServer(Spec):
     url: str
     headers: dict[str, str] = Field(default_factory=dict)
     timeout_ms: PositiveMs = 30000
+    read_only: bool = False  # its tools change nothing: a dry run (replay, eval) may call them
 
     @field_validator("url")
     @classmethod

@@ -19,16 +19,20 @@ or ``None`` when the event leaves the contract as it is.
            (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
 
 The first message that settles a contract is its page (SPEC §6.4): the agent's first notify a
-target accepts, or the fallback. A notify handed over while the contract is open may be the page;
-one handed over once it settled with a page (``fulfilled``, ``fallback_sent``) is a follow-up: it
-is delivered and leaves the contract as it is, so people are paged at most once. After
-``expired`` (fallback mode none: nobody was paged) a notify is refused, as after ``deduped`` and
-``silenced``. A fire its source reports over before anything paged (SPEC §6.4) settles
-``resolved``: no fallback, and its session's later notifies are refused.
+target accepts, or the fallback. The page is decided in the store's atomic notify step: only a
+contract with no page candidate in flight (``pending``, or ``awaiting_approval`` with no notify
+delivery pending) takes a notify as its page candidate; a notify handed over while one is in
+flight (``notifying``), or once the contract settled with a page (``fulfilled``,
+``fallback_sent``) or without one (``expired``, fallback mode none: nobody heard anything, the
+agent's findings still reach people), is a follow-up: delivered, never refused, never a second
+page. So two quick notifies, on one replica or two, give one page and one follow-up. After
+``deduped``, ``silenced`` and ``resolved`` a notify is refused. A fire its source reports over
+before anything paged (SPEC §6.4) settles ``resolved``: no fallback, and its session's later
+notifies are refused.
 
 ::
 
-    fulfilled | fallback_sent ──notify (a follow-up)──► the same state
+    notifying | fulfilled | fallback_sent | expired ──notify (a follow-up)──► the same state
 """
 
 from __future__ import annotations
@@ -53,27 +57,32 @@ FINAL_STATES: frozenset[str] = frozenset(
 )
 PAGED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent"})
 """Settled with a page: every notify from now on is a follow-up (SPEC §6.4)."""
+FOLLOW_UP_STATES: frozenset[str] = PAGED_STATES | {"expired", "notifying"}
+"""States that take a notify as a follow-up (``awaiting_approval`` too while a notify is pending)."""
 
 
-def after_notify(state: ContractState, *, follow_up: bool = False) -> ContractState | None:
+def after_notify(
+    state: ContractState, *, follow_up: bool = False, notifies_pending: bool = False
+) -> ContractState | None:
     """A notify is handed to delivery: ``pending`` → ``notifying``.
 
-    As a page candidate (``follow_up`` False) the open states take it (``notifying`` and
-    ``awaiting_approval`` stay); as a follow-up, ``fulfilled`` and ``fallback_sent`` take it and
-    stay. Any other pairing refuses it (``after_notify`` is then None and nothing may be
-    enqueued): the caller asked for the wrong one and tries the other, or the contract takes no
-    notify at all.
+    As a page candidate (``follow_up`` False) it is taken only while no other candidate is in
+    flight: ``pending`` (→ ``notifying``) and ``awaiting_approval`` with no notify delivery
+    pending (stays). As a follow-up it is taken by ``FOLLOW_UP_STATES`` and by
+    ``awaiting_approval`` with a notify pending, and leaves the state as it is. Any other pairing
+    refuses it (None, nothing may be enqueued): the caller asked for the wrong one and tries the
+    other, or the contract takes no notify at all (``resolved``, ``deduped``, ``silenced``).
     """
+    if state == "awaiting_approval":
+        return state if follow_up == notifies_pending else None
     if follow_up:
-        return state if state in PAGED_STATES else None
-    if state == "pending":
-        return "notifying"
-    return state if state in OPEN_STATES else None
+        return state if state in FOLLOW_UP_STATES else None
+    return "notifying" if state == "pending" else None
 
 
 def takes_notify(state: ContractState) -> bool:
     """Whether a notify is delivered at all in this state (as a page candidate or a follow-up)."""
-    return state in OPEN_STATES or state in PAGED_STATES
+    return state in OPEN_STATES or state in FOLLOW_UP_STATES
 
 
 def after_notify_delivered(state: ContractState) -> ContractState | None:
@@ -105,10 +114,14 @@ def after_approval_decided(state: ContractState, *, notifies_pending: bool) -> C
 
 def after_resolved(state: ContractState) -> ContractState | None:
     """The source reports the fire's condition over before its page (SPEC §6.4): a ``pending``
-    or ``notifying`` contract (no target accepted a notify yet: that would have fulfilled it) is
-    ``resolved``, with no fallback. Any other state is left alone: after the page the resolution
-    is a follow-up, and an open approval keeps its contract until it is decided."""
-    return "resolved" if state in ("pending", "notifying") else None
+    contract is ``resolved``, with no fallback. Any other state is left alone: after the page the
+    resolution is a follow-up, and an open approval keeps its contract until it is decided.
+
+    A ``notifying`` contract is left alone too: its page was decided when the agent's notify was
+    handed over (``after_notify``), and that message may be on the wire already, so settling
+    ``resolved`` now could page people twice (the agent's message and the resolved line). The
+    resolution follows the agent's page as a follow-up instead."""
+    return "resolved" if state == "pending" else None
 
 
 def is_notify_kind(kind: str) -> bool:

@@ -35,7 +35,7 @@ from typing import Any, Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock, iso
-from sentinel_hooks.core.contract_states import PAGED_STATES, after_resolved
+from sentinel_hooks.core.contract_states import after_resolved, takes_notify
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import Message, details_payload
@@ -48,6 +48,7 @@ from sentinel_hooks.store.records import (
     ContractState,
     Delivery,
     Moved,
+    NotifyStart,
     Recorded,
     Settlement,
 )
@@ -64,6 +65,9 @@ CLAIM_BATCH = 500
 # a short lease lets another process (or this one after a crash) take over within a second.
 # Two settlers of one contract are harmless: exactly one CAS wins.
 CLAIM_LEASE_MS = 1_000
+# A notify is offered as the page, then as a follow-up, then as the page again: the contract can
+# move once in between (its notify in flight failed for good), never back and forth unboundedly.
+HAND_OVER_TRIES = 3
 
 
 def escalation_key(callback_id: str) -> str:
@@ -140,29 +144,21 @@ class Relay:
     async def notify(self, contract: Contract, message: Message, targets: Sequence[str]) -> NotifyOutcome:
         """Hand the agent's message to delivery and try each target at once.
 
-        While the contract is open the message may be its page (SPEC §6.4): ``begin_notify``
-        makes the contract ``notifying`` and enqueues the deliveries in one step, so from then
-        on no fallback is due while the message may still get through; the outbox retries what
-        fails and moves the contract on each delivery's final outcome. Once the contract settled
-        with a page (the agent's or the fallback) the open step refuses it and it is handed over
+        While no page candidate is in flight the message may be its page (SPEC §6.4):
+        ``begin_notify`` makes the contract ``notifying`` and enqueues the deliveries in one
+        step, so from then on no fallback is due while the message may still get through; the
+        outbox retries what fails and moves the contract on each delivery's final outcome. When
+        the store's step refuses it as a page (another notify is in flight, on this replica or
+        another, or the contract settled: fulfilled, fallback_sent, expired) it is handed over
         again as a follow-up (``page`` false), to the targets that take follow-ups: delivered
         durably, the contract left as it is. Each step is a compare-and-set on the contract's
-        state, so a message is labelled page or follow-up by the state that took it. A notify
-        tried again (the same kind, after a crash) adds nothing and reports what became of the
-        first try. Refused (``accepted`` False, nothing sent) by a contract that takes no
-        notify (expired, deduped, silenced).
+        state, so the page is decided once, atomically (``_hand_over``). A notify tried again
+        (the same kind, after a crash) adds nothing and reports what became of the first try.
+        Refused (``accepted`` False, nothing sent) by a contract that takes no notify
+        (resolved, deduped, silenced).
         """
         now = self._clock.now()
-        paging = replace(message, page=True)
-        deliveries = self._dispatcher.held_deliveries(paging, targets, message.kind, at=now)
-        start = await self._store.begin_notify(contract.callback_id, deliveries, at=now)
-        left_out: list[str] = []
-        if start is not None and not start.accepted and start.before in PAGED_STATES:
-            following = replace(message, page=False, follow_up=True)
-            sent_to = self._dispatcher.follow_up_targets(targets)
-            left_out = [t for t in targets if t not in sent_to]
-            deliveries = self._dispatcher.held_deliveries(following, sent_to, message.kind, at=now)
-            start = await self._store.begin_notify(contract.callback_id, deliveries, at=now, follow_up=True)
+        start, deliveries, left_out = await self._hand_over(contract.callback_id, message, targets, now)
         if start is None or not start.accepted:
             return NotifyOutcome(False, None if start is None else start.after)
         inserted = [d for d in deliveries if d.key in start.inserted]
@@ -173,6 +169,27 @@ class Relay:
             return NotifyOutcome(True, "fulfilled", [d.target for d in deliveries])
         outcome = await self._notify_outcome(contract.callback_id, deliveries)
         return replace(outcome, follow_up=start.follow_up, left_out=left_out)
+
+    async def _hand_over(
+        self, callback_id: str, message: Message, targets: Sequence[str], now: datetime
+    ) -> tuple[NotifyStart | None, list[Delivery], list[str]]:
+        """``begin_notify`` as the page candidate, else as a follow-up: the store's answer, the
+        deliveries offered and the targets a follow-up leaves out. The contract may move between
+        the two steps (a notify in flight failed for good: ``pending`` again), so the two are
+        tried in turn while it takes notifies at all, at most ``HAND_OVER_TRIES`` times."""
+        start: NotifyStart | None = None
+        deliveries: list[Delivery] = []
+        left_out: list[str] = []
+        for attempt in range(HAND_OVER_TRIES):
+            follow_up = attempt % 2 == 1
+            sent_to = self._dispatcher.follow_up_targets(targets) if follow_up else list(targets)
+            left_out = [t for t in targets if t not in sent_to]
+            shaped = replace(message, page=not follow_up, follow_up=follow_up)
+            deliveries = self._dispatcher.held_deliveries(shaped, sent_to, message.kind, at=now)
+            start = await self._store.begin_notify(callback_id, deliveries, at=now, follow_up=follow_up)
+            if start is None or start.accepted or not takes_notify(start.before):
+                break
+        return start, deliveries, left_out
 
     async def _notify_outcome(self, callback_id: str, deliveries: Sequence[Delivery]) -> NotifyOutcome:
         states = {d.key: d.state for d in await self._store.list_deliveries(callback_id)}
@@ -229,12 +246,12 @@ class Relay:
         """The source reports the fire of ``callback_id`` over (SPEC §6.4): whether that settled
         its contract ``resolved``.
 
-        Only before its page: a ``pending`` or ``notifying`` contract (nothing accepted yet)
-        becomes ``resolved`` in one store step that enqueues, when ``notify`` (notifyResolved),
-        the line ``… fired at {matchedAt} and resolved {duration} later, before the agent
-        answered.`` as its page; no fallback is due any more and the session's later notifies
-        are refused. False when the contract is unknown or already paged (the resolution is then
-        a follow-up, the caller's ordinary resolved line) or waits for an approval.
+        Only before its page: a ``pending`` contract (no notify handed over yet) becomes
+        ``resolved`` in one store step that enqueues, when ``notify`` (notifyResolved), the line
+        ``… fired at {matchedAt} and resolved {duration} later, before the agent answered.`` as
+        its page; no fallback is due any more and the session's later notifies are refused.
+        False when the contract is unknown, already paged or notifying (the resolution is then a
+        follow-up, the caller's ordinary resolved line) or waits for an approval.
         """
         contract = await self._store.get_contract(callback_id)
         if contract is None or after_resolved(contract.state) is None:

@@ -263,16 +263,18 @@ class TransitionStore(Protocol):
         """Hand a notify to delivery: in one atomic step, the contract takes it
         (``contract_states.after_notify``: ``pending`` → ``notifying``, leaving the deadline
         index) and ``deliveries`` are enqueued (a key already there is left as is, so a notify
-        tried again after a crash is not sent twice). A page candidate (``follow_up`` False) is
-        taken by an open contract only, a follow-up by one settled with a page only (SPEC §6.4);
-        a contract that refuses it is left alone and nothing is enqueued. None for an unknown id.
+        tried again after a crash is not sent twice). The page is decided here, atomically across
+        replicas (SPEC §6.4): a page candidate (``follow_up`` False) is taken only while no other
+        candidate is in flight, a follow-up only by a contract that has one in flight or settled
+        (``after_notify``); a contract that refuses it is left alone and nothing is enqueued, and
+        the caller tries the other kind. None for an unknown id.
         """
 
     async def resolve_contract(
         self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
     ) -> Moved | None:
         """The source reports the fire over before its page (SPEC §6.4): in one atomic step a
-        ``pending`` or ``notifying`` contract becomes ``resolved`` (``core.contract_states.after_resolved``),
+        ``pending`` contract becomes ``resolved`` (``core.contract_states.after_resolved``),
         settled at ``at``, out of the deadline index (and any claim), and ``deliveries`` (its
         resolved line, if any) are enqueued. Any other state is left alone and nothing is
         enqueued. None for an unknown id."""

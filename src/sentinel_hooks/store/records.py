@@ -19,7 +19,6 @@ from pydantic.alias_generators import to_camel
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.contract_states import ContractState as ContractState
-from sentinel_hooks.core.contract_states import after_notify
 from sentinel_hooks.core.envelope import Priority, TriggerKind
 from sentinel_hooks.errors import StoreError
 
@@ -458,17 +457,14 @@ class Moved:
 class NotifyStart:
     """``Store.begin_notify``'s answer: the contract's step, and the keys of the deliveries it
     enqueued (those already there, from an earlier try of the same notify, are left out);
-    ``follow_up`` is what the notify was handed over as."""
+    ``follow_up`` is what the notify was handed over as; ``accepted`` whether the contract took
+    it (its deliveries are in the outbox: ``contract_states.after_notify``, decided in the step)."""
 
     before: ContractState
     after: ContractState
     inserted: frozenset[str] = frozenset()
     follow_up: bool = False
-
-    @property
-    def accepted(self) -> bool:
-        """Whether the contract took the notify (its deliveries are in the outbox)."""
-        return after_notify(self.before, follow_up=self.follow_up) is not None
+    accepted: bool = True
 
 
 @dataclass(frozen=True)

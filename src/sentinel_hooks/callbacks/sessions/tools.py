@@ -217,8 +217,8 @@ FIRE_RESOLVED = "the fire resolved"
 
 
 def too_late(state: str | None) -> str:
-    """The error result of a notify the contract refused (it expired with fallback mode none, or
-    takes no message at all)."""
+    """The error result of a notify the contract refused (it takes no message at all: deduped,
+    silenced; after the deadline a notify is a follow-up, SPEC §6.4)."""
     return (
         f"too late: the response deadline passed and this fire takes no more messages "
         f"(contract {state or 'unknown'}); nothing was sent — use sentinel_escalate to add to the inbox"

@@ -609,16 +609,25 @@ BEGIN_NOTIFY = (
 -- KEYS: delivery-due | ARGV: key prefix, callback id, deliveries as one JSON array, each
 --   [its hash, its callback index, key, doc, state, due_ms|'', index member], '1' for a follow-up
 -- A contract that takes a notify (``contract_states.after_notify``) gets its deliveries and
--- ``pending`` becomes ``notifying``; a follow-up is taken by a contract settled with a page only.
--- Returns {} for an unknown id, else {state before, state after, keys enqueued...} (nothing
--- enqueued when it refused: after == before).
+-- ``pending`` becomes ``notifying``. The page is decided here: a page candidate is taken only
+-- while none is in flight (pending; awaiting_approval with no notify pending), a follow-up by a
+-- contract with one in flight or settled (notifying, fulfilled, fallback_sent, expired;
+-- awaiting_approval with a notify pending).
+-- Returns {} for an unknown id, else {state before, state after, '1' taken | '0' refused, keys
+-- enqueued...} (nothing enqueued when it refused: after == before).
 local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
 if not before then return {} end
-local takes = {pending = 'notifying', notifying = 'notifying', awaiting_approval = 'awaiting_approval'}
-if ARGV[4] == '1' then takes = {fulfilled = 'fulfilled', fallback_sent = 'fallback_sent'} end
+local takes = {pending = 'notifying'}
+if ARGV[4] == '1' then
+  takes = {notifying = 'notifying', fulfilled = 'fulfilled', fallback_sent = 'fallback_sent',
+           expired = 'expired'}
+end
+if before == 'awaiting_approval' and (ARGV[4] == '1') == notifies_pending(ARGV[1], ARGV[2]) then
+  takes = {awaiting_approval = 'awaiting_approval'}
+end
 local after = takes[before]
-if not after then return {before, before} end
-local out = {before, after}
+if not after then return {before, before, '0'} end
+local out = {before, after, '1'}
 for _, d in ipairs(cjson.decode(ARGV[3])) do
   if enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7]) == 1 then out[#out + 1] = d[3] end
 end
@@ -633,12 +642,12 @@ RESOLVE_CONTRACT = (
     + """
 -- KEYS: delivery-due | ARGV: key prefix, callback id, settled-at instant (ISO), deliveries as one
 --   JSON array (rows as in BEGIN_NOTIFY)
--- ``contract_states.after_resolved``: pending/notifying -> resolved (settled, out of contract-due)
+-- ``contract_states.after_resolved``: pending -> resolved (settled, out of contract-due)
 -- with its deliveries enqueued; any other state is left alone. Returns {} for an unknown id, else
 -- {state before, state after}.
 local before = redis.call('HGET', ARGV[1] .. 'contract:' .. ARGV[2], 'state')
 if not before then return {} end
-if before ~= 'pending' and before ~= 'notifying' then return {before, before} end
+if before ~= 'pending' then return {before, before} end
 move(ARGV[1], ARGV[2], before, 'resolved', ARGV[3], '')
 for _, d in ipairs(cjson.decode(ARGV[4])) do
   enqueue(d[1], d[2], KEYS[1], d[3], d[4], d[5], d[6], d[7])

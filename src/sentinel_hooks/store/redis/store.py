@@ -341,8 +341,10 @@ class RedisStore:
         found = await self._db.run("begin notify", self._db.scripts.begin_notify, keys, args)
         if not found:
             return None
-        before, after, *inserted = (as_text(value) for value in found)
-        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
+        before, after, taken, *inserted = (as_text(value) for value in found)
+        return NotifyStart(
+            stored_state(before), stored_state(after), frozenset(inserted), follow_up, taken == "1"
+        )
 
     async def resolve_contract(
         self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime

@@ -391,15 +391,18 @@ def move_contract(
 
 def begin_notify(
     c: Conn, callback_id: str, rows: Sequence[DeliveryRow], follow_up: bool = False
-) -> tuple[str, str, list[str]] | None:
-    """``Store.begin_notify``: ``(state before, state after, keys inserted)``, or None."""
+) -> tuple[str, str | None, list[str]] | None:
+    """``Store.begin_notify``: ``(state before, state after, keys inserted)`` (after None when
+    refused), or None."""
     found = contract_state(c, callback_id)
     if found is None:
         return None
     before, deadline = found
-    after = after_notify(before, follow_up=follow_up)
+    asking = before == "awaiting_approval"
+    pending = asking and c.execute(_NOTIFY_PENDING, (callback_id,)).fetchone() is not None
+    after = after_notify(before, follow_up=follow_up, notifies_pending=pending)
     if after is None:
-        return before, before, []
+        return before, None, []
     inserted = [row[0] for row in rows if insert_delivery(c, row)]
     if after != before:
         move_contract(c, callback_id, after, deadline=deadline)

@@ -297,7 +297,8 @@ class SqliteStore:
         if found is None:
             return None
         before, after, inserted = found
-        return NotifyStart(stored_state(before), stored_state(after), frozenset(inserted), follow_up)
+        state = stored_state(before if after is None else after)
+        return NotifyStart(stored_state(before), state, frozenset(inserted), follow_up, after is not None)
 
     async def resolve_contract(
         self, callback_id: str, deliveries: Sequence[Delivery], *, at: datetime
