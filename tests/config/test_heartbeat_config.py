@@ -45,7 +45,7 @@ def test_a_period_heartbeat_loads_with_the_key_secret(project: Writer) -> None:
 @pytest.mark.parametrize(
     ("extra", "key", "words", "line"),
     [
-        ("periodMs: 60000\n", "short-key", "shorter than 16", 4),
+        ("periodMs: 60000\n", "short-key", "fewer than 16 characters", 4),
         ("periodMs: 60000\nschedule: '0 3 * * *'\n", KEY, "both given", 1),
         ("graceMs: 1000\n", KEY, "neither given", 1),
         ("schedule: '0 3 * * *'\ntimezone: Mars/Olympus\n", KEY, "unknown timezone", 6),

@@ -396,7 +396,7 @@ class HeartbeatWatcher(WatcherBase):
     def _long_key(cls, value: SecretStr) -> SecretStr:
         if len(value.get_secret_value()) < PING_KEY_MIN:
             raise ValueError(
-                f"is shorter than {PING_KEY_MIN} characters: the key is the only secret of the ping URL; "
+                f"has fewer than {PING_KEY_MIN} characters: the key is the only secret of the ping URL; "
                 "give a long random one from the environment, e.g. ${env:BACKUP_PING_KEY} "
                 "(`openssl rand -hex 16`)"
             )

@@ -175,3 +175,27 @@ def beat_status(spec: HeartbeatWatcher, state: WatcherState) -> dict[str, str | 
     due = next_due(spec, state)
     last = state.last_ping_at
     return {"lastPingAt": iso(last) if last else None, "nextDueAt": iso(due) if due else None}
+
+
+def explain(spec: HeartbeatWatcher, *, now: datetime, base_url: str) -> dict[str, Any]:
+    """What ``sentinel test`` says of a heartbeat: its ping URLs (the key masked) and, counting
+    from a success ping ``now``, when the next one is due and when it is overdue."""
+    from sentinel_hooks.relay.fallback import format_duration
+
+    url = f"{base_url.rstrip('/')}/hooks/ping/***"
+    if spec.period_ms is not None:
+        due = now + timedelta(milliseconds=spec.period_ms)
+        every = f"every {format_duration(spec.period_ms / 1000)}"
+    else:
+        due = next_scheduled(spec, now)
+        every = f"on {spec.schedule!r} ({spec.timezone})"
+    overdue = due + timedelta(milliseconds=spec.grace_ms)
+    lines = [
+        f"a success ping is due {every}, {format_duration(spec.grace_ms / 1000)} late at most",
+        f"after a ping now, the next is due at {iso(due)} and overdue (no_progress fires) at {iso(overdue)}",
+        f"ping URL: {url}  (also {url}/start, {url}/fail, {url}/<exitCode>)",
+        f"crontab: ... && curl -fsS -m 10 --retry 5 {url}",
+    ]
+    if spec.max_run_ms is not None:
+        lines.append(f"after a /start ping, a run is overdue {format_duration(spec.max_run_ms / 1000)} later")
+    return {"pingUrl": url, "nextDueAt": iso(due), "overdueAt": iso(overdue), "lines": lines}
