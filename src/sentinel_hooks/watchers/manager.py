@@ -197,7 +197,7 @@ class WatcherManager:
         self._runners[watcher_id] = runner
         if isinstance(loaded.spec, HeartbeatWatcher):
             self._ping_keys.add(watcher_id, loaded.spec.ping_key.get_secret_value())
-        if self._ownership is not None and not isinstance(loaded.spec, WebhookWatcher | HeartbeatWatcher):
+        if self._ownership is not None and not isinstance(loaded.spec, WebhookWatcher):
             runner.needs_lease = True
             token = self._ownership.track(watcher_id)
             if token is not None:

@@ -48,7 +48,7 @@ from sentinel_hooks.errors import SentinelError, StoreError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import ContractStore, WatcherStore
-from sentinel_hooks.store.shortcuts import put_watcher_state
+from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.polling import Polling
@@ -56,7 +56,14 @@ from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
-from sentinel_hooks.watchers.strategies.heartbeat import BeatWatch, Ping, on_overdue, on_ping
+from sentinel_hooks.watchers.strategies.heartbeat import (
+    BeatWatch,
+    Ping,
+    due_at,
+    on_overdue,
+    on_ping,
+    with_stored_pings,
+)
 from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
@@ -212,6 +219,8 @@ class WatcherRunner:
             driver.strategy = None
         with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back;
             # sent without waiting for the gathering window: a stop (a shutdown) is waited for
+            if self._beat is not None and self.needs_lease:  # not over pings another replica took
+                self.state = with_stored_pings(self.state, await self._stored_state())
             await self._save(force=True, prompt=True)
 
     def _polling(self, strategy: PollStrategy | SubscribeStrategy) -> Polling:
@@ -289,11 +298,27 @@ class WatcherRunner:
         assert isinstance(spec, HeartbeatWatcher)
         try:
             async with self._lock:
-                step = on_overdue(self.deps.pipeline, spec, self.state, self.deps.clock.now(), body)
+                now = self.deps.clock.now()
+                if self.needs_lease:  # a ping another replica took moves the due time
+                    self.state = with_stored_pings(self.state, await self._stored_state())
+                    if due_at(spec, self.state, now)[0] > now or self.state.beat_fire is not None:
+                        return True
+                    if not await self._fenced():
+                        return False
+                step = on_overdue(self.deps.pipeline, spec, self.state, now, body)
                 await self._run(step, self.state, prompt=True)
         except StoreError:
             return False
         return True
+
+    async def beat_refresh(self) -> None:
+        """Cluster mode: adopt the pings another replica recorded (an open fire it resolved)."""
+        with contextlib.suppress(StoreError):
+            async with self._lock:
+                self.state = with_stored_pings(self.state, await self._stored_state())
+
+    async def _stored_state(self) -> WatcherState:
+        return WatcherState.from_json(await get_watcher_state(self.deps.store, self.id))
 
     async def before_retry(self, exc: ObserveError, delay_s: float) -> None:
         """A failed attempt that is tried again after ``delay_s``."""
@@ -514,6 +539,12 @@ class WatcherRunner:
         assert isinstance(spec, HeartbeatWatcher)
         watch = self._beat_watch()
         async with self._lock:
+            if self.needs_lease and self.fence is None:  # another replica watches it: its stored state
+                stored = with_stored_pings(self.state, await self._stored_state())
+                outcome = await on_ping(self.deps.pipeline, spec, stored, ping, self.deps.clock.now())
+                await put_watcher_state(self.deps.store, self.id, outcome.state.to_json())
+                self.state = outcome.state
+                return outcome
             step = on_ping(self.deps.pipeline, spec, self.state, ping, self.deps.clock.now())
             outcome = await self._run(step, self.state, prompt=True)
             watch.last_body = ping.body

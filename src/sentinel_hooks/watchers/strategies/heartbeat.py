@@ -124,6 +124,33 @@ async def on_overdue(
     return _opened(await pipeline.fire_beat(spec, "no_progress", payload(status, state, body=body), state))
 
 
+RECHECK_S = 30.0  # cluster mode: how often an open fire looks for a ping another replica took
+
+
+def recheck_s(spec: HeartbeatWatcher) -> float:
+    """How often an open fire looks for a ping another replica took: ``RECHECK_S``, or half a
+    short period (a ping is expected that often)."""
+    if spec.period_ms is None:
+        return RECHECK_S
+    return min(RECHECK_S, max(1.0, spec.period_ms / 2000))
+
+
+def with_stored_pings(state: WatcherState, stored: WatcherState) -> WatcherState:
+    """``state`` with the pings another replica recorded (``stored`` is newer when its last ping
+    is): the period's anchor, a run's start, the open fire and the fire count."""
+    theirs, ours = stored.last_ping_at, state.last_ping_at
+    if theirs is None or (ours is not None and theirs <= ours):
+        return state
+    return state.evolve(
+        last_ping_at=theirs,
+        beat_at=stored.beat_at,
+        run_started_at=stored.run_started_at,
+        beat_fire=stored.beat_fire,
+        fires=max(state.fires, stored.fires),
+        last_fire_at=stored.last_fire_at or state.last_fire_at,
+    )
+
+
 class BeatWatch:
     """The due-time watch of one heartbeat runner (made at its first start, kept across restarts)."""
 
@@ -150,7 +177,12 @@ class BeatWatch:
             pinged.clear()
             state = runner.state
             if state.beat_fire is not None:  # fired: only a ping changes anything now
-                await pinged.wait()
+                if runner.needs_lease:  # one another replica took, too: looked for now and then
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(pinged.wait(), timeout=recheck_s(spec))
+                    await runner.beat_refresh()
+                else:
+                    await pinged.wait()
                 continue
             due, _ = due_at(spec, state, runner.deps.clock.now())
             remaining = (due - runner.deps.clock.now()).total_seconds()
