@@ -45,14 +45,14 @@ async def service(start_service: Starter) -> Service:
 
 def app_routes(app: web.Application) -> set[tuple[str, str]]:
     """(method, path template) of every route, without HEAD twins and static directories; a
-    route of every method (``*``, heartbeat pings) as the GET and POST its document shows."""
+    route of every method (``*``, heartbeat pings) as the POST its document shows."""
     return {
         (method, route.resource.canonical)
         for route in app.router.routes()
         if route.resource is not None
         and route.method != "HEAD"
         and not isinstance(route.resource, web.StaticResource)
-        for method in (("get", "post") if route.method == "*" else (route.method.lower(),))
+        for method in (("post",) if route.method == "*" else (route.method.lower(),))
     }
 
 

@@ -186,10 +186,7 @@ def build_openapi(*, bearer: bool = True) -> dict[str, Any]:
     tops, schemas = _schemas()
     paths: dict[str, Schema] = {}
     for endpoint in ENDPOINTS:
-        item = paths.setdefault(endpoint.path, {})
-        item[endpoint.method.lower()] = _operation(endpoint, tops)
-        if endpoint.any_method:  # served for every method: GET shown too (crontabs' curl sends it)
-            item["get"] = {**item["post"], "operationId": endpoint.name + "Get"}
+        paths.setdefault(endpoint.path, {})[endpoint.method.lower()] = _operation(endpoint, tops)
     content = {JSON: {"schema": tops["error"]}}
     document = {
         "openapi": "3.1.0",
