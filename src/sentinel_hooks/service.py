@@ -33,6 +33,7 @@ from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
 from sentinel_hooks.delivery.targets.console import ConsoleTarget
@@ -66,6 +67,9 @@ if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor
     from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
+
+
+RELOADER = Who("reload", via="source")  # a reload (SIGHUP) is the files' change, made by whoever edited them
 
 
 class Service(ServiceOperations):
@@ -387,6 +391,8 @@ class Service(ServiceOperations):
             len(report.changed),
             len(report.removed),
         )
+        summary = f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed"
+        await self.audit(RELOADER, "config.reload", self.config.path.name, summary)
         return report
 
     def _api_watchers(self, states: Mapping[str, dict[str, Any]]) -> list[LoadedWatcher]:

@@ -323,6 +323,7 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 
 
 def _register_service_commands() -> None:
+    from sentinel_hooks.cli.audit import audit
     from sentinel_hooks.cli.callbacks import callbacks
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
@@ -341,6 +342,7 @@ def _register_service_commands() -> None:
     app.add_command(status)
     app.add_command(mcp_command)
     app.add_command(report)
+    app.add_command(audit)
 
 
 _register_service_commands()

@@ -10,7 +10,7 @@ endpoint's parameters and body, its request from its method and path). One modul
 
 from __future__ import annotations
 
-from sentinel_hooks.endpoints import callbacks, inbox, ping, report, service, silences, watchers
+from sentinel_hooks.endpoints import audit, callbacks, inbox, ping, report, service, silences, watchers
 from sentinel_hooks.endpoints.base import Endpoint
 
 ENDPOINTS: tuple[Endpoint, ...] = (
@@ -21,6 +21,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
     *report.ENDPOINTS,
     *inbox.ENDPOINTS,
     *silences.ENDPOINTS,
+    *audit.ENDPOINTS,
 )
 """Every endpoint of the service, in the order the document lists them."""
 
