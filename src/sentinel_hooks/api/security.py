@@ -91,6 +91,9 @@ def bearer_token(authorization: str) -> str | None:
     return auth_scheme(authorization, "bearer")
 
 
+PING_PREFIX = "/hooks/ping/"  # heartbeat pings (SPEC §23): no token, any body
+
+
 def needs_token(path: str, *, metrics_auth: bool) -> bool:
     if path.startswith("/api/") or path in ("/hooks/sentinel", "/mcp"):
         return True
@@ -137,6 +140,7 @@ def security_middleware(tokens: Tokens, *, metrics_auth: bool) -> Middleware:
                 )
             request[IDENTITY] = identity
         writes = request.method in ("POST", "PATCH", "PUT") and path.startswith(("/api/", "/hooks/"))
+        writes = writes and not path.startswith(PING_PREFIX)  # a ping's body is any text
         if writes and request.body_exists and not is_json_type(request.headers.get("Content-Type", "")):
             raise ApiError(415, "unsupported_media_type", JSON_ONLY)
         return await handler(request)

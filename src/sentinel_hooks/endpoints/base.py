@@ -100,6 +100,7 @@ class Endpoint:
     role: Role | None = None
     errors: tuple[int, ...] = ()
     protocol_errors: ProtocolErrors | None = None
+    any_method: bool = False  # served for every method (heartbeat pings); documented as ``method``
 
     def __post_init__(self) -> None:
         placeholders = PLACEHOLDER.findall(self.path)

@@ -37,6 +37,10 @@ class WatcherStatus(ApiModel):
     silenced_by: str | None = Field(
         description="the silence id or maintenance window name muting this watcher's fires now"
     )
+    last_ping_at: datetime | None = Field(default=None, description="heartbeat watchers: the last ping")
+    next_due_at: datetime | None = Field(
+        default=None, description="heartbeat watchers: when the next success ping is due (grace included)"
+    )
 
 
 class WatcherSummary(ApiModel):
