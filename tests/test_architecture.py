@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "sentinel_hooks"
 
 FLOORS: list[set[str]] = [
     # ground: no Sentinel imports
-    {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap"},
+    {"errors", "clock", "canonical", "hardening", "metrics", "background", "heap", "tracing"},
     {"core"},  # pure shared logic: paths, operators, conditions, envelope, templates, the EVM ABI, backoff
     {"config"},  # sentinel.yaml, watcher and skill files, validated
     {"skills"},  # what a hook session is given of its watcher's skill

@@ -58,7 +58,13 @@ async def _empty(store: Store) -> bool:
 
 async def test_with_every_limit_zero_nothing_is_pruned(memory_store: Store) -> None:
     """retention with all zeros: the pruner is disabled, and a pass deletes nothing."""
-    zeros = {"callbacksDays": 0, "inboxClosedDays": 0, "observationsPerWatcher": 0, "transcriptsDays": 0}
+    zeros = {
+        "callbacksDays": 0,
+        "inboxClosedDays": 0,
+        "observationsPerWatcher": 0,
+        "transcriptsDays": 0,
+        "auditDays": 0,
+    }
     store = await store_with_old_contracts(memory_store, 1)
     pruner = Pruner(
         store, FakeClock(T0 + timedelta(days=365)), Ages.from_spec(RetentionSpec.model_validate(zeros))

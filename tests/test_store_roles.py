@@ -53,6 +53,8 @@ ROLES: dict[str, set[str]] = {
     "RetentionStore": {"prune"},
     "UsageStore": {"add_usage", "get_usage"},
     "FeedbackStore": {"put_feedback", "get_feedback"},
+    "PaceStore": {"take_pace_slot"},
+    "AuditStore": {"add_audit", "list_audit", "prune_audit"},
 }
 # Where the whole Store may be named: the service that opens it and hands each part its roles,
 # the registry that makes it, and the package that defines and exports it.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
@@ -25,6 +26,7 @@ from typing import IO, Any
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.tracing import Traced, Tracing
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +41,10 @@ class Events:
         clock: Clock,
         redactor: Redactor | None = None,
         events_file: Path | None = None,
+        tracing: Tracing | None = None,
     ) -> None:
         self.metrics = metrics
+        self.tracing = tracing  # None: no telemetry.otlpEndpoint, no span is made
         self._clock = clock
         self._redactor = redactor or Redactor()
         self._path = events_file
@@ -75,6 +79,8 @@ class Events:
 
     def fire(self, watcher_id: str, callback_id: str, *, state: str, kind: str) -> None:
         self.metrics.contracts.labels(state).inc()
+        if self.tracing is not None:
+            self.tracing.fire(callback_id, state)
         self._write("fire", watcher_id, callback_id, {"state": state, "trigger": kind})
 
     def settled(
@@ -85,13 +91,19 @@ class Events:
         deadline: datetime | None = None,
         at: datetime | None = None,
         watcher_id: str | None = None,
+        contract: Traced | None = None,
     ) -> None:
+        """A contract settled; ``contract`` (when the caller holds it) carries its trace, so a
+        replica that did not take the fire still hangs the relay's span and the fallback's
+        deliveries in the fire's trace."""
         self.metrics.contracts.labels(state).inc()
         fields: dict[str, Any] = {"state": state}
         if deadline is not None and at is not None and state in ("fallback_sent", "expired"):
             lateness = max(0.0, (at - deadline).total_seconds())
             self.metrics.fallback_lateness.observe(lateness)
             fields["latenessMs"] = round(lateness * 1000, 1)
+        if self.tracing is not None:
+            self.tracing.settled(callback_id, state, deadline, fields.get("latenessMs"), contract)
         self._write("contract", watcher_id, callback_id, fields)
 
     def tool_call(
@@ -107,6 +119,8 @@ class Events:
         """A tool call a session made, with the arguments the model gave (secrets redacted)."""
         self.metrics.tool_calls.labels(tool, decision).inc()
         fields = {"tool": tool, "arguments": arguments, "decision": decision, "ok": ok}
+        if self.tracing is not None:
+            self.tracing.tool_call(callback_id, tool, decision, ok)
         self._write("tool_call", watcher_id, callback_id, fields)
 
     def policy_decision(
@@ -117,6 +131,8 @@ class Events:
         counted by rule and outcome: a judge that keeps timing out is seen on /metrics."""
         for verdict in policy.get("verdicts") or ():
             self.metrics.judge_verdicts.labels(str(verdict.get("ruleId")), str(verdict.get("outcome"))).inc()
+        if self.tracing is not None:
+            self.tracing.policy_decision(callback_id, tool, policy)
         self._write("policy_decision", watcher_id, callback_id, {"tool": tool, **policy})
 
     def model_call(
@@ -127,6 +143,8 @@ class Events:
         self.metrics.model_tokens.labels(model, "input").inc(int(usage.get("inputTokens") or 0))
         self.metrics.model_tokens.labels(model, "output").inc(int(usage.get("outputTokens") or 0))
         self.metrics.model_cost.labels(model).inc(float(usage.get("costUsd") or 0.0))
+        if self.tracing is not None:
+            self.tracing.model_call(callback_id, model, usage, time.time_ns())
         self._write("model_call", watcher_id, callback_id, {"model": model, **usage})
 
     def budget_exhausted(
@@ -151,20 +169,20 @@ class Events:
         error: str | None,
         watcher_id: str | None = None,
         callback_id: str | None = None,
+        follow_up: bool = False,
     ) -> None:
         """One delivery attempt: ``kind`` is the delivery's (``notify``, ``fallback`` …), written as
-        ``deliveryKind``; ``attempts`` counts this one, written as ``attempt``."""
+        ``deliveryKind``; ``attempts`` counts this one, written as ``attempt``; ``follow_up``: an
+        agent notify after the page (for the trace)."""
         self.metrics.deliveries.labels(target, outcome).inc()
-        self._write(
-            "delivery",
-            watcher_id,
-            callback_id,
-            {
-                "key": key,
-                "target": target,
-                "deliveryKind": kind,
-                "attempt": attempts,
-                "outcome": outcome,
-                "error": error,
-            },
-        )
+        fields = {
+            "key": key,
+            "target": target,
+            "deliveryKind": kind,
+            "attempt": attempts,
+            "outcome": outcome,
+            "error": error,
+        }
+        if self.tracing is not None:
+            self.tracing.delivery(callback_id, fields, follow_up)
+        self._write("delivery", watcher_id, callback_id, fields)

@@ -9,6 +9,7 @@ what only HTTP knows (bodies, headers, who may do what through the API) and shap
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,7 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.core.usage import Usage, fire_key
 from sentinel_hooks.delivery.targets.base import Target
@@ -35,7 +37,9 @@ from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
 from sentinel_hooks.report import build_report
+from sentinel_hooks.store.audit import AuditAction, AuditEntry
 from sentinel_hooks.store.base import (
+    AuditStore,
     CheckpointStore,
     ContractStore,
     FeedbackStore,
@@ -91,6 +95,7 @@ class OperationsRoles(
     InboxStore,
     UsageStore,
     FeedbackStore,
+    AuditStore,
     Protocol,
 ):
     """The store roles the faces' questions read: callbacks with their transcripts, checkpoints,
@@ -217,20 +222,28 @@ class ServiceOperations:
             raise ConfigError(issues or [ConfigIssue("body", None, "", "invalid watcher")])
         return spec
 
-    async def create_watcher(self, spec: AnyWatcher, data: dict[str, Any]) -> WatcherRunner:
+    async def create_watcher(self, spec: AnyWatcher, data: dict[str, Any], who: Who) -> WatcherRunner:
         """Add a watcher validated by ``validate_watcher`` (kept in the store across restarts)."""
-        return await self.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+        runner = await self.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+        await self.audit(who, "watcher.create", spec.id)
+        return runner
 
-    async def set_watcher_enabled(self, watcher_id: str, enabled: bool) -> WatcherRunner:
-        return await self.manager.set_enabled(watcher_id, enabled)
+    async def set_watcher_enabled(self, watcher_id: str, enabled: bool, who: Who) -> WatcherRunner:
+        runner = await self.manager.set_enabled(watcher_id, enabled)
+        await self.audit(who, "watcher.enable" if enabled else "watcher.disable", watcher_id)
+        return runner
 
-    async def delete_watcher(self, watcher_id: str) -> None:
+    async def delete_watcher(self, watcher_id: str, who: Who) -> None:
         """Remove an API-created watcher (``Conflict`` for one defined in a file)."""
         await self.manager.delete(watcher_id)
+        await self.audit(who, "watcher.delete", watcher_id)
 
-    async def fire(self, watcher_id: str, payload: Any) -> Outcome:
+    async def fire(self, watcher_id: str, payload: Any, who: Who) -> Outcome:
         """A manual fire of the watcher with ``payload``."""
-        return await self.manager.fire(watcher_id, payload)
+        outcome = await self.manager.fire(watcher_id, payload)
+        if outcome.contract is not None:
+            await self.audit(who, "watcher.fire", watcher_id, f"callback {outcome.contract.callback_id}")
+        return outcome
 
     async def ingest(self, watcher_id: str, value: Any) -> Outcome:
         """An event pushed to a ``webhook`` watcher."""
@@ -260,18 +273,21 @@ class ServiceOperations:
         pairs = zip(items, found, strict=True)
         return {item.id: chain_status(item, deliveries) for item, deliveries in pairs}
 
-    async def ack(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
-        return await self.inbox.ack(item_id, actor=actor, note=note)
+    async def ack(self, item_id: str, *, who: Who, note: str | None = None) -> InboxItem:
+        item = await self.inbox.ack(item_id, actor=who.actor, note=note)
+        await self.audit(who, "inbox.ack", item_id, note)
+        return item
 
     async def ack_and_silence(
-        self, item_id: str, *, actor: str, note: str | None, silence_for_ms: int
+        self, item_id: str, *, who: Who, note: str | None, silence_for_ms: int
     ) -> tuple[InboxItem, Silence]:
         """Ack the item and silence its watcher for ``silence_for_ms`` (SPEC §14); ``Conflict``,
         changing nothing, when the item names no watcher."""
         found, _ = await self.inbox.get(item_id)
         if found.watcher_id is None:
             raise Conflict(f"inbox item {item_id!r} names no watcher, so there is nothing to silence")
-        item = await self.inbox.ack(item_id, actor=actor, note=note)
+        item = await self.inbox.ack(item_id, actor=who.actor, note=note)
+        await self.audit(who, "inbox.ack", item_id, note)
         now = self.clock.now()
         silence = await self.silences.create(
             [Matcher(path="watcherId", op="eq", value=found.watcher_id)],
@@ -279,20 +295,27 @@ class ServiceOperations:
             starts_at=None,
             ends_at=now + timedelta(milliseconds=silence_for_ms),
             comment=note or f"silenced when inbox item {item_id} was acknowledged",
-            created_by=actor,
+            created_by=who.actor,
         )
+        await self.audit(who, "silence.create", silence.id, silence.comment)
         return item, silence
 
-    async def resolve(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
-        return await self.inbox.resolve(item_id, actor=actor, note=note)
+    async def resolve(self, item_id: str, *, who: Who, note: str | None = None) -> InboxItem:
+        item = await self.inbox.resolve(item_id, actor=who.actor, note=note)
+        await self.audit(who, "inbox.resolve", item_id, note)
+        return item
 
-    async def approve(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+    async def approve(self, item_id: str, *, who: Who, note: str | None = None) -> InboxItem:
         """Approve an approval; its paused session resumes with the command's result."""
-        return await self.inbox.approve(item_id, actor=actor, note=note)
+        item = await self.inbox.approve(item_id, actor=who.actor, note=note)
+        await self.audit(who, "approval.approve", item_id, note)
+        return item
 
-    async def deny(self, item_id: str, *, actor: str, note: str | None = None) -> InboxItem:
+    async def deny(self, item_id: str, *, who: Who, note: str | None = None) -> InboxItem:
         """Deny an approval; its paused session resumes with the refusal."""
-        return await self.inbox.deny(item_id, actor=actor, note=note)
+        item = await self.inbox.deny(item_id, actor=who.actor, note=note)
+        await self.audit(who, "approval.deny", item_id, note)
+        return item
 
     # -- callbacks -----------------------------------------------------------------------------
 
@@ -335,16 +358,22 @@ class ServiceOperations:
         )
 
     async def give_feedback(
-        self, callback_id: str, person: str, useful: bool, note: str | None
+        self, callback_id: str, who: Who, useful: bool, note: str | None
     ) -> list[Feedback] | None:
-        """Keep ``person``'s feedback on the callback (replacing theirs before) and return the
+        """Keep the feedback of ``who``'s actor on the callback (replacing theirs before) and return the
         callback's feedback now; None when there is no such callback."""
         if await self.store.get_contract(callback_id) is None:
             return None
         given = Feedback(
-            callback_id=callback_id, person=person, useful=useful, note=note, at=self.clock.now()
+            callback_id=callback_id, person=who.actor, useful=useful, note=note, at=self.clock.now()
         )
         await self.store.put_feedback(given)
+        await self.audit(
+            who,
+            "feedback",
+            callback_id,
+            ("useful" if useful else "not useful") + (f": {note}" if note else ""),
+        )
         return (await self.store.get_feedback([callback_id])).get(callback_id, [])
 
     async def report(self, window: timedelta) -> dict[str, Any]:
@@ -382,16 +411,43 @@ class ServiceOperations:
         starts_at: datetime | None,
         ends_at: datetime,
         comment: str,
-        actor: str,
+        who: Who,
     ) -> Silence:
         """A new silence: applies to this replica's next fire, to other replicas' within a second."""
-        return await self.silences.create(
-            matchers, match=match, starts_at=starts_at, ends_at=ends_at, comment=comment, created_by=actor
+        silence = await self.silences.create(
+            matchers, match=match, starts_at=starts_at, ends_at=ends_at, comment=comment, created_by=who.actor
         )
+        await self.audit(who, "silence.create", silence.id, comment)
+        return silence
 
-    async def expire_silence(self, silence_id: str) -> Silence:
+    async def expire_silence(self, silence_id: str, who: Who) -> Silence:
         """End the silence now."""
-        return await self.silences.expire(silence_id)
+        silence = await self.silences.expire(silence_id)
+        await self.audit(who, "silence.expire", silence_id)
+        return silence
+
+    # -- audit (SPEC §21) ------------------------------------------------------------------------
+
+    async def audit(self, who: Who, action: AuditAction, target: str, note: str | None = None) -> None:
+        """Record a change that was made: every change of the faces comes through here, after it
+        is made, so the trail holds what happened and nothing that was refused."""
+        entry = AuditEntry(
+            id=uuid.uuid4().hex,
+            at=self.clock.now(),
+            actor=who.actor,
+            claimed_actor=who.claimed_actor,
+            via=who.via,
+            action=action,
+            target=target[:300],
+            note=None if note is None else note[:2000],
+        )
+        await self.store.add_audit(entry)
+
+    async def audit_page(
+        self, *, since: datetime | None, actor: str | None, limit: int, cursor: str | None
+    ) -> Page[AuditEntry]:
+        """One page of the audit trail, newest first."""
+        return await self.store.list_audit(since=since, actor=actor, limit=limit, cursor=cursor)
 
     # -- status (`sentinel status`) ---------------------------------------------------------------
 

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.callbacks.intake.intake import message_key
@@ -31,7 +32,7 @@ from sentinel_hooks.delivery.targets.slack_threads import thread_prefix
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.relay import escalation_key, stop_key
-from sentinel_hooks.store.base import RetentionStore
+from sentinel_hooks.store.base import AuditStore, RetentionStore
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 
 log = logging.getLogger(__name__)
@@ -75,13 +76,19 @@ class Ages:
     callbacks: timedelta | None = None
     inbox: timedelta | None = None
     sessions: timedelta | None = None
+    audit: timedelta | None = None  # audit rows (SPEC §21: retention.auditDays)
 
     @classmethod
     def from_spec(cls, spec: RetentionSpec) -> Ages:
         def days(n: int) -> timedelta | None:
             return timedelta(days=n) if n else None
 
-        return cls(days(spec.callbacks_days), days(spec.inbox_closed_days), days(spec.transcripts_days))
+        return cls(
+            days(spec.callbacks_days),
+            days(spec.inbox_closed_days),
+            days(spec.transcripts_days),
+            days(spec.audit_days),
+        )
 
     def cutoffs(self, now: datetime, *, callback_checkpoints: Sequence[str] = ()) -> PruneBefore:
         """What a pass at ``now`` may delete (``callback_checkpoints``: more prefixes of
@@ -100,6 +107,10 @@ class Ages:
         )
 
 
+class PrunedStore(RetentionStore, AuditStore, Protocol):
+    """What the pruner deletes from: settled work, and audit rows past ``auditDays``."""
+
+
 @dataclass(frozen=True)
 class Pruning:
     """What a service's pruner deletes (``ages``) and how often it looks."""
@@ -114,7 +125,7 @@ class Pruner:
 
     def __init__(
         self,
-        store: RetentionStore,
+        store: PrunedStore,
         clock: Clock,
         ages: Ages,
         *,
@@ -155,8 +166,25 @@ class Pruner:
                     if count:
                         self._metrics.pruned.labels(kind).inc(count)
             if not step.more:
+                await self._prune_audit()
                 return replace(total, more=False)
             await asyncio.sleep(self._pause_s)  # polls and the relay run between steps
+
+    async def _prune_audit(self) -> int:
+        """Delete audit rows older than ``auditDays``, a batch a step; how many went."""
+        if self._ages.audit is None:
+            return 0
+        before, deleted = self._clock.now() - self._ages.audit, 0
+        while True:
+            step = await self._store.prune_audit(before, limit=self._batch)
+            deleted += step
+            if self._metrics is not None and step:
+                self._metrics.pruned.labels("audit").inc(step)
+            if step < self._batch:
+                if deleted:
+                    log.info("retention: pruned %d audit rows", deleted)
+                return deleted
+            await asyncio.sleep(self._pause_s)
 
     def start(self) -> None:
         """Prune every ``interval_s`` from ``first_pass_s`` on (nothing when every limit is 0)."""

@@ -33,6 +33,7 @@ from sentinel_hooks.config.linemap import LineMap
 from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
 from sentinel_hooks.delivery.targets.console import ConsoleTarget
@@ -51,6 +52,7 @@ from sentinel_hooks.retention import Ages, Pruner, Pruning, history_keep, target
 from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
+from sentinel_hooks.tracing import create_tracing
 from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
@@ -66,6 +68,9 @@ if TYPE_CHECKING:  # imported where used: the first polls need neither Redis nor
     from sentinel_hooks.cluster import ClusterOwnership
 
 log = logging.getLogger(__name__)
+
+
+RELOADER = Who("reload", via="source")  # a reload (SIGHUP) is the files' change, made by whoever edited them
 
 
 class Service(ServiceOperations):
@@ -118,6 +123,7 @@ class Service(ServiceOperations):
             clock=self.clock,
             redactor=self.redactor,
             events_file=config.base_dir / events_file if events_file else None,
+            tracing=create_tracing(service.telemetry.otlp_endpoint),
         )
         self.store = open_store(service.store, base_dir=config.base_dir)
         self.write_check = WriteCheck(self.store)  # what /readyz asks
@@ -353,6 +359,8 @@ class Service(ServiceOperations):
         await self.http.close()
         await self.store.close()
         self.events.close()
+        if self.events.tracing is not None:  # the last spans, sent before the process ends
+            await asyncio.to_thread(self.events.tracing.shutdown)
         gc.unfreeze()  # what start froze may be garbage now (several services in one process: tests)
 
     async def reload(self) -> ReloadReport | None:
@@ -387,6 +395,8 @@ class Service(ServiceOperations):
             len(report.changed),
             len(report.removed),
         )
+        summary = f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed"
+        await self.audit(RELOADER, "config.reload", self.config.path.name, summary)
         return report
 
     def _api_watchers(self, states: Mapping[str, dict[str, Any]]) -> list[LoadedWatcher]:

@@ -44,13 +44,15 @@ async def service(start_service: Starter) -> Service:
 
 
 def app_routes(app: web.Application) -> set[tuple[str, str]]:
-    """(method, path template) of every route, without HEAD twins and static directories."""
+    """(method, path template) of every route, without HEAD twins and static directories; a
+    route of every method (``*``, heartbeat pings) as the POST its document shows."""
     return {
-        (route.method.lower(), route.resource.canonical)
+        (method, route.resource.canonical)
         for route in app.router.routes()
         if route.resource is not None
         and route.method != "HEAD"
         and not isinstance(route.resource, web.StaticResource)
+        for method in (("post",) if route.method == "*" else (route.method.lower(),))
     }
 
 

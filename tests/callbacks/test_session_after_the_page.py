@@ -134,6 +134,14 @@ async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arriv
         callback_id = answer["callbackId"]  # type: ignore[index]
         await wait_for(lambda: held_model.held.is_set() or None, what="the agent thinking")
         await wait_for(lambda: sink.bodies("fallback") or None, what="the fallback")
+
+        async def recorded() -> bool:
+            # killed between the sink's answer and the outcome's write, the outbox would send the
+            # fallback again under its key (at least once, deduplicated by Idempotency-Key)
+            _, found = await http("GET", f"{base}/api/v1/callbacks/{callback_id}")
+            return any(d["state"] == "delivered" for d in found["deliveries"])  # type: ignore[index]
+
+        await wait_for(recorded, what="the fallback's outcome recorded")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
 

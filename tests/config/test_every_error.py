@@ -60,7 +60,7 @@ def test_host_without_token_is_reported_with_other_errors_at_its_line(project: W
         ("sentinel.yaml", 10, "server.host"),
         ("w.yaml", 4, "enabled"),
     ] == [(Path(i.file).name, i.line, i.key) for i in found]
-    assert "server.apiToken is required" in found[1].message
+    assert "server.apiToken or server.tokens is required" in found[1].message
 
 
 @pytest.mark.parametrize(

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.errors import ConfigError
 from tests.conftest import Writer
 
 
@@ -18,6 +21,7 @@ def test_defaults_match_the_spec() -> None:
             "host": "127.0.0.1",
             "port": 8765,
             "apiToken": None,
+            "tokens": [],
             "metricsAuth": False,
             "allowCommandWatchers": False,
             "mcpApprovals": False,
@@ -59,12 +63,13 @@ def test_defaults_match_the_spec() -> None:
             "requestTimeoutMs": 10000,
             "maxAlertsPerRequest": 1000,
         },
-        "telemetry": {"eventsFile": None},
+        "telemetry": {"eventsFile": None, "otlpEndpoint": None},
         "retention": {
             "callbacksDays": 30,
             "inboxClosedDays": 90,
             "observationsPerWatcher": 500,
             "transcriptsDays": 30,
+            "auditDays": 365,
         },
         "maintenanceWindows": [],
         "mcpServers": {},
@@ -124,3 +129,11 @@ def test_trigger_mode_defaults_by_strategy(project: Writer) -> None:
     """
     loaded = load_config(project(watchers__w_yaml=text), environ={})
     assert ["edge", "level", "edge"] == [w.spec.trigger_mode for w in loaded.watchers]
+
+
+def test_otlp_endpoint_is_an_http_url(project: Writer) -> None:
+    """``telemetry.otlpEndpoint`` (SPEC §22) takes a collector's base URL; anything else says so."""
+    loaded = load_config(project("telemetry: {otlpEndpoint: 'http://collector:4318'}\n"), environ={})
+    assert "http://collector:4318" == loaded.service.telemetry.otlp_endpoint
+    with pytest.raises(ConfigError, match=r"telemetry\.otlpEndpoint: must be an http\(s\) URL"):
+        load_config(project("telemetry: {otlpEndpoint: 'collector:4318'}\n"), environ={})

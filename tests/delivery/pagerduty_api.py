@@ -7,6 +7,11 @@ a known severity, a summary over 1024 characters) gets ``400 {"status": "invalid
 can check that the target never shows it. It keeps alerts by dedup_key (triggered, resolved), so
 a test reads what an on-call person would see. ``answer_next`` makes the next requests answer a
 given status (429, 500 …) with optional headers.
+
+With ``limit_per_minute`` set it enforces PagerDuty's rate limit as the real API does: an event past
+that many accepted in the last 60 s of ``clock`` (the test's controllable clock, else wall time) for
+its routing key gets 429 and is not ingested; ``accepted_at`` holds each ingested event's instant,
+``throttled`` counts the 429s.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+
+from sentinel_hooks.clock import Clock, SystemClock
 
 ROUTING_KEY = "R0ut1ngKeyR0ut1ngKeyR0ut1ngKey12"  # 32 characters, as PagerDuty's are
 SEVERITIES = ("critical", "error", "warning", "info")
@@ -40,6 +48,21 @@ class PagerDutyApi:
     alerts: dict[str, Alert] = field(default_factory=dict)
     answers: list[tuple[int, dict[str, str]]] = field(default_factory=list)
     server: TestServer | None = None
+    limit_per_minute: int | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    accepted_at: list[datetime] = field(default_factory=list)
+    throttled: int = 0
+
+    def most_in_a_minute(self) -> int:
+        """The most events ingested in any 60 s window (each starting at an ingested event)."""
+        times = sorted(self.accepted_at)
+        return max((sum(1 for t in times if s <= t < s + timedelta(seconds=60)) for s in times), default=0)
+
+    def _over_limit(self) -> bool:
+        if self.limit_per_minute is None:
+            return False
+        since = self.clock.now() - timedelta(seconds=60)
+        return sum(1 for t in self.accepted_at if t > since) >= self.limit_per_minute
 
     def base(self) -> str:
         assert self.server is not None
@@ -64,7 +87,17 @@ class PagerDutyApi:
         errors = _problems(event)
         if errors:
             return _invalid("Event object is invalid", errors)
+        if self._over_limit():
+            self.throttled += 1
+            return web.json_response(
+                {
+                    "status": "throttle event",
+                    "message": "Requests for this service are arriving too quickly.",
+                },
+                status=429,
+            )
         self.events.append(event)
+        self.accepted_at.append(self.clock.now())
         alert = self.alerts.setdefault(event["dedup_key"], Alert(event["dedup_key"]))
         if event["event_action"] == "trigger":
             alert.triggers.append(event)

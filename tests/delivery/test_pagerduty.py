@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sentinel_hooks.delivery.targets.base import (
+    CancelledDelivery,
     DeliveryError,
     Target,
     TargetContext,
@@ -199,11 +200,12 @@ def test_details_payload_keeps_small_payloads_and_cuts_big_ones() -> None:
 async def test_no_trigger_follows_the_resolve_of_its_dedup_key(
     pagerduty: Target, pagerduty_api: PagerDutyApi
 ) -> None:
-    """Resolved, then a fallback or follow-up of that callback: accepted without a request (a
-    trigger after resolve would open an incident nothing closes)."""
+    """Resolved, then a fallback or follow-up of that callback: cancelled without a request, the
+    reason said (a trigger after resolve would open an incident nothing closes)."""
     await pagerduty.send(message(callback_id="01JFIRE", kind="resolved", text="Over."), idempotency_key="a")
-    await pagerduty.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="b")
-    await pagerduty.send(message(callback_id="01JFIRE", kind="notify.2"), idempotency_key="c")
+    for kind, key in (("fallback", "b"), ("notify.2", "c")):
+        with pytest.raises(CancelledDelivery, match="its alert was resolved"):
+            await pagerduty.send(message(callback_id="01JFIRE", kind=kind), idempotency_key=key)
     await pagerduty.send(message(callback_id="01JOTHER", kind="fallback"), idempotency_key="d")
     assert [("resolve", "01JFIRE"), ("trigger", "01JOTHER")] == pagerduty_api.actions()
 
@@ -220,7 +222,8 @@ async def test_the_resolved_mark_is_kept_in_the_store_across_restarts(
         first = make_target(spec(pagerduty_api), name="page", ctx=with_store)
         await first.send(message(callback_id="01JFIRE", kind="resolved", text="Over."), idempotency_key="a")
         again = make_target(spec(pagerduty_api), name="page", ctx=with_store)
-        await again.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="b")
+        with pytest.raises(CancelledDelivery):
+            await again.send(message(callback_id="01JFIRE", kind="fallback"), idempotency_key="b")
         assert [("resolve", "01JFIRE")] == pagerduty_api.actions()
         assert await get_checkpoint(store, resolved_prefix("page") + "01JFIRE") is not None
     finally:

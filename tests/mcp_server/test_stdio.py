@@ -148,3 +148,26 @@ async def test_a_message_with_a_duplicate_key_is_a_parse_error(tmp_path: Path) -
         answer["error"]["data"]["code"],
     )
     assert "duplicate key 'name'" in answer["error"]["message"]
+
+
+async def test_a_viewer_token_lists_only_read_tools_over_stdio(
+    start_service: Starter, tmp_path: Path
+) -> None:
+    """`sentinel mcp --token` of a viewer (SPEC §21) lists the read tools only, and a write tool it is
+    asked for anyway is refused without a call (the service would answer 403 too)."""
+    from tests.api.test_roles import TOKENS, VIEWER
+
+    service = await start_service(watchers={"hook.yaml": WEBHOOK}, server=TOKENS)
+    async with sentinel_mcp(tmp_path, "--url", service.url, "--token", VIEWER) as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        refused = await client.call_tool("fire_watcher", {"watcherId": "hook"})
+    assert {
+        "list_watchers",
+        "get_watcher",
+        "list_callbacks",
+        "get_callback",
+        "list_inbox",
+        "list_silences",
+    } == listed
+    assert (True, "forbidden") == (refused.is_error, body_of(refused)["error"]["code"])
+    assert [] == (await service.store.list_contracts(limit=10)).items

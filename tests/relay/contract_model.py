@@ -56,6 +56,7 @@ from sentinel_hooks.callbacks.sessions.tools import Paused, ToolBox
 from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
+from sentinel_hooks.delivery.targets.pagerduty import PACE_LIMIT
 from sentinel_hooks.errors import Conflict
 from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service
@@ -304,6 +305,9 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
         self.pagerduty = world.pagerduty
         self.pagerduty.events.clear()
         self.pagerduty.alerts.clear()
+        self.pagerduty.accepted_at.clear()
+        self.pagerduty.throttled = 0
+        self.pagerduty.limit_per_minute, self.pagerduty.clock = PACE_LIMIT, self.clock
         world.forget_state()
         self.abandoned = []
         self.replica = None
@@ -686,7 +690,9 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
 
     def check_pagerduty(self) -> None:
         """Nothing reaches PagerDuty after the ``resolve`` of its dedup_key (it would open an
-        incident nothing closes)."""
+        incident nothing closes), and never faster than its 120 events a minute (the stand-in
+        answers 429 past that: none may be seen)."""
+        assert 0 == self.pagerduty.throttled, "PagerDuty was sent more than 120 events in a minute"
         resolved: set[str] = set()
         for action, key in self.pagerduty.actions():
             if action == "resolve":

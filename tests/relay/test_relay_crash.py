@@ -79,6 +79,15 @@ def start(config: Path, log: Path) -> subprocess.Popen[bytes]:
         )
 
 
+def lay_out(tmp_path: Path, config_text: str, watcher: str) -> Path:
+    """Write ``sentinel.yaml`` and the watcher ``w`` into ``tmp_path``; the config's path."""
+    config = tmp_path / "sentinel.yaml"
+    config.write_text(config_text)
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "w.yaml").write_text(watcher)
+    return config
+
+
 async def http(method: str, url: str, body: object = None) -> tuple[int, object]:
     import aiohttp
 
@@ -100,10 +109,8 @@ async def test_kill_9_then_restart_delivers_every_fallback_once(
     """40 fires, SIGKILL while their deadlines pass, restart: one fallback per callback, none left pending."""
     port = free_port()
     store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
-    config = tmp_path / "sentinel.yaml"
-    config.write_text(CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port()))
-    (tmp_path / "watchers").mkdir()
-    (tmp_path / "watchers" / "w.yaml").write_text(WATCHER)
+    text = CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port())
+    config = lay_out(tmp_path, text, WATCHER)
     base = f"http://127.0.0.1:{port}"
     log = tmp_path / "service.log"
 

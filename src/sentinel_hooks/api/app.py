@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from sentinel_hooks.api.access import Tokens
 from sentinel_hooks.api.errors import error_middleware
 from sentinel_hooks.api.security import security_middleware
 
@@ -19,20 +20,19 @@ SERVICE: web.AppKey[Service] = web.AppKey("service")
 def build_app(service: Service) -> web.Application:
     """The HTTP API of ``service`` (SPEC.md §9)."""
     from sentinel_hooks.api.mcp import add_mcp
-    from sentinel_hooks.api.routes import callbacks, health, inbox, ingest, silences, watchers
+    from sentinel_hooks.api.routes import audit, callbacks, health, inbox, ingest, ping, silences, watchers
     from sentinel_hooks.api.routes import openapi as openapi_route
     from sentinel_hooks.api.routes import web as web_page
     from sentinel_hooks.api.routing import add_routes
 
     server = service.settings.server
-    token = server.api_token.get_secret_value() if server.api_token else None
     app = web.Application(
-        middlewares=[error_middleware, security_middleware(token, metrics_auth=server.metrics_auth)],
+        middlewares=[error_middleware, security_middleware(Tokens(server), metrics_auth=server.metrics_auth)],
         client_max_size=service.settings.limits.max_response_bytes + 65536,
         handler_args={"max_field_size": 16384},
     )
     app[SERVICE] = service
-    tables = (health, watchers, ingest, inbox, callbacks, silences, web_page, openapi_route)
+    tables = (health, audit, watchers, ingest, ping, inbox, callbacks, silences, web_page, openapi_route)
     handlers = {endpoint: h for table in tables for endpoint, h in table.routes.handlers.items()}
     add_routes(app, {**handlers, **add_mcp(app, service)})
     return app

@@ -39,12 +39,13 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 
+from sentinel_hooks.api.access import IDENTITY, who_of
 from sentinel_hooks.api.body import parse_json, read_raw, require_json_type
 from sentinel_hooks.api.errors import ApiError, error_of
 from sentinel_hooks.api.routes import callbacks, inbox, silences, watchers
-from sentinel_hooks.api.routes.inbox import actor_of
 from sentinel_hooks.api.routing import Handler as RouteHandler
 from sentinel_hooks.api.routing import body_limit
+from sentinel_hooks.core.roles import Role, Who
 from sentinel_hooks.endpoints import Endpoint
 from sentinel_hooks.endpoints import callbacks as callback_endpoints
 from sentinel_hooks.endpoints import inbox as inbox_endpoints
@@ -61,14 +62,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ACTOR = "mcp"  # who acted, in inbox histories and silences' createdBy, unless the request names one
-_ACTOR: contextvars.ContextVar[str] = contextvars.ContextVar("sentinel_mcp_actor", default=ACTOR)
+_WHO: contextvars.ContextVar[Who] = contextvars.ContextVar("sentinel_mcp_who", default=Who(ACTOR, via="mcp"))  # noqa: B039 (frozen)
+_ROLE: contextvars.ContextVar[Role | None] = contextvars.ContextVar("sentinel_mcp_role", default=None)
 FRAMING_BYTES = 16 * 1024  # the JSON-RPC message around a tool's arguments
 
 Handler = Callable[["Service", ApiCall], Awaitable[Any]]
 
 
 async def _delete(service: Service, call: ApiCall) -> None:
-    await service.delete_watcher(call.ids["id"])
+    await service.delete_watcher(call.ids["id"], _WHO.get())
 
 
 async def _get_watcher(service: Service, call: ApiCall) -> dict[str, Any]:
@@ -78,19 +80,19 @@ async def _get_watcher(service: Service, call: ApiCall) -> dict[str, Any]:
 HANDLERS: dict[Endpoint, Handler] = {
     watcher_endpoints.LIST: lambda s, c: watchers.watcher_page(s, c.query),
     watcher_endpoints.SHOW: _get_watcher,
-    watcher_endpoints.CREATE: lambda s, c: watchers.create_from(s, c.body),
-    watcher_endpoints.PATCH: lambda s, c: watchers.set_enabled_from(s, c.ids["id"], c.body),
+    watcher_endpoints.CREATE: lambda s, c: watchers.create_from(s, c.body, _WHO.get()),
+    watcher_endpoints.PATCH: lambda s, c: watchers.set_enabled_from(s, c.ids["id"], c.body, _WHO.get()),
     watcher_endpoints.DELETE: _delete,
-    watcher_endpoints.FIRE: lambda s, c: watchers.fire_from(s, c.ids["id"], c.body),
+    watcher_endpoints.FIRE: lambda s, c: watchers.fire_from(s, c.ids["id"], c.body, _WHO.get()),
     callback_endpoints.LIST: lambda s, c: callbacks.callback_page(s, c.query),
     callback_endpoints.SHOW: lambda s, c: callbacks.callback_json(s, c.ids["id"]),
     inbox_endpoints.LIST: lambda s, c: inbox.inbox_page(s, c.query),
-    inbox_endpoints.ACK: lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, _ACTOR.get()),
-    inbox_endpoints.RESOLVE: lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, _ACTOR.get()),
-    inbox_endpoints.APPROVE: lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, _ACTOR.get()),
-    inbox_endpoints.DENY: lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, _ACTOR.get()),
+    inbox_endpoints.ACK: lambda s, c: inbox.ack_from(s, c.ids["id"], c.body, _WHO.get()),
+    inbox_endpoints.RESOLVE: lambda s, c: inbox.move_from(s, "resolve", c.ids["id"], c.body, _WHO.get()),
+    inbox_endpoints.APPROVE: lambda s, c: inbox.move_from(s, "approve", c.ids["id"], c.body, _WHO.get()),
+    inbox_endpoints.DENY: lambda s, c: inbox.move_from(s, "deny", c.ids["id"], c.body, _WHO.get()),
     silence_endpoints.LIST: lambda s, c: silences.silence_page(s, c.query),
-    silence_endpoints.CREATE: lambda s, c: silences.create_from(s, c.body, _ACTOR.get()),
+    silence_endpoints.CREATE: lambda s, c: silences.create_from(s, c.body, _WHO.get()),
 }
 """What answers each tool's endpoint in-process: the function its route calls after parsing HTTP
 (the answer's status is the endpoint's)."""
@@ -134,7 +136,9 @@ class McpEndpoint:
     """The SDK's session manager for one app, its lifetime and the aiohttp handler in front of it."""
 
     def __init__(self, service: Service) -> None:
-        server = build_server(ServiceBackend(service), approvals=service.settings.server.mcp_approvals)
+        server = build_server(
+            ServiceBackend(service), approvals=service.settings.server.mcp_approvals, role=_ROLE.get
+        )
         self.max_body = max(body_limits(service).values()) + FRAMING_BYTES
         self._manager = StreamableHTTPSessionManager(
             app=server,
@@ -182,17 +186,20 @@ class McpEndpoint:
         answers those 405). Who acts is the ``X-Sentinel-Actor`` header, as for the API, else
         ``mcp``: the SDK runs the call in tasks started from this one, which see this context."""
         try:
-            actor = actor_of(request, default=ACTOR)
+            who = who_of(request, default=ACTOR, via="mcp")
             require_json_type(request)
             body = await read_raw(request, max_bytes=self.max_body)
             parse_json(body)  # the API's hygiene (SPEC §9): ApiError says what is wrong
         except ApiError as exc:
             return _refused(self._too_large() if exc.status == 413 else exc)
-        token = _ACTOR.set(actor)
+        identity = request.get(IDENTITY)
+        who_token = _WHO.set(who)
+        role_token = _ROLE.set(None if identity is None else identity.role)
         try:
             return await _asgi(self._manager.handle_request, request, body)
         finally:
-            _ACTOR.reset(token)
+            _ROLE.reset(role_token)
+            _WHO.reset(who_token)
 
 
 def _refused(exc: ApiError) -> web.Response:

@@ -53,7 +53,9 @@ def add_routes(app: web.Application, handlers: Mapping[Endpoint, Handler]) -> No
         handler = handlers[endpoint]
         if endpoint.query is not None:
             handler = _once_each(frozenset(p.name for p in parameters(endpoint.query)), handler)
-        if endpoint.method == "GET":
+        if endpoint.any_method:
+            app.router.add_route("*", endpoint.path, handler)
+        elif endpoint.method == "GET":
             app.router.add_get(endpoint.path, handler)
         else:
             app.router.add_route(endpoint.method, endpoint.path, handler)

@@ -1,9 +1,11 @@
 """Who may call the API: bearer token, loopback Host without a token, JSON-only writes.
 
-- With ``server.apiToken``: ``/api/*``, ``/hooks/sentinel``, ``/mcp`` (and ``/metrics`` with
-  ``metricsAuth``) need ``Authorization: Bearer <token>``. The scheme is case-insensitive
-  (RFC 7235), the token is compared in constant time, and nothing else carries it (no other
-  header, no query string).
+- With ``server.apiToken`` or ``server.tokens``: ``/api/*``, ``/hooks/sentinel``, ``/mcp`` (and
+  ``/metrics`` with ``metricsAuth``) need ``Authorization: Bearer <token>``. The scheme is
+  case-insensitive (RFC 7235), the token is compared in constant time (``api.access``), and nothing
+  else carries it (no other header, no query string).
+- The token's role must be at least the role the route's endpoint declares (SPEC §21): 403
+  before the handler runs, so nothing changes. This is the one place roles are checked for routes.
 - Without it the service answers, on every route, only requests whose ``Host`` is exactly
   ``localhost``, an IPv4 address in 127.0.0.0/8 or ``[::1]``, each with an optional port
   (421 otherwise). A DNS-rebinding page reaches the service under its own name
@@ -15,19 +17,23 @@
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 
 from aiohttp import web
 from aiohttp.typedefs import Handler, Middleware
 
+from sentinel_hooks.api.access import IDENTITY, Tokens
 from sentinel_hooks.api.body import is_json_type
 from sentinel_hooks.api.errors import ApiError
+from sentinel_hooks.core.roles import Role, allows
+from sentinel_hooks.endpoints import ENDPOINTS
 
 LOOPBACK_NAMES = frozenset({"localhost", "[::1]"})
 LOOPBACK_NETWORK = ipaddress.IPv4Network("127.0.0.0/8")
 MAX_PORT = 65535
 JSON_ONLY = "the body must be JSON (Content-Type: application/json)"
+ROLE_OF: dict[tuple[str, str], Role] = {(e.method, e.path): e.role for e in ENDPOINTS if e.role is not None}
+"""The least role each route needs, from the endpoint declarations."""
 
 
 def _split_host(host: str) -> tuple[str, str | None] | None:
@@ -85,15 +91,7 @@ def bearer_token(authorization: str) -> str | None:
     return auth_scheme(authorization, "bearer")
 
 
-def token_matches(authorization: str, expected: bytes) -> bool:
-    """Whether the header carries the expected token; compared in constant time, as bytes.
-
-    Header bytes that are not UTF-8 reach us as surrogate escapes: they are compared as sent.
-    """
-    given = bearer_token(authorization)
-    if given is None:
-        return False
-    return hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected)
+PING_PREFIX = "/hooks/ping/"  # heartbeat pings (SPEC §23): no token, any body
 
 
 def needs_token(path: str, *, metrics_auth: bool) -> bool:
@@ -102,26 +100,47 @@ def needs_token(path: str, *, metrics_auth: bool) -> bool:
     return path == "/metrics" and metrics_auth
 
 
-def security_middleware(api_token: str | None, *, metrics_auth: bool) -> Middleware:
+def needed_role(request: web.Request) -> Role | None:
+    """The least role the matched route needs (a HEAD is its GET's); None for a route that declares
+    none (and for no route: aiohttp's 404 and 405)."""
+    resource = request.match_info.route.resource
+    if resource is None:
+        return None
+    method = "GET" if request.method == "HEAD" else request.method
+    return ROLE_OF.get((method, resource.canonical))
+
+
+def security_middleware(tokens: Tokens, *, metrics_auth: bool) -> Middleware:
     """The middleware enforcing the rules of this module's docstring."""
-    expected = api_token.encode() if api_token else None
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
         path = request.path
-        if expected is None:
+        if not tokens:
             if not is_loopback_host(request.headers.get("Host", "")):
                 raise ApiError(
                     421,
                     "misdirected_request",
-                    "without server.apiToken this service answers only Host localhost, 127.x.x.x or "
-                    "[::1] (with an optional port); set server.apiToken to serve other hosts",
+                    "without server.apiToken or server.tokens this service answers only Host localhost, "
+                    "127.x.x.x or [::1] (with an optional port); set a token to serve other hosts",
                 )
-        elif needs_token(path, metrics_auth=metrics_auth) and not token_matches(
-            request.headers.get("Authorization", ""), expected
-        ):
-            raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
+        elif needs_token(path, metrics_auth=metrics_auth):
+            given = bearer_token(request.headers.get("Authorization", ""))
+            identity = None if given is None else tokens.identify(given)
+            if identity is None:
+                raise ApiError(401, "unauthorized", "missing or wrong bearer token (Authorization: Bearer …)")
+            needed = needed_role(request)
+            if needed is not None and not allows(identity.role, needed):
+                raise ApiError(
+                    403,
+                    "forbidden",
+                    f"the token {identity.name!r} has the role {identity.role}; "
+                    f"{request.method} {path} needs {needed}",
+                    {"role": identity.role, "needed": needed},
+                )
+            request[IDENTITY] = identity
         writes = request.method in ("POST", "PATCH", "PUT") and path.startswith(("/api/", "/hooks/"))
+        writes = writes and not path.startswith(PING_PREFIX)  # a ping's body is any text
         if writes and request.body_exists and not is_json_type(request.headers.get("Content-Type", "")):
             raise ApiError(415, "unsupported_media_type", JSON_ONLY)
         return await handler(request)

@@ -21,6 +21,7 @@ from sentinel_hooks.errors import ConfigError, ConfigIssue, SentinelError
 
 if TYPE_CHECKING:
     from sentinel_hooks.cli.watcher_arg import ResolvedWatcher
+    from sentinel_hooks.config.watcher import HeartbeatWatcher
     from sentinel_hooks.watchers.dryrun import DryRun
 
 CONFIG_HELP = "sentinel.yaml (default: $SENTINEL_CONFIG, else ./sentinel.yaml)"
@@ -193,13 +194,16 @@ def _test_watcher(
 ) -> None:
     from sentinel_hooks.cli.watcher_arg import resolve_watcher
     from sentinel_hooks.clock import SystemClock
-    from sentinel_hooks.config.watcher import WebhookWatcher
+    from sentinel_hooks.config.watcher import HeartbeatWatcher, WebhookWatcher
     from sentinel_hooks.core.paths import MISSING
     from sentinel_hooks.watchers.dryrun import dry_run
 
     sample = _json_argument(payload, "--payload")
     before = _json_argument(previous, "--previous")
     target = resolve_watcher(watcher, config)
+    if isinstance(target.spec, HeartbeatWatcher):
+        _test_heartbeat(target, target.spec, as_json)
+        return
     if isinstance(target.spec, WebhookWatcher) and target.spec.format == "alertmanager":
         _test_alerts(target, sample, before, as_json)
         return
@@ -216,6 +220,32 @@ def _test_watcher(
         print_json(result.to_json())
         return
     _print_dry_run(target.spec.id, result, payload_given=sample is not MISSING)
+
+
+def _test_heartbeat(target: ResolvedWatcher, spec: HeartbeatWatcher, as_json: bool) -> None:
+    """``sentinel test`` of a heartbeat: when pings are due and where they go (key masked)."""
+    from sentinel_hooks.clock import SystemClock
+    from sentinel_hooks.watchers.strategies.heartbeat import explain
+
+    server = target.service.server
+    base = server.public_url or f"http://{server.host}:{server.port}"
+    found = explain(spec, now=SystemClock().now(), base_url=base)
+    if as_json:
+        print_json(
+            {
+                "matched": False,
+                "fires": False,
+                "conditions": [],
+                "envelope": None,
+                "error": None,
+                "heartbeat": found,
+            }
+        )
+        return
+    console = stdout_console()
+    console.print(f"{spec.id} is a heartbeat: it fires when pings stop coming (SPEC §23)")
+    for line in found["lines"]:
+        console.print(line, markup=False, highlight=False)
 
 
 def _test_alerts(target: ResolvedWatcher, sample: Any, before: Any, as_json: bool) -> None:
@@ -293,10 +323,13 @@ def _print_dry_run(watcher_id: str, result: DryRun, *, payload_given: bool) -> N
 
 
 def _register_service_commands() -> None:
+    from sentinel_hooks.cli.audit import audit
     from sentinel_hooks.cli.callbacks import callbacks
+    from sentinel_hooks.cli.eval import eval_group
     from sentinel_hooks.cli.importer import import_group
     from sentinel_hooks.cli.inbox import approvals, inbox
     from sentinel_hooks.cli.mcp import mcp_command
+    from sentinel_hooks.cli.replay import replay_command
     from sentinel_hooks.cli.report import report
     from sentinel_hooks.cli.silences import silences, status
     from sentinel_hooks.cli.watchers import run, watchers
@@ -311,6 +344,9 @@ def _register_service_commands() -> None:
     app.add_command(status)
     app.add_command(mcp_command)
     app.add_command(report)
+    app.add_command(replay_command)
+    app.add_command(eval_group)
+    app.add_command(audit)
 
 
 _register_service_commands()

@@ -87,6 +87,8 @@ def show(
         console.print(f"{key}: {compact(contract.get(key), 200)}")
     if contract.get("silencedBy"):
         console.print(f"silencedBy: {contract['silencedBy']}")
+    if contract.get("traceId"):  # SPEC §22: the fire's trace, with telemetry.otlpEndpoint
+        console.print(f"traceId: {contract['traceId']}")
     conditions = body.get("conditions")
     if conditions:
         match = ((body.get("envelope") or {}).get("watcher") or {}).get("match", "all")

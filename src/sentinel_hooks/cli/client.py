@@ -55,6 +55,7 @@ class Client:
     token: str | None
     actor: str | None = None
     timeout_s: float = 30.0
+    via: str = "cli"  # the face the service records changes as coming through (SPEC §21)
 
     @classmethod
     def from_options(
@@ -104,6 +105,7 @@ class Client:
             request.add_header("Authorization", f"Bearer {self.token}")
         if self.actor:
             request.add_header("X-Sentinel-Actor", self.actor)
+        request.add_header("X-Sentinel-Via", self.via)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 status, raw = response.status, response.read()

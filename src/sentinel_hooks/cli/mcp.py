@@ -10,6 +10,7 @@ stdout carries the protocol only: every message for people goes to stderr.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ import click
 
 from sentinel_hooks.cli.client import Client
 from sentinel_hooks.config.location import config_path
+from sentinel_hooks.core.roles import ROLES, Role
 from sentinel_hooks.errors import SentinelError
 
 if TYPE_CHECKING:
@@ -47,6 +49,18 @@ class HttpBackend:
         return Answer(status, body)
 
 
+def token_role(client: Client) -> Role | None:
+    """The role of the client's token (``GET /api/v1/whoami``), so only its tools are listed;
+    None when the service does not say (not running yet: every tool is listed, and the service
+    refuses what the role may not do)."""
+    try:
+        status, body = client.answer("GET", "/api/v1/whoami")
+    except SentinelError:
+        return None
+    role = body.get("role") if status == 200 and isinstance(body, dict) else None
+    return role if role in ROLES else None
+
+
 def approvals_enabled(config: str | None) -> bool:
     """``server.mcpApprovals`` of the config, False without one; a problem in that key (not
     elsewhere in the config) stops the command with the reason."""
@@ -69,11 +83,13 @@ def approvals_enabled(config: str | None) -> bool:
 @click.option("--config", "-c", "config", default=None, metavar="FILE", help="sentinel.yaml")
 def mcp_command(config: str | None, url: str | None, token: str | None, actor: str | None) -> None:
     """Serve Sentinel's MCP tools over stdio (for Claude Code, Cursor, agent frameworks)."""
-    client = Client.from_options(url=url, token=token, config=config, actor=actor or DEFAULT_ACTOR)
+    found = Client.from_options(url=url, token=token, config=config, actor=actor or DEFAULT_ACTOR)
+    client = dataclasses.replace(found, via="mcp")
     backend = HttpBackend(client)
     approvals = approvals_enabled(config)
     import anyio
 
     from sentinel_hooks.mcp_server.stdio import serve_stdio  # loaded by this command only (0.5 s)
 
-    anyio.run(functools.partial(serve_stdio, backend, approvals=approvals))
+    role = token_role(client)
+    anyio.run(functools.partial(serve_stdio, backend, approvals=approvals, role=role))

@@ -85,7 +85,7 @@ def list_watchers(
             "yes" if status["firing"] else "",
             str(status["fires"]),
             status["lastCheckAt"] or "",
-            status["nextCheckAt"] or "",
+            status["nextCheckAt"] or status.get("nextDueAt") or "",  # a heartbeat's next ping
             status["lastError"] or "",
         )
     if items:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
+from pydantic import AfterValidator, Discriminator, Field, SecretStr, Tag, ValidationInfo, field_validator
 
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.budgets import Budgets, Pricing
@@ -15,21 +16,23 @@ from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_na
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
 from sentinel_hooks.config.people import PersonSpec, SlackSpec, check_unique_slack_ids
 from sentinel_hooks.config.targets import TargetSpec
+from sentinel_hooks.config.tokens import TokenSpec, check_distinct, check_length
 from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import AllGroup, AnyGroup, Condition, ConditionNode
 from sentinel_hooks.core.envelope import FallbackMode
 
-MIN_API_TOKEN_CHARS = 16
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
 class ServerSpec(Spec):
     """Where the API listens and how it is protected.
 
-    ``api_token`` is declared before ``host`` so that the host's check sees the validated token.
+    ``api_token`` and ``tokens`` are declared before ``host`` so that the host's check sees them
+    validated. ``api_token`` is one ``admin`` token named ``admin`` (SPEC §21).
     """
 
     api_token: SecretStr | None = None
+    tokens: list[TokenSpec] = Field(default_factory=list)
     host: str = "127.0.0.1"
     port: int = Field(default=8765, ge=0, le=65535)
     metrics_auth: bool = False
@@ -37,16 +40,21 @@ class ServerSpec(Spec):
     mcp_approvals: bool = False  # offer approve/deny to MCP clients (SPEC §17): a person's call by default
     public_url: str | None = None  # base URL of the web page, linked from messages (…/#inbox/{id})
 
+    @property
+    def has_tokens(self) -> bool:
+        """Whether calls need a bearer token (``apiToken`` or ``tokens``)."""
+        return self.api_token is not None or bool(self.tokens)
+
     @field_validator("api_token")
     @classmethod
     def _token_long_enough(cls, token: SecretStr | None) -> SecretStr | None:
-        length = 0 if token is None else len(token.get_secret_value())
-        if token is not None and length < MIN_API_TOKEN_CHARS:
-            raise ValueError(
-                f"the token has {length} character(s); use at least {MIN_API_TOKEN_CHARS} characters "
-                "(e.g. `openssl rand -hex 24`, given as apiToken: ${env:SENTINEL_API_TOKEN})"
-            )
-        return token
+        return None if token is None else check_length(token)
+
+    @field_validator("tokens")
+    @classmethod
+    def _tokens_distinct(cls, tokens: list[TokenSpec], info: ValidationInfo) -> list[TokenSpec]:
+        check_distinct(tokens, info.data.get("api_token"))
+        return tokens
 
     @field_validator("public_url")
     @classmethod
@@ -67,9 +75,15 @@ class ServerSpec(Spec):
     @classmethod
     def _token_required_off_loopback(cls, host: str, info: ValidationInfo) -> str:
         # api_token is absent from info.data when it was refused: its own error says why
-        if host not in LOOPBACK_HOSTS and "api_token" in info.data and info.data["api_token"] is None:
+        refused = "api_token" not in info.data or "tokens" not in info.data
+        if (
+            host not in LOOPBACK_HOSTS
+            and not refused
+            and info.data["api_token"] is None
+            and not info.data["tokens"]
+        ):
             raise ValueError(
-                f"{host!r} is not loopback, so server.apiToken is required "
+                f"{host!r} is not loopback, so server.apiToken or server.tokens is required "
                 "(set it, e.g. apiToken: ${env:SENTINEL_API_TOKEN}, or listen on 127.0.0.1)"
             )
         return host
@@ -273,8 +287,18 @@ class LimitsSpec(Spec):
     max_alerts_per_request: int = Field(default=1000, ge=1)  # an Alertmanager POST with more: 413
 
 
+def _otlp_endpoint(url: str) -> str:
+    if not re.fullmatch(r"https?://[^\s/]+(/\S*)?", url):
+        raise ValueError("must be an http(s) URL, e.g. http://collector:4318")
+    return url
+
+
+OtlpEndpoint = Annotated[str, AfterValidator(_otlp_endpoint)]
+
+
 class TelemetrySpec(Spec):
     events_file: str | None = None
+    otlp_endpoint: OtlpEndpoint | None = None  # OTLP/HTTP collector base URL: traces (SPEC §22)
 
 
 KeptFor = Annotated[int, Field(ge=0)]  # days or records; 0: no limit
@@ -287,6 +311,7 @@ class RetentionSpec(Spec):
     inbox_closed_days: KeptFor = 90
     observations_per_watcher: KeptFor = 500
     transcripts_days: KeptFor = 30
+    audit_days: KeptFor = 365
 
 
 class ServiceConfig(Spec):

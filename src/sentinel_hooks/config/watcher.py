@@ -26,6 +26,7 @@ WATCHER_ID = r"^[A-Za-z0-9_-]{1,128}$"
 SHARED_MAX = 4096  # distinct shared parts remembered (per kind); past that the memo starts over
 POLLED = frozenset({"http-poll", "http-long-poll", "command", "evm-call"})
 SUBSCRIPTIONS = frozenset({"sse", "websocket", "redis-pubsub", "redis-stream", "webhook"})
+PING_KEY_MIN = 16
 
 
 class RetrySpec(Spec):
@@ -378,6 +379,57 @@ class WebhookWatcher(WatcherBase):
         return self.fire.notify_resolved
 
 
+class HeartbeatWatcher(WatcherBase):
+    """A job that checks in (SPEC.md §23): pings to ``/hooks/ping/{pingKey}`` due every
+    ``periodMs`` or on ``schedule``, ``graceMs`` late at most (``watchers.strategies.heartbeat``)."""
+
+    strategy: Literal["heartbeat"]
+    ping_key: SecretStr
+    period_ms: PositiveMs | None = None
+    schedule: str | None = None
+    timezone: str = "UTC"
+    grace_ms: NonNegativeMs = 0
+    max_run_ms: PositiveMs | None = None
+
+    @field_validator("ping_key")
+    @classmethod
+    def _long_key(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value()) < PING_KEY_MIN:
+            raise ValueError(
+                f"has fewer than {PING_KEY_MIN} characters: the key is the only secret of the ping URL; "
+                "give a long random one from the environment, e.g. ${env:BACKUP_PING_KEY} "
+                "(`openssl rand -hex 16`)"
+            )
+        return value
+
+    @field_validator("schedule")
+    @classmethod
+    def _valid_cron(cls, value: str | None) -> str | None:
+        return None if value is None else check_cron(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        return check_timezone(value)
+
+    @model_validator(mode="after")
+    def _period_or_schedule(self) -> HeartbeatWatcher:
+        if (self.period_ms is None) == (self.schedule is None):
+            which = "both" if self.period_ms is not None else "neither"
+            raise ValueError(
+                f"a heartbeat watcher needs exactly one of periodMs (every so long) or schedule "
+                f"(a cron expression of when a ping is due); {which} given"
+            )
+        return self
+
+    @property
+    def notifies_resolved(self) -> bool:
+        """``fire.notifyResolved``; true for a heartbeat unless written false (SPEC §23)."""
+        if "notify_resolved" not in self.fire.model_fields_set:
+            return True
+        return self.fire.notify_resolved
+
+
 class ProbeSpec(Spec):
     stall_threshold: int = Field(default=3, ge=1)
     on_probe_error: Literal["ignore", "stall", "terminal"] = "ignore"
@@ -456,7 +508,8 @@ WatcherSpec = Annotated[
     | RedisStreamWatcher
     | WebhookWatcher
     | CommandWatcher
-    | EvmCallWatcher,
+    | EvmCallWatcher
+    | HeartbeatWatcher,
     Field(discriminator="strategy"),
 ]
 AnyWatcher = (
@@ -469,6 +522,7 @@ AnyWatcher = (
     | WebhookWatcher
     | CommandWatcher
     | EvmCallWatcher
+    | HeartbeatWatcher
 )
 WATCHER_ADAPTER: TypeAdapter[AnyWatcher] = TypeAdapter(WatcherSpec, config=ConfigDict(defer_build=True))
 WATCHER_MODELS: dict[str, type[AnyWatcher]] = {
@@ -481,6 +535,7 @@ WATCHER_MODELS: dict[str, type[AnyWatcher]] = {
     "webhook": WebhookWatcher,
     "command": CommandWatcher,
     "evm-call": EvmCallWatcher,
+    "heartbeat": HeartbeatWatcher,
 }
 """The model of each ``strategy``, as ``WatcherSpec``'s discriminator picks it."""
 STRATEGIES = tuple(WATCHER_MODELS)

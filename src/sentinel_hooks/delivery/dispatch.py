@@ -11,6 +11,12 @@ layer above decides there whether the step is still wanted (its inbox item still
 queues the next step; a refused one ends ``cancelled``. So a step's deadline is the outbox's own
 due time, claimed across replicas like every other delivery.
 
+A target may also answer ``DeferredDelivery(until)`` (a receiver's pace, SPEC §16: PagerDuty's
+events per minute): the delivery goes back to pending until then, no attempt counted and no
+``maxElapsedMs`` check, so the wait lives in the store; or ``CancelledDelivery(reason)`` (a trigger
+whose alert was resolved meanwhile): the delivery ends ``cancelled`` with the reason as its last
+error.
+
 Secrets are masked here, before anything is stored, sent or shown: in each message as it
 becomes deliveries, and in each failure's text (a receiver's error page may echo the URL it
 was asked for, and that URL may carry a key from the environment).
@@ -33,6 +39,8 @@ from sentinel_hooks.config.service import DeliverySpec
 from sentinel_hooks.core.retry import Backoff, call_with_retries, retry_after_of
 from sentinel_hooks.delivery.outcomes import OutcomeWriter
 from sentinel_hooks.delivery.targets.base import (
+    CancelledDelivery,
+    DeferredDelivery,
     DeliveryError,
     Message,
     Target,
@@ -271,6 +279,12 @@ class Dispatcher:
             await target.send(Message.from_json(delivery.message), idempotency_key=delivery.key)
         except DeliveryError as exc:
             return await self._failed(delivery, attempts, exc)
+        except DeferredDelivery as exc:
+            await self._defer(delivery, exc)
+            return False
+        except CancelledDelivery as exc:
+            await self._cancel(delivery, self._redactor.text(str(exc)))
+            return False
         except Exception as exc:  # a target bug must not kill the worker; treat as transient
             log.exception("target %s raised", delivery.target)
             return await self._failed(delivery, attempts, TransientDeliveryError(str(exc)))
@@ -291,17 +305,38 @@ class Dispatcher:
             )
             return False
         if not admitted:
-            now = self._clock.now()
-            await self._record(
-                delivery,
-                state="cancelled",
-                attempts=delivery.attempts,
-                next_attempt_at=now,
-                last_error=None,
-                at=now,
-            )
-            self._report(delivery, "cancelled", delivery.attempts, None)
+            await self._cancel(delivery, None)
         return admitted
+
+    async def _cancel(self, delivery: Delivery, reason: str | None) -> None:
+        """Record ``delivery`` ``cancelled`` (not sent, not a dead letter; attempts unchanged),
+        with ``reason`` as its last error when a target gave one."""
+        now = self._clock.now()
+        await self._record(
+            delivery,
+            state="cancelled",
+            attempts=delivery.attempts,
+            next_attempt_at=now,
+            last_error=reason,
+            at=now,
+        )
+        self._report(delivery, "cancelled", delivery.attempts, reason)
+
+    async def _defer(self, delivery: Delivery, deferred: DeferredDelivery) -> None:
+        """Put ``delivery`` back as pending until ``deferred.until`` (a receiver's pace, SPEC §16):
+        no attempt counted and no ``maxElapsedMs`` check, so a storm's deliveries wait their
+        turn in the outbox instead of becoming dead letters."""
+        now = self._clock.now()
+        log.debug("delivery %s waits until %s: %s", delivery.key, deferred.until.isoformat(), deferred)
+        self._report(delivery, "deferred", delivery.attempts, None)
+        await self._record(
+            delivery,
+            state="pending",
+            attempts=delivery.attempts,
+            next_attempt_at=max(deferred.until, now),
+            last_error=delivery.last_error,
+            at=now,
+        )
 
     async def _record(
         self,
@@ -356,6 +391,7 @@ class Dispatcher:
                 error=error,
                 watcher_id=message.get("watcher_id") or None,
                 callback_id=message.get("callback_id") or delivery.callback_id,
+                follow_up=bool(message.get("follow_up")),
             )
 
     async def _failed(self, delivery: Delivery, attempts: int, exc: DeliveryError) -> bool:

@@ -10,16 +10,18 @@ endpoint's parameters and body, its request from its method and path). One modul
 
 from __future__ import annotations
 
-from sentinel_hooks.endpoints import callbacks, inbox, report, service, silences, watchers
+from sentinel_hooks.endpoints import audit, callbacks, inbox, ping, report, service, silences, watchers
 from sentinel_hooks.endpoints.base import Endpoint
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     *service.ENDPOINTS,
     *watchers.ENDPOINTS,
+    *ping.ENDPOINTS,
     *callbacks.ENDPOINTS,
     *report.ENDPOINTS,
     *inbox.ENDPOINTS,
     *silences.ENDPOINTS,
+    *audit.ENDPOINTS,
 )
 """Every endpoint of the service, in the order the document lists them."""
 

@@ -15,11 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+from sentinel_hooks.core.roles import Role
+
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
 Auth = Literal["bearer", "open", "page", "metrics", "hmac"]
 """Who may call: ``bearer`` needs ``server.apiToken``; ``open`` anyone (liveness, readiness);
 ``page`` anyone (the web page's shell and assets, which hold no data); ``metrics`` the token only
-with ``server.metricsAuth``; ``hmac`` the webhook watcher's own credentials, not the API token."""
+with ``server.metricsAuth``; ``hmac`` the webhook watcher's own credentials, not the API token.
+A ``bearer`` endpoint also names the least ``role`` (SPEC §21) a token needs to call it."""
 
 JSON = "application/json"
 PLACEHOLDER = re.compile(r"\{([^{}/]+)\}")
@@ -94,8 +97,10 @@ class Endpoint:
     headers: type[BaseModel] | None = None
     body: Body | None = None
     auth: Auth = "bearer"
+    role: Role | None = None
     errors: tuple[int, ...] = ()
     protocol_errors: ProtocolErrors | None = None
+    any_method: bool = False  # served for every method (heartbeat pings); documented as ``method``
 
     def __post_init__(self) -> None:
         placeholders = PLACEHOLDER.findall(self.path)
@@ -116,6 +121,8 @@ class Endpoint:
             codes.add(421)
         if self.auth not in ("open", "page"):
             codes.add(401)
+        if self.role is not None and self.role != "viewer":
+            codes.add(403)
         if self.body is not None and self.protocol_errors is None:
             codes |= {400, 413, 415}
         return tuple(sorted(codes))

@@ -113,6 +113,7 @@ POST_ENVELOPE = Endpoint(
     (Answer(202, "accepted", CallbackAccepted),),
     body=Body(Envelope, MAX_ENVELOPE_BYTES),
     errors=(409,),
+    role="operator",
 )
 LIST = Endpoint(
     "listCallbacks",
@@ -123,6 +124,7 @@ LIST = Endpoint(
     (Answer(200, "a page of contracts", CallbackList),),
     query=CallbackQuery,
     errors=(400,),
+    role="viewer",
 )
 SHOW = Endpoint(
     "showCallback",
@@ -133,6 +135,7 @@ SHOW = Endpoint(
     (Answer(200, "the callback", CallbackDetail),),
     ids=(PathId("id", "the callback's id (from a fire or a listing)"),),
     errors=(404,),
+    role="viewer",
 )
 FEEDBACK = Endpoint(
     "giveFeedback",
@@ -145,6 +148,7 @@ FEEDBACK = Endpoint(
     headers=ActorHeader,
     body=Body(FeedbackBody, 8 * 1024),
     errors=(404,),
+    role="operator",
 )
 SESSION = Endpoint(
     "showSession",
@@ -156,6 +160,7 @@ SESSION = Endpoint(
     ids=(PathId("key", "the session key"),),
     query=TranscriptQuery,
     errors=(400, 404),
+    role="viewer",
 )
 
 ENDPOINTS = (POST_ENVELOPE, LIST, SHOW, FEEDBACK, SESSION)

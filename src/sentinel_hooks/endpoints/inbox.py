@@ -104,6 +104,7 @@ def _move(action: str, path: str, move: str, item_id: PathId) -> Endpoint:
         headers=ActorHeader,
         body=Body(NoteBody, MAX_BODY, required=False),
         errors=(404, 409),
+        role="operator",
     )
 
 
@@ -116,6 +117,7 @@ LIST = Endpoint(
     (Answer(200, "a page of items", InboxList),),
     query=InboxQuery,
     errors=(400,),
+    role="viewer",
 )
 SHOW = Endpoint(
     "showInboxItem",
@@ -126,6 +128,7 @@ SHOW = Endpoint(
     (Answer(200, "the item", InboxItemDetail),),
     ids=(ITEM_ID,),
     errors=(404,),
+    role="viewer",
 )
 ACK = Endpoint(
     "ackInboxItem",
@@ -138,6 +141,7 @@ ACK = Endpoint(
     headers=ActorHeader,
     body=Body(AckBody, MAX_BODY, required=False),
     errors=(404, 409),
+    role="operator",
 )
 RESOLVE = _move("resolve", "/api/v1/inbox/{id}/resolve", "open or acked → resolved", ITEM_ID)
 APPROVE = _move("approve", "/api/v1/approvals/{id}/approve", "open approval → approved", APPROVAL_ID)

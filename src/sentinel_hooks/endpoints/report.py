@@ -77,6 +77,7 @@ REPORT = Endpoint(
     (Answer(200, "the report", Report),),
     query=ReportQuery,
     errors=(400,),
+    role="viewer",
 )
 
 
@@ -101,6 +102,7 @@ CHARTS = Endpoint(
     (Answer(200, "the charts", ReportCharts),),
     query=ReportQuery,
     errors=(400,),
+    role="viewer",
 )
 
 ENDPOINTS = (REPORT, CHARTS)

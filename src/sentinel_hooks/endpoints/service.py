@@ -171,9 +171,16 @@ OPENAPI = Endpoint(
     "this OpenAPI 3.1 document",
     "meta",
     (Answer(200, "this document", dict[str, Any]),),
+    role="viewer",
 )
 STATUS = Endpoint(
-    "status", "GET", "/api/v1/status", "the service at a glance", "meta", (Answer(200, "the status", Status),)
+    "status",
+    "GET",
+    "/api/v1/status",
+    "the service at a glance",
+    "meta",
+    (Answer(200, "the status", Status),),
+    role="viewer",
 )
 PAGE = Endpoint(
     "webPage",
@@ -219,6 +226,7 @@ MCP = Endpoint(
         "too large (413) or not JSON (415)",
         JsonRpcError,
     ),
+    role="viewer",
 )
 
 ENDPOINTS = (HEALTHZ, READYZ, METRICS, OPENAPI, STATUS, PAGE, ASSET, MCP)

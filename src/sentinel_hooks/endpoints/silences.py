@@ -88,6 +88,7 @@ LIST = Endpoint(
     (Answer(200, "a page of silences", SilenceList),),
     query=SilenceQuery,
     errors=(400,),
+    role="viewer",
 )
 CREATE = Endpoint(
     "createSilence",
@@ -98,6 +99,7 @@ CREATE = Endpoint(
     (Answer(201, "created", SilenceAnswer),),
     headers=ActorHeader,
     body=Body(SilenceBody, MAX_BODY),
+    role="operator",
 )
 SHOW = Endpoint(
     "showSilence",
@@ -108,6 +110,7 @@ SHOW = Endpoint(
     (ANSWER,),
     ids=(SILENCE_ID,),
     errors=(404,),
+    role="viewer",
 )
 EXPIRE = Endpoint(
     "expireSilence",
@@ -118,6 +121,7 @@ EXPIRE = Endpoint(
     (ANSWER,),
     ids=(SILENCE_ID,),
     errors=(404,),
+    role="operator",
 )
 
 ENDPOINTS = (LIST, CREATE, SHOW, EXPIRE)

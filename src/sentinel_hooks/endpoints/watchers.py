@@ -37,6 +37,10 @@ class WatcherStatus(ApiModel):
     silenced_by: str | None = Field(
         description="the silence id or maintenance window name muting this watcher's fires now"
     )
+    last_ping_at: datetime | None = Field(default=None, description="heartbeat watchers: the last ping")
+    next_due_at: datetime | None = Field(
+        default=None, description="heartbeat watchers: when the next success ping is due (grace included)"
+    )
 
 
 class WatcherSummary(ApiModel):
@@ -115,6 +119,7 @@ LIST = Endpoint(
     (Answer(200, "a page of watchers", WatcherList),),
     query=WatcherQuery,
     errors=(400,),
+    role="viewer",
 )
 CREATE = Endpoint(
     "createWatcher",
@@ -130,6 +135,7 @@ CREATE = Endpoint(
         "is listed in `error.details`",
     ),
     errors=(403, 409),
+    role="admin",
 )
 SHOW = Endpoint(
     "showWatcher",
@@ -140,6 +146,7 @@ SHOW = Endpoint(
     (DETAIL,),
     ids=(WATCHER_ID,),
     errors=(404,),
+    role="viewer",
 )
 PATCH = Endpoint(
     "patchWatcher",
@@ -151,6 +158,7 @@ PATCH = Endpoint(
     ids=(WATCHER_ID,),
     body=Body(EnabledBody, MAX_BODY),
     errors=(404,),
+    role="admin",
 )
 DELETE = Endpoint(
     "deleteWatcher",
@@ -161,6 +169,7 @@ DELETE = Endpoint(
     (Answer(204, "deleted"),),
     ids=(WATCHER_ID,),
     errors=(404, 409),
+    role="admin",
 )
 FIRE = Endpoint(
     "fireWatcher",
@@ -172,6 +181,7 @@ FIRE = Endpoint(
     ids=(WATCHER_ID,),
     body=Body(FireBody, MAX_BODY, required=False, observation=True),
     errors=(404,),
+    role="operator",
 )
 INGEST = Endpoint(
     "ingest",

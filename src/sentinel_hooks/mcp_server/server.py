@@ -10,6 +10,7 @@ text; an answer of 400 or more is an error result whose JSON is the API's ``{"er
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import mcp_types as types
@@ -17,6 +18,7 @@ from jsonschema import Draft202012Validator
 from mcp.server.lowlevel import Server
 
 from sentinel_hooks import __version__
+from sentinel_hooks.core.roles import Role, allows
 from sentinel_hooks.mcp_server.backend import Answer, Backend, error_body
 from sentinel_hooks.mcp_server.tools import ApiCall, Tool, offered_tools
 
@@ -75,17 +77,36 @@ def _describe(tool: Tool) -> types.Tool:
     )
 
 
-def build_server(backend: Backend, *, approvals: bool) -> Server[Any]:
-    """An MCP server offering Sentinel's tools (approve/deny only with ``approvals``)."""
+def _no_role() -> Role | None:
+    return None
+
+
+def may_call(tool: Tool, role: Role | None) -> bool:
+    """Whether a caller of ``role`` may call ``tool`` (None: no tokens, anything the service offers),
+    from the role its endpoint declares (SPEC §21)."""
+    return role is None or tool.endpoint.role is None or allows(role, tool.endpoint.role)
+
+
+def build_server(
+    backend: Backend, *, approvals: bool, role: Callable[[], Role | None] = _no_role
+) -> Server[Any]:
+    """An MCP server offering Sentinel's tools (approve/deny only with ``approvals``); each
+    request is offered only the tools the caller's ``role()`` may call, and refused the others."""
     tools = offered_tools(approvals=approvals)
-    listed = [_describe(tool) for tool in tools.values()]
+    described = {name: _describe(tool) for name, tool in tools.items()}
     validators = {name: Draft202012Validator(tool.schema) for name, tool in tools.items()}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed)
+        caller = role()
+        return types.ListToolsResult(tools=[described[n] for n, t in tools.items() if may_call(t, caller)])
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         tool = tools.get(params.name)
+        caller = role()
+        if tool is not None and not may_call(tool, caller):
+            needed = tool.endpoint.role
+            message = f"the tool {tool.name} needs the role {needed}; this token has {caller}"
+            return _error_result("forbidden", message, {"role": caller, "needed": needed})
         if tool is None:
             hint = "" if approvals or params.name not in ("approve", "deny") else NO_APPROVALS
             return _error_result("unknown_tool", f"no tool {params.name!r}{hint}", {"tools": list(tools)})

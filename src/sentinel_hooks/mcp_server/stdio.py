@@ -24,6 +24,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 
+from sentinel_hooks.core.roles import Role
 from sentinel_hooks.core.strict_json import InvalidJson, loads_strict
 from sentinel_hooks.mcp_server.backend import Backend, error_body
 from sentinel_hooks.mcp_server.server import build_server
@@ -72,9 +73,9 @@ async def _forward(
             await write_stream.send(message)
 
 
-async def serve_stdio(backend: Backend, *, approvals: bool) -> None:
-    """Serve the tools on stdin/stdout until the client closes them."""
-    server = build_server(backend, approvals=approvals)
+async def serve_stdio(backend: Backend, *, approvals: bool, role: Role | None = None) -> None:
+    """Serve the tools on stdin/stdout until the client closes them (only ``role``'s, with one)."""
+    server = build_server(backend, approvals=approvals, role=lambda: role)
     send_refusals, refusals = anyio.create_memory_object_stream[SessionMessage](math.inf)
     lines = CheckedLines(anyio.wrap_file(sys.stdin.buffer), send_refusals)
     stdin = cast(Any, lines)  # the SDK only iterates over its stdin, line by line

@@ -279,7 +279,9 @@ class Relay:
             return False
         self._dispatcher.wake()
         if self._events is not None:
-            self._events.settled(callback_id, "resolved", at=now, watcher_id=contract.watcher_id)
+            self._events.settled(
+                callback_id, "resolved", at=now, watcher_id=contract.watcher_id, contract=contract
+            )
         log.info(
             "%s resolved at its source before its page: no fallback",
             callback_id,
@@ -429,6 +431,7 @@ class Relay:
                     deadline=contract.deadline,
                     at=now,
                     watcher_id=contract.watcher_id,
+                    contract=contract,
                 )
             if settlement.state == "fallback_sent":
                 fallbacks += 1

@@ -39,6 +39,7 @@ from typing import Any, Protocol, runtime_checkable
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.audit import AuditEntry
 from sentinel_hooks.store.feedback import Feedback
 from sentinel_hooks.store.pruning import PruneBefore, Pruned
 from sentinel_hooks.store.records import (
@@ -493,6 +494,46 @@ class FeedbackStore(Protocol):
         """Each callback's feedback, one per person, oldest first; a callback without any is absent."""
 
 
+class PaceStore(Protocol):
+    """Pacing shared by replicas (SPEC.md §16: at most 120 PagerDuty events in any 60 s per routing
+    key). The slots live in the store, so every replica and every restart counts the same sends;
+    a caller told to wait leaves its delivery pending in the outbox until its reserved slot."""
+
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """For ``holder`` (one delivery), in one atomic step: None when it may send at ``at`` (a slot
+        free now is taken, or the slot reserved for it earlier has come), else the instant of the
+        slot reserved for it, to call again then with the same ``holder``. Slots are handed out in
+        the order asked, ``limit`` at most in any ``window_ms``; a reservation never used lapses
+        with its window. ``key`` is a name the caller derived (never a secret). ``ValueError`` for
+        ``limit`` or ``window_ms`` below 1."""
+
+
+class AuditStore(Protocol):
+    """The audit trail (SPEC.md §21): every change people and agents make, with who and how; read by
+    ``GET /api/v1/audit``, ``sentinel audit`` and the web page's Audit view."""
+
+    async def add_audit(self, entry: AuditEntry) -> None:
+        """Keep ``entry`` (its ``id`` is new: ids are never reused)."""
+
+    async def list_audit(
+        self,
+        *,
+        since: datetime | None = None,
+        actor: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> Page[AuditEntry]:
+        """Entries at or after ``since`` (None: any) whose actor is ``actor`` (None: any), newest first
+        by ``(at, id)``; ``InvalidCursor`` for a cursor this store did not issue, ``ValueError`` for a
+        ``limit`` below 1."""
+
+    async def prune_audit(self, before: datetime, *, limit: int = 500) -> int:
+        """Delete up to ``limit`` entries older than ``before``, oldest first, in one atomic step;
+        the number deleted (racing replicas delete each entry once)."""
+
+
 @runtime_checkable
 class Store(
     LifecycleStore,
@@ -507,6 +548,8 @@ class Store(
     RetentionStore,
     UsageStore,
     FeedbackStore,
+    PaceStore,
+    AuditStore,
     Protocol,
 ):
     """Durable state of a Sentinel deployment: every role, which each backend implements. See the

@@ -155,6 +155,10 @@ class Contract(Record):
     # the agent's notifies after the page (SPEC §6.4), counted from the deliveries when a
     # callback is shown (``Operations.callback``); stores keep 0
     follow_ups: int = 0
+    # the fire's trace (SPEC §22; None without telemetry.otlpEndpoint): its id and the fire
+    # span's, the parent of the session, relay and delivery spans wherever they run
+    trace_id: str | None = None
+    trace_parent: str | None = None
 
 
 class Observation(Record):

@@ -40,14 +40,16 @@ from typing import Any, Protocol, TypeVar
 from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import POLLED, AnyWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
+from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
 from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
+from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +109,7 @@ class WatcherManager:
         self._runners: dict[str, WatcherRunner] = {}
         self._api_defined: set[str] = set()
         self._lock = asyncio.Lock()
+        self._ping_keys = PingKeys()  # heartbeat watchers by ping key (SPEC §23)
 
     # -- start / stop / reload ---------------------------------------------------------------
 
@@ -192,6 +195,8 @@ class WatcherManager:
         watcher_id = loaded.spec.id
         runner = WatcherRunner(loaded, WatcherState.from_json(stored), self._deps)
         self._runners[watcher_id] = runner
+        if isinstance(loaded.spec, HeartbeatWatcher):
+            self._ping_keys.add(watcher_id, loaded.spec.ping_key.get_secret_value())
         if self._ownership is not None and not isinstance(loaded.spec, WebhookWatcher):
             runner.needs_lease = True
             token = self._ownership.track(watcher_id)
@@ -258,6 +263,7 @@ class WatcherManager:
 
     async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:
         runner = self._runners.pop(watcher_id, None)
+        self._ping_keys.remove(watcher_id)
         if runner is not None:
             await runner.stop()
             if self._ownership is not None and runner.needs_lease:
@@ -315,9 +321,12 @@ class WatcherManager:
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
         spec = runner.spec
         lasting = spec.trigger_mode == "edge" or spec.strategy_name in POLLED
-        return status_json(
+        status = status_json(
             runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
         )
+        if isinstance(spec, HeartbeatWatcher):
+            status.update(beat_status(spec, runner.state))
+        return status
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""
@@ -365,6 +374,11 @@ class WatcherManager:
 
     async def ingest(self, watcher_id: str, value: Any) -> Outcome:
         return await self.get(watcher_id).ingest(value)
+
+    def by_ping_key(self, key: str) -> WatcherRunner | None:
+        """The heartbeat watcher pinged with ``key`` (the same work for an unknown key)."""
+        watcher_id = self._ping_keys.find(key)
+        return self._runners.get(watcher_id) if watcher_id is not None else None
 
     async def ingest_alerts(self, watcher_id: str, alerts: list[dict[str, Any]]) -> list[Outcome]:
         return await self.get(watcher_id).ingest_alerts(alerts)

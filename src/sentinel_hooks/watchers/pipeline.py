@@ -344,6 +344,22 @@ class FiringPipeline:
             outcome, state=outcome.state.evolve(quiet_fired=not outcome.silenced, last_event_at=now)
         )
 
+    async def fire_beat(
+        self, watcher: AnyWatcher, kind: TriggerKind, payload: Any, state: WatcherState
+    ) -> Outcome:
+        """A heartbeat's fire (``no_progress`` overdue, ``terminal`` failed), once per episode."""
+        return await self._fire(
+            watcher, kind, payload, MISSING, state, repeat=False, unfired=Unfired(state, once=True)
+        )
+
+    async def resolve_beat(self, watcher: AnyWatcher, callback_id: str | None, seconds: float) -> None:
+        """A heartbeat's fire ended with a success ping: the resolved line (when notifyResolved)
+        and the fire's callback, settled ``resolved`` if nothing paged yet (SPEC §6.4)."""
+        notify = getattr(watcher, "notifies_resolved", watcher.fire.notify_resolved)
+        message = resolved_message(watcher.event_name, watcher.id, seconds) if notify else None
+        if message is not None or callback_id:
+            await self._on_resolved(watcher, message, callback_id or None, settle=True)
+
     async def fire_manual(self, watcher: AnyWatcher, payload: Any, state: WatcherState) -> Outcome:
         """A manual fire: no conditions, lifecycle, cooldown or fireOnce — but dedupe applies."""
         return await self._fire(

@@ -36,13 +36,19 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
 from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.watcher import AnyWatcher, HttpLongPollWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import (
+    AnyWatcher,
+    HeartbeatWatcher,
+    HttpLongPollWatcher,
+    Scheduled,
+    WebhookWatcher,
+)
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import SentinelError, StoreError
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import ContractStore, WatcherStore
-from sentinel_hooks.store.shortcuts import put_watcher_state
+from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.polling import Polling
@@ -50,6 +56,14 @@ from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.strategies.heartbeat import (
+    BeatWatch,
+    Ping,
+    due_at,
+    on_overdue,
+    on_ping,
+    with_stored_pings,
+)
 from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
@@ -124,6 +138,7 @@ class WatcherRunner:
         self._tasks: set[asyncio.Task[None]] | None = None  # loops and missed runs it spawned
         self._driver: Polling | Subscription | None = None  # what makes it observe, from its first start
         self._quiet: QuietWatch | None = None  # expectEventWithinMs, from its first start
+        self._beat: BeatWatch | None = None  # a heartbeat's due-time watch, from its first start
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
@@ -162,6 +177,9 @@ class WatcherRunner:
         self._stopping, self._stop_event = False, None
         self.running = True
         spec = self.spec
+        if isinstance(spec, HeartbeatWatcher):
+            self.spawn(self._beat_watch().run())
+            return
         if isinstance(spec, WebhookWatcher):
             if spec.expect_event_within_ms:
                 self.spawn(self._quiet_watch().run())
@@ -201,6 +219,8 @@ class WatcherRunner:
             driver.strategy = None
         with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back;
             # sent without waiting for the gathering window: a stop (a shutdown) is waited for
+            if self._beat is not None and self.needs_lease:  # not over pings another replica took
+                self.state = with_stored_pings(self.state, await self._stored_state())
             await self._save(force=True, prompt=True)
 
     def _polling(self, strategy: PollStrategy | SubscribeStrategy) -> Polling:
@@ -222,6 +242,12 @@ class WatcherRunner:
         if self._quiet is None:
             self._quiet = QuietWatch(self)
         return self._quiet
+
+    def _beat_watch(self) -> BeatWatch:
+        """The heartbeat's due-time watch (made once)."""
+        if self._beat is None:
+            self._beat = BeatWatch(self)
+        return self._beat
 
     # -- what its drivers call ---------------------------------------------------------------
 
@@ -264,6 +290,35 @@ class WatcherRunner:
         except StoreError:
             return False
         return True
+
+    async def beat_overdue(self, body: str) -> bool:
+        """A heartbeat's due time passed: its ``no_progress`` fire; False when it was not made
+        (the store did not take it: on the status)."""
+        spec = self.spec
+        assert isinstance(spec, HeartbeatWatcher)
+        try:
+            async with self._lock:
+                now = self.deps.clock.now()
+                if self.needs_lease:  # a ping another replica took moves the due time
+                    self.state = with_stored_pings(self.state, await self._stored_state())
+                    if due_at(spec, self.state, now)[0] > now or self.state.beat_fire is not None:
+                        return True
+                    if not await self._fenced():
+                        return False
+                step = on_overdue(self.deps.pipeline, spec, self.state, now, body)
+                await self._run(step, self.state, prompt=True)
+        except StoreError:
+            return False
+        return True
+
+    async def beat_refresh(self) -> None:
+        """Cluster mode: adopt the pings another replica recorded (an open fire it resolved)."""
+        with contextlib.suppress(StoreError):
+            async with self._lock:
+                self.state = with_stored_pings(self.state, await self._stored_state())
+
+    async def _stored_state(self) -> WatcherState:
+        return WatcherState.from_json(await get_watcher_state(self.deps.store, self.id))
 
     async def before_retry(self, exc: ObserveError, delay_s: float) -> None:
         """A failed attempt that is tried again after ``delay_s``."""
@@ -477,6 +532,24 @@ class WatcherRunner:
         if self._quiet is not None:
             self._quiet.seen()
         return outcomes
+
+    async def ping(self, ping: Ping) -> Outcome:
+        """A heartbeat's ping (SPEC §23), stored before it is answered."""
+        spec = self.spec
+        assert isinstance(spec, HeartbeatWatcher)
+        watch = self._beat_watch()
+        async with self._lock:
+            if self.needs_lease and self.fence is None:  # another replica watches it: its stored state
+                stored = with_stored_pings(self.state, await self._stored_state())
+                outcome = await on_ping(self.deps.pipeline, spec, stored, ping, self.deps.clock.now())
+                await put_watcher_state(self.deps.store, self.id, outcome.state.to_json())
+                self.state = outcome.state
+                return outcome
+            step = on_ping(self.deps.pipeline, spec, self.state, ping, self.deps.clock.now())
+            outcome = await self._run(step, self.state, prompt=True)
+            watch.last_body = ping.body
+        watch.pinged()
+        return outcome
 
     def _alerts(self) -> AlertStreams:
         """The service's alert streams (built without a service, as in tests: one that logs)."""

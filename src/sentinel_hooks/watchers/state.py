@@ -49,6 +49,13 @@ class WatcherState:
     reconnects: int = 0
     last_gap_ms: int | None = None
     silenced_episode: str | None = None  # the silence or window that muted this episode's fire
+    # heartbeat watchers (``watchers.strategies.heartbeat``): the last ping of any kind, the period's
+    # anchor (the last success ping, else the watch's first start), a run's /start, and the open
+    # fire (its callback id; "" when none went out) that a success ping resolves
+    last_ping_at: datetime | None = None
+    beat_at: datetime | None = None
+    run_started_at: datetime | None = None
+    beat_fire: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +74,10 @@ class WatcherState:
             "reconnects": self.reconnects,
             "lastGapMs": self.last_gap_ms,
             "silencedEpisode": self.silenced_episode,
+            "lastPingAtMs": _ms(self.last_ping_at),
+            "beatAtMs": _ms(self.beat_at),
+            "runStartedAtMs": _ms(self.run_started_at),
+            "beatFire": self.beat_fire,
         }
 
     def durable_key(self) -> tuple[Any, ...]:
@@ -84,6 +95,10 @@ class WatcherState:
             self.last_gap_ms,
             self.silenced_episode,
             self.consecutive_failures > 0,
+            self.last_ping_at,
+            self.beat_at,
+            self.run_started_at,
+            self.beat_fire,
         )
 
     @classmethod
@@ -92,7 +107,7 @@ class WatcherState:
 
         Built without ``__init__`` (as ``evolve`` copies): a start-up decodes every stored state,
         10,000 of them before the first poll of a replica that takes over a cluster's leases, and
-        a frozen dataclass's ``__init__`` sets each of the 15 fields through ``object.__setattr__``.
+        a frozen dataclass's ``__init__`` sets each of the 19 fields through ``object.__setattr__``.
         """
         if not data:
             return _INITIAL
@@ -115,6 +130,10 @@ class WatcherState:
             reconnects=int(get("reconnects") or 0),
             last_gap_ms=last_gap if isinstance(last_gap, int) else None,
             silenced_episode=_text(get("silencedEpisode")),
+            last_ping_at=_at(get("lastPingAtMs")),
+            beat_at=_at(get("beatAtMs")),
+            run_started_at=_at(get("runStartedAtMs")),
+            beat_fire=_text(get("beatFire")),
         )
         return state
 
@@ -126,7 +145,7 @@ class WatcherState:
         """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``.
 
         Every poll of every watcher makes a few of these copies; ``replace`` costs several
-        times more (it rebuilds the keyword arguments of all 15 fields and calls ``__init__``).
+        times more (it rebuilds the keyword arguments of all 19 fields and calls ``__init__``).
         """
         if not _FIELD_NAMES.issuperset(changes):
             raise TypeError(f"WatcherState has no field(s) {sorted(changes.keys() - _FIELD_NAMES)}")
@@ -169,7 +188,8 @@ def is_firing(state: WatcherState, *, lasting: bool) -> bool:
     """
     episodes = state.probe_episodes
     open_episode = episodes.terminal.firing or episodes.stall.firing or episodes.probe_error.firing
-    return (lasting and state.firing.firing) or open_episode or state.quiet_fired
+    beat_open = state.beat_fire is not None
+    return (lasting and state.firing.firing) or open_episode or state.quiet_fired or beat_open
 
 
 def status_json(

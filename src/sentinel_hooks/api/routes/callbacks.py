@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, get_args
 from aiohttp import web
 from pydantic import ValidationError
 
+from sentinel_hooks.api.access import who_of
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.charts import report_charts
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import int_param, limit_param
-from sentinel_hooks.api.routes.inbox import actor_of
 from sentinel_hooks.api.routing import Routes
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.config.issues import format_loc
@@ -141,10 +141,10 @@ async def show_callback(request: web.Request) -> web.Response:
 @routes.serve(endpoints.FEEDBACK)
 async def give_feedback(request: web.Request) -> web.Response:
     """A person's 👍/👎 on a callback (the actor header names the person)."""
-    actor = actor_of(request)
+    who = who_of(request)
     useful, note = feedback_of(await read_json(request, max_bytes=FEEDBACK_BODY_BYTES))
     callback_id = request.match_info["id"]
-    found = await service_of(request).give_feedback(callback_id, actor, useful, note)
+    found = await service_of(request).give_feedback(callback_id, who, useful, note)
     if found is None:
         raise ApiError(404, "not_found", f"callback {callback_id!r} not found")
     return web.json_response(feedback_json(found))

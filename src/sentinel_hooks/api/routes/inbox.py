@@ -1,7 +1,8 @@
 """Inbox and approval routes (SPEC.md §8, §9): list, show, ack, resolve, approve, deny.
 
-Who acted is the ``X-Sentinel-Actor`` header (the CLI sends ``cli`` or its ``--actor``, the web
-page ``web``), else ``api``; it is recorded on the item and in its history. Refused moves are
+Who acted is ``api.access.who_of``: a named token's name, else the ``X-Sentinel-Actor`` header (the
+CLI sends ``cli`` or its ``--actor``, the web page ``web``), else ``api``; it is recorded on the item
+and in its history. Refused moves are
 ``Conflict`` (409) and unknown ids ``NotFound`` (404), both rendered by the error middleware.
 """
 
@@ -12,13 +13,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from aiohttp import web
 
+from sentinel_hooks.api.access import who_of
 from sentinel_hooks.api.app import service_of
-from sentinel_hooks.api.body import has_lone_surrogate, read_json
+from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.api.routing import Routes
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.endpoints import inbox as endpoints
-from sentinel_hooks.endpoints.common import MAX_ACTOR_CHARS
 from sentinel_hooks.endpoints.inbox import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT
 from sentinel_hooks.endpoints.silences import MAX_DURATION_MS as MAX_SILENCE_MS
 from sentinel_hooks.inbox.transitions import INBOX_KINDS, INBOX_STATUSES, MAX_NOTE_CHARS, Action
@@ -28,9 +30,6 @@ if TYPE_CHECKING:
     from sentinel_hooks.service import Service
 
 routes = Routes()
-
-ACTOR_HEADER = "X-Sentinel-Actor"
-DEFAULT_ACTOR = "api"
 
 
 def item_json(item: InboxItem, escalation: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -56,17 +55,6 @@ def _choice(query: Mapping[str, str], name: str, allowed: tuple[str, ...]) -> st
             {"allowed": list(allowed)},
         )
     return raw
-
-
-def actor_of(request: web.Request, default: str = DEFAULT_ACTOR) -> str:
-    """The ``X-Sentinel-Actor`` header (trimmed), else ``default``; 400 when over 200 characters
-    or not UTF-8."""
-    actor = request.headers.get(ACTOR_HEADER, "").strip()
-    if has_lone_surrogate(actor):
-        raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is not UTF-8 text")
-    if len(actor) > MAX_ACTOR_CHARS:
-        raise ApiError(400, "invalid_actor", f"{ACTOR_HEADER} is longer than {MAX_ACTOR_CHARS} characters")
-    return actor or default
 
 
 def note_of(data: Any) -> str | None:
@@ -111,7 +99,7 @@ async def inbox_page(service: Service, query: Mapping[str, str]) -> dict[str, An
     return {"items": items, "nextCursor": page.next_cursor}
 
 
-async def move_from(service: Service, action: Action, item_id: str, data: Any, actor: str) -> dict[str, Any]:
+async def move_from(service: Service, action: Action, item_id: str, data: Any, who: Who) -> dict[str, Any]:
     """Resolve, approve or deny the item with a ``{note?}`` body: ``{"item"}``."""
     note = note_of(data)
     moves = {
@@ -120,18 +108,18 @@ async def move_from(service: Service, action: Action, item_id: str, data: Any, a
         "approve": service.approve,
         "deny": service.deny,
     }
-    item = await moves[action](item_id, actor=actor, note=note)
+    item = await moves[action](item_id, who=who, note=note)
     chain = (await service.escalation_status([item])).get(item.id)
     return {"item": item_json(item, chain)}
 
 
-async def ack_from(service: Service, item_id: str, data: Any, actor: str) -> dict[str, Any]:
+async def ack_from(service: Service, item_id: str, data: Any, who: Who) -> dict[str, Any]:
     """Ack the item with a ``{note?, silenceForMs?}`` body: with ``silenceForMs`` the item's
     watcher is silenced that long too (SPEC §14), and the answer carries the ``silence``."""
     data = _shaped(data, {"note", "silenceForMs"}, 'the body must be {} or {"note"?, "silenceForMs"?}')
     note, silence_for = _note(data), data.get("silenceForMs")
     if silence_for is None:
-        return {"item": item_json(await service.ack(item_id, actor=actor, note=note))}
+        return {"item": item_json(await service.ack(item_id, who=who, note=note))}
     if (
         isinstance(silence_for, bool)
         or not isinstance(silence_for, int)
@@ -140,7 +128,7 @@ async def ack_from(service: Service, item_id: str, data: Any, actor: str) -> dic
         raise ApiError(
             400, "invalid", f"silenceForMs must be a whole number of milliseconds from 1 to {MAX_SILENCE_MS}"
         )
-    item, silence = await service.ack_and_silence(item_id, actor=actor, note=note, silence_for_ms=silence_for)
+    item, silence = await service.ack_and_silence(item_id, who=who, note=note, silence_for_ms=silence_for)
     return {"item": item_json(item), "silence": silence.to_json(service.now())}
 
 
@@ -159,7 +147,7 @@ async def show_item(request: web.Request) -> web.Response:
 
 async def _move(request: web.Request, action: Action) -> web.Response:
     data = await _body(request)
-    answer = await move_from(service_of(request), action, request.match_info["id"], data, actor_of(request))
+    answer = await move_from(service_of(request), action, request.match_info["id"], data, who_of(request))
     return web.json_response(answer)
 
 
@@ -167,7 +155,7 @@ async def _move(request: web.Request, action: Action) -> web.Response:
 async def ack_item(request: web.Request) -> web.Response:
     """``{note?, silenceForMs?}`` (``ack_from``)."""
     data = await _body(request)
-    answer = await ack_from(service_of(request), request.match_info["id"], data, actor_of(request))
+    answer = await ack_from(service_of(request), request.match_info["id"], data, who_of(request))
     return web.json_response(answer)
 
 

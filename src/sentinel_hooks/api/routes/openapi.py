@@ -25,6 +25,6 @@ def document_bytes(*, bearer: bool) -> bytes:
 @routes.serve(endpoints.OPENAPI)
 async def openapi_document(request: web.Request) -> web.Response:
     """The OpenAPI document describing every route of this service."""
-    bearer = service_of(request).settings.server.api_token is not None
+    bearer = service_of(request).settings.server.has_tokens
     body = document_bytes(bearer=bearer)
     return web.Response(body=body, content_type="application/json", charset="utf-8")

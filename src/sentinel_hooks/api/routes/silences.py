@@ -17,16 +17,17 @@ from aiohttp import web
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
+from sentinel_hooks.api.access import who_of
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
 from sentinel_hooks.api.query import limit_param
-from sentinel_hooks.api.routes.inbox import actor_of
 from sentinel_hooks.api.routing import Routes
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.hints import did_you_mean
 from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import Op
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.endpoints import service as service_endpoints
 from sentinel_hooks.endpoints import silences as endpoints
@@ -74,12 +75,12 @@ async def silence_page(service: Service, query: Mapping[str, str]) -> dict[str, 
     return {"items": [s.to_json(now) for s in page.items], "nextCursor": page.next_cursor}
 
 
-async def create_from(service: Service, data: Any, actor: str) -> dict[str, Any]:
+async def create_from(service: Service, data: Any, who: Who) -> dict[str, Any]:
     """A new silence from a POST body: ``{"silence"}``, the answer of a 201. The body's
-    ``createdBy`` names who made it (SPEC §14: without ``server.tokens`` it is the actor), else
-    ``actor`` (the request's)."""
+    ``createdBy`` names who made it (SPEC §14: without ``server.tokens`` it is the actor, with
+    them it is kept as ``claimedActor``), else ``who`` (the request's)."""
     arguments = parse_body(data, service.now())  # data is an object with known keys from here on
-    silence = await service.create_silence(**arguments, actor=_created_by(data) or actor)
+    silence = await service.create_silence(**arguments, who=who.claiming(_created_by(data)))
     answer: dict[str, Any] = {"silence": silence.to_json(service.now())}
     warnings = unknown_watchers(service, arguments["matchers"])
     if warnings:
@@ -224,9 +225,9 @@ async def list_silences(request: web.Request) -> web.Response:
 
 @routes.serve(endpoints.CREATE)
 async def create_silence(request: web.Request) -> web.Response:
-    actor = actor_of(request)
+    who = who_of(request)
     data = await read_json(request, max_bytes=MAX_BODY)
-    return web.json_response(await create_from(service_of(request), data, actor), status=201)
+    return web.json_response(await create_from(service_of(request), data, who), status=201)
 
 
 @routes.serve(endpoints.SHOW)
@@ -237,7 +238,7 @@ async def show_silence(request: web.Request) -> web.Response:
 
 @routes.serve(endpoints.EXPIRE)
 async def expire_silence(request: web.Request) -> web.Response:
-    silence = await service_of(request).expire_silence(request.match_info["id"])
+    silence = await service_of(request).expire_silence(request.match_info["id"], who_of(request))
     return web.json_response({"silence": silence_json(request, silence)})
 
 

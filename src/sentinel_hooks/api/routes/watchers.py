@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from pydantic import ValidationError
 
+from sentinel_hooks.api.access import who_of
 from sentinel_hooks.api.app import service_of
 from sentinel_hooks.api.body import read_json
 from sentinel_hooks.api.errors import ApiError
@@ -20,6 +21,7 @@ from sentinel_hooks.api.query import limit_param
 from sentinel_hooks.api.routing import Routes, body_limit
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.watcher import CommandWatcher
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.endpoints import watchers as endpoints
 from sentinel_hooks.endpoints.watchers import DEFAULT_LIMIT, MAX_BODY, MAX_LIMIT, EnabledBody, FireBody
 from sentinel_hooks.watchers.runner import WatcherRunner
@@ -68,7 +70,7 @@ async def watcher_page(service: Service, query: Mapping[str, str]) -> dict[str, 
     return {"items": items, "nextCursor": next_cursor}
 
 
-async def create_from(service: Service, data: Any) -> dict[str, Any]:
+async def create_from(service: Service, data: Any, who: Who) -> dict[str, Any]:
     """Create the watcher ``data`` describes, checked as a file's; 403 for a ``command`` watcher
     unless ``server.allowCommandWatchers``. The answer of a 201."""
     if not isinstance(data, dict):
@@ -88,26 +90,26 @@ async def create_from(service: Service, data: Any) -> dict[str, Any]:
     spec = service.validate_watcher(data)
     if isinstance(spec, CommandWatcher) and not allow_command_watchers:
         raise ApiError(403, "forbidden", "command watchers cannot be created through the API")
-    return await watcher_json(service, await service.create_watcher(spec, data))
+    return await watcher_json(service, await service.create_watcher(spec, data, who))
 
 
-async def set_enabled_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
+async def set_enabled_from(service: Service, watcher_id: str, data: Any, who: Who) -> dict[str, Any]:
     """Enable or disable from a ``{"enabled": bool}`` body (``EnabledBody``)."""
     try:
         body = EnabledBody.model_validate(data, strict=True)
     except ValidationError:
         raise ApiError(400, "invalid", 'the body must be {"enabled": true} or {"enabled": false}') from None
-    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, body.enabled))
+    return await watcher_json(service, await service.set_watcher_enabled(watcher_id, body.enabled, who))
 
 
-async def fire_from(service: Service, watcher_id: str, data: Any) -> dict[str, Any]:
+async def fire_from(service: Service, watcher_id: str, data: Any, who: Who) -> dict[str, Any]:
     """A manual fire from a ``{}`` or ``{"payload": …}`` body (``FireBody``); the answer of a 202."""
     runner = service.watcher(watcher_id)
     try:
         body = FireBody.model_validate(data, strict=True)
     except ValidationError:
         raise ApiError(400, "invalid", 'the body must be {} or {"payload": …}') from None
-    outcome = await service.fire(runner.id, body.payload)
+    outcome = await service.fire(runner.id, body.payload, who)
     if outcome.contract is None:
         raise ApiError(
             400, "fire_failed", outcome.state.last_error or f"the fire was not sent ({outcome.skipped})"
@@ -129,18 +131,20 @@ async def show_watcher(request: web.Request) -> web.Response:
 @routes.serve(endpoints.CREATE)
 async def create_watcher(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_BODY)
-    return web.json_response(await create_from(service_of(request), data), status=201)
+    return web.json_response(await create_from(service_of(request), data, who_of(request)), status=201)
 
 
 @routes.serve(endpoints.PATCH)
 async def patch_watcher(request: web.Request) -> web.Response:
     data = await read_json(request, max_bytes=MAX_BODY)
-    return web.json_response(await set_enabled_from(service_of(request), request.match_info["id"], data))
+    return web.json_response(
+        await set_enabled_from(service_of(request), request.match_info["id"], data, who_of(request))
+    )
 
 
 @routes.serve(endpoints.DELETE)
 async def delete_watcher(request: web.Request) -> web.Response:
-    await service_of(request).delete_watcher(request.match_info["id"])
+    await service_of(request).delete_watcher(request.match_info["id"], who_of(request))
     return web.Response(status=204)
 
 
@@ -151,4 +155,6 @@ async def fire_watcher(request: web.Request) -> web.Response:
     data: Any = {}
     if request.can_read_body:
         data = await read_json(request, max_bytes=body_limit(endpoints.FIRE, service))
-    return web.json_response(await fire_from(service, request.match_info["id"], data), status=202)
+    return web.json_response(
+        await fire_from(service, request.match_info["id"], data, who_of(request)), status=202
+    )

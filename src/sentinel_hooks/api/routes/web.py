@@ -117,7 +117,7 @@ def render_page(*, token_required: bool) -> str:
 @routes.serve(endpoints.PAGE)
 async def page(request: web.Request) -> web.Response:
     """The web page: inbox, watchers, recent callbacks (data comes from the JSON API)."""
-    token_required = service_of(request).settings.server.api_token is not None
+    token_required = service_of(request).settings.server.has_tokens
     response = web.Response(text=render_page(token_required=token_required), content_type="text/html")
     return secured(response, cache="no-store")
 

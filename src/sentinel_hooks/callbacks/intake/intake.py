@@ -25,6 +25,7 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
 from sentinel_hooks.store.base import ContractStore
 from sentinel_hooks.store.records import Contract, Delivery, Trigger
+from sentinel_hooks.tracing import fire_trace
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,8 @@ class CallbackIntake:
         pending = self._pending(envelope, session_group)
         if silenced_by is ASK_SILENCES:
             silenced_by = await self.silenced_by(envelope)
+        if (traced := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
+            pending = pending.model_copy(update=traced)
         if silenced_by is not None:
             return await self._silenced(envelope, pending, silenced_by)
         line = fired_on(envelope.watcher.event_name, envelope.watcher.id)

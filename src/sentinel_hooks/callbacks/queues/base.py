@@ -29,6 +29,7 @@ from sentinel_hooks.events import Events
 from sentinel_hooks.store.base import CheckpointStore, ContractStore
 from sentinel_hooks.store.records import Contract, ContractState
 from sentinel_hooks.store.shortcuts import get_checkpoint
+from sentinel_hooks.tracing import traced_session
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.queues.stream import StreamSettings
@@ -131,7 +132,7 @@ async def run_counted(
     if running is not None:
         running.inc()
     try:
-        status = await runner.run(contract, envelope)
+        status = await traced_session(events, contract, runner.run(contract, envelope))
     except passes:
         raise
     except Exception:

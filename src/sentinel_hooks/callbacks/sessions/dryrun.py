@@ -7,6 +7,7 @@ instead of the real ones: nothing else in the session checks a flag. The policy 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,10 @@ class DryRunMcp:
     policy: ActionPolicySpec
     read_only: frozenset[str]
     judged: list[dict[str, Any]] = field(default_factory=list)
+
+    async def offer(self, patterns: Sequence[str]) -> dict[str, McpTool]:
+        """The tools offered are the real ones: the model sees what it would see in a fire."""
+        return await self.gate.offer(patterns)
 
     async def request(
         self, box: ToolBox, call: ToolCall, tool: McpTool, arguments: dict[str, Any], *, history: list[str]

@@ -19,9 +19,9 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
@@ -43,6 +43,7 @@ from sentinel_hooks.callbacks.sessions.prompt import system_message, user_messag
 from sentinel_hooks.callbacks.sessions.tools import (
     FIRE_RESOLVED,
     CommandGate,
+    McpCaller,
     McpTool,
     ToolBox,
     notifies_in,
@@ -67,13 +68,16 @@ from sentinel_hooks.store.base import (
 )
 from sentinel_hooks.store.records import Contract, TranscriptEntry
 
-if TYPE_CHECKING:
-    from sentinel_hooks.callbacks.mcp.calls import McpGate
-
 log = logging.getLogger(__name__)
 
 MODEL_BACKOFF = Backoff(base_s=0.5, cap_s=8, jitter="full", max_attempts=3)  # SPEC §5.2, per model call
 _RNG = random.Random()  # the model backoff's jitter
+
+
+class SessionMcp(McpCaller, Protocol):
+    """The MCP part of a session: the tools it offers, and their calls (``McpGate``, or a dry run's)."""
+
+    async def offer(self, patterns: Sequence[str]) -> dict[str, McpTool]: ...
 
 
 class SessionRoles(SessionStore, CheckpointStore, ContractStore, WatcherStore, UsageStore, Protocol):
@@ -107,7 +111,7 @@ class SessionDeps:
     redactor: Redactor
     events: Events | None = None
     judges: Judges | None = None
-    mcp: McpGate | None = None
+    mcp: SessionMcp | None = None
 
 
 def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:

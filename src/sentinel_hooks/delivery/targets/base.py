@@ -19,16 +19,22 @@ import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.errors import SentinelError, TransientError
+from sentinel_hooks.store.base import CheckpointStore, PaceStore
 
 if TYPE_CHECKING:
     from sentinel_hooks.config.targets import TargetSpec
     from sentinel_hooks.net.client import SafeHttp
-    from sentinel_hooks.store.base import CheckpointStore
+
+
+class TargetStore(CheckpointStore, PaceStore, Protocol):
+    """What targets keep in the store: checkpoints (Slack threads, resolved PagerDuty alerts) and
+    pacing windows (PagerDuty's events per minute)."""
 
 
 DETAILS_CHARS = 2000  # the most of an observed payload a message carries (``details_payload``)
@@ -46,6 +52,20 @@ class TransientDeliveryError(DeliveryError, TransientError):
     def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class DeferredDelivery(SentinelError):
+    """The target may not send yet (a receiver's pace, SPEC §16): the outbox keeps the delivery
+    pending until ``until`` without counting an attempt, so the wait lives in the store."""
+
+    def __init__(self, message: str, *, until: datetime) -> None:
+        super().__init__(message)
+        self.until = until
+
+
+class CancelledDelivery(SentinelError):
+    """The message must no longer be sent (a PagerDuty trigger whose alert was resolved
+    meanwhile): the delivery ends ``cancelled`` with this reason, never ``delivered``."""
 
 
 def delivery_error(message: str, *, like: BaseException) -> DeliveryError:
@@ -151,7 +171,7 @@ class TargetContext:
     clock: Clock
     base_dir: Path
     console: TextIO | None = None  # None: the service's standard output
-    store: CheckpointStore | None = (
+    store: TargetStore | None = (
         None  # where a target keeps what must outlive a process (Slack threads); None: nowhere
     )
 

@@ -14,10 +14,22 @@ One event per message, POSTed as JSON to ``{apiBase}/v2/enqueue`` through ``Safe
   being retried, an escalation step) is accepted without a request. In a process the messages of
   one callback go one at a time (``KeyedLocks``), so a trigger in flight finishes before the
   resolve; replicas share no lock, so a trigger already sent by another replica can still land
-  just after it;
+  just after it. A trigger refused so raises ``CancelledDelivery``: its delivery ends
+  ``cancelled`` with the reason, not ``delivered``;
 - the fan-out line is not sent (accepted as is): it goes out on every fire before the agent has
   looked, and paging then would take the decision away from the agent; the notify or the
   fallback pages.
+
+Pacing (SPEC §16): at most ``PACE_LIMIT`` events in any ``PACE_WINDOW_MS`` per routing key,
+PagerDuty's documented limit. Each event first takes a slot of the store's window for the key
+(``PaceStore.take_pace_slot``; the key is a hash of the routing key, never the key itself), so
+every replica and every restart counts the same sends. Without a free slot the store reserves the
+next one for the delivery (its Idempotency-Key is the holder) and the target raises
+``DeferredDelivery(until)``: the outbox keeps the delivery pending until its slot (no attempt
+counted), so a storm's events wait in the store, go out in the order they first asked, one store
+write each while waiting, and none is dropped. The resolve marks its dedup_key resolved before it
+waits for a slot, so a trigger still queued behind it is cancelled, never sent after it. Without
+a store (tests) nothing is paced.
 
 ``severity`` comes from the priority (critical → critical, high → error, normal → warning,
 low → info), ``summary`` is the message's first line (at most 1024 characters), ``source`` the
@@ -28,6 +40,7 @@ other 4xx is not. The routing key is a secret: it is never in an error text.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from typing import Any
@@ -36,7 +49,15 @@ from sentinel_hooks import __version__
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.targets import PagerDutyTargetSpec, TargetSpec
-from sentinel_hooks.delivery.targets.base import DeliveryError, Message, Target, TargetContext, delivery_error
+from sentinel_hooks.delivery.targets.base import (
+    CancelledDelivery,
+    DeferredDelivery,
+    DeliveryError,
+    Message,
+    Target,
+    TargetContext,
+    delivery_error,
+)
 from sentinel_hooks.delivery.targets.slack_threads import KeyedLocks
 from sentinel_hooks.delivery.targets.webhook import shown_url, status_failure
 from sentinel_hooks.net.errors import HttpStatusError, NetError
@@ -47,6 +68,8 @@ SUMMARY_CHARS = 1024  # PagerDuty's limit for payload.summary
 SEVERITIES = {"critical": "critical", "high": "error", "normal": "warning", "low": "info"}
 DEFAULT_SEVERITY = "warning"
 SKIPPED_KINDS = frozenset({"fanout"})
+PACE_LIMIT = 120  # events per routing key …
+PACE_WINDOW_MS = 60_000  # … in any window this long (PagerDuty's documented Events API limit)
 log = logging.getLogger(__name__)
 
 
@@ -57,6 +80,11 @@ def resolved_prefix(target: str) -> str:
     """The checkpoint key of ``target``'s resolved dedup_keys, less the callback id (what
     retention prunes)."""
     return f"{RESOLVED_PREFIX}{target}:"
+
+
+def pace_key(routing_key: str) -> str:
+    """The pacing window's key for ``routing_key``: a hash, so the secret never reaches the store."""
+    return "pagerduty:" + hashlib.sha256(routing_key.encode("utf-8")).hexdigest()[:32]
 
 
 def event_action(kind: str) -> str | None:
@@ -113,6 +141,7 @@ class PagerDutyTarget:
         self._url = spec.enqueue_url()
         self._routing_key = spec.routing_key.get_secret_value()
         self._redactor = Redactor([self._routing_key])
+        self._pace_key = pace_key(self._routing_key)
         self._where = f"pagerduty target {name!r} ({shown_url(self._url)})"
         self._headers = {"Content-Type": "application/json", "User-Agent": f"sentinel-hooks/{__version__}"}
         self._locks = KeyedLocks()
@@ -134,8 +163,27 @@ class PagerDutyTarget:
                     idempotency_key,
                     extra={"callbackId": message.callback_id},
                 )
-                return
+                raise CancelledDelivery(
+                    f"{self._where}: not sent, its alert was resolved (no trigger after resolve)"
+                )
+            await self._take_slot(idempotency_key)
             await self._post(message, action)
+
+    async def _take_slot(self, holder: str) -> None:
+        """Take a slot of the routing key's pace for ``holder`` (the delivery), or raise
+        ``DeferredDelivery`` until the slot reserved for it."""
+        store = self._context.store
+        if store is None:
+            return
+        now = self._context.clock.now()
+        free_at = await store.take_pace_slot(
+            self._pace_key, holder=holder, limit=PACE_LIMIT, window_ms=PACE_WINDOW_MS, at=now
+        )
+        if free_at is not None:
+            raise DeferredDelivery(
+                f"{self._where}: {PACE_LIMIT} events in {PACE_WINDOW_MS // 1000} s, waiting for a slot",
+                until=free_at,
+            )
 
     async def _mark_resolved(self, dedup_key: str) -> None:
         store = self._context.store

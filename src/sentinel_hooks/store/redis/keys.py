@@ -27,6 +27,9 @@ silences                            hash    silence id → Silence JSON
 silence-ends                        zset    silence ids by ``endsAt`` ms (pruning)
 usage:{key}                         hash    in, out, usd: a model usage counter (PEXPIRE)
 feedback:{callbackId}               hash    person -> Feedback JSON (the latest per person)
+pace:{key}                          zset    a pacing window's slots, scored by ms taken (PEXPIRE)
+audit                               zset    audit listing members ``{at_ms:015d}:{id}`` (lex order)
+audit-docs                          hash    audit entry id -> AuditEntry JSON
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
 lease:{watcher}                     string  ``<replicaId>:<token>`` with PX (cluster lease)
 lease-token:{watcher}               string  last fencing token handed out (INCR; kept)
@@ -62,6 +65,8 @@ class RedisKeys:
         self.sessions = f"{prefix}sessions"
         self.silences = f"{prefix}silences"
         self.silence_ends = f"{prefix}silence-ends"
+        self.audit = f"{prefix}audit"
+        self.audit_docs = f"{prefix}audit-docs"
 
     def observations(self, watcher_id: str) -> str:
         return f"{self.prefix}observations:{watcher_id}"
@@ -89,6 +94,9 @@ class RedisKeys:
 
     def usage(self, key: str) -> str:
         return f"{self.prefix}usage:{key}"
+
+    def pace(self, key: str) -> str:
+        return f"{self.prefix}pace:{key}"
 
     def feedback(self, callback_id: str) -> str:
         return f"{self.prefix}feedback:{callback_id}"

@@ -15,13 +15,14 @@ rules that hold across kinds (a claim's due set, an index kept with its document
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from sentinel_hooks.clock import iso
+from sentinel_hooks.clock import from_ms, iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
@@ -66,6 +67,7 @@ from sentinel_hooks.store.records import (
 )
 from sentinel_hooks.store.redis import retention
 from sentinel_hooks.store.redis import scripts as lua
+from sentinel_hooks.store.redis.audit import RedisAudit
 from sentinel_hooks.store.redis.connection import RedisConnection, as_text
 from sentinel_hooks.store.redis.keys import RedisKeys
 from sentinel_hooks.store.silences import Silence, SilenceState
@@ -79,7 +81,7 @@ _GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")  # what a MATCH pattern reads as a wil
 _MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
 
-class RedisStore:
+class RedisStore(RedisAudit):
     """The Store contract on the Redis server at ``url``, keys under ``key_prefix``."""
 
     def __init__(self, url: str, *, key_prefix: str = "sentinel:") -> None:
@@ -641,6 +643,19 @@ class RedisStore:
             for key, row in zip(unique, rows, strict=True)
             if row[0] is not None
         }
+
+    # -- pacing ------------------------------------------------------------------------------
+
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """See ``Store.take_pace_slot`` (one script on the key's sorted set)."""
+        check_positive(limit, "limit")
+        check_positive(window_ms, "window_ms")
+        args = [to_epoch_ms(at), window_ms, limit, holder, uuid.uuid4().hex]
+        script = self._db.scripts.take_pace_slot
+        free_ms = await self._db.run("take pace slot", script, [self.keys.pace(key)], args)
+        return None if free_ms is None else from_ms(int(free_ms))
 
     # -- feedback ----------------------------------------------------------------------------
 

@@ -95,7 +95,27 @@ _V5 = (
         PRIMARY KEY (callback_id, person)) WITHOUT ROWID""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
+_V6_PACE = (
+    # Pacing windows (SPEC §16: PagerDuty's 120 events per 60 s per routing key): one row per slot,
+    # by a key derived from the routing key; ``at_ms`` may lie ahead (a slot reserved for
+    # ``holder``, NULL once used or when taken at once). Rows older than the window are deleted by
+    # the next ``take_pace_slot`` of their key.
+    """CREATE TABLE pace_slots (
+        id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, at_ms INTEGER NOT NULL, holder TEXT)""",
+    "CREATE INDEX pace_slots_by_key ON pace_slots (key, at_ms)",
+    "CREATE UNIQUE INDEX pace_slots_by_holder ON pace_slots (key, holder) WHERE holder IS NOT NULL",
+)
+
+
+_V7 = (
+    # The audit trail (SPEC §21): every change, newest first by (at, id), filtered by actor.
+    """CREATE TABLE audit (
+        at_ms INTEGER NOT NULL, id TEXT NOT NULL, actor TEXT NOT NULL, doc TEXT NOT NULL,
+        PRIMARY KEY (at_ms, id)) WITHOUT ROWID""",
+    "CREATE INDEX audit_by_actor ON audit (actor, at_ms, id)",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6_PACE, _V7)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from sentinel_hooks.clock import iso
+from sentinel_hooks.clock import from_ms, iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.store import codec
@@ -53,8 +53,10 @@ from sentinel_hooks.store.records import (
     utc_ms,
 )
 from sentinel_hooks.store.silences import Silence, SilenceState
+from sentinel_hooks.store.sqlite import pacing
 from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
+from sentinel_hooks.store.sqlite.audit import SqliteAudit
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
 
 R = TypeVar("R", bound=BaseModel)
@@ -62,7 +64,7 @@ R = TypeVar("R", bound=BaseModel)
 TRIM_EVERY = 32  # batched observation writes of a watcher between two trims of its history
 
 
-class SqliteStore:
+class SqliteStore(SqliteAudit):
     """The Store contract in the SQLite file at ``path`` (see ``store.base.Store``)."""
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 5000) -> None:
@@ -481,6 +483,21 @@ class SqliteStore:
         sql = "SELECT key, input_tokens, output_tokens, cost_usd FROM usage WHERE key IN"
         rows = await self._db.read("usage", partial(q.select_in, sql=sql, ids=keys))
         return {key: Usage(int(i), int(o), float(usd)) for key, i, o, usd in rows}
+
+    # -- pacing ------------------------------------------------------------------------------
+
+    async def take_pace_slot(
+        self, key: str, *, holder: str, limit: int, window_ms: int, at: datetime
+    ) -> datetime | None:
+        """See ``Store.take_pace_slot`` (one transaction)."""
+        check_positive(limit, "limit")
+        check_positive(window_ms, "window_ms")
+        at_ms = to_epoch_ms(at)
+        step = partial(
+            pacing.take_pace_slot, key=key, holder=holder, limit=limit, window_ms=window_ms, at_ms=at_ms
+        )
+        free_ms = await self._db.write("take pace slot", step)
+        return None if free_ms is None else from_ms(free_ms)
 
     # -- feedback ----------------------------------------------------------------------------
 

@@ -8,6 +8,13 @@
   const INBOX_LIMIT = 100;
   const CALLBACK_LIMIT = 20;
   const MAX_TEXT = 4000;
+  const AUDIT_LIMIT = 50;
+  const ROLES = ["viewer", "operator", "admin"];
+  const MAY = {
+    viewer: "read everything",
+    operator: "read everything; ack, resolve, approve, deny, fire, give feedback and manage silences",
+    admin: "do everything: also create, enable, disable and delete watchers",
+  };
   const ACTIONS = {
     ack: { label: "Ack", done: "Acked", route: "inbox" },
     resolve: { label: "Resolve", done: "Resolved", route: "inbox" },
@@ -149,6 +156,7 @@
     if (method !== "GET") {
       headers["Content-Type"] = "application/json";
       headers["X-Sentinel-Actor"] = "web";
+      headers["X-Sentinel-Via"] = "web";
       init.body = JSON.stringify(body || {});
     }
     const response = await fetch(path, init);
@@ -205,7 +213,38 @@
     return `/api/v1/inbox?${query}`;
   }
 
+  // What the token's role may do (SPEC §21): the server refuses the rest (403); the page hides it.
+  function may(needed) {
+    return ROLES.indexOf(state.role || "viewer") >= ROLES.indexOf(needed);
+  }
+
+  function renderWhoami(me) {
+    const changed = state.role !== me.role;
+    state.role = me.role;
+    byId("whoami").textContent = `${me.name} (${me.role}): may ${MAY[me.role] || "read"}`;
+    byId("silence-form").hidden = !may("operator");
+    return changed;
+  }
+
+  function renderAudit(page) {
+    const rows = page.items.map((e) =>
+      el(
+        "tr",
+        {},
+        cell("When", timeEl(e.at)),
+        cell("Who", e.actor, e.claimedActor ? el("span", { class: "muted block" }, `said ${e.claimedActor}`) : ""),
+        cell("Via", e.via),
+        cell("What", e.action),
+        cell("Target", el("code", {}, e.target)),
+        cell("Note", e.note || ""),
+      ),
+    );
+    byId("audit-body").replaceChildren(...rows);
+    byId("audit-summary").textContent = rows.length ? `The last ${rows.length} changes.` : "No changes recorded yet.";
+  }
+
   function possibleActions(item) {
+    if (!may("operator")) return [];
     if (item.kind === "approval") return item.status === "open" ? ["approve", "deny"] : [];
     if (item.status === "open") return ["ack", "resolve"];
     return item.status === "acked" ? ["resolve"] : [];
@@ -470,6 +509,8 @@
       const next = cell("Next check", timeEl(status.nextCheckAt));
       const failures = status.consecutiveFailures ? ` (${status.consecutiveFailures} in a row)` : "";
       const error = cell("Last error", status.lastError ? el("span", { class: "error" }, `${status.lastError}${failures}`) : el("span", { class: "muted" }, "—"));
+      row.button.hidden = !may("admin");
+      row.silence.hidden = !may("operator");
       row.button.textContent = watcher.enabled ? "Disable" : "Enable";
       row.button.setAttribute("aria-label", `${watcher.enabled ? "Disable" : "Enable"} watcher ${watcher.id}`);
       row.silence.setAttribute("aria-label", `Silence watcher ${watcher.id}`);
@@ -605,6 +646,7 @@
       return button;
     });
     const people = el("ul", {}, ...((feedback && feedback.items) || []).map((f) => el("li", {}, `${f.useful ? "👍" : "👎"} ${f.person}${f.note ? ` — ${f.note}` : ""}`)));
+    if (!may("operator")) return el("div", {}, line, people);
     return el("div", {}, line, people, note, el("div", { class: "actions" }, ...buttons));
   }
 
@@ -680,6 +722,7 @@
     const rows = [...active.items, ...pending.items].map((silence) => {
       const expire = el("button", { type: "button", class: "secondary", "data-action": "expire", "aria-label": `Expire silence ${silence.id}` }, "Expire");
       expire.addEventListener("click", () => expireSilence(silence, expire));
+      expire.hidden = !may("operator");
       return el(
         "tr",
         { "data-silence": silence.id },
@@ -757,13 +800,20 @@
     }
     state.busy = true;
     try {
-      const [inbox, watchers, callbacks, active, pending] = await Promise.all([
+      const [me, audit, inbox, watchers, callbacks, active, pending] = await Promise.all([
+        api("GET", "/api/v1/whoami"),
+        api("GET", `/api/v1/audit?limit=${AUDIT_LIMIT}`),
         api("GET", inboxPath()),
         api("GET", "/api/v1/watchers?limit=1000"),
         api("GET", `/api/v1/callbacks?limit=${CALLBACK_LIMIT}`),
         api("GET", "/api/v1/silences?state=active&limit=100"),
         api("GET", "/api/v1/silences?state=pending&limit=100"),
       ]);
+      if (renderWhoami(me)) {
+        // the role decides which buttons exist: entries made for another role are made again
+        for (const entry of state.items.values()) entry.item = null;
+      }
+      renderAudit(audit);
       renderInbox(inbox);
       renderWatchers(watchers);
       renderSilences(active, pending);

@@ -1,0 +1,98 @@
+"""A heartbeat watcher on two replicas of one Redis (SPEC.md §23, §11): the replica holding the
+lease watches the due time, pings may reach either, and the state moves with the lease: pings the
+other replica took keep it quiet, a missed period fires once, and after a hand-off neither the new
+holder fires it again nor does a ping there fail to resolve it."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from sentinel_hooks.service import Service
+from tests.cluster.conftest import SERVICE_LEASE_MS, running, settle_within_s, settled
+from tests.cluster.test_service_cluster import Replicas
+from tests.service.test_api import call
+from tests.support import Sink, wait_for
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+KEY = "cluster-ping-key-0123456789"
+PERIOD_S = 3.0
+CONFIG = """\
+store: {store}
+server: {{host: 127.0.0.1, port: 0}}
+allowedHosts: ["127.0.0.1"]
+cluster: {{leaseMs: {lease_ms}}}
+hookResponseTimeoutMs: 20000
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+targets:
+  team: {{type: webhook, url: "{sink}"}}
+"""
+WATCHER = f"""\
+id: beat
+strategy: heartbeat
+pingKey: {KEY}
+periodMs: {int(PERIOD_S * 1000)}
+deliveryTargets: [team]
+"""
+
+
+@pytest.fixture
+async def replicas(tmp_path: Path, redis_url: str, sink: Sink) -> AsyncIterator[Replicas]:
+    text = CONFIG.format(store=redis_url, lease_ms=SERVICE_LEASE_MS, sink=sink.url("/t"))
+    (tmp_path / "sentinel.yaml").write_text(text)
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "beat.yaml").write_text(WATCHER)
+    made = Replicas(tmp_path / "sentinel.yaml")
+    yield made
+    await made.stop_all()
+
+
+async def fires(service: Service) -> int:
+    return len((await service.store.list_contracts(watcher_id="beat")).items)
+
+
+async def ping(service: Service) -> None:
+    code, body = await call(service, "POST", f"/hooks/ping/{KEY}")
+    assert 200 == code, body
+
+
+async def test_the_state_moves_with_the_lease(replicas: Replicas) -> None:
+    a, b = await replicas.start(), await replicas.start()
+    await wait_for(lambda: settled([a, b], ["beat"]), timeout_s=settle_within_s(SERVICE_LEASE_MS))
+    holder, other = (a, b) if "beat" in running(a) else (b, a)
+    await ping(other)
+    before = await fires(holder)  # a slow settling may have passed the first due time already
+    # pings to the replica without the lease, for two periods: the holder stays quiet
+    until = time.monotonic() + 2 * PERIOD_S
+    while time.monotonic() < until:
+        await ping(other)
+        await asyncio.sleep(PERIOD_S / 6)  # a job's pace, not a wait for anything
+    assert before == await fires(holder)
+    # the pings stop: one fire, however many periods pass
+    await wait_for(lambda: _more(holder, before), timeout_s=PERIOD_S * 3, what="the overdue fire")
+    later = time.monotonic() + PERIOD_S
+    await wait_for(lambda: time.monotonic() > later, timeout_s=PERIOD_S + 2, what="another period")
+    assert before + 1 == await fires(holder)
+    # the holder goes: the other takes the lease and the open fire with it
+    await replicas.stop(holder)
+    await wait_for(lambda: "beat" in running(other), timeout_s=settle_within_s(SERVICE_LEASE_MS))
+    later = time.monotonic() + PERIOD_S * 1.5
+    await wait_for(
+        lambda: time.monotonic() > later, timeout_s=PERIOD_S + 5, what="a period on the new holder"
+    )
+    assert before + 1 == await fires(other)
+    code, body = await call(other, "GET", "/api/v1/watchers/beat")
+    assert (200, True) == (code, body["status"]["firing"])
+    await ping(other)
+    code, body = await call(other, "GET", "/api/v1/watchers/beat")
+    assert (False, before + 1) == (body["status"]["firing"], await fires(other))
+
+
+async def _more(service: Service, than: int) -> bool:
+    return await fires(service) > than

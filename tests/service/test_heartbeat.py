@@ -1,0 +1,195 @@
+"""Heartbeat watchers through a running service (SPEC.md §23): a crontab's real
+``curl -fsS -m 10 --retry 5`` pings it; ``/start`` then ``/fail`` and a non-zero exit code fire
+``terminal``; a missed due time fires ``no_progress`` once; a success ping resolves the fire."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.service import Service
+from sentinel_hooks.store.records import Contract
+from sentinel_hooks.testing import FakeOpenAIServer
+from tests.service.test_api import call
+from tests.service.test_resolved_before_page import slow_notify
+from tests.support import Sink, wait_for
+
+KEY = "hb-key-0123456789abcdef"
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: 0}}
+allowedHosts: ["127.0.0.1"]
+hookResponseTimeoutMs: 20000
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+targets:
+  team: {{type: webhook, url: "{sink}"}}
+"""
+WATCHER = """\
+id: backup
+strategy: heartbeat
+pingKey: "${{env:BACKUP_PING_KEY}}"
+deliveryTargets: [team]
+{extra}"""
+
+Start = Callable[..., Awaitable[Service]]
+
+
+@pytest.fixture
+async def start(tmp_path: Path, sink: Sink) -> AsyncIterator[Start]:
+    """``await start("periodMs: 1000\\n")`` → a started service with the heartbeat watcher."""
+    running: list[Service] = []
+
+    async def make(extra: str = "periodMs: 86400000\n") -> Service:
+        (tmp_path / "sentinel.yaml").write_text(CONFIG.format(sink=sink.url("/t")))
+        (tmp_path / "watchers").mkdir(exist_ok=True)
+        (tmp_path / "watchers" / "backup.yaml").write_text(WATCHER.format(extra=extra))
+        config = load_config(tmp_path / "sentinel.yaml", environ={"BACKUP_PING_KEY": KEY})
+        service = Service(config)
+        await service.start()
+        running.append(service)
+        return service
+
+    yield make
+    for service in running:
+        await service.stop()
+
+
+async def curl(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    """The crontab's ping, the real curl."""
+    argv = ["curl", "-fsS", "-m", "10", "--retry", "5", *extra, url]
+    return await asyncio.to_thread(subprocess.run, argv, capture_output=True, text=True, check=False)
+
+
+async def contracts(service: Service) -> list[Contract]:
+    return list((await service.store.list_contracts(watcher_id="backup")).items)
+
+
+async def envelope_of(service: Service, contract: Contract) -> Envelope:
+    return (await service.store.get_envelopes([contract.callback_id]))[contract.callback_id]
+
+
+async def status(service: Service) -> dict[str, Any]:
+    code, body = await call(service, "GET", "/api/v1/watchers/backup")
+    assert 200 == code, body
+    return dict(body["status"])
+
+
+async def test_a_crontab_curl_pings_and_the_status_shows_it(start: Start) -> None:
+    service = await start()
+    before = await status(service)
+    assert before["lastPingAt"] is None
+    assert before["nextDueAt"] is not None
+    done = await curl(f"{service.url}/hooks/ping/{KEY}")
+    assert 0 == done.returncode, done.stderr
+    assert '"kind": "success"' in done.stdout
+    after = await status(service)
+    assert after["lastPingAt"] is not None
+    assert after["nextDueAt"] > before["nextDueAt"]
+    assert (False, 0) == (after["firing"], after["fires"])
+    assert [] == await contracts(service)
+
+
+async def test_start_then_fail_fires_terminal_with_the_body(start: Start) -> None:
+    service = await start()
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}/start")).returncode
+    failed = await curl(f"{service.url}/hooks/ping/{KEY}/fail", "--data-raw", "disk full")
+    assert 0 == failed.returncode, failed.stderr
+    [contract] = await wait_for(lambda: contracts(service), what="the terminal fire")
+    assert "terminal" == contract.trigger.kind
+    envelope = await envelope_of(service, contract)
+    payload = envelope.payload
+    assert ("fail", None, "disk full") == (payload["status"], payload["exitCode"], payload["body"])
+    assert payload["lastPingAt"] is not None
+    assert (await status(service))["firing"]
+
+
+async def test_an_exit_code_is_a_success_or_a_fail(start: Start) -> None:
+    service = await start()
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}/0")).returncode
+    assert [] == await contracts(service)
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}/3", "-X", "PUT")).returncode
+    [contract] = await wait_for(lambda: contracts(service), what="the fail fire")
+    envelope = await envelope_of(service, contract)
+    assert ("terminal", 3) == (contract.trigger.kind, envelope.payload["exitCode"])
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}")).returncode
+    assert not (await status(service))["firing"]
+
+
+async def test_unknown_keys_bad_suffixes_and_large_bodies_are_refused(start: Start) -> None:
+    service = await start()
+    for path in (f"/hooks/ping/{KEY[:-1]}x", f"/hooks/ping/{KEY}/256", f"/hooks/ping/{KEY}/nope"):
+        code, body = await call(service, "GET", path)
+        assert (404, "not_found") == (code, body["error"]["code"]), path
+    code, body = await call(service, "POST", f"/hooks/ping/{KEY}", raw=b"x" * (10 * 1024 + 1))
+    assert 413 == code, body
+    assert [] == await contracts(service)
+    assert (await status(service))["lastPingAt"] is None
+
+
+async def test_a_missed_period_fires_once_and_a_late_ping_resolves_it(start: Start, sink: Sink) -> None:
+    service = await start("periodMs: 400\ngraceMs: 100\n")
+    [contract] = await wait_for(lambda: contracts(service), what="the overdue fire")
+    assert "no_progress" == contract.trigger.kind
+    envelope = await envelope_of(service, contract)
+    assert ("overdue", None) == (envelope.payload["status"], envelope.payload["lastPingAt"])
+    due = (await status(service))["nextDueAt"]
+    # three more periods pass: still the one fire
+    later = service.clock.now().timestamp() + 1.5
+    await wait_for(lambda: service.clock.now().timestamp() > later, what="three more periods")
+    assert 1 == len(await contracts(service))
+    assert (True, 1, due) == ((s := await status(service))["firing"], s["fires"], s["nextDueAt"])
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}")).returncode
+    assert not (await status(service))["firing"]
+    await wait_for(
+        lambda: any("resolved" in body.get("message", "") for body in sink.bodies()),
+        what="the resolved line",
+    )
+
+
+async def test_max_run_after_a_start_fires_running_too_long(start: Start) -> None:
+    service = await start("periodMs: 86400000\nmaxRunMs: 300\n")
+    code, _ = await call(service, "POST", f"/hooks/ping/{KEY}/start")
+    assert 200 == code
+    [contract] = await wait_for(lambda: contracts(service), what="the overrun fire")
+    envelope = await envelope_of(service, contract)
+    assert ("no_progress", "running too long") == (contract.trigger.kind, envelope.payload["status"])
+
+
+async def test_a_ping_before_the_page_settles_the_fire_resolved(
+    tmp_path: Path, sink: Sink, model: FakeOpenAIServer
+) -> None:
+    """The agent is still working on the overdue fire when the late ping comes: the contract
+    settles ``resolved`` (SPEC §6.4) and the agent's late notify goes nowhere."""
+    answered = slow_notify(model)
+    text = CONFIG.format(sink=sink.url("/t")) + (
+        f'models:\n  local: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 60000}}\n'
+    )
+    (tmp_path / "sentinel.yaml").write_text(text)
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "backup.yaml").write_text(WATCHER.format(extra="periodMs: 300\n"))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={"BACKUP_PING_KEY": KEY}))
+    await service.start()
+    try:
+        [contract] = await wait_for(lambda: contracts(service), what="the overdue fire")
+        await wait_for(lambda: model.requests, what="the agent to start thinking")
+        code, _ = await call(service, "GET", f"/hooks/ping/{KEY}")
+        assert 200 == code
+        settled = await service.store.get_contract(contract.callback_id)
+        assert settled is not None
+        assert "resolved" == settled.state
+        answered.set()
+        line = await wait_for(
+            lambda: [b["message"] for b in sink.bodies() if "resolved" in b.get("message", "")],
+            what="the resolved line",
+        )
+        assert line[0].startswith("Sentinel: backup on backup fired at ")
+    finally:
+        await service.stop()
