@@ -73,6 +73,8 @@ def test_defaults_match_the_spec() -> None:
         },
         "maintenanceWindows": [],
         "mcpServers": {},
+        "people": {},
+        "slack": {"signingSecret": None},
     }
     assert expected == config.model_dump(mode="json")
 

@@ -14,6 +14,7 @@ from sentinel_hooks.config.budgets import Budgets, Pricing
 from sentinel_hooks.config.escalation import EscalationPolicySpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
+from sentinel_hooks.config.people import PersonSpec, SlackSpec, check_unique_slack_ids
 from sentinel_hooks.config.targets import TargetSpec
 from sentinel_hooks.config.tokens import TokenSpec, check_distinct, check_length
 from sentinel_hooks.core.checks import MatchMode
@@ -346,6 +347,13 @@ class ServiceConfig(Spec):
     maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
     mcp_servers: dict[ServerName, McpServerSpec] = Field(default_factory=dict)
     budgets: Budgets = Field(default_factory=Budgets)
+    people: dict[Name, PersonSpec] = Field(default_factory=dict)  # who may act from Slack (§21)
+    slack: SlackSpec = Field(default_factory=SlackSpec)
+
+    @field_validator("people")
+    @classmethod
+    def _unique_slack_ids(cls, people: dict[str, PersonSpec]) -> dict[str, PersonSpec]:
+        return check_unique_slack_ids(people)
 
     @field_validator("maintenance_windows")
     @classmethod
