@@ -260,7 +260,7 @@ def test_schema_is_json_schema(sentinel: Runner) -> None:
         if "strategy" in d.get("properties", {})
     }
     expected = {"http-poll", "http-long-poll", "sse", "websocket", "redis-pubsub", "redis-stream"}
-    assert expected | {"webhook", "command", "evm-call"} == strategies
+    assert expected | {"webhook", "command", "evm-call", "heartbeat"} == strategies
 
 
 def test_schema_envelope(sentinel: Runner) -> None:
