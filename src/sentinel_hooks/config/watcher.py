@@ -186,13 +186,11 @@ def _good_origin(origin: str, schemes: tuple[str, ...]) -> bool:
     return parts.scheme in schemes and bool(parts.hostname)
 
 
-class Scheduled(WatcherBase):
-    """Watchers that run every ``intervalMs`` or on a cron ``schedule``."""
+class OnSchedule(WatcherBase):
+    """A cron ``schedule`` read in ``timezone``, checked once for the watchers that take one."""
 
-    interval_ms: PositiveMs | None = None
     schedule: str | None = None
     timezone: str = "UTC"
-    timeout_ms: PositiveMs = 10000
 
     @field_validator("schedule")
     @classmethod
@@ -203,6 +201,13 @@ class Scheduled(WatcherBase):
     @classmethod
     def _known_timezone(cls, value: str) -> str:
         return check_timezone(value)
+
+
+class Scheduled(OnSchedule):
+    """Watchers that run every ``intervalMs`` or on a cron ``schedule``."""
+
+    interval_ms: PositiveMs | None = None
+    timeout_ms: PositiveMs = 10000
 
     @model_validator(mode="after")
     def _interval_or_schedule(self) -> Scheduled:
@@ -379,15 +384,13 @@ class WebhookWatcher(WatcherBase):
         return self.fire.notify_resolved
 
 
-class HeartbeatWatcher(WatcherBase):
+class HeartbeatWatcher(OnSchedule):
     """A job that checks in (SPEC.md §23): pings to ``/hooks/ping/{pingKey}`` due every
     ``periodMs`` or on ``schedule``, ``graceMs`` late at most (``watchers.strategies.heartbeat``)."""
 
     strategy: Literal["heartbeat"]
     ping_key: SecretStr
     period_ms: PositiveMs | None = None
-    schedule: str | None = None
-    timezone: str = "UTC"
     grace_ms: NonNegativeMs = 0
     max_run_ms: PositiveMs | None = None
 
@@ -401,16 +404,6 @@ class HeartbeatWatcher(WatcherBase):
                 "(`openssl rand -hex 16`)"
             )
         return value
-
-    @field_validator("schedule")
-    @classmethod
-    def _valid_cron(cls, value: str | None) -> str | None:
-        return None if value is None else check_cron(value)
-
-    @field_validator("timezone")
-    @classmethod
-    def _known_timezone(cls, value: str) -> str:
-        return check_timezone(value)
 
     @model_validator(mode="after")
     def _period_or_schedule(self) -> HeartbeatWatcher:
