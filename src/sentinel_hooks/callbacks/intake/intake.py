@@ -16,14 +16,20 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
+from sentinel_hooks.callbacks.intake.groups import (
+    GroupStarts,
+    group_contract,
+    group_request,
+)
 from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
-from sentinel_hooks.store.base import ContractStore
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, SessionStore
 from sentinel_hooks.store.records import Contract, Delivery, Trigger
 from sentinel_hooks.tracing import fire_trace
 
@@ -108,6 +114,11 @@ class AcceptHook(Protocol):
     def accepted(self, contract: Contract, deliveries: Sequence[Delivery]) -> None: ...
 
 
+class IntakeRoles(ContractStore, SessionStore, CheckpointStore, Protocol):
+    """The store roles the intake calls: the contracts it accepts, and the group session a fire
+    that joins a group is handed to."""
+
+
 class CallbackIntake:
     """Dedupe, store the contract, hand the callback on.
 
@@ -119,7 +130,7 @@ class CallbackIntake:
     def __init__(
         self,
         *,
-        store: ContractStore,
+        store: IntakeRoles,
         clock: Clock,
         service: ServiceConfig,
         sink: CallbackSink,
@@ -134,6 +145,7 @@ class CallbackIntake:
         self._sink = sink
         self._on_accepted = on_accepted
         self._events = events
+        self._starts = GroupStarts(clock=clock, sink=sink, store=store)
 
     async def accept(
         self,
@@ -144,9 +156,16 @@ class CallbackIntake:
         fanout: Fanout | None = None,
         silenced_by: str | _Ask | None = ASK_SILENCES,
         conditions: list[dict[str, Any]] | None = None,
+        group: GroupRule | None = None,
     ) -> Contract:
-        """The contract for ``envelope``: pending (handed on), deduped (inside the window) or
-        silenced (a silence or maintenance window matched it: recorded, not handed on).
+        """The contract for ``envelope``: pending (handed on), deduped (inside the window),
+        silenced (a silence or maintenance window matched it: recorded, not handed on) or, with a
+        ``group`` rule (SPEC §19), grouped (it joined the open group of its key).
+
+        A grouped fire's contract opens the group (``groups.group_contract``: the group's session
+        key, its deadline ``waitMs`` later) and is handed on when ``waitMs`` ends
+        (``GroupStarts``); a fire that joins an open group gets no session, deadline or fan-out of
+        its own, and is handed to the group's session as a new message once that has started.
 
         ``silenced_by`` is what the caller already knows (the firing pipeline asks first, to keep
         a silenced watcher's edge): a silence id or window name, or None for "not silenced";
@@ -163,6 +182,8 @@ class CallbackIntake:
         with the fire's message, so the callback can be explained later.
         """
         pending = self._pending(envelope, session_group)
+        if group is not None:
+            pending = group_contract(pending, envelope, group, self._service.hook_session_prefix)
         if silenced_by is ASK_SILENCES:
             silenced_by = await self.silenced_by(envelope)
         if (traced := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
@@ -187,13 +208,24 @@ class CallbackIntake:
                 }
             },
             deliveries=deliveries,
+            group=None if group is None or pending.group is None else group_request(pending.group, group),
         )
         contract = await self._recorded(stored, envelope.callback_id)
         if contract.state == "pending":
             if self._on_accepted is not None:
                 self._on_accepted.accepted(contract, deliveries)
-            await self._sink.submit(envelope, contract)
+            if group is not None and group.wait_ms > 0:
+                self._starts.later(envelope, contract, group.wait_ms)
+            else:
+                await self._sink.submit(envelope, contract)
+        elif contract.state == "grouped":
+            await self._starts.joined(contract, envelope)
         return contract
+
+    async def close(self) -> None:
+        """Stop waiting to start groups' sessions (a restart's queue resumes them: their contracts
+        are pending)."""
+        await self._starts.close()
 
     def _pending(self, envelope: Envelope, session_group: str | None) -> Contract:
         """The pending contract of ``envelope``, created now, due ``delivery.timeoutMs`` from now."""

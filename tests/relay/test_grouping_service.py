@@ -1,0 +1,108 @@
+"""Grouping through a running service (SPEC §19): a storm of Alertmanager alerts is one page per
+group at a webhook stand-in, joins after the page arrive as one paced follow-up, and the members
+are `grouped` contracts naming their group (the hand-off to sessions only logs: pages are the
+groups' fallbacks)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sentinel_hooks.callbacks.intake.intake import LoggingSink
+from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.service import Service
+from tests.service.test_api import call
+from tests.support import Sink, wait_for
+
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: 0}}
+allowedHosts: ["127.0.0.1"]
+hookResponseTimeoutMs: 200
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+delivery: {{maxAttempts: 3, baseMs: 100, maxMs: 200, maxElapsedMs: 60000}}
+targets: {{hook: {{type: webhook, url: "{url}"}}}}
+"""
+
+WATCHER = """\
+id: am
+strategy: webhook
+format: alertmanager
+deliveryTargets: [hook]
+fire:
+  eventName: alert
+  group: {{by: [payload.labels.alertname], waitMs: {wait_ms}, intervalMs: {interval_ms}}}
+"""
+
+NAMES = ("HighCPU", "DiskFull", "OOMKilled", "NodeDown", "Latency")
+
+
+def alert(n: int, name: str) -> dict[str, Any]:
+    return {
+        "status": "firing",
+        "labels": {"alertname": name, "instance": f"node-{n}", "severity": "critical"},
+        "annotations": {},
+        "startsAt": "2026-03-01T10:00:00Z",
+        "endsAt": "0001-01-01T00:00:00Z",
+        "fingerprint": f"fp-{n}",
+    }
+
+
+async def post(service: Service, alerts: list[dict[str, Any]]) -> None:
+    """POST one Alertmanager notification to the watcher's hook, over HTTP; it must be taken (202)."""
+    body = {"version": "4", "status": "firing", "receiver": "sentinel", "alerts": alerts}
+    status, answer = await call(service, "POST", "/hooks/ingest/am", body=body)
+    assert 202 == status, answer
+
+
+async def started(tmp_path: Path, sink: Sink, *, wait_ms: int = 500, interval_ms: int = 60_000) -> Service:
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+    (tmp_path / "watchers").mkdir()
+    watcher = WATCHER.format(wait_ms=wait_ms, interval_ms=interval_ms)
+    (tmp_path / "watchers" / "am.yaml").write_text(watcher)
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await service.start()
+    return service
+
+
+async def test_a_storm_of_200_alerts_over_5_alertnames_is_5_pages(tmp_path: Path, sink: Sink) -> None:
+    """200 alerts in 10 notifications, grouped by alertname: five pages, each a group fallback that
+    counts its 40 fires; 195 members read `grouped` with their group's id."""
+    service = await started(tmp_path, sink)
+    try:
+        for batch in range(10):
+            alerts = [alert(n, NAMES[n % 5]) for n in range(batch * 20, batch * 20 + 20)]
+            await post(service, alerts)
+        pages = await wait_for(lambda: (len(sink.bodies()) >= 5 and sink.bodies()) or None, what="5 pages")
+        assert [True] * 5 == [body["page"] for body in pages]
+        firsts = sorted(body["message"].split("\n")[0] for body in pages)
+        assert [
+            f"Sentinel: 40 fires of alert on am grouped by payload.labels.alertname={name} (normal) — "
+            "no response from the agent within 0.7s."
+            for name in sorted(NAMES)
+        ] == firsts
+        grouped = await service.store.list_contracts(state="grouped", limit=500)
+        assert 195 == len(grouped.items)
+        groups = {c.group_id for c in grouped.items}
+        assert {body["callbackId"] for body in pages} == groups
+        assert 195 == service.metrics.grouped.labels("am")._value.get()
+    finally:
+        await service.stop()
+    assert 5 == len(sink.bodies()), "no second page after the fallbacks"
+
+
+async def test_joins_after_the_page_are_one_follow_up(tmp_path: Path, sink: Sink) -> None:
+    """Alerts joining after the group's page reach people once, together, as a follow-up
+    (`page` false, `inReplyTo` the group) no earlier than intervalMs after the group opened."""
+    service = await started(tmp_path, sink, wait_ms=100, interval_ms=3_000)
+    try:
+        await post(service, [alert(0, "HighCPU")])
+        [page] = await wait_for(lambda: sink.bodies("fallback") or None, what="the page")
+        await post(service, [alert(n, "HighCPU") for n in range(1, 4)])
+        [follow_up] = await wait_for(lambda: sink.bodies("joined.1") or None, what="the follow-up")
+        assert (False, page["callbackId"]) == (follow_up["page"], follow_up["inReplyTo"])
+        assert follow_up["message"].startswith("3 more fires:\n")
+        assert 2 == len(sink.bodies()), "one page and one follow-up"
+    finally:
+        await service.stop()
