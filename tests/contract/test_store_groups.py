@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from sentinel_hooks.store import Contract, Store
+from sentinel_hooks.store.pruning import PruneBefore
 from sentinel_hooks.store.records import GroupInfo, GroupRequest
 from tests.contract import stores
 from tests.contract.stores import at, envelope, settle
@@ -198,3 +199,30 @@ async def test_groups_outlive_the_store_object(durable_backend: stores.Backend) 
         assert "g-1" == joined.group_id
     finally:
         await second.close()
+
+
+async def test_a_group_closes_once_every_member_resolved(store: Store) -> None:
+    """Members reported over (one twice) leave the group open until the last; then the next fire
+    of the key opens a new group."""
+    for n in range(3):
+        await accept(store, f"g-{n}", n)
+    assert not await store.member_resolved("g-0", "g-1")
+    assert not await store.member_resolved("g-0", "g-1")
+    assert not await store.member_resolved("g-0", "g-0")
+    assert await store.member_resolved("g-0", "g-2")
+    fresh = await accept(store, "g-3", 3)
+    assert ("pending", None) == (fresh.state, fresh.group_id)
+
+
+async def test_an_unknown_group_counts_as_resolved(store: Store) -> None:
+    """A group the store does not know (pruned) has nothing left firing."""
+    assert await store.member_resolved("nope", "nope")
+
+
+async def test_pruning_a_group_s_contract_forgets_the_group(store: Store) -> None:
+    """Retention prunes a group's contract with its group: the key's next fire opens a new one."""
+    await accept(store, "g-1", 0, interval_ms=10_000_000)
+    assert await settle(store, "g-1", "fallback_sent", at=at(40))
+    await store.prune(PruneBefore(callbacks=at(100)))
+    fresh = await accept(store, "g-2", 200, interval_ms=10_000_000)
+    assert ("pending", None) == (fresh.state, fresh.group_id)

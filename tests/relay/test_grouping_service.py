@@ -106,3 +106,64 @@ async def test_joins_after_the_page_are_one_follow_up(tmp_path: Path, sink: Sink
         assert 2 == len(sink.bodies()), "one page and one follow-up"
     finally:
         await service.stop()
+
+
+def resolved(alert_body: dict[str, Any]) -> dict[str, Any]:
+    return {**alert_body, "status": "resolved", "endsAt": "2026-03-01T10:05:00Z"}
+
+
+async def test_a_group_resolves_when_every_member_resolved(tmp_path: Path, sink: Sink) -> None:
+    """Members' resolutions say nothing while others still fire; the last one settles the group
+    `resolved` before its page, and its resolved line (notifyResolved) is the group's one page."""
+    service = await started(tmp_path, sink, wait_ms=3_000)
+    try:
+        alerts = [alert(n, "HighCPU") for n in range(3)]
+        await post(service, alerts)
+        await post(service, [resolved(a) for a in alerts[:2]])
+        _, listed = await call(service, "GET", "/api/v1/callbacks?state=pending")
+        [group] = listed["items"]
+        await post(service, [resolved(alerts[2])])
+        [line] = await wait_for(lambda: sink.bodies("resolved") or None, what="the resolved line")
+        assert (True, group["callbackId"]) == (line["page"], line["callbackId"])
+        current = await service.store.get_contract(group["callbackId"])
+        assert current is not None
+        assert "resolved" == current.state
+        await post(service, [alert(9, "HighCPU")])  # the group closed: a new one opens
+        _, after = await call(service, "GET", "/api/v1/callbacks?state=pending")
+        assert 1 == len(after["items"])
+        assert group["callbackId"] != after["items"][0]["callbackId"]
+    finally:
+        await service.stop()
+    assert 1 == len(sink.bodies()), "nothing for the members"
+
+
+async def test_the_group_session_starts_after_the_wait_and_sees_every_member(
+    tmp_path: Path, sink: Sink
+) -> None:
+    """With sessions running (the scripted model), the group's one session starts when waitMs
+    ends, its first message lists every member's envelope, and the agent's notify is the page."""
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")).replace("200", "5000"))
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=600, interval_ms=60_000))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    await service.start()
+    try:
+        await post(service, [alert(0, "HighCPU")])
+        await post(service, [alert(n, "HighCPU") for n in range(1, 4)])
+        [page] = await wait_for(lambda: sink.bodies("notify") or None, what="the agent's page")
+        group = await service.store.get_contract(page["callbackId"])
+        assert group is not None
+        assert group.group is not None
+        transcript = await service.store.get_transcript(group.session_key)
+        first_user = next(
+            e.entry["message"]["content"]
+            for e in transcript
+            if e.entry.get("kind") == "message" and e.entry["message"]["role"] == "user"
+        )
+        assert "a group of 4 fires" in first_user
+        assert all(f'"instance":"node-{n}"' in first_user for n in range(4))
+        started_at = transcript[0].at
+        assert (started_at - group.created_at).total_seconds() >= 0.6
+    finally:
+        await service.stop()
+    assert 1 == len([b for b in sink.bodies() if b["page"]])

@@ -244,6 +244,19 @@ class Relay:
         self.expect(now)
         return True
 
+    async def speaks_for(self, callback_id: str) -> str | None:
+        """The callback whose contract speaks for fire ``callback_id`` when its source reports it
+        over: the fire's own; for a member of a group (its first fire included, SPEC §19) the
+        group's once every member resolved (the group then closes), and None before: other members
+        still fire, so there is nothing to settle or say yet."""
+        contract = await self._store.get_contract(callback_id)
+        if contract is None:
+            return callback_id
+        group_id = contract.group_id or (callback_id if contract.group is not None else None)
+        if group_id is None:
+            return callback_id
+        return group_id if await self._store.member_resolved(group_id, callback_id) else None
+
     async def resolve(self, callback_id: str, *, notify: bool) -> bool:
         """The source reports the fire of ``callback_id`` over (SPEC §6.4): whether that settled
         its contract ``resolved``.

@@ -245,8 +245,9 @@ class ContractStore(Protocol):
 
 class GroupStore(Protocol):
     """Groups (SPEC §19) after their fires: the follow-ups that gather the fires that joined a
-    group after its page, at most one per group every ``interval_ms`` (the relay sends them).
-    Fires open and join groups in ``ContractStore.accept_contract``."""
+    group after its page, at most one per group every ``interval_ms`` (the relay sends them), and
+    the members' resolutions (a group whose every member resolved closes). Fires open and join
+    groups in ``ContractStore.accept_contract``."""
 
     async def claim_joins(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[JoinBatch]:
         """Atomically claim up to ``limit`` groups whose joins' follow-up is due at ``now``, hidden
@@ -258,6 +259,12 @@ class GroupStore(Protocol):
         (its follow-up, kind ``joined.N``) are enqueued, and joins after them are due
         ``interval_ms`` after ``at``. False, writing nothing, when the batch was recorded already
         (another claimer, a retry) or is not the group's waiting head any more."""
+
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """The source reported member ``member_id`` of group ``group_id`` over (the group's own
+        first fire is a member too), in one atomic step: True once every member of the group was
+        (the group closes: the next fire of its key opens a new one), or for a group the store
+        does not know (pruned); False while others still fire. A member reported twice counts once."""
 
 
 class TransitionStore(Protocol):

@@ -103,6 +103,7 @@ class Scripts:
         self.take_pace_slot = client.register_script(pacing.TAKE_PACE_SLOT)
         self.claim_joins = client.register_script(groups.CLAIM_JOINS)
         self.joins_reported = client.register_script(groups.JOINS_REPORTED)
+        self.member_resolved = client.register_script(groups.MEMBER_RESOLVED)
 
 
 class RedisConnection:

@@ -45,7 +45,6 @@ if redis.call('LLEN', joins) > 0 then
   redis.call('ZADD', KEYS[1], tonumber(ARGV[4]) + tonumber(redis.call('HGET', g, 'interval')), ARGV[2])
 else
   redis.call('ZREM', KEYS[1], ARGV[2])
-  if redis.call('HGET', g, 'closed') == '1' then redis.call('DEL', g) end
 end
 for _, d in ipairs(cjson.decode(ARGV[6])) do
   enqueue(d[1], d[2], KEYS[2], d[3], d[4], d[5], d[6], d[7])
@@ -53,6 +52,23 @@ end
 return 1
 """
 )
+
+
+MEMBER_RESOLVED = """
+-- ARGV: key prefix, group id, member id
+-- Returns 1 once every member of the group was reported over (the group closes then), or for a
+-- group the store does not know; else 0.
+local g = ARGV[1] .. 'group:' .. ARGV[2]
+local fires = redis.call('HGET', g, 'fires')
+if not fires then return 1 end
+local resolved = ARGV[1] .. 'group-resolved:' .. ARGV[2]
+redis.call('SADD', resolved, ARGV[3])
+if redis.call('SCARD', resolved) < tonumber(fires) then return 0 end
+redis.call('HSET', g, 'closed', '1')
+local openkey = redis.call('HGET', g, 'key')
+if openkey and redis.call('GET', openkey) == ARGV[2] then redis.call('DEL', openkey) end
+return 1
+"""
 
 
 def claim_joins_call(k: RedisKeys, now_ms: int, limit: int, lease_ms: int) -> Call:

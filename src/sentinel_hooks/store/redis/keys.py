@@ -30,6 +30,7 @@ feedback:{callbackId}               hash    person -> Feedback JSON (the latest 
 pace:{key}                          zset    a pacing window's slots, scored by ms taken (PEXPIRE)
 group:{callback}                    hash    a group (§19): key, last, sent, fires, max, interval, closed, n
 group-joins:{callback}              list    members that joined after the page, not yet in a follow-up
+group-resolved:{callback}           set     members the source reported over
 group-open:{key}                    string  the callback id of the group key's open group
 group-due                           zset    group ids by the ms their joins' follow-up is due
 audit                               zset    audit listing members ``{at_ms:015d}:{id}`` (lex order)

@@ -249,15 +249,15 @@ end
 """
 
 _GROUP_FNS = """
--- Groups (SPEC 19): hash {prefix}group:{id} (its contract's callback id) with key, last and
--- sent (ms), fires, max, interval, closed, n (follow-ups sent); the list {prefix}group-joins:{id}
+-- Groups (SPEC 19): hash {prefix}group:{id} (its contract's callback id; kept after it closes
+-- until retention prunes the contract) with key (its group-open key), last and sent (ms), fires,
+-- max, interval, closed, n (follow-ups sent); the set {prefix}group-resolved:{id} of members the
+-- source reported over; the list {prefix}group-joins:{id}
 -- of members that joined after the page and reached nobody yet; the string {prefix}group-open:{key}
 -- naming the key's open group; the sorted set group-due of groups whose joins' follow-up is due.
 local function close_group(prefix, gid, openkey)
-  local g = prefix .. 'group:' .. gid
-  redis.call('HSET', g, 'closed', '1')
+  redis.call('HSET', prefix .. 'group:' .. gid, 'closed', '1')
   if redis.call('GET', openkey) == gid then redis.call('DEL', openkey) end
-  if redis.call('LLEN', prefix .. 'group-joins:' .. gid) == 0 then redis.call('DEL', g) end
 end
 -- The key's group that takes a fire at now_ms (closing one gone quiet, full or pruned), or nil.
 local function open_group(prefix, openkey, now_ms)

@@ -241,6 +241,12 @@ class RedisStore(RedisAudit):
         done = await self._db.run("record joins", self._db.scripts.joins_reported, keys, args)
         return bool(int(done))
 
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """See ``GroupStore.member_resolved`` (one script)."""
+        args = [self.keys.prefix, group_id, member_id]
+        done = await self._db.run("member resolved", self._db.scripts.member_resolved, [], args)
+        return bool(int(done))
+
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
         return await self._doc("get contract", Contract, self.keys.contract(callback_id))

@@ -2,8 +2,9 @@
 the caller's ``BEGIN IMMEDIATE`` transaction (``queries.accept_contract``, ``SqliteStore``): the
 open-or-join of a fire, and the follow-ups gathering the fires that joined after the page.
 
-Table ``groups`` (``schema._V8``): one row per group, by its contract's callback id. ``closed``
-groups keep their row only while joins wait for their follow-up. ``unreported`` is a JSON array of
+Table ``groups`` (``schema._V8``): one row per group, by its contract's callback id, kept after it
+closes (its members' resolutions still count) until retention prunes its contract. ``resolved``
+is a JSON array of the members the source reported over. ``unreported`` is a JSON array of
 the member ids that joined after the page and reached nobody yet; ``due_ms`` is when their
 follow-up is due (or the end of the claim holding it), at most every ``interval_ms`` after the
 last one (``sent_ms``, at first the group's opening).
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
 
 from sentinel_hooks.store.records import JoinBatch
 
@@ -38,9 +38,8 @@ def open_group(c: Conn, key: str, now_ms: int) -> str | None:
 
 
 def close_group(c: Conn, group_id: str) -> None:
-    """Close the group: its next fire opens a new one; the row goes unless joins wait for a follow-up."""
+    """Close the group: the next fire of its key opens a new one."""
     c.execute("UPDATE groups SET closed = 1 WHERE group_id = ?", (group_id,))
-    c.execute("DELETE FROM groups WHERE group_id = ? AND unreported = '[]'", (group_id,))
 
 
 def start_group(c: Conn, group_id: str, key: str, now_ms: int, interval_ms: int, max_fires: int) -> None:
@@ -107,10 +106,20 @@ def joins_reported(c: Conn, batch: JoinBatch, now_ms: int) -> bool:
             due_ms = CASE WHEN ? THEN ? + interval_ms ELSE NULL END WHERE group_id = ?""",
         (json.dumps(rest), batch.ordinal, now_ms, bool(rest), now_ms, batch.group_id),
     )
-    c.execute("DELETE FROM groups WHERE group_id = ? AND closed = 1 AND unreported = '[]'", (batch.group_id,))
     return True
 
 
-def delete_groups(c: Conn, group_ids: Sequence[str]) -> None:
-    """Forget the groups of contracts being pruned."""
-    c.executemany("DELETE FROM groups WHERE group_id = ?", [(gid,) for gid in group_ids])
+def member_resolved(c: Conn, group_id: str, member_id: str) -> bool:
+    """The source reported ``member_id`` over: True once every member of the group is (the group
+    closes then), or for a group the store does not know."""
+    row = c.execute("SELECT fires, resolved FROM groups WHERE group_id = ?", (group_id,)).fetchone()
+    if row is None:
+        return True
+    resolved: list[str] = json.loads(row[1])
+    if member_id not in resolved:
+        resolved.append(member_id)
+        c.execute("UPDATE groups SET resolved = ? WHERE group_id = ?", (json.dumps(resolved), group_id))
+    if len(resolved) < int(row[0]):
+        return False
+    close_group(c, group_id)
+    return True

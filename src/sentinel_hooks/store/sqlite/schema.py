@@ -117,12 +117,14 @@ _V7 = (
 
 _V8_GROUPS = (
     # Groups (SPEC §19), by their contract's callback id: the open one of a key takes its fires
-    # (``store/sqlite/groups.py``); a closed one stays while joins wait for their follow-up.
+    # (``store/sqlite/groups.py``); a closed one stays (its members' resolutions still count) until
+    # retention prunes its contract.
     """CREATE TABLE groups (
         group_id TEXT PRIMARY KEY, key TEXT NOT NULL, opened_ms INTEGER NOT NULL,
         last_ms INTEGER NOT NULL, sent_ms INTEGER NOT NULL, fires INTEGER NOT NULL,
         max_fires INTEGER NOT NULL, interval_ms INTEGER NOT NULL, closed INTEGER NOT NULL,
-        followups INTEGER NOT NULL, unreported TEXT NOT NULL, due_ms INTEGER)""",
+        followups INTEGER NOT NULL, unreported TEXT NOT NULL, due_ms INTEGER,
+        resolved TEXT NOT NULL DEFAULT '[]')""",
     "CREATE UNIQUE INDEX groups_open ON groups (key) WHERE closed = 0",
     "CREATE INDEX groups_due ON groups (due_ms, group_id) WHERE due_ms IS NOT NULL",
 )

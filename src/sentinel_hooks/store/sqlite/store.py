@@ -273,6 +273,11 @@ class SqliteStore(SqliteAudit):
 
         return await self._db.write("record joins", tx)
 
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """See ``GroupStore.member_resolved``."""
+        tx = partial(groups.member_resolved, group_id=group_id, member_id=member_id)
+        return await self._db.write("member resolved", tx)
+
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
         sql = "SELECT doc FROM contracts WHERE callback_id = ?"
