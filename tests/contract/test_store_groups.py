@@ -5,8 +5,9 @@ group or joins the open one in the same atomic step as the dedupe check; ``claim
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
-from sentinel_hooks.store import Contract, Store
+from sentinel_hooks.store import Contract, Delivery, Store
 from sentinel_hooks.store.pruning import PruneBefore
 from sentinel_hooks.store.records import GroupInfo, GroupRequest
 from tests.contract import stores
@@ -31,13 +32,17 @@ async def accept(
     key: str = KEY,
     interval_ms: int = 60_000,
     max_fires: int = 100,
+    dedupe_key: str | None = None,
+    deliveries: Sequence[Delivery] = (),
 ) -> Contract:
+    """Accept a fire of group ``key`` (its dedupe key its own unless ``dedupe_key``)."""
     stored = await store.accept_contract(
         fire(callback_id, created, key),
         envelope(callback_id),
         group=GroupRequest(key=key, interval_ms=interval_ms, max_fires=max_fires),
-        dedupe_key=f"dedupe:{callback_id}",
+        dedupe_key=dedupe_key or f"dedupe:{callback_id}",
         dedupe_ttl_ms=60_000,
+        deliveries=deliveries,
     )
     assert stored is not None
     return stored
@@ -72,13 +77,7 @@ async def test_later_fires_join_as_grouped_members(store: Store) -> None:
 async def test_a_member_has_no_deadline_session_or_deliveries(store: Store) -> None:
     """A member is final at once: never claimed as due, and the deliveries it came with are not kept."""
     await accept(store, "g-1")
-    stored = await store.accept_contract(
-        fire("g-2", 1),
-        envelope("g-2"),
-        group=GroupRequest(key=KEY, interval_ms=60_000, max_fires=100),
-        deliveries=[stores.delivery("g-2", kind="fanout")],
-    )
-    assert stored is not None
+    stored = await accept(store, "g-2", 1, deliveries=[stores.delivery("g-2", kind="fanout")])
     assert "grouped" == stored.state
     claimed = [c.callback_id for c, _ in await store.claim_due(at(1000))]
     assert ["g-1"] == claimed
@@ -97,14 +96,7 @@ async def test_keys_have_groups_of_their_own(store: Store) -> None:
 async def test_dedupe_acts_before_grouping(store: Store) -> None:
     """A fire inside its dedupe window is `deduped`, and the group does not count it."""
     await accept(store, "g-1")
-    repeat = await store.accept_contract(
-        fire("g-2", 1),
-        envelope("g-2"),
-        group=GroupRequest(key=KEY, interval_ms=60_000, max_fires=100),
-        dedupe_key="dedupe:g-1",
-        dedupe_ttl_ms=60_000,
-    )
-    assert repeat is not None
+    repeat = await accept(store, "g-2", 1, dedupe_key="dedupe:g-1")
     assert "deduped" == repeat.state
     assert 1 == (await group_of(store, "g-1")).fires
 

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-import redis
 from aiohttp import web
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -47,7 +46,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.service import Service
-from tests.relay.contract_model import AgentSink, outbox_pass
+from tests.relay.contract_model import forget_store, model_service, outbox_pass
 from tests.support import Endpoint
 
 T = TypeVar("T")
@@ -136,13 +135,6 @@ class World:
         (self.dir / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [a]\n")
         self.config = load_config(self.dir / "sentinel.yaml", environ={})
 
-    def forget_state(self) -> None:
-        if self.redis_url is not None:
-            with redis.Redis.from_url(self.redis_url) as client:
-                client.flushdb()  # ok-shared: this server was started by the tests, for the tests
-        for leftover in self.dir.glob("state.db*"):
-            leftover.unlink()
-
     def close(self) -> None:
         self.loop.run_until_complete(self.sink.stop())
         self.loop.close()
@@ -162,7 +154,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.sink = self.world.sink
         self.sink.received.clear()
         self.sink.clock = self.clock
-        self.world.forget_state()
+        forget_store(self.world.redis_url, self.world.dir)
         self.fires: list[str] = []
         self.resolved: set[str] = set()
         self.service = self.run(self.build())
@@ -172,10 +164,7 @@ class GroupMachine(RuleBasedStateMachine):
 
     async def build(self) -> Service:
         assert self.world is not None
-        service = Service(self.world.config, clock=self.clock, sink=AgentSink())
-        await service.store.open()
-        await service.http.start()
-        return service
+        return await model_service(self.world.config, self.clock)
 
     async def passes(self) -> None:
         await self.service.relay.settle_due()
