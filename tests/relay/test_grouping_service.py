@@ -167,3 +167,24 @@ async def test_the_group_session_starts_after_the_wait_and_sees_every_member(
     finally:
         await service.stop()
     assert 1 == len([b for b in sink.bodies() if b["page"]])
+
+
+async def test_silences_act_on_each_fire_before_grouping(tmp_path: Path, sink: Sink) -> None:
+    """A silenced alert is recorded `silenced`, outside any group; the others group as usual."""
+    service = await started(tmp_path, sink, wait_ms=200)
+    try:
+        body = {
+            "matchers": [{"path": "payload.labels.instance", "op": "eq", "value": "node-1"}],
+            "durationMs": 600_000,
+            "comment": "node-1 is being rebuilt",
+        }
+        status, _ = await call(service, "POST", "/api/v1/silences", body=body)
+        assert 201 == status
+        await post(service, [alert(n, "HighCPU") for n in range(3)])
+        [page] = await wait_for(lambda: sink.bodies("fallback") or None, what="the page")
+        assert page["message"].startswith("Sentinel: 2 fires of alert")
+        _, muted = await call(service, "GET", "/api/v1/callbacks?state=silenced")
+        [silenced] = muted["items"]
+        assert (None, None) == (silenced["group"], silenced["groupId"])
+    finally:
+        await service.stop()

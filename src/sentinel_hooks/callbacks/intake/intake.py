@@ -182,14 +182,14 @@ class CallbackIntake:
         with the fire's message, so the callback can be explained later.
         """
         pending = self._pending(envelope, session_group)
-        if group is not None:
-            pending = group_contract(pending, envelope, group, self._service.hook_session_prefix)
         if silenced_by is ASK_SILENCES:
             silenced_by = await self.silenced_by(envelope)
         if (traced := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
             pending = pending.model_copy(update=traced)
-        if silenced_by is not None:
+        if silenced_by is not None:  # a silence acts on each fire before grouping (SPEC §19)
             return await self._silenced(envelope, pending, silenced_by)
+        if group is not None:
+            pending = group_contract(pending, envelope, group, self._service.hook_session_prefix)
         line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
         chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         window = self._service.hook_response_dedupe_window_ms
