@@ -5,6 +5,7 @@ groups' fallbacks)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from tests.service.test_api import call
-from tests.support import Sink, wait_for
+from tests.support import HeldModel, Sink, wait_for
 
 CONFIG = """\
 store: sqlite:///state.db
@@ -188,3 +189,30 @@ async def test_silences_act_on_each_fire_before_grouping(tmp_path: Path, sink: S
         assert (None, None) == (silenced["group"], silenced["groupId"])
     finally:
         await service.stop()
+
+
+async def test_fires_joining_a_running_session_reach_it_as_a_new_message(tmp_path: Path, sink: Sink) -> None:
+    """Alerts that join while the group's session waits for its model are handed to it before its
+    next model call: a message naming how many joined, with their envelopes."""
+    async with HeldModel() as model:
+        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
+        config = CONFIG.format(url=sink.url("/in")).replace(
+            "hookResponseTimeoutMs: 200", "hookResponseTimeoutMs: 20000"
+        )
+        config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
+        (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
+        (tmp_path / "watchers").mkdir()
+        (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=60_000))
+        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+        await service.start()
+        try:
+            await post(service, [alert(0, "HighCPU")])
+            await wait_for(model.held.wait, what="the group's session asking its model")
+            await post(service, [alert(n, "HighCPU") for n in range(1, 3)])
+            model.answer.set()
+            await wait_for(lambda: len(model.requests) >= 2 or None, what="the session's second model call")
+            second = json.dumps(model.requests[1]["messages"])
+            assert "2 more fires (the group now holds 3)" in second
+            assert all(f"node-{n}" in second for n in (1, 2))
+        finally:
+            await service.stop()

@@ -5,31 +5,21 @@ The store decides, atomically, whether a fire opens its key's group or joins the
 (``ContractStore.accept_contract``). A fire that opens one is handed to the session queue when
 ``waitMs`` ends (``GroupStarts.later``), so the session sees every member that joined meanwhile;
 after a restart the queue resumes the pending contract and the session runner waits out what is
-left of ``waitMs`` (``group_starts_at``). A fire that joins after the session started is appended
-to the group session's transcript as a new message (``GroupStarts.joined``).
+left of ``waitMs`` (``group_starts_at``). A fire that joins after the session started reaches it
+as a new message before its next model call (``SessionRunner``, which reads its contract then).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.grouping import GroupRule, by_values, group_key, group_session_key
-from sentinel_hooks.store.base import CheckpointStore, SessionStore
 from sentinel_hooks.store.records import Contract, GroupInfo, GroupRequest
-
-log = logging.getLogger(__name__)
-
-
-class GroupSessionRoles(SessionStore, CheckpointStore, Protocol):
-    """The store roles a join is handed to its group's session with: the session's progress (has
-    it started?) and its transcript."""
 
 
 class Submits(Protocol):
@@ -67,22 +57,12 @@ def group_starts_at(contract: Contract, timeout_ms: int) -> datetime | None:
     return contract.deadline - timedelta(milliseconds=timeout_ms)
 
 
-def joined_message(envelope: Envelope, fires: int | None = None) -> dict[str, str]:
-    """The message a join is handed to its group's session as."""
-    count = "" if fires is None else f" (fire {fires} of the group)"
-    return {
-        "role": "user",
-        "content": f"Another fire joined this group{count}:\n```json\n{envelope.wire_text()}\n```",
-    }
-
-
 class GroupStarts:
-    """Starts groups' sessions when their ``waitMs`` ends, and hands joins to started ones."""
+    """Starts groups' sessions when their ``waitMs`` ends."""
 
-    def __init__(self, *, clock: Clock, sink: Submits, store: GroupSessionRoles) -> None:
+    def __init__(self, *, clock: Clock, sink: Submits) -> None:
         self._clock = clock
         self._sink = sink
-        self._store = store
         self._waiting: set[asyncio.Task[None]] = set()
 
     def later(self, envelope: Envelope, contract: Contract, wait_ms: int) -> None:
@@ -94,23 +74,6 @@ class GroupStarts:
     async def _start(self, envelope: Envelope, contract: Contract, wait_s: float) -> None:
         await self._clock.sleep(wait_s)
         await self._sink.submit(envelope, contract)
-
-    async def joined(self, member: Contract, envelope: Envelope) -> None:
-        """A fire joined the group of ``member.group_id``: once that group's session has started,
-        the fire reaches it as a new message in its transcript (before, the session will see it
-        among the members it starts with). A failure is logged: the group's page and follow-ups
-        carry the fire all the same."""
-        group_id = member.group_id
-        if group_id is None:
-            return
-        try:
-            progress = await self._store.get_checkpoints([progress_key(group_id)])
-            if not progress:
-                return
-            entry = {"callbackId": group_id, "kind": "message", "message": joined_message(envelope)}
-            await self._store.append_transcript(member.session_key, [entry], at=self._clock.now())
-        except Exception:
-            log.exception("handing fire %s to its group's session failed", member.callback_id)
 
     async def close(self) -> None:
         """Cancel the waits (their contracts stay pending: a restart's queue resumes them)."""

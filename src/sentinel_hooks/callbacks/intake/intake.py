@@ -29,7 +29,7 @@ from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
-from sentinel_hooks.store.base import CheckpointStore, ContractStore, SessionStore
+from sentinel_hooks.store.base import ContractStore
 from sentinel_hooks.store.records import Contract, Delivery, Trigger
 from sentinel_hooks.tracing import fire_trace
 
@@ -114,11 +114,6 @@ class AcceptHook(Protocol):
     def accepted(self, contract: Contract, deliveries: Sequence[Delivery]) -> None: ...
 
 
-class IntakeRoles(ContractStore, SessionStore, CheckpointStore, Protocol):
-    """The store roles the intake calls: the contracts it accepts, and the group session a fire
-    that joins a group is handed to."""
-
-
 class CallbackIntake:
     """Dedupe, store the contract, hand the callback on.
 
@@ -130,7 +125,7 @@ class CallbackIntake:
     def __init__(
         self,
         *,
-        store: IntakeRoles,
+        store: ContractStore,
         clock: Clock,
         service: ServiceConfig,
         sink: CallbackSink,
@@ -145,7 +140,7 @@ class CallbackIntake:
         self._sink = sink
         self._on_accepted = on_accepted
         self._events = events
-        self._starts = GroupStarts(clock=clock, sink=sink, store=store)
+        self._starts = GroupStarts(clock=clock, sink=sink)
 
     async def accept(
         self,
@@ -165,7 +160,7 @@ class CallbackIntake:
         A grouped fire's contract opens the group (``groups.group_contract``: the group's session
         key, its deadline ``waitMs`` later) and is handed on when ``waitMs`` ends
         (``GroupStarts``); a fire that joins an open group gets no session, deadline or fan-out of
-        its own, and is handed to the group's session as a new message once that has started.
+        its own (the group's session is handed it before its next model call).
 
         ``silenced_by`` is what the caller already knows (the firing pipeline asks first, to keep
         a silenced watcher's edge): a silence id or window name, or None for "not silenced";
@@ -218,8 +213,6 @@ class CallbackIntake:
                 self._starts.later(envelope, contract, group.wait_ms)
             else:
                 await self._sink.submit(envelope, contract)
-        elif contract.state == "grouped":
-            await self._starts.joined(contract, envelope)
         return contract
 
     async def close(self) -> None:

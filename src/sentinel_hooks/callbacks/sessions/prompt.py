@@ -73,6 +73,36 @@ def group_section(fires: int, head: list[Envelope], left_out: int, tail: list[En
     return "\n".join(lines)
 
 
+def joined_section(count: int, fires: int, head: list[Envelope], left_out: int, tail: list[Envelope]) -> str:
+    """The message that hands a group's session the fires that joined it since it last looked."""
+    noun = "fire" if count == 1 else "fires"
+    lines = [f"## More fires joined this group\n{count} more {noun} (the group now holds {fires}):"]
+    lines += [f"```json\n{e.wire_text()}\n```" for e in head]
+    if left_out:
+        lines.append(f"… {left_out} more fires, left out here …")
+    lines += [f"```json\n{e.wire_text()}\n```" for e in tail]
+    return "\n".join(lines)
+
+
+GROUP_FIRES = "groupFires"
+"""The transcript entry key that records how many of its group's fires a session was shown."""
+
+
+def seen_fires(group: Any) -> dict[str, int]:
+    """The ``groupFires`` mark of a message showing a group's members (``group``: a ``GroupInfo``
+    or None), to put in its transcript entry; nothing for a callback that is no group."""
+    return {} if group is None else {GROUP_FIRES: int(group.fires)}
+
+
+def group_fires_seen(entries: list[dict[str, Any]], group: Any) -> int:
+    """How many of its group's fires a session was shown: the last ``groupFires`` mark among its
+    transcript ``entries``; a new session is shown ``group.fires`` (0 for no group)."""
+    marks = [int(e[GROUP_FIRES]) for e in entries if isinstance(e.get(GROUP_FIRES), int)]
+    if marks:
+        return marks[-1]
+    return 0 if group is None else int(group.fires)
+
+
 def user_message(
     envelope: Envelope,
     *,

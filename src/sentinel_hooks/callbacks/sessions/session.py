@@ -40,7 +40,14 @@ from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
 from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
-from sentinel_hooks.callbacks.sessions.prompt import group_section, system_message, user_message
+from sentinel_hooks.callbacks.sessions.prompt import (
+    group_fires_seen,
+    group_section,
+    joined_section,
+    seen_fires,
+    system_message,
+    user_message,
+)
 from sentinel_hooks.callbacks.sessions.tools import (
     FIRE_RESOLVED,
     CommandGate,
@@ -299,7 +306,8 @@ class SessionRunner:
         )
         metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
-            return await self._loop(contract, backend, box, messages, limit, meter)
+            seen = group_fires_seen([e.entry for e in records], begun.group)
+            return await self._loop(contract, backend, box, messages, limit, meter, seen)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
@@ -337,7 +345,8 @@ class SessionRunner:
             contract,
             [
                 {"kind": "model", "model": backend.model, "entry": name, "via": via},
-                *({"kind": "message", "message": message} for message in first),
+                {"kind": "message", "message": first[0]},
+                {"kind": "message", "message": first[1], **seen_fires(begun.group)},
             ],
             {**progress(contract, "running"), **learned},
             hold=isinstance(backend, ScriptedBackend),
@@ -515,7 +524,12 @@ class SessionRunner:
         messages: list[dict[str, Any]],
         limit: Limit,
         meter: Meter,
+        seen: int = 0,
     ) -> str:
+        """Model turns and tool calls to the session's end (or a pause). Before each model call
+        but the first: a fire resolved before its page stops the session, and fires that joined
+        its group since it last looked (``seen``: the group's fires it was shown) are handed to it
+        as a new message (SPEC §19)."""
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -533,8 +547,11 @@ class SessionRunner:
                 continue
             if self._calls.tripped(messages):
                 return await self._calls.trip(contract, box, messages)
-            if turns and await self._resolved(contract):
+            current = await self._deps.store.get_contract(contract.callback_id) if turns else None
+            if current is not None and current.state == "resolved":  # before its page (SPEC §6.4)
                 return await self._stop(contract, FIRE_RESOLVED, turns)
+            if current is not None and current.group is not None and current.group.fires > seen:
+                seen = await self._hand_joins(contract, current.group, seen, messages)
             if turns >= backend.max_turns:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
@@ -562,11 +579,25 @@ class SessionRunner:
         await self.mark(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
-    async def _resolved(self, contract: Contract) -> bool:
-        """Whether the fire resolved before its page (SPEC §6.4): then the session stops. Asked
-        before each model call but the first, so a one-call session reads nothing more."""
-        current = await self._deps.store.get_contract(contract.callback_id)
-        return current is not None and current.state == "resolved"
+    async def _hand_joins(
+        self, contract: Contract, group: GroupInfo, seen: int, messages: list[dict[str, Any]]
+    ) -> int:
+        """Fires that joined the group after the session was shown ``seen`` of them reach it as a
+        new message (their envelopes bounded as at the start); the group's fires it has now seen."""
+        joined = group.members[seen:]
+        head, left_out, tail = bounded_members(joined)
+        found = await self._deps.store.get_envelopes([*head, *tail])
+        text = joined_section(
+            len(joined),
+            group.fires,
+            [found[m] for m in head if m in found],
+            left_out,
+            [found[m] for m in tail if m in found],
+        )
+        entry = {"kind": "message", "message": {"role": "user", "content": text}, **seen_fires(group)}
+        [stored] = await self.append_all(contract, [entry])
+        messages.append(stored["message"])
+        return group.fires
 
     async def _stop(self, contract: Contract, reason: str, turns: int) -> str:
         """End the session before its next model call: ``session stopped: <reason>`` is recorded
