@@ -209,6 +209,25 @@ async def test_resolved_alert_resolves_its_fires_escalation_items(start: Start, 
     assert ("resolved", "source", "open") == (closed.status, history[-1].actor, still.status)
 
 
+async def test_an_item_resolved_by_its_alert_is_audited_via_source(start: Start, sink: Sink) -> None:
+    """The audit trail covers inbox moves from every source (SPEC §21): actor and via `source`."""
+    service = await start(fire=", escalate: true")
+    await push(service, alert("web-1"))
+
+    async def open_items() -> list[Any]:
+        return (await service.store.list_inbox(status="open", kind="escalation")).items
+
+    [item] = await wait_for(open_items, what="the escalation item")
+    await push(service, alert("web-1", "resolved", endsAt="2026-03-01T10:01:00Z"))
+    [entry] = (await service.store.list_audit(since=None, actor=None, limit=10)).items
+    assert ("source", "source", "inbox.resolve", item.id) == (
+        entry.actor,
+        entry.via,
+        entry.action,
+        entry.target,
+    )
+
+
 async def test_notify_resolved_false_sends_no_line_but_closes_items(start: Start, sink: Sink) -> None:
     """fire.notifyResolved: false silences the resolved line; the source still closes the items."""
     service = await start(fire=", escalate: true, notifyResolved: false")
