@@ -150,6 +150,7 @@ async def test_the_same_click_twice_changes_nothing_the_second_time(
         (len(await audit(service)), page.updates, slack_api.calls.count("chat.update")),
     )
     assert "acked" in reply["text"]
+    assert [("U0ALICE01", reply["text"])] == [(user, text) for _, user, text in slack_api.ephemerals]
 
 
 async def test_resolve_closes_the_page_and_its_buttons_go(make_service: Make, slack_api: SlackApi) -> None:

@@ -172,6 +172,8 @@ async def test_signed_clicks_to_a_running_service(process: Process, slack_api: S
         "altered body": (401, "unauthorized"),
     } == answers
     assert before == await state(process, callback_id, message)
+    told = [(user, text[:11]) for _, user, text in slack_api.ephemerals]
+    assert [(VIEWER_BOB, "not allowed"), (STRANGER, "not allowed")] == told
 
     headers = slack_headers(ack)
     assert 200 == (await process.call("POST", INTERACTIONS, raw=ack, headers=headers))[0]

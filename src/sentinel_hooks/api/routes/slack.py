@@ -29,7 +29,6 @@ from sentinel_hooks.delivery.targets.slack import SlackTarget
 from sentinel_hooks.delivery.targets.slack_buttons import Click, NotAClick, parse_click, payload_json
 from sentinel_hooks.endpoints.slack import FORM, SLACK_INTERACTIONS
 from sentinel_hooks.errors import NotFound
-from sentinel_hooks.operations import Clicked
 
 routes = Routes()
 log = logging.getLogger(__name__)
@@ -64,30 +63,39 @@ async def interactions(request: web.Request) -> web.Response:
         click = parse_click(parse_json(payload_json(raw).encode()))
     except NotAClick as exc:
         raise ApiError(400, "invalid_interaction", str(exc)) from exc
+    posted_by = service.targets.get(click.target)
+    target = posted_by if isinstance(posted_by, SlackTarget) else None
     found = person_for_slack(service.settings.people, click.user)
     if found is None or not allows(found[1].role, ACTING_ROLE):
         who = "not in people" if found is None else f"{found[0]} ({found[1].role})"
         log.info("Slack click %s refused: Slack user %s is %s", click.action, click.user, who)
-        return _reply(NOT_ALLOWED)
+        return await _tell(target, click, NOT_ALLOWED)
     name, _ = found
     try:
         clicked = await service.slack_click(click.action, click.value, Who(name, None, "slack", named=True))
     except NotFound as exc:
-        return _reply(str(exc))
-    if clicked.line is not None:
-        await _show(service.targets.get(click.target), click, clicked)
+        return await _tell(target, click, str(exc))
+    if clicked.line is None:  # nothing changed: say why to the person alone
+        return await _tell(target, click, clicked.reply)
+    if target is None:
+        log.warning("Slack click on %r (not a slack target): message not updated", click.target)
+    else:
+        try:
+            await target.show_click(click.value, click, clicked.line, closed=clicked.closed)
+        except DeliveryError as exc:
+            log.warning("Slack click %s made; updating its message failed: %s", click.action, exc)
     return _reply(clicked.reply)
 
 
-async def _show(target: object, click: Click, clicked: Clicked) -> None:
-    """Update the clicked message in place (the change is made already: a failure is logged)."""
-    if not isinstance(target, SlackTarget) or clicked.line is None:
-        log.warning("Slack click on %r (not a slack target): message not updated", click.target)
-        return
-    try:
-        await target.show_click(click.value, click, clicked.line, closed=clicked.closed)
-    except DeliveryError as exc:
-        log.warning("Slack click %s made; updating its message failed: %s", click.action, exc)
+async def _tell(target: SlackTarget | None, click: Click, text: str) -> web.Response:
+    """Tell the person who clicked, and only them (``chat.postEphemeral``: Slack shows nothing of
+    a button's HTTP answer), and answer with the same ephemeral text."""
+    if target is not None:
+        try:
+            await target.tell(click, text)
+        except DeliveryError as exc:
+            log.warning("telling Slack user %s about their click failed: %s", click.user, exc)
+    return _reply(text)
 
 
 routes.serve(SLACK_INTERACTIONS)(interactions)

@@ -152,6 +152,20 @@ class SlackTarget:
         except (SlackApiError, *FAILURES) as exc:
             raise self._failure(exc) from exc
 
+    async def tell(self, click: Click, text: str) -> None:
+        """Tell the person who clicked, and only them, ``text`` (``chat.postEphemeral`` in the
+        clicked message's channel). Raises ``DeliveryError`` when Slack refuses it."""
+        token = self._spec.token
+        if token is None or click.channel is None:
+            raise self._error("nobody can be told: no bot token or channel")
+        client = self._web_client(token.get_secret_value())
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                self._context.http.policy.check_url(self._api_base + "chat.postEphemeral")
+                await client.chat_postEphemeral(channel=click.channel, user=click.user, text=text)
+        except (SlackApiError, *FAILURES) as exc:
+            raise self._failure(exc) from exc
+
     async def _update(
         self, client: AsyncWebClient, channel: str, ts: str, blocks: list[dict[str, Any]], text: str
     ) -> None:
