@@ -39,6 +39,7 @@ fire: {eventName: disk_full, priority: high}
 deliveryTargets: [ops]
 """
 INTERACTIONS = "/hooks/slack/interactions"
+NO_FAN_OUT = "high, notificationPayloadMode: none, notifyResolved: true}"  # the page is the thread's root
 PAGE_BUTTONS = {
     "sentinel.ack",
     "sentinel.resolve",
@@ -55,11 +56,16 @@ async def make_service(tmp_path: Path, slack_api: SlackApi) -> AsyncIterator[Mak
     """``await make_service(buttons=True)`` → a started Service whose ``ops`` target is the stand-in."""
     services: list[Service] = []
 
-    async def make(*, buttons: bool = True) -> Service:
+    async def make(*, buttons: bool = True, fan_out: bool = True) -> Service:
         text = CONFIG.format(api=slack_api.base()) + (PEOPLE + SLACK if buttons else "")
         (tmp_path / "sentinel.yaml").write_text(text)
         (tmp_path / "watchers").mkdir(exist_ok=True)
-        (tmp_path / "watchers" / "disk.yaml").write_text(WATCHER)
+        watcher = (
+            WATCHER
+            if fan_out
+            else WATCHER.replace("high}", "high, notificationPayloadMode: none, notifyResolved: true}")
+        )
+        (tmp_path / "watchers" / "disk.yaml").write_text(watcher)
         service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
         await service.start()
         services.append(service)
@@ -218,3 +224,20 @@ async def test_approve_on_an_approval_request_moves_the_approval(
     status, reply = await click(service, late_deny)
     assert (200, "approved") == (status, (await service.inbox.get(item.id))[0].status)
     assert 1 == len(await audit(service)), reply
+
+
+async def test_a_page_that_is_the_thread_root_keeps_what_clicks_did(
+    make_service: Make, slack_api: SlackApi
+) -> None:
+    """No fan-out line: the page is its thread's root. A click shows on the root's outcome line, a
+    redraw of the root (the resolved line's) keeps it and the buttons; Resolve takes them off."""
+    service = await make_service(fan_out=False)
+    _, page = await paged(service, slack_api)
+    assert page in slack_api.roots()
+    await click(service, click_body(page, "sentinel.ack"))
+    assert page.text.startswith("✅ handled by the agent · ✔ acked by alice at ")
+    await service.manager.ingest("disk", {"used": 10})
+    await wait_for(lambda: "· ✔ resolved —" in page.text, what="the root redrawn by the resolved line")
+    assert ("✔ acked by alice" in page.text, PAGE_BUTTONS) == (True, set(buttons(page)))
+    await click(service, click_body(page, "sentinel.resolve"))
+    assert ("✔ resolved by alice" in page.text, {}) == (True, buttons(page))
