@@ -5,6 +5,8 @@ the same click twice changes nothing the second time."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,7 @@ import pytest
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.audit import AuditEntry
-from tests.api.slack_clicks import PEOPLE, SLACK, buttons, click_body, slack_headers
+from tests.api.slack_clicks import PEOPLE, SIGNING_SECRET, SLACK, buttons, click_body, slack_headers
 from tests.delivery.slack_api import Posted, SlackApi, slack_api
 from tests.service.conftest import stop_within
 from tests.service.test_api import call
@@ -241,3 +243,19 @@ async def test_a_page_that_is_the_thread_root_keeps_what_clicks_did(
     assert ("✔ acked by alice" in page.text, PAGE_BUTTONS) == (True, set(buttons(page)))
     await click(service, click_body(page, "sentinel.resolve"))
     assert ("✔ resolved by alice" in page.text, {}) == (True, buttons(page))
+
+
+async def test_no_secret_or_signature_shows_in_logs_or_answers(
+    make_service: Make, slack_api: SlackApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The signing secret, the signatures and the bot token appear in no log line and no answer."""
+    caplog.set_level(logging.DEBUG)
+    service = await make_service()
+    _, page = await paged(service, slack_api)
+    body = click_body(page, "sentinel.ack")
+    good, bad = slack_headers(body), slack_headers(body, secret="a-wrong-secret-value")
+    answers = [await click(service, body, good), await click(service, body, bad), await click(service, body)]
+    seen = json.dumps(answers) + caplog.text
+    assert 401 == answers[1][0]
+    for secret in (SIGNING_SECRET, good["X-Slack-Signature"], bad["X-Slack-Signature"], "xoxb-test-token"):
+        assert secret not in seen
