@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import time
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,6 +22,33 @@ PEOPLE = (
 )
 SLACK = f"slack: {{signingSecret: {SIGNING_SECRET}}}\n"
 FORM = "application/x-www-form-urlencoded"
+CONFIG = """\
+store: sqlite:///state.db
+server: {{host: 127.0.0.1, port: {port}}}
+allowedHosts: ["127.0.0.1"]
+hookResponseDedupeWindowMs: 0
+delivery: {{maxAttempts: 3, baseMs: 50, maxMs: 200, maxElapsedMs: 60000}}
+targets:
+  ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
+"""
+WATCHER = """\
+id: disk
+strategy: webhook
+conditions: [{path: used, op: gte, value: 90}]
+fire: {eventName: disk_full, priority: high}
+deliveryTargets: [ops]
+"""
+
+
+def project(folder: Path, api: str, *, port: int = 0, buttons: bool = True, watcher: str = WATCHER) -> Path:
+    """Write a project whose ``ops`` Slack target posts to ``api`` (the stand-in) and whose
+    ``disk`` watcher pages it; with ``buttons``, alice (operator) and bob (viewer) in ``people``
+    and a signing secret. Its sentinel.yaml."""
+    config = folder / "sentinel.yaml"
+    config.write_text(CONFIG.format(api=api, port=port) + (PEOPLE + SLACK if buttons else ""))
+    (folder / "watchers").mkdir(exist_ok=True)
+    (folder / "watchers" / "disk.yaml").write_text(watcher)
+    return config
 
 
 def buttons(message: Posted) -> dict[str, str]:

@@ -16,7 +16,7 @@ import pytest
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.audit import AuditEntry
-from tests.api.slack_clicks import PEOPLE, SIGNING_SECRET, SLACK, buttons, click_body, slack_headers
+from tests.api.slack_clicks import SIGNING_SECRET, WATCHER, buttons, click_body, project, slack_headers
 from tests.delivery.slack_api import Posted, SlackApi, slack_api
 from tests.service.conftest import stop_within
 from tests.service.test_api import call
@@ -24,22 +24,6 @@ from tests.support import wait_for
 
 __all__ = ["slack_api"]
 
-CONFIG = """\
-store: sqlite:///state.db
-server: {{host: 127.0.0.1, port: 0}}
-allowedHosts: ["127.0.0.1"]
-hookResponseDedupeWindowMs: 0
-delivery: {{maxAttempts: 3, baseMs: 50, maxMs: 200, maxElapsedMs: 60000}}
-targets:
-  ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
-"""
-WATCHER = """\
-id: disk
-strategy: webhook
-conditions: [{path: used, op: gte, value: 90}]
-fire: {eventName: disk_full, priority: high}
-deliveryTargets: [ops]
-"""
 INTERACTIONS = "/hooks/slack/interactions"
 NO_FAN_OUT = "high, notificationPayloadMode: none, notifyResolved: true}"  # the page is the thread's root
 PAGE_BUTTONS = {
@@ -59,15 +43,8 @@ async def make_service(tmp_path: Path, slack_api: SlackApi) -> AsyncIterator[Mak
     services: list[Service] = []
 
     async def make(*, buttons: bool = True, fan_out: bool = True) -> Service:
-        text = CONFIG.format(api=slack_api.base()) + (PEOPLE + SLACK if buttons else "")
-        (tmp_path / "sentinel.yaml").write_text(text)
-        (tmp_path / "watchers").mkdir(exist_ok=True)
-        watcher = (
-            WATCHER
-            if fan_out
-            else WATCHER.replace("high}", "high, notificationPayloadMode: none, notifyResolved: true}")
-        )
-        (tmp_path / "watchers" / "disk.yaml").write_text(watcher)
+        watcher = WATCHER if fan_out else WATCHER.replace("high}", NO_FAN_OUT)
+        project(tmp_path, slack_api.base(), buttons=buttons, watcher=watcher)
         service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
         await service.start()
         services.append(service)
@@ -162,6 +139,7 @@ async def test_the_same_click_twice_changes_nothing_the_second_time(
 
 
 async def test_resolve_closes_the_page_and_its_buttons_go(make_service: Make, slack_api: SlackApi) -> None:
+    """Resolve resolves the fire's item as alice; the page keeps its status line, not its buttons."""
     service = await make_service()
     _, page = await paged(service, slack_api)
     assert 200 == (await click(service, click_body(page, "sentinel.resolve")))[0]
@@ -175,9 +153,8 @@ async def test_feedback_counts_once_per_person_the_latest_winning(
     """👍 twice is one feedback and one audit row; a 👎 after it replaces it (SPEC §22)."""
     service = await make_service()
     callback_id, page = await paged(service, slack_api)
-    up = click_body(page, "sentinel.feedback_up")
-    await click(service, up)
     await click(service, click_body(page, "sentinel.feedback_up"))
+    await click(service, click_body(page, "sentinel.feedback_up"))  # a second click, signed anew
     assert [("alice", True)] == [
         (f.person, f.useful) for f in (await service.store.get_feedback([callback_id]))[callback_id]
     ]

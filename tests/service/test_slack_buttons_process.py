@@ -21,13 +21,12 @@ import aiohttp
 import pytest
 
 from tests.api.slack_clicks import (
-    PEOPLE,
     SIGNING_SECRET,
-    SLACK,
     STRANGER,
     VIEWER_BOB,
     buttons,
     click_body,
+    project,
     slack_headers,
 )
 from tests.cli.conftest import sentinel_command
@@ -39,22 +38,6 @@ __all__ = ["slack_api"]
 
 pytestmark = pytest.mark.slow
 
-CONFIG = """\
-store: sqlite:///state.db
-server: {{host: 127.0.0.1, port: {port}}}
-allowedHosts: ["127.0.0.1"]
-hookResponseDedupeWindowMs: 0
-delivery: {{maxAttempts: 3, baseMs: 50, maxMs: 200, maxElapsedMs: 60000}}
-targets:
-  ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
-"""
-WATCHER = """\
-id: disk
-strategy: webhook
-conditions: [{path: used, op: gte, value: 90}]
-fire: {eventName: disk_full, priority: high}
-deliveryTargets: [ops]
-"""
 INTERACTIONS = "/hooks/slack/interactions"
 Headers = dict[str, str] | None
 
@@ -115,9 +98,7 @@ class Process:
 async def process(tmp_path: Path, slack_api: SlackApi) -> AsyncIterator[Process]:
     """`sentinel run` with people, a signing secret and the stand-in as its `ops` target."""
     port = free_port()
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(port=port, api=slack_api.base()) + PEOPLE + SLACK)
-    (tmp_path / "watchers").mkdir()
-    (tmp_path / "watchers" / "disk.yaml").write_text(WATCHER)
+    project(tmp_path, slack_api.base(), port=port)
     running = Process(tmp_path, port)
     try:
         await running.start()
