@@ -16,6 +16,7 @@ import pytest
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.audit import AuditEntry
+from sentinel_hooks.store.records import InboxItem
 from tests.api.slack_clicks import SIGNING_SECRET, WATCHER, buttons, click_body, project, slack_headers
 from tests.delivery.slack_api import Posted, SlackApi, slack_api
 from tests.service.conftest import stop_within
@@ -173,26 +174,42 @@ async def test_silence_1h_silences_the_watcher_once(make_service: Make, slack_ap
     assert ["silence.create"] == [e.action for e in await audit(service)]
 
 
+async def approval_request(service: Service, api: SlackApi) -> tuple[InboxItem, Posted]:
+    """An approval for a fire of ``disk``, and its request as Slack shows it (with its buttons)."""
+    callback_id, _ = await paged(service, api)
+    item = await service.inbox.create(
+        "approval", severity="warning", reason="run df?", watcher_id="disk", callback_id=callback_id
+    )
+
+    def request() -> Posted | None:
+        return next((m for m in api.messages if buttons(m).get("sentinel.approve") == item.id), None)
+
+    return item, await wait_for(request, what="the approval request with its buttons")
+
+
+async def test_deny_on_an_approval_request_denies_it(make_service: Make, slack_api: SlackApi) -> None:
+    """Deny denies the approval as alice via slack; the request says so and loses its buttons."""
+    service = await make_service()
+    item, message = await approval_request(service, slack_api)
+    assert 200 == (await click(service, click_body(message, "sentinel.deny")))[0]
+    denied, _ = await service.inbox.get(item.id)
+    [entry] = await audit(service)
+    assert ("denied", "alice", "approval.deny", {}) == (
+        denied.status,
+        denied.actor,
+        entry.action,
+        buttons(message),
+    )
+    assert "⛔ denied by alice at" in json.dumps(message.blocks, ensure_ascii=False)
+
+
 async def test_approve_on_an_approval_request_moves_the_approval(
     make_service: Make, slack_api: SlackApi
 ) -> None:
     """An approval request in Slack carries Approve/Deny on the approval; Approve approves it as
     alice and takes the buttons off."""
     service = await make_service()
-    callback_id, _ = await paged(service, slack_api)
-    item = await service.inbox.create(
-        "approval",
-        severity="warning",
-        reason="run df?",
-        watcher_id="disk",
-        callback_id=callback_id,
-        actor="agent",
-    )
-
-    def request() -> Posted | None:
-        return next((m for m in slack_api.messages if buttons(m).get("sentinel.approve") == item.id), None)
-
-    message = await wait_for(request, what="the approval request with its buttons")
+    item, message = await approval_request(service, slack_api)
     assert {"sentinel.approve", "sentinel.deny"} == set(buttons(message))
     late_deny = click_body(message, "sentinel.deny")  # clicked on a copy shown before the update
     assert 200 == (await click(service, click_body(message, "sentinel.approve")))[0]
