@@ -1,12 +1,14 @@
 """Heartbeat watchers through a running service (SPEC.md §23): a crontab's real
 ``curl -fsS -m 10 --retry 5`` pings it; ``/start`` then ``/fail`` and a non-zero exit code fire
-``terminal``; a missed due time fires ``no_progress`` once; a success ping resolves the fire."""
+``terminal``; each missed period fires ``no_progress`` once; a success ping resolves the fires."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -134,24 +136,50 @@ async def test_unknown_keys_bad_suffixes_and_large_bodies_are_refused(start: Sta
     assert (await status(service))["lastPingAt"] is None
 
 
-async def test_a_missed_period_fires_once_and_a_late_ping_resolves_it(start: Start, sink: Sink) -> None:
+async def test_each_missed_period_fires_once_and_a_late_ping_resolves_them_all(
+    start: Start, sink: Sink
+) -> None:
+    """Three periods pass with no ping: three ``no_progress`` fires, each with its own due time,
+    callback and dedupe key; the late success ping resolves every one of them."""
     service = await start("periodMs: 400\ngraceMs: 100\n")
-    [contract] = await wait_for(lambda: contracts(service), what="the overdue fire")
-    assert "no_progress" == contract.trigger.kind
-    envelope = await envelope_of(service, contract)
-    assert ("overdue", None) == (envelope.payload["status"], envelope.payload["lastPingAt"])
-    due = (await status(service))["nextDueAt"]
-    # three more periods pass: still the one fire
-    later = service.clock.now().timestamp() + 1.5
-    await wait_for(lambda: service.clock.now().timestamp() > later, what="three more periods")
-    assert 1 == len(await contracts(service))
-    assert (True, 1, due) == ((s := await status(service))["firing"], s["fires"], s["nextDueAt"])
+    fired = await wait_for(lambda: _at_least(service, 3), what="three overdue fires")
+    envelopes = [await envelope_of(service, contract) for contract in fired]
+    assert {"no_progress"} == {contract.trigger.kind for contract in fired}
+    assert {("overdue", None)} == {(e.payload["status"], e.payload["lastPingAt"]) for e in envelopes}
+    dues = sorted(datetime.fromisoformat(e.payload["dueAt"]) for e in envelopes)
+    assert [timedelta(milliseconds=400)] * 2 == [b - a for a, b in itertools.pairwise(dues[:3])]
+    assert len(fired) == len({c.callback_id for c in fired}) == len({c.dedupe_key for c in fired})
+    shown = await status(service)
+    assert (True, True) == (shown["firing"], shown["overdue"])
     assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}")).returncode
-    assert not (await status(service))["firing"]
+    after = await status(service)
+    assert (False, False, "success") == (after["firing"], after["overdue"], after["lastPingKind"])
+    opened = await contracts(service)
     await wait_for(
-        lambda: any("resolved" in body.get("message", "") for body in sink.bodies()),
-        what="the resolved line",
+        lambda: len([b for b in sink.bodies() if "resolved" in b.get("message", "")]) == len(opened),
+        what="a resolved line per fire",
     )
+    again = await wait_for(lambda: _at_least(service, len(opened) + 1), what="the next missed period")
+    assert {c.callback_id for c in opened} < {c.callback_id for c in again}
+
+
+async def _at_least(service: Service, count: int) -> list[Contract] | None:
+    found = await contracts(service)
+    return found if len(found) >= count else None
+
+
+async def test_the_last_ping_is_stored_and_is_the_next_fires_payload(start: Start) -> None:
+    """The last ping's body and exit code survive a restart and are the overdue fire's payload."""
+    service = await start("periodMs: 700\ngraceMs: 100\n")
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}/0", "--data-raw", "42 files")).returncode
+    await service.stop()
+    restarted = await start("periodMs: 700\ngraceMs: 100\n")
+    shown = await status(restarted)
+    assert ("success", 0) == (shown["lastPingKind"], shown["lastPingExitCode"])
+    [contract] = await wait_for(lambda: contracts(restarted), what="the overdue fire")
+    envelope = await envelope_of(restarted, contract)
+    assert (0, "42 files") == (envelope.payload["exitCode"], envelope.payload["body"])
+    assert envelope.payload["lastPingAt"] == shown["lastPingAt"]
 
 
 async def test_max_run_after_a_start_fires_running_too_long(start: Start) -> None:

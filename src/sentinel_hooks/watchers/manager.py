@@ -325,7 +325,7 @@ class WatcherManager:
             runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
         )
         if isinstance(spec, HeartbeatWatcher):
-            status.update(beat_status(spec, runner.state))
+            status.update(beat_status(spec, runner.state, self._deps.clock.now()))
         return status
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
