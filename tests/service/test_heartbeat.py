@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime, timedelta
@@ -19,6 +20,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Contract
 from sentinel_hooks.testing import FakeOpenAIServer
+from tests.cli.conftest import sentinel_command
 from tests.service.test_api import call
 from tests.service.test_resolved_before_page import slow_notify
 from tests.support import Sink, wait_for
@@ -180,6 +182,40 @@ async def test_the_last_ping_is_stored_and_is_the_next_fires_payload(start: Star
     envelope = await envelope_of(restarted, contract)
     assert (0, "42 files") == (envelope.payload["exitCode"], envelope.payload["body"])
     assert envelope.payload["lastPingAt"] == shown["lastPingAt"]
+
+
+async def test_the_api_refuses_a_heartbeat_with_a_ping_key_in_use(start: Start) -> None:
+    """A watcher created through the API may not take another heartbeat's pingKey (409, key unsaid)."""
+    service = await start()
+    created = {
+        "id": "copy",
+        "strategy": "heartbeat",
+        "pingKey": KEY,
+        "periodMs": 60000,
+        "deliveryTargets": ["team"],
+    }
+    code, body = await call(service, "POST", "/api/v1/watchers", body=created)
+    assert (409, "conflict") == (code, body["error"]["code"]), body
+    assert "same pingKey as watcher 'backup'" in body["error"]["message"]
+    assert KEY not in str(body)
+
+
+async def test_sentinel_status_shows_a_line_per_heartbeat(start: Start, tmp_path: Path) -> None:
+    """`sentinel status` (a subprocess against the running service): the last ping, when and
+    what it said, the next due time, and whether it is overdue."""
+    service = await start("periodMs: 86400000\n")
+    assert 0 == (await curl(f"{service.url}/hooks/ping/{KEY}/start")).returncode
+    shown = await status(service)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    argv = [*sentinel_command(), "status", "--url", service.url, "-c", str(tmp_path / "sentinel.yaml")]
+    done = await asyncio.to_thread(
+        subprocess.run, argv, capture_output=True, text=True, check=False, env={**env, "COLUMNS": "250"}
+    )
+    assert 0 == done.returncode, done.stderr
+    line = (
+        f"heartbeat backup: last ping {shown['lastPingAt']} (start), next due {shown['nextDueAt']}, on time"
+    )
+    assert line in done.stdout.splitlines()
 
 
 async def test_max_run_after_a_start_fires_running_too_long(start: Start) -> None:
