@@ -374,6 +374,12 @@ class WatcherRunner:
         with contextlib.suppress(StoreError):  # most likely refused too; kept in memory meanwhile
             await self._save(prompt=prompt)
 
+    async def lease_confirmed(self) -> bool:
+        """Cluster mode, before a poll's request: the fencing check (``fenced``) made first, so
+        a replica that cannot vouch for its lease does not even ask (see ``Polling._request``)."""
+        async with self._lock:
+            return await self.fenced()
+
     async def fenced(self) -> bool:
         """Cluster mode: may this replica act on what it observed? (the fencing check; the caller
         holds the lock)
