@@ -64,20 +64,21 @@ class BeatWatch:
         self._pinged.set()
         return outcome
 
-    async def overdue(self) -> bool:
-        """A due time passed: the ``no_progress`` fire of the latest period missed; False when it
-        was not made (the lease not confirmed, or the store did not take it: on the status)."""
+    async def overdue(self, *, latest: bool = False) -> bool:
+        """A due time passed: the ``no_progress`` fire of the first period missed (``latest``: of
+        the last, standing for all, at a start after a downtime); False when it was not made (the
+        lease not confirmed, or the store did not take it: on the status)."""
         runner, spec = self._runner, self._spec
         try:
             async with runner.lock:
                 now = runner.deps.clock.now()
                 if runner.needs_lease:  # a ping another replica took moves the due time
                     runner.state = with_stored_pings(runner.state, await runner.stored_state())
-                    if missed(spec, runner.state, now) is None:
+                    if missed(spec, runner.state, now, latest=latest) is None:
                         return True
                     if not await runner.fenced():
                         return False
-                due = missed(spec, runner.state, now)
+                due = missed(spec, runner.state, now, latest=latest)
                 if due is not None:
                     await runner.take(on_overdue(runner.deps.pipeline, spec, runner.state, due, now))
         except StoreError:
@@ -104,6 +105,7 @@ class BeatWatch:
         if runner.state.beat_at is None:  # the first period counts from the first start, kept
             now = runner.deps.clock.now()
             await runner.adopt(lambda state: state.evolve(beat_at=state.beat_at or now))
+        started = True  # due times that passed while the service was down: one fire, the latest
         while not runner.stopping:
             pinged.clear()
             now = runner.deps.clock.now()
@@ -111,11 +113,14 @@ class BeatWatch:
             if runner.needs_lease and runner.state.beat_fires:  # a ping another replica took
                 remaining = min(remaining, recheck_s(spec))  # resolves them: looked for now and then
             if remaining > 0:
+                started = False
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(pinged.wait(), timeout=remaining)
                 if runner.needs_lease and runner.state.beat_fires and not pinged.is_set():
                     await self.refresh()
                 continue
-            if not await self.overdue():
+            if await self.overdue(latest=started):
+                started = False
+            else:
                 with contextlib.suppress(Stopping):
                     await runner.sleep(1.0)

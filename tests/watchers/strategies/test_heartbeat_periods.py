@@ -49,10 +49,21 @@ def test_a_handled_period_is_not_missed_again_and_the_next_one_is_due() -> None:
 
 
 def test_periods_passed_during_an_outage_are_one_the_latest() -> None:
-    """Five periods passed while the service was down: one due time, the latest passed."""
+    """Five periods passed while the service was down: at its start, one due time, the latest."""
     state = WatcherState(beat_at=T0, beat_missed_at=T0 + timedelta(hours=1) + MINUTE)
     now = T0 + timedelta(hours=6, minutes=30)
-    assert Due(T0 + timedelta(hours=6) + MINUTE) == missed(HOURLY, state, now)
+    assert Due(T0 + timedelta(hours=6) + MINUTE) == missed(HOURLY, state, now, latest=True)
+
+
+def test_while_running_late_periods_are_missed_in_turn() -> None:
+    """A watch that woke late (a busy loop) takes the passed due times one by one, none skipped."""
+    state = WatcherState(beat_at=T0)
+    now = T0 + timedelta(hours=3, minutes=30)
+    first = missed(HOURLY, state, now)
+    assert Due(T0 + timedelta(hours=1) + MINUTE) == first
+    assert first is not None
+    second = missed(HOURLY, state.evolve(beat_missed_at=first.at), now)
+    assert Due(T0 + timedelta(hours=2) + MINUTE) == second
 
 
 def test_a_schedule_is_due_at_each_cron_time_plus_the_grace() -> None:
@@ -60,7 +71,8 @@ def test_a_schedule_is_due_at_each_cron_time_plus_the_grace() -> None:
     state = WatcherState(beat_at=T0 + timedelta(minutes=5))
     tomorrow = T0 + timedelta(days=1, hours=1)
     assert Due(tomorrow) == next_due(NIGHTLY, state, T0)
-    assert Due(tomorrow + timedelta(days=1)) == missed(NIGHTLY, state, tomorrow + timedelta(days=1, hours=2))
+    two_nights = tomorrow + timedelta(days=1, hours=2)
+    assert Due(tomorrow + timedelta(days=1)) == missed(NIGHTLY, state, two_nights, latest=True)
     handled = state.evolve(beat_missed_at=tomorrow)
     assert Due(tomorrow + timedelta(days=1)) == next_due(NIGHTLY, handled, tomorrow)
 
@@ -72,6 +84,7 @@ def test_a_run_overrunning_max_run_is_due_once() -> None:
     overrun = T0 + 11 * MINUTE
     assert Due(overrun, overran=True) == missed(spec, state, overrun)
     assert missed(spec, state.evolve(beat_missed_at=overrun), overrun + MINUTE) is None
+    assert missed(spec, state.evolve(beat_missed_at=overrun), overrun + MINUTE, latest=True) is None
 
 
 def test_each_period_has_its_own_callback_id() -> None:

@@ -9,11 +9,12 @@ success ping, or the next ``schedule`` time after it) plus ``graceMs``, or ``max
 One fire per missed period: each period that passes with no success ping fires ``no_progress``
 once (``on_overdue``), under a callback id and a payload (``dueAt``) of its own, so its fire and
 dedupe key are that period's; ``beat_missed_at`` (stored) says which periods were handled, so a
-poll of the clock, a restart or a kill -9 never fires one twice, and the id makes a fire the store
-took before a crash a repeat, not a second page. When several periods passed at once (the service
-was down), the latest fires, once. A ``fail`` ping fires ``terminal`` and stands for the period it
-came in (that period fires nothing more). The next success ping resolves every open fire
-(``beat_fires``: each gets its resolved line; one not yet paged settles ``resolved``, SPEC §6.4).
+poll of the clock, a restart or a kill -9 never fires one twice, and the id makes a fire the
+store took before a crash a repeat, not a second page. While the watch runs, each due time fires
+in turn; those that passed while the service was down (found at its start) fire once, for the
+latest. A ``fail`` ping fires ``terminal`` and stands for the period it came in (that period
+fires nothing more). The next success ping resolves every open fire (``beat_fires``: each gets
+its resolved line; one not yet paged settles ``resolved``, SPEC §6.4).
 The last ping's kind, exit code and body are stored with the state: they survive restarts and
 are the payload of the next fire (``{status, exitCode, body, lastPingAt, dueAt}``).
 """
@@ -122,20 +123,22 @@ def next_due(spec: HeartbeatWatcher, state: WatcherState, started: datetime) -> 
     return Due(overrun, overran=True) if overrun is not None and overrun < due else Due(due)
 
 
-def missed(spec: HeartbeatWatcher, state: WatcherState, now: datetime) -> Due | None:
-    """The latest due time passed by ``now`` and not yet handled (None: nothing is overdue).
-
-    Several passed at once (the service was down across them) are one: the latest."""
+def missed(spec: HeartbeatWatcher, state: WatcherState, now: datetime, *, latest: bool = False) -> Due | None:
+    """The first due time passed by ``now`` and not yet handled (None: nothing is overdue); with
+    ``latest``, the last of them, which stands for all (the service was down across them)."""
+    if not latest:
+        first = next_due(spec, state, now)
+        return first if first.at <= now else None
     due = _period_due(spec, state, now)
     passed: list[Due] = []
     if due <= now:
         grace = timedelta(milliseconds=spec.grace_ms)
         if spec.period_ms is not None:
             period = timedelta(milliseconds=spec.period_ms)
-            latest = due + period * ((now - due) // period)
+            last = due + period * ((now - due) // period)
         else:
-            latest = max(due, _last_scheduled(spec, now - grace) + grace)
-        passed.append(Due(latest))
+            last = max(due, _last_scheduled(spec, now - grace) + grace)
+        passed.append(Due(last))
     overrun = _overrun(spec, state)
     if overrun is not None and overrun <= now:
         passed.append(Due(overrun, overran=True))
