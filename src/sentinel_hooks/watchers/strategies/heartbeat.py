@@ -207,7 +207,9 @@ async def on_overdue(
     callback_id = beat_callback_id(spec.id, due.at)
     try:
         fired = await pipeline.fire_beat(spec, "no_progress", data, handled, callback_id=callback_id)
-    except CallbackExists:  # fired before a crash kept the state from being stored: not again
+    except CallbackExists as exc:  # made before a crash kept the state from being stored: not again
+        if exc.callback_id != callback_id or exc.state in {"silenced", "deduped"}:
+            return Outcome(handled)  # it was muted or deduped then: nothing to resolve
         fires = (*handled.beat_fires, (callback_id, now))[-MAX_OPEN_FIRES:]
         return Outcome(handled.evolve(beat_fires=fires, fires=handled.fires + 1, last_fire_at=now))
     return _opened(fired, now)
