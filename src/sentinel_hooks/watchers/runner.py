@@ -18,6 +18,11 @@ rule on (``lease_unknown``) is also a failed check in the watcher's status.
 10,000 watchers share one event loop: a failure is logged at WARNING and stored on the ok →
 failing transition (the recovery on failing → ok), while the running failure count and last
 error, like the check instants, are stored at most every ``STATE_FLUSH_S`` and at the stop.
+
+Past 500 lines because every path that changes a watcher's state (polls, streams, pushes, alert
+batches, manual fires, enable and disable) takes the one lock and shares the store-failure,
+fencing and write-back handling here; what is not that lives beside it (the drivers,
+``quiet``, ``beats``, ``pushes``, ``alerts``).
 """
 
 from __future__ import annotations
