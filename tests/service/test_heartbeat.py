@@ -178,6 +178,8 @@ async def test_the_last_ping_is_stored_and_is_the_next_fires_payload(start: Star
     restarted = await start("periodMs: 700\ngraceMs: 100\n")
     shown = await status(restarted)
     assert ("success", 0) == (shown["lastPingKind"], shown["lastPingExitCode"])
+    code, detail = await call(restarted, "GET", "/api/v1/watchers/backup")
+    assert (200, "42 files") == (code, detail["runtime"]["lastPingBody"])
     fired = await wait_for(lambda: contracts(restarted), what="the overdue fire")
     payloads = [(await envelope_of(restarted, contract)).payload for contract in fired]
     assert {(0, "42 files", shown["lastPingAt"])} == {

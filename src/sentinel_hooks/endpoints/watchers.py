@@ -77,6 +77,10 @@ class WatcherRuntime(ApiModel):
     last_event_at: datetime | None
     reconnects: Count
     last_reconnect_gap_ms: Count | None
+    last_ping_body: str | None = Field(
+        default=None,
+        description="heartbeat watchers: the last ping's body (10 KB at most, secrets masked)",
+    )
 
 
 class WatcherDetail(ApiModel):
