@@ -65,7 +65,7 @@ async def test_a_due_time_passed_while_killed_fires_once_on_restart(tmp_path: Pa
     log = tmp_path / "service.log"
     proc = start(config, log)
     try:
-        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the service")
         assert 0 == (await curl(f"{base}/hooks/ping/{KEY}")).returncode
         pinged_at = time.time()
         pinged = await status(base)
@@ -81,9 +81,9 @@ async def test_a_due_time_passed_while_killed_fires_once_on_restart(tmp_path: Pa
         assert seen == len(sink.bodies())
 
         proc = start(config, log)
-        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
         fired = await wait_for(
-            lambda: _fires(base, pinged["fires"] + 1), timeout_s=15, what="the overdue fire after the restart"
+            lambda: _fires(base, pinged["fires"] + 1), timeout_s=30, what="the overdue fire after the restart"
         )
         assert (True, True) == (fired["firing"], fired["overdue"])
         last, period = datetime.fromisoformat(pinged["lastPingAt"]), timedelta(seconds=PERIOD_S)
@@ -94,7 +94,7 @@ async def test_a_due_time_passed_while_killed_fires_once_on_restart(tmp_path: Pa
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         proc = start(config, log)
-        await wait_for(lambda: ready(base), timeout_s=15, what="the second restart")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the second restart")
         # the next period is missed too: a fire for it; none again for those before
         await wait_for(
             lambda: _fires(base, pinged["fires"] + len(down) + 1),
