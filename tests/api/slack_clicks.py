@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from tests.delivery.slack_api import Posted
+from tests.delivery.slack_api import DISK_WATCHER, Posted
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 ALICE, VIEWER_BOB, STRANGER = "U0ALICE01", "U0BOB0002", "U0NOBODY9"
@@ -31,13 +31,7 @@ delivery: {{maxAttempts: 3, baseMs: 50, maxMs: 200, maxElapsedMs: 60000}}
 targets:
   ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
 """
-WATCHER = """\
-id: disk
-strategy: webhook
-conditions: [{path: used, op: gte, value: 90}]
-fire: {eventName: disk_full, priority: high}
-deliveryTargets: [ops]
-"""
+WATCHER = DISK_WATCHER
 
 
 def project(folder: Path, api: str, *, port: int = 0, buttons: bool = True, watcher: str = WATCHER) -> Path:

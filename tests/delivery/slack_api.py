@@ -22,6 +22,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 CHANNEL_ID = "C0OPS"
+DISK_WATCHER = """\
+id: disk
+strategy: webhook
+conditions: [{path: used, op: gte, value: 90}]
+fire: {eventName: disk_full, priority: high}
+deliveryTargets: [ops]
+"""
+"""A watcher whose fires page the ``ops`` Slack target (the services' tests point it at the stand-in)."""
 
 
 @dataclass
