@@ -31,6 +31,7 @@ from tests.api.slack_clicks import (
 )
 from tests.cli.conftest import sentinel_command
 from tests.delivery.slack_api import Posted, SlackApi, slack_api
+from tests.service.test_api import call
 from tests.service.test_process import free_port
 from tests.support import wait_for
 
@@ -68,25 +69,9 @@ class Process:
             return False
 
     async def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        raw: bytes | None = None,
-        headers: dict[str, str] | None = None,
+        self, method: str, path: str, *, body: Any = None, raw: bytes | None = None, headers: Headers = None
     ) -> tuple[int, Any]:
-        sent = dict(headers or {})
-        if body is not None:
-            raw = json.dumps(body).encode()
-            sent["Content-Type"] = "application/json"
-        timeout = aiohttp.ClientTimeout(total=10)
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as session,
-            session.request(method, self.url + path, data=raw, headers=sent) as response,
-        ):
-            text = await response.text()
-            return response.status, json.loads(text) if text else None
+        return await call(self, method, path, body=body, raw=raw, headers=headers)
 
     async def stop(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
