@@ -120,6 +120,20 @@ async def test_an_ack_acts_as_the_person_and_updates_the_message(
     assert PAGE_BUTTONS == set(buttons(page))
 
 
+async def test_a_slow_slack_api_does_not_hold_the_answer_to_the_click(
+    make_service: Make, slack_api: SlackApi
+) -> None:
+    """Slack shows a timeout after 3 s: the click is answered while chat.update still waits, and
+    the message is updated once Slack's API answers."""
+    service = await make_service()
+    _, page = await paged(service, slack_api)
+    slack_api.hold_updates = True
+    status, reply = await click(service, click_body(page, "sentinel.ack"))
+    assert (200, "ephemeral", 0) == (status, reply["response_type"], page.updates)
+    slack_api.release_updates()
+    await wait_for(lambda: page.updates == 1, what="the message updated after the answer")
+
+
 async def test_the_same_click_twice_changes_nothing_the_second_time(
     make_service: Make, slack_api: SlackApi
 ) -> None:

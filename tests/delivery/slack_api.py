@@ -66,8 +66,10 @@ class SlackApi:
     fail_updates: str | None = None  # an error code chat.update answers
     fail_posts: str | None = None  # an error code chat.postMessage answers
     hold_posts: bool = False
+    hold_updates: bool = False  # chat.update waits for ``release_updates`` (a slow Slack API)
     server: TestServer | None = None
     _released: asyncio.Event = field(default_factory=asyncio.Event)
+    _updates_released: asyncio.Event = field(default_factory=asyncio.Event)
     _arrived: int = 0
 
     @property
@@ -77,6 +79,9 @@ class SlackApi:
 
     def release(self) -> None:
         self._released.set()
+
+    def release_updates(self) -> None:
+        self._updates_released.set()
 
     def roots(self) -> list[Posted]:
         return [m for m in self.messages if m.thread_ts is None]
@@ -126,6 +131,8 @@ class SlackApi:
     async def _update(self, request: web.Request) -> web.Response:
         body = await self._body(request)
         self.calls.append("chat.update")
+        if self.hold_updates:
+            await self._updates_released.wait()
         if self.fail_updates is not None:
             return web.json_response({"ok": False, "error": self.fail_updates})
         if body.get("channel") != CHANNEL_ID:  # Slack wants the id here, not the name
@@ -155,6 +162,7 @@ class SlackApi:
 
     async def close(self) -> None:
         self.release()
+        self.release_updates()
         if self.server is not None:
             await self.server.close()
 

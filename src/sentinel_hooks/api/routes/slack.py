@@ -6,14 +6,17 @@ Sentinel's buttons (400). The clicking Slack user must be in ``people`` with a r
 (operator or admin); anyone else is told ``not allowed`` (an ephemeral reply only they see) and
 nothing changes. An allowed click acts as that person through the service's operations (actor
 the person's name, via ``slack``, audited), then the clicked message is updated in place with
-the target's bot token. Slack waits 3 seconds for the answer, so the update is bounded by the
-request timeout and a failure to update is logged, not answered: the change is made either way.
+the target's bot token. Slack waits 3 seconds for the answer and shows a timeout after that, so
+the answer waits for the update at most ``SLACK_WAIT_S`` and the update goes on after it when
+Slack's API is slow; a failure to update is logged, not answered: the change is made either way.
 Nothing here logs a header or the body (the signature, the secret's work, the message).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable
 
 from aiohttp import web
 
@@ -38,6 +41,8 @@ NOT_SIGNED = (
     "(X-Slack-Signature, X-Slack-Request-Timestamp)"
 )
 ACTING_ROLE: Role = "operator"  # every button changes something: operator or admin
+SLACK_WAIT_S = 2.0  # of Slack's 3 s for an answer, what the message's update may take before it
+_LATE: set[asyncio.Task[None]] = set()  # updates that outlived their answer (kept until done)
 NOT_ALLOWED = "not allowed: your Slack user is not in Sentinel's `people` with the role operator or admin"
 
 
@@ -80,21 +85,34 @@ async def interactions(request: web.Request) -> web.Response:
     if target is None:
         log.warning("Slack click on %r (not a slack target): message not updated", click.target)
     else:
-        try:
-            await target.show_click(click.value, click, clicked.line, closed=clicked.closed)
-        except DeliveryError as exc:
-            log.warning("Slack click %s made; updating its message failed: %s", click.action, exc)
+        shown = target.show_click(click.value, click, clicked.line, closed=clicked.closed)
+        await _within_slack_wait(shown, f"Slack click {click.action} made; updating its message")
     return _reply(clicked.reply)
+
+
+async def _within_slack_wait(call: Awaitable[None], what: str) -> None:
+    """Wait for a Slack API ``call`` at most ``SLACK_WAIT_S``, then let it finish after the answer;
+    its failure is logged as ``what`` failed."""
+
+    async def logged() -> None:
+        try:
+            await call
+        except DeliveryError as exc:
+            log.warning("%s failed: %s", what, exc)
+
+    task = asyncio.get_running_loop().create_task(logged())
+    done, _ = await asyncio.wait({task}, timeout=SLACK_WAIT_S)
+    if not done:
+        _LATE.add(task)
+        task.add_done_callback(_LATE.discard)
 
 
 async def _tell(target: SlackTarget | None, click: Click, text: str) -> web.Response:
     """Tell the person who clicked, and only them (``chat.postEphemeral``: Slack shows nothing of
     a button's HTTP answer), and answer with the same ephemeral text."""
     if target is not None:
-        try:
-            await target.tell(click, text)
-        except DeliveryError as exc:
-            log.warning("telling Slack user %s about their click failed: %s", click.user, exc)
+        told = target.tell(click, text)
+        await _within_slack_wait(told, f"telling Slack user {click.user} about their click")
     return _reply(text)
 
 
