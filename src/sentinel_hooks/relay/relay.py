@@ -17,6 +17,11 @@ compare-and-set that enqueues the fallback deliveries in the same step
 fallback is enqueued at most once, across restarts and replicas. On start it settles
 whatever became overdue while the service was down.
 
+A group's contract (SPEC §19) is one of them: its fallback is the group's (``relay.groups``),
+each pass also sends the follow-ups of fires that joined a group after its page
+(``send_joins``), and a member's resolution speaks for its group only once every member resolved
+(``speaks_for``).
+
 It wakes at the earliest deadline it knows of (contracts accepted by this process), at most
 every ``BATCH_WINDOW_S`` and at least every ``MAX_SLEEP_S``, so a fallback leaves well within a
 second of its deadline. Each pass settles everything due in a few store calls (``settle_due``).
