@@ -351,6 +351,7 @@ class Service(ServiceOperations):
         await self.pruner.stop()
         await self.manager.stop()
         await self.watcher_writes.drain()
+        await self.intake.close()  # groups waiting for their waitMs: resumed at the next start
         await self.sessions.stop()
         await self.mcp.stop()  # after the sessions: none is left calling a tool
         await self.relay.stop()
