@@ -213,6 +213,8 @@ class Service(ServiceOperations):
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
             mcp=self.mcp,
         )
+        if sink is None:  # a group's ended session runs again for joins after its page (SPEC §19)
+            self.relay.rejoin = self.sessions.rejoin
         self.silences = Silences(self.store, self.clock, service.maintenance_windows)
         self.intake = CallbackIntake(
             store=self.store,
