@@ -243,7 +243,23 @@ def test_three_replicas_under_kills_and_restarts(
     # fire never reaches people as both a notify and a fallback
     assert [] == outcomes.late_notify[:10]
     assert outcomes.redelivered <= 3, "the same delivery received again, beyond a SIGKILL mid-send"
-    assert [] == overlaps[:20]
+    assert [] == overlaps[:20], explain_overlaps(overlaps, polls, replicas, started)
+
+
+def explain_overlaps(
+    overlaps: list[tuple[str, str, str, float]], polls: list[Poll], replicas: list[Replica], started: float
+) -> str:
+    """When the overlaps happened (seconds into the run) and what the replicas logged about
+    their leases: enough to tell a stalled replica from a rebalancing one in a CI log."""
+    lines = []
+    for watcher_id, _, _, _ in overlaps[:5]:
+        times = sorted((p.at - started, p.replica) for p in polls if p.watcher_id == watcher_id)
+        lines.append(f"{watcher_id}: " + ", ".join(f"{at:.2f} {replica}" for at, replica in times[:40]))
+    for replica in replicas:
+        logged = replica.log.read_text(errors="replace").splitlines()
+        about = [line for line in logged if "lease" in line or "live replicas" in line or "stall" in line]
+        lines.append(f"{replica.name} log ({len(about)} lease lines): " + "\n  ".join(about[-15:]))
+    return "\n".join(lines)
 
 
 def datetime_s(text: str) -> float:

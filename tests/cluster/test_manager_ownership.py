@@ -124,24 +124,27 @@ def dropped(h: ManagerHarness, reason: str) -> float:
 
 
 async def test_observation_is_dropped_and_runner_stops_when_the_lease_is_gone(harness: Harness) -> None:
-    """A poll whose fence fails (lease taken) is dropped and counted, and the runner stops itself."""
+    """A poll whose fence fails (lease taken) is not made, counted as dropped, and the runner stops
+    itself: a replica that lost its lease never polls in the new holder's interval."""
     h = await harness()
     await h.manager.lease_acquired("poll-1", 1)  # the fake does not hold it: holds() is False
     runner = h.manager.get("poll-1")
     await wait_for(lambda: not runner.running, what="the runner to stop itself")
     assert (None, None) == (await last_observation(h.store, "poll-1"), runner.fence)
-    assert h.endpoint.requests >= 1
+    assert 0 == h.endpoint.requests
     assert (True, 0.0) == (dropped(h, "lease_lost") >= 1, dropped(h, "lease_unknown"))
 
 
 async def test_observation_is_dropped_but_runner_keeps_going_when_the_fence_cannot_tell(
     harness: Harness,
 ) -> None:
-    """When the lease check fails (Redis unreachable), polls are dropped; the keeper decides the rest."""
+    """When the lease check fails (Redis unreachable), polls are not made; the keeper decides the rest."""
     h = await harness(held={"poll-1": 1})
     h.ownership.unsure = True
-    await wait_for(lambda: h.endpoint.requests >= 3, what="three polls")
+    await wait_for(lambda: dropped(h, "lease_unknown") >= 3, what="three polls not made")
     assert (None, True) == (await last_observation(h.store, "poll-1"), h.manager.get("poll-1").running)
+    h.ownership.unsure = False
+    await wait_for(lambda: h.endpoint.requests >= 1, what="a poll once the lease is vouched for again")
 
 
 async def test_observation_dropped_for_want_of_a_lease_check_is_counted_and_shown(harness: Harness) -> None:

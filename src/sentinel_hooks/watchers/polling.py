@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+LEASE_SKIP = "lease"  # ``sentinel_polls_skipped`` reason: this replica could not confirm its lease
+
 
 class Polling:
     """The polls of one runner (created at its first start, kept across restarts)."""
@@ -122,10 +124,10 @@ class Polling:
         try:
             series.polls += 1
             try:
-                observed = await strategy.poll()
+                observed = await self._request(strategy)
             except ObserveError as exc:
                 observed = await retry_failed(
-                    partial(_attempt, strategy, series),
+                    partial(self._attempt, strategy, series),
                     exc,
                     watcher_backoff(runner.spec.retry),
                     rng=runner.deps.rng,
@@ -146,8 +148,23 @@ class Polling:
         await runner.observed(observed)
         return True
 
+    async def _attempt(self, strategy: PollStrategy, series: WatcherSeries) -> Observed:
+        """One more try of a poll that failed, counted as a poll."""
+        series.polls += 1
+        return await self._request(strategy)
 
-async def _attempt(strategy: PollStrategy, series: WatcherSeries) -> Observed:
-    """One more try of a poll that failed, counted as a poll."""
-    series.polls += 1
-    return await strategy.poll()
+    async def _request(self, strategy: PollStrategy) -> Observed:
+        """The poll's request, made in cluster mode only while the keeper vouches for the lease.
+
+        The fence after the poll keeps a stale replica from acting on what it saw, but the
+        request itself would already be a second poll of the watcher in one interval: a replica
+        whose renewals came late (its event loop busy, short of CPU) may still run its runners
+        after the lease expired on the server and another replica took it, until its next tick
+        notices. Asking first (from the keeper's renewals, no round trip) skips that poll: a
+        lease gone stops the runner, one the keeper cannot vouch for is a failed check on the
+        status, as when the fence after a poll says so.
+        """
+        runner = self._runner
+        if runner.needs_lease and not await runner.lease_confirmed():
+            raise PollSkipped(f"watcher {runner.id}: lease not confirmed; not polling", reason=LEASE_SKIP)
+        return await strategy.poll()
