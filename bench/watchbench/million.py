@@ -71,13 +71,9 @@ async def time_validate(config_file: Path) -> tuple[float, float]:
     """``sentinel validate`` of the project in a child process: (wall s, CPU s); raises when it fails."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
+    command = [sys.executable, "-m", "sentinel_hooks", "validate", "-c", str(config_file)]
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "sentinel_hooks",
-        "validate",
-        "-c",
-        str(config_file),
+        *command,
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
         env=dict(os.environ),
