@@ -53,7 +53,7 @@ from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
 from sentinel_hooks.tracing import create_tracing
-from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
+from sentinel_hooks.watchers.alerts import RESOLVED_NOTE, SOURCE_ACTOR, AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
@@ -146,7 +146,11 @@ class Service(ServiceOperations):
         contract, its notices, escalations and the operator's inbox."""
         config, service = self.config, self.config.service
         target_context = TargetContext(
-            http=self.http, clock=self.clock, base_dir=config.base_dir, store=self.store
+            http=self.http,
+            clock=self.clock,
+            base_dir=config.base_dir,
+            store=self.store,
+            slack_buttons=service.slack.signing_secret is not None,
         )
         self.targets = create_targets(service.targets, target_context)
         if "console" not in self.targets:  # environment: test routes every delivery here
@@ -253,7 +257,7 @@ class Service(ServiceOperations):
             store=self.store,
             pipeline=self.pipeline,
             on_resolved=self.notices.resolved,
-            resolve_items=InboxCloser(self.inbox, self.store),
+            resolve_items=InboxCloser(self.inbox, self.store, audited=self._resolved_at_source),
             events=self.events,
         )
         context = StrategyContext(
@@ -348,6 +352,7 @@ class Service(ServiceOperations):
         await self.pruner.stop()
         await self.manager.stop()
         await self.watcher_writes.drain()
+        await self.intake.close()  # groups waiting for their waitMs: resumed at the next start
         await self.sessions.stop()
         await self.mcp.stop()  # after the sessions: none is left calling a tool
         await self.relay.stop()
@@ -446,6 +451,10 @@ class Service(ServiceOperations):
     async def _item_created(self, item: InboxItem) -> None:
         """A new inbox item was stored with its first escalation step: the outbox looks now."""
         self.dispatcher.wake()
+
+    async def _resolved_at_source(self, item: InboxItem) -> None:
+        """An alert source resolved the item (SPEC §16): the audit trail says so, via ``source``."""
+        await self.audit(Who(SOURCE_ACTOR, via="source"), "inbox.resolve", item.id, RESOLVED_NOTE)
 
     async def _approval_decided(self, item: InboxItem) -> None:
         """An approval was decided: the hook sessions resume its paused session."""

@@ -545,6 +545,8 @@ class WatcherRunner:
                 self.deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
             elif outcome.contract.state == "silenced":
                 self.deps.metrics.silenced.labels(self.id).inc()
+            elif outcome.contract.state == "grouped":
+                self.deps.metrics.grouped.labels(self.id).inc()
             else:
                 self.deps.metrics.deduped.labels(self.id).inc()
         try:
