@@ -39,7 +39,7 @@ from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
 from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
-from sentinel_hooks.heap import freeze_heap
+from sentinel_hooks.heap import freeze_heap, freeze_loaded
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.metrics import Metrics
@@ -311,6 +311,7 @@ class Service(ServiceOperations):
         self.relay.start()
         self.scheduler.start()
         definitions = await self.store.list_watcher_states(API_DEFINITION_PREFIX)
+        freeze_loaded()  # the loaded project: later collections of the start walk only what it adds
         await self.manager.start(self.config.watchers, self._api_watchers(definitions))
         if self.cluster is not None:
             await self.cluster.start(
