@@ -68,6 +68,19 @@ async def started(tmp_path: Path, sink: Sink, *, wait_ms: int = 500, interval_ms
     return service
 
 
+async def with_agent(tmp_path: Path, sink: Sink, model: FakeOpenAIServer, *, interval_ms: int) -> Service:
+    """A started service whose hook sessions ask ``model`` (its first reply: notify "CPU storm")."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
+    config = CONFIG.format(url=sink.url("/in")).replace("TimeoutMs: 200\n", "TimeoutMs: 20000\n")
+    config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
+    (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=interval_ms))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    await service.start()
+    return service
+
+
 async def test_a_storm_of_200_alerts_over_5_alertnames_is_5_pages(tmp_path: Path, sink: Sink) -> None:
     """200 alerts in 10 notifications, grouped by alertname: five pages, each a group fallback that
     counts its 40 fires; 195 members read `grouped` with their group's id."""
@@ -196,16 +209,7 @@ async def test_fires_joining_a_running_session_reach_it_as_a_new_message(tmp_pat
     """Alerts that join while the group's session waits for its model are handed to it before its
     next model call: a message naming how many joined, with their envelopes."""
     async with HeldModel() as model:
-        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
-        config = CONFIG.format(url=sink.url("/in")).replace(
-            "hookResponseTimeoutMs: 200", "hookResponseTimeoutMs: 20000"
-        )
-        config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
-        (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
-        (tmp_path / "watchers").mkdir()
-        (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=60_000))
-        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-        await service.start()
+        service = await with_agent(tmp_path, sink, model, interval_ms=60_000)
         try:
             await post(service, [alert(0, "HighCPU")])
             await wait_for(model.held.wait, what="the group's session asking its model")
@@ -224,16 +228,7 @@ async def test_an_ended_group_session_runs_again_for_joins_after_the_page(tmp_pa
     session key, with its earlier turns and a message naming the joins, and what its agent says
     then reaches people as a follow-up in the group's thread, never a second page."""
     async with FakeOpenAIServer() as model:
-        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
-        config = CONFIG.format(url=sink.url("/in")).replace(
-            "hookResponseTimeoutMs: 200", "hookResponseTimeoutMs: 20000"
-        )
-        config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
-        (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
-        (tmp_path / "watchers").mkdir()
-        (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=500))
-        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-        await service.start()
+        service = await with_agent(tmp_path, sink, model, interval_ms=500)
         try:
             await post(service, [alert(0, "HighCPU")])
             [page] = await wait_for(lambda: sink.bodies() or None, what="the agent's page")
