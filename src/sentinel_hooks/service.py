@@ -197,6 +197,7 @@ class Service(ServiceOperations):
             clock=self.clock,
             policy=self.http.policy,
         )
+        stream = self._session_stream()
         self.sessions = HookSessions(
             store=self.store,
             clock=self.clock,
@@ -208,10 +209,12 @@ class Service(ServiceOperations):
             skill=self._skill,
             watcher=self._watcher_spec,
             events=self.events,
-            stream=self._session_stream(),
+            stream=stream,
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
             mcp=self.mcp,
         )
+        if sink is None:  # a group's ended session runs again for joins after its page (SPEC §19)
+            self.relay.rejoin = self.sessions.rejoin
         self.silences = Silences(self.store, self.clock, service.maintenance_windows)
         self.intake = CallbackIntake(
             store=self.store,
@@ -221,6 +224,7 @@ class Service(ServiceOperations):
             on_accepted=self.notices,
             events=self.events,
             silences=self.silences,
+            wait_in_queue=sink is None and stream is not None,  # groups wait in the Redis stream
         )
 
     def _session_stream(self) -> StreamSettings | None:

@@ -139,3 +139,53 @@ async def test_two_replicas_on_one_redis_page_each_group_once(
         for proc in procs:
             proc.wait(timeout=20)
     assert [1, 1, 1] == sorted(pages(sink).values())
+
+
+SCRIPTED = """\
+store: "{store}"
+server: {{host: 127.0.0.1, port: {port}}}
+allowedHosts: ["127.0.0.1"]
+hookResponseTimeoutMs: 15000
+hookResponseDedupeWindowMs: 0
+notificationPayloadMode: none
+cluster: {{leaseMs: 1000}}
+delivery: {{maxAttempts: 5, baseMs: 100, maxMs: 500}}
+targets:
+  hook: {{type: webhook, url: "{url}"}}
+"""
+WAITING = WATCHER.replace("waitMs: 8000", "waitMs: 4000")
+
+
+@pytest.mark.redis
+async def test_the_replica_that_opened_a_group_killed_inside_wait_ms_another_starts_its_session(
+    tmp_path: Path, sink: Sink, redis_url: str
+) -> None:
+    """Replica a opens a group and is killed with SIGKILL inside waitMs, never restarted: replica b
+    starts the group's session (the scripted agent's notify is the page, not the fallback), once."""
+    bases, procs = [], []
+    for replica in ("a", "b"):
+        port = free_port()
+        home = tmp_path / replica
+        home.mkdir()
+        config = lay_out(home, SCRIPTED.format(store=redis_url, port=port, url=sink.url("/in")), WAITING)
+        procs.append(start(config, home / "service.log"))
+        bases.append(f"http://127.0.0.1:{port}")
+    try:
+        for base in bases:
+            await wait_for(lambda base=base: ready(base), timeout_s=60, what=f"replica {base}")
+        for n in range(3):
+            await push(bases[0], "db", n)
+        procs[0].send_signal(signal.SIGKILL)
+        procs[0].wait(timeout=10)
+        assert {} == pages(sink), "killed inside waitMs"
+        await wait_for(lambda: len(pages(sink)) >= 1 or None, timeout_s=14, what="the group's page from b")
+        await wait_for(lambda: no_pending(bases[1]), timeout_s=20, what="the group settled")
+        await asyncio.sleep(0)
+        page = next(body for body in sink.bodies() if body.get("page"))
+        assert "no response from the agent" not in str(page["message"]), "the notify, not the fallback"
+        _, listed = await http("GET", f"{bases[1]}/api/v1/callbacks?limit=500&state=grouped")
+        assert {str(page["callbackId"])} == {str(m["groupId"]) for m in listed["items"]}  # type: ignore[index]
+    finally:
+        procs[1].send_signal(signal.SIGTERM)
+        procs[1].wait(timeout=20)
+    assert [1] == list(pages(sink).values())

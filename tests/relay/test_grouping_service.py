@@ -12,6 +12,7 @@ from typing import Any
 from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.testing import FakeOpenAIServer
 from tests.service.test_api import call
 from tests.support import HeldModel, Sink, wait_for
 
@@ -63,6 +64,19 @@ async def started(tmp_path: Path, sink: Sink, *, wait_ms: int = 500, interval_ms
     watcher = WATCHER.format(wait_ms=wait_ms, interval_ms=interval_ms)
     (tmp_path / "watchers" / "am.yaml").write_text(watcher)
     service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await service.start()
+    return service
+
+
+async def with_agent(tmp_path: Path, sink: Sink, model: FakeOpenAIServer, *, interval_ms: int) -> Service:
+    """A started service whose hook sessions ask ``model`` (its first reply: notify "CPU storm")."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
+    config = CONFIG.format(url=sink.url("/in")).replace("TimeoutMs: 200\n", "TimeoutMs: 20000\n")
+    config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
+    (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
+    (tmp_path / "watchers").mkdir()
+    (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=interval_ms))
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
     await service.start()
     return service
 
@@ -195,16 +209,7 @@ async def test_fires_joining_a_running_session_reach_it_as_a_new_message(tmp_pat
     """Alerts that join while the group's session waits for its model are handed to it before its
     next model call: a message naming how many joined, with their envelopes."""
     async with HeldModel() as model:
-        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
-        config = CONFIG.format(url=sink.url("/in")).replace(
-            "hookResponseTimeoutMs: 200", "hookResponseTimeoutMs: 20000"
-        )
-        config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
-        (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
-        (tmp_path / "watchers").mkdir()
-        (tmp_path / "watchers" / "am.yaml").write_text(WATCHER.format(wait_ms=100, interval_ms=60_000))
-        service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-        await service.start()
+        service = await with_agent(tmp_path, sink, model, interval_ms=60_000)
         try:
             await post(service, [alert(0, "HighCPU")])
             await wait_for(model.held.wait, what="the group's session asking its model")
@@ -216,3 +221,38 @@ async def test_fires_joining_a_running_session_reach_it_as_a_new_message(tmp_pat
             assert all(f"node-{n}" in second for n in (1, 2))
         finally:
             await service.stop()
+
+
+async def test_an_ended_group_session_runs_again_for_joins_after_the_page(tmp_path: Path, sink: Sink) -> None:
+    """The group's session paged and ended; alerts that join later run it again under the same
+    session key, with its earlier turns and a message naming the joins, and what its agent says
+    then reaches people as a follow-up in the group's thread, never a second page."""
+    async with FakeOpenAIServer() as model:
+        service = await with_agent(tmp_path, sink, model, interval_ms=500)
+        try:
+            await post(service, [alert(0, "HighCPU")])
+            [page] = await wait_for(lambda: sink.bodies() or None, what="the agent's page")
+            group_id = page["callbackId"]
+            assert (True, "CPU storm") == (page["page"], page["message"])
+            await wait_for(lambda: service.sessions.queue.finished.get(group_id), what="the session's end")
+            assert 2 == len(model.requests)
+            model.reply_tool_call("sentinel_act", {"action": "notify", "message": "two more nodes"})
+            model.reply_text("done")
+            await post(service, [alert(n, "HighCPU") for n in range(1, 3)])
+            said = await wait_for(
+                lambda: [b for b in sink.bodies() if b["message"] == "two more nodes"] or None,
+                what="the agent's follow-up after the joins",
+            )
+            assert (False, group_id) == (said[0]["page"], said[0]["inReplyTo"])
+            third = json.dumps(model.requests[2]["messages"])
+            assert "CPU storm" in third, "the session remembers its earlier turns"
+            assert "2 more fires (the group now holds 3)" in third
+            assert all(f"node-{n}" in third for n in (1, 2))
+            joined = await wait_for(
+                lambda: [b for b in sink.bodies() if b["message"].startswith("2 more fires:")] or None,
+                what="the joins' follow-up",
+            )
+            assert (False, group_id) == (joined[0]["page"], joined[0]["inReplyTo"])
+        finally:
+            await service.stop()
+    assert 1 == sum(1 for b in sink.bodies() if b["page"]), "one page per group"

@@ -11,7 +11,7 @@ racing this one sends it once (its delivery keys end ``joined.N``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -64,11 +64,18 @@ def joins_message(
 
 
 async def send_joins(
-    store: JoinRoles, dispatcher: Dispatcher, now: datetime, limit: int, lease_ms: int
+    store: JoinRoles,
+    dispatcher: Dispatcher,
+    now: datetime,
+    limit: int,
+    lease_ms: int,
+    rejoin: Callable[[Contract], Awaitable[None]] | None = None,
 ) -> int:
     """Claim the groups whose joins' follow-up is due at ``now`` and record each one's follow-up
     (to the group's targets that take follow-ups; ``environment: test``: the console); the number
-    claimed. A group whose contract is gone (pruned) has its joins recorded with no message."""
+    claimed. A group whose contract is gone (pruned) has its joins recorded with no message.
+    ``rejoin`` is handed each group whose follow-up this call recorded: the hook sessions run the
+    group's session again if it had ended, so it gets the joins as a new message (SPEC §19)."""
     batches = await store.claim_joins(now, limit=limit, lease_ms=lease_ms)
     for batch in batches:
         group = await store.get_contract(batch.group_id)
@@ -80,5 +87,6 @@ async def send_joins(
             test = first is not None and first.mode.environment == "test"
             targets = dispatcher.follow_up_targets(["console"] if test else group.targets)
             deliveries = dispatcher.new_deliveries(message, targets, message.kind, at=now)
-        await store.joins_reported(batch, deliveries, at=now)
+        if await store.joins_reported(batch, deliveries, at=now) and group is not None and rejoin is not None:
+            await rejoin(group)
     return len(batches)

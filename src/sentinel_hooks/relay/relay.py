@@ -33,7 +33,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -130,6 +130,8 @@ class Relay:
         self, *, store: RelayRoles, clock: Clock, dispatcher: Dispatcher, events: Events | None = None
     ) -> None:
         self._events = events
+        # the hook sessions' ``rejoin``: a group's ended session runs again for joins after its page
+        self.rejoin: Callable[[Contract], Awaitable[None]] | None = None
         self._store = store
         self._clock = clock
         self._dispatcher = dispatcher
@@ -445,7 +447,8 @@ class Relay:
     async def send_joins(self) -> int:
         """Send the follow-ups of groups whose joins after the page are due (``relay.groups``);
         the number of groups claimed."""
-        sent = await send_joins(self._store, self._dispatcher, self._clock.now(), CLAIM_BATCH, CLAIM_LEASE_MS)
+        now = self._clock.now()
+        sent = await send_joins(self._store, self._dispatcher, now, CLAIM_BATCH, CLAIM_LEASE_MS, self.rejoin)
         if sent:
             self._dispatcher.wake()
         return sent

@@ -58,15 +58,28 @@ def group_starts_at(contract: Contract, timeout_ms: int) -> datetime | None:
 
 
 class GroupStarts:
-    """Starts groups' sessions when their ``waitMs`` ends."""
+    """Starts groups' sessions when their ``waitMs`` ends.
 
-    def __init__(self, *, clock: Clock, sink: Submits) -> None:
+    In one process (``in_queue`` False) the wait is a task here: the queue's ``resume`` after a
+    restart finds the pending contract and the runner waits out the rest. With a queue that lives
+    in the store and that every replica takes from (the Redis stream queue, ``in_queue`` True),
+    the contract is queued at once and the runner waits out ``waitMs`` holding the key's stream
+    entry: a replica killed during the wait leaves that entry pending, another replica reclaims
+    it (``StreamSessionQueue.reclaim``, once) and its runner starts the session when ``waitMs``
+    ends, the start time being the contract's (``group_starts_at``)."""
+
+    def __init__(self, *, clock: Clock, sink: Submits, in_queue: bool = False) -> None:
         self._clock = clock
         self._sink = sink
+        self._in_queue = in_queue
         self._waiting: set[asyncio.Task[None]] = set()
 
-    def later(self, envelope: Envelope, contract: Contract, wait_ms: int) -> None:
-        """Hand the group's contract to the session queue ``wait_ms`` from now."""
+    async def later(self, envelope: Envelope, contract: Contract, wait_ms: int) -> None:
+        """Hand the group's contract to the session queue ``wait_ms`` from now (a queue in the
+        store: now, its runner waits)."""
+        if self._in_queue:
+            await self._sink.submit(envelope, contract)
+            return
         task = asyncio.get_running_loop().create_task(self._start(envelope, contract, wait_ms / 1000))
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)

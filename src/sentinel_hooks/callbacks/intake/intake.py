@@ -132,7 +132,11 @@ class CallbackIntake:
         on_accepted: AcceptHook | None = None,
         events: Events | None = None,
         silences: Silences | None = None,
+        wait_in_queue: bool = False,
     ) -> None:
+        """``wait_in_queue``: ``sink`` is a queue in the store that any replica takes from (the
+        Redis stream queue), so a group's contract is queued at once and its session waits out
+        ``waitMs`` there (``groups.GroupStarts``)."""
         self._store = store
         self._silences = silences
         self._clock = clock
@@ -140,7 +144,7 @@ class CallbackIntake:
         self._sink = sink
         self._on_accepted = on_accepted
         self._events = events
-        self._starts = GroupStarts(clock=clock, sink=sink)
+        self._starts = GroupStarts(clock=clock, sink=sink, in_queue=wait_in_queue)
 
     async def accept(
         self,
@@ -210,7 +214,7 @@ class CallbackIntake:
             if self._on_accepted is not None:
                 self._on_accepted.accepted(contract, deliveries)
             if group is not None and group.wait_ms > 0:
-                self._starts.later(envelope, contract, group.wait_ms)
+                await self._starts.later(envelope, contract, group.wait_ms)
             else:
                 await self._sink.submit(envelope, contract)
         return contract

@@ -24,6 +24,7 @@ from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.policy.approvals import ApprovalResumer, CommandGate
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.queues.base import QueueContext, SessionQueue, create_session_queue
+from sentinel_hooks.callbacks.sessions.progress import REJOINED, progress_key
 from sentinel_hooks.callbacks.sessions.session import SessionDeps, SessionRunner
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
@@ -43,6 +44,7 @@ from sentinel_hooks.store.base import (
     WatcherStore,
 )
 from sentinel_hooks.store.records import Contract
+from sentinel_hooks.store.shortcuts import get_checkpoint
 
 if TYPE_CHECKING:
     from sentinel_hooks.callbacks.queues.stream import StreamSettings
@@ -78,6 +80,7 @@ class HookSessions:
         """``requeue``: where a session goes once its approval is decided (default: this queue;
         a service whose callbacks go to another sink sends them there too). ``mcp``: the
         connections to ``mcpServers`` (started and stopped by the service)."""
+        self._store = store
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
         }
@@ -139,6 +142,17 @@ class HookSessions:
 
     async def requeue(self, contract: Contract) -> None:
         await self.queue.requeue(contract)
+
+    async def rejoin(self, group: Contract) -> None:
+        """Fires joined ``group`` after its page (SPEC §19): a session that had ended (``done``)
+        is marked ``rejoined`` and queued again under the same session key, so it runs on from
+        its transcript with the joins as a new message (``SessionRunner``); a session still
+        running or paused is handed them before its next model call anyway."""
+        key = progress_key(group.callback_id)
+        if (await get_checkpoint(self._store, key) or {}).get("status") != "done":
+            return
+        await self._store.put_checkpoint(key, {"status": REJOINED})
+        await self.queue.requeue(group)
 
     async def start(self) -> None:
         resumed = await self.queue.resume()

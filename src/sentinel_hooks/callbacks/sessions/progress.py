@@ -16,6 +16,7 @@ from sentinel_hooks.store.records import Contract
 __all__ = ["FINAL", "progress", "progress_key"]
 
 FINAL = frozenset({"done", "failed", "paused", "skipped"})
+REJOINED = "rejoined"  # a group's ended session queued again for fires that joined after its page
 
 
 def progress(contract: Contract, status: str, **extra: Any) -> dict[str, dict[str, Any]]:

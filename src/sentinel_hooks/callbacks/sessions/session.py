@@ -39,7 +39,7 @@ from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
-from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
+from sentinel_hooks.callbacks.sessions.progress import FINAL, REJOINED, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import (
     group_fires_seen,
     group_section,
@@ -287,7 +287,8 @@ class SessionRunner:
             await self.mark(contract, "running")
         records = [] if begun.status is None else await self._own_records(contract)
         own = [(e.seq, e.entry) for e in records]
-        limit = limit_for(watcher, self._deps.service, records, self._deps.clock.now())
+        rejoined = begun.status == REJOINED  # run again for joins: a fresh time limit (SPEC §19)
+        limit = limit_for(watcher, self._deps.service, [] if rejoined else records, self._deps.clock.now())
         messages = [message for _, message in compaction.apply(own)]
         # counted on the uncompacted results: a summary or a cut may hide an earlier notify
         box.notified = notifies_in([e["message"] for _, e in own if e.get("kind") == "message"])
@@ -307,6 +308,9 @@ class SessionRunner:
         metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
             seen = group_fires_seen([e.entry for e in records], begun.group)
+            current = await self._deps.store.get_contract(contract.callback_id) if rejoined else None
+            if current is not None and current.group is not None and current.group.fires > seen:
+                seen = await self._hand_joins(contract, current.group, seen, messages)
             return await self._loop(contract, backend, box, messages, limit, meter, seen)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
