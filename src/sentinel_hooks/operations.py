@@ -72,6 +72,8 @@ METRICS_LINES_PER_TURN = 2_000  # per-watcher lines written per turn of the even
 CALLBACK_TRANSCRIPT = 200  # the session's first entries searched for one callback's
 STATUS_COUNT_PAGES = 20  # `sentinel status` counts at most 10,000 contracts of a state ("10000+")
 STATUS_SILENCES = 100  # active silences listed by `sentinel status`
+STATUS_HEARTBEATS = 100  # heartbeat watchers listed by `sentinel status` (overdue first)
+HEARTBEAT_KEYS = ("lastPingAt", "lastPingKind", "nextDueAt", "overdue")
 
 
 @dataclass(frozen=True)
@@ -489,7 +491,18 @@ class ServiceOperations:
             },
             "mcpServers": self.mcp.status(),
             "usage": await day_usage(self.store, self.config.service, self._watcher_budgets(), now),
+            "heartbeats": self._heartbeats(),
         }
+
+    def _heartbeats(self) -> list[dict[str, Any]]:
+        """The heartbeat watchers' check-ins (``sentinel status``), overdue first, then by id."""
+        found = []
+        for runner in self.manager.runners():
+            if runner.spec.strategy_name == "heartbeat":
+                shown = self.manager.status(runner)
+                found.append({"id": runner.id, **{key: shown[key] for key in HEARTBEAT_KEYS}})
+        found.sort(key=lambda beat: (not beat["overdue"], beat["id"]))
+        return found[:STATUS_HEARTBEATS]
 
     def _watcher_budgets(self) -> dict[str, WatcherBudget]:
         """The watchers' own budgets (``fire.budget``), by watcher id."""

@@ -53,3 +53,16 @@ def test_validate_names_each_mistake_at_its_line(sentinel: Runner, tmp_path: Pat
     assert any(line.startswith("watchers/b.yaml:5: timezone: unknown timezone") for line in lines), lines
     assert "tiny-key" not in result.err
     assert "Traceback" not in result.err
+
+
+def test_validate_refuses_two_heartbeats_with_one_ping_key(sentinel: Runner, tmp_path: Path) -> None:
+    """Two heartbeat watchers with the same pingKey: one error at the second, naming both
+    watchers and where the first is, never the key."""
+    project(tmp_path)
+    (tmp_path / "watchers" / "c.yaml").write_text(WATCHER.replace("nightly-backup", "weekly-report"))
+    result = sentinel("validate", env={"BACKUP_PING_KEY": KEY})
+    assert 1 == result.code
+    [line] = result.err.strip().splitlines()
+    assert line.startswith("watchers/c.yaml:1: pingKey: heartbeat watchers 'weekly-report' and "), line
+    assert "'nightly-backup' (at watchers/b.yaml:1) have the same pingKey" in line
+    assert KEY not in result.err + result.out

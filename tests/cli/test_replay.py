@@ -160,3 +160,37 @@ async def test_eval_record_prints_a_case_for_the_stored_callback(service: Runnin
         case.callback_id,
         case.expect.outcome,
     )
+
+
+async def test_eval_runs_cases_from_a_stored_callback_and_from_an_envelope_file(
+    service: Running, model: FakeOpenAIServer, sink: Sink, tmp_path: Path
+) -> None:
+    """`sentinel eval` reads a case's envelope from the running service (``callbackId``) and from
+    a file next to the cases (``envelope: "@…"``); both run in the dry run, nothing reaches the sink."""
+    callback_id = await stored_callback(service)
+    _, shown = await asyncio.to_thread(service.call, "GET", f"/api/v1/callbacks/{callback_id}")
+    (tmp_path / "cases").mkdir()
+    (tmp_path / "cases" / "disk.json").write_text(json.dumps(shown["envelope"]))
+    (tmp_path / "cases.yaml").write_text(
+        "cases:\n"
+        f"  - {{name: from-the-service, callbackId: {callback_id}, expect: {{outcome: notify,"
+        ' messageContains: ["db-3"]}}\n'
+        '  - {name: from-a-file, watcher: disk, envelope: "@cases/disk.json", expect: {outcome: notify,'
+        ' messageContains: ["db-3"]}}\n'
+    )
+    delivered = len(sink.received)
+    for _ in range(2):
+        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "db-3 disk is full"})
+        model.reply_text("done")
+    done = await asyncio.to_thread(service.cli, "eval", str(tmp_path / "cases.yaml"), "--json")
+    assert 0 == done.returncode, done.stderr
+    results = json.loads(done.stdout)["results"]
+    assert [("from-the-service", 1), ("from-a-file", 1)] == [(r["case"], r["passed"]) for r in results]
+    assert delivered == len(sink.received)
+    (tmp_path / "cases" / "disk.json").write_text("{not json")
+    broken = await asyncio.to_thread(service.cli, "eval", str(tmp_path / "cases.yaml"))
+    assert (1, True, False) == (
+        broken.returncode,
+        "cases.yaml:3: from-a-file: envelope" in broken.stderr,
+        "Traceback" in broken.stderr,
+    ), broken.stderr

@@ -245,8 +245,19 @@ def status(**options: Any) -> None:
         console.print(
             f"mcp server {name} ({server['transport']}): {server['state']}, {server['tools']} tool(s){why}"
         )
+    for beat in body.get("heartbeats") or []:
+        console.print(heartbeat_line(beat), markup=False)
     for line in usage_lines(body.get("usage")):
         console.print(line, markup=False)
+
+
+def heartbeat_line(beat: dict[str, Any]) -> str:
+    """One heartbeat watcher in ``sentinel status``: its last ping, its next due time, overdue."""
+    last = f"{beat['lastPingAt']} ({beat['lastPingKind']})" if beat["lastPingAt"] else "never"
+    due = beat["nextDueAt"] or "not yet known"
+    return f"heartbeat {beat['id']}: last ping {last}, next due {due}" + (
+        ", OVERDUE" if beat["overdue"] else ", on time"
+    )
 
 
 def usage_lines(usage: dict[str, Any] | None) -> list[str]:

@@ -23,7 +23,13 @@ from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServerSpec, ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
-from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher, WatcherSpec, watcher_model
+from sentinel_hooks.config.watcher import (
+    WATCHER_ADAPTER,
+    AnyWatcher,
+    HeartbeatWatcher,
+    WatcherSpec,
+    watcher_model,
+)
 from sentinel_hooks.config.yamlfile import YamlDocument, display_path, read_yaml
 from sentinel_hooks.errors import ConfigError, ConfigIssue
 from sentinel_hooks.heap import collection_paused
@@ -370,6 +376,7 @@ def _load_config(path: Path, env: Mapping[str, str]) -> LoadedConfig:
                 continue
             seen[loaded.spec.id] = loaded.source
             watchers.append(loaded)
+    collector.issues.extend(shared_ping_keys(watchers))
     if service is not None and len(watchers) > service.limits.max_watchers:
         collector.issues.append(
             ConfigIssue(
@@ -382,6 +389,30 @@ def _load_config(path: Path, env: Mapping[str, str]) -> LoadedConfig:
     if collector.issues or service is None:
         raise _config_error(collector)
     return LoadedConfig(path, base_dir, service, tuple(watchers), skills, Redactor(collector.secrets))
+
+
+def shared_ping_keys(watchers: Iterable[LoadedWatcher]) -> list[ConfigIssue]:
+    """An issue for each heartbeat watcher whose pingKey an earlier one has: a ping could not
+    tell them apart. The message names both watchers and where they are, never the key."""
+    first: dict[str, LoadedWatcher] = {}
+    issues: list[ConfigIssue] = []
+    for loaded in watchers:
+        spec = loaded.spec
+        if not isinstance(spec, HeartbeatWatcher):
+            continue
+        other = first.setdefault(spec.ping_key.get_secret_value(), loaded)
+        if other is not loaded:
+            where = f"{other.source.file}:{other.source.line}"
+            issues.append(
+                ConfigIssue(
+                    loaded.source.file,
+                    loaded.source.line,
+                    "pingKey",
+                    f"heartbeat watchers {spec.id!r} and {other.spec.id!r} (at {where}) have the same "
+                    "pingKey; give each its own (a ping could not tell them apart)",
+                )
+            )
+    return issues
 
 
 def load_without_watchers(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:

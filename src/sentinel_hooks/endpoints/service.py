@@ -130,6 +130,16 @@ class DayUsage(ApiModel):
     watchers: dict[str, BudgetedUsage] = Field(description="watchers with a fire.budget.perDay, by id")
 
 
+class HeartbeatNow(ApiModel):
+    """A heartbeat watcher's check-ins (SPEC §23)."""
+
+    id: str
+    last_ping_at: datetime | None
+    last_ping_kind: Literal["success", "start", "fail"] | None
+    next_due_at: datetime | None = Field(description="when the next success ping is due (grace included)")
+    overdue: bool = Field(description="a due time passed with no success ping since")
+
+
 class Status(ApiModel):
     """What `sentinel status` prints."""
 
@@ -140,6 +150,9 @@ class Status(ApiModel):
     silences: SilencesNow
     mcp_servers: dict[str, McpServerStatus] = Field(description="each server of mcpServers by name")
     usage: DayUsage = Field(description="today's model usage per model and against the day budgets")
+    heartbeats: list[HeartbeatNow] = Field(
+        description="the heartbeat watchers (overdue first, then by id; 100 at most)"
+    )
 
 
 HEALTHZ = Endpoint(

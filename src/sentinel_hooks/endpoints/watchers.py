@@ -38,8 +38,19 @@ class WatcherStatus(ApiModel):
         description="the silence id or maintenance window name muting this watcher's fires now"
     )
     last_ping_at: datetime | None = Field(default=None, description="heartbeat watchers: the last ping")
+    last_ping_kind: Literal["success", "start", "fail"] | None = Field(
+        default=None, description="heartbeat watchers: what the last ping said"
+    )
+    last_ping_exit_code: int | None = Field(
+        default=None, description="heartbeat watchers: the exit code the last ping carried (`/{exitCode}`)"
+    )
     next_due_at: datetime | None = Field(
-        default=None, description="heartbeat watchers: when the next success ping is due (grace included)"
+        default=None,
+        description="heartbeat watchers: when the next success ping is due (grace included; the next "
+        "period's once one was missed)",
+    )
+    overdue: bool | None = Field(
+        default=None, description="heartbeat watchers: a due time passed with no success ping since"
     )
 
 
@@ -66,6 +77,10 @@ class WatcherRuntime(ApiModel):
     last_event_at: datetime | None
     reconnects: Count
     last_reconnect_gap_ms: Count | None
+    last_ping_body: str | None = Field(
+        default=None,
+        description="heartbeat watchers: the last ping's body (10 KB at most, secrets masked)",
+    )
 
 
 class WatcherDetail(ApiModel):

@@ -325,7 +325,7 @@ class WatcherManager:
             runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
         )
         if isinstance(spec, HeartbeatWatcher):
-            status.update(beat_status(spec, runner.state))
+            status.update(beat_status(spec, runner.state, self._deps.clock.now()))
         return status
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
@@ -389,6 +389,17 @@ class WatcherManager:
         async with self._lock:
             if watcher_id in self._runners:
                 raise Conflict(f"watcher {watcher_id!r} already exists")
+            spec = loaded.spec
+            taken = (
+                self._ping_keys.find(spec.ping_key.get_secret_value())
+                if isinstance(spec, HeartbeatWatcher)
+                else None
+            )
+            if taken is not None:
+                raise Conflict(
+                    f"heartbeat watcher {watcher_id!r} has the same pingKey as watcher {taken!r}; "
+                    "give each its own (a ping could not tell them apart)"
+                )
             await put_watcher_state(
                 self._deps.store, API_DEFINITION_PREFIX + watcher_id, {"definition": loaded.raw}
             )

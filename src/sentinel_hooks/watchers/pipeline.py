@@ -345,11 +345,27 @@ class FiringPipeline:
         )
 
     async def fire_beat(
-        self, watcher: AnyWatcher, kind: TriggerKind, payload: Any, state: WatcherState
+        self,
+        watcher: AnyWatcher,
+        kind: TriggerKind,
+        payload: Any,
+        state: WatcherState,
+        *,
+        callback_id: str | None = None,
     ) -> Outcome:
-        """A heartbeat's fire (``no_progress`` overdue, ``terminal`` failed), once per episode."""
+        """A heartbeat's fire (``no_progress`` a missed period, ``terminal`` failed), under
+        ``callback_id`` when given (a period's own; muted, recorded under ``{callback_id}.silenced``).
+        ``CallbackExists`` when that id is taken."""
         return await self._fire(
-            watcher, kind, payload, MISSING, state, repeat=False, unfired=Unfired(state, once=True)
+            watcher,
+            kind,
+            payload,
+            MISSING,
+            state,
+            repeat=False,
+            unfired=Unfired(state, once=True),
+            callback_id=callback_id,
+            silenced_callback_id=None if callback_id is None else f"{callback_id}{SILENCED_SUFFIX}",
         )
 
     async def resolve_beat(self, watcher: AnyWatcher, callback_id: str | None, seconds: float) -> None:

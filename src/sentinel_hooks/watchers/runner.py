@@ -5,11 +5,12 @@ fire goes through one lock, so state updates never interleave. A driver makes th
 and hands the runner what it saw (``observed``) and each failed attempt (``failed``):
 ``polling.Polling`` (the scheduler's runs, or a long-poll loop) or ``subscription.Subscription``
 (a stream, reconnected), both retrying through the loop of ``retries``; ``quiet.QuietWatch``
-fires when expected events stay away. Webhook watchers are pushed to (``ingest``, ``ingest_alerts``).
+fires when expected events stay away. Webhook watchers are pushed to (``ingest``, ``ingest_alerts``);
+a heartbeat watcher's pings and due-time watch are its ``heartbeat()`` (``watchers.beats``).
 
 Cluster mode (Redis store, several replicas): the manager marks polled and subscribed runners
 ``needs_lease`` and gives them a ``fence`` while this replica holds the watcher's lease. Such a
-runner starts only with a fence, and checks it (``_fenced``) before the pipeline acts on an
+runner starts only with a fence, and checks it (``fenced``) before the pipeline acts on an
 observation: a replica that lost the lease (a long pause, a hand-off) drops what it saw. Every
 drop is counted (``sentinel_observations_dropped_total{reason}``); one this replica could not
 rule on (``lease_unknown``) is also a failed check in the watcher's status.
@@ -17,6 +18,11 @@ rule on (``lease_unknown``) is also a failed check in the watcher's status.
 10,000 watchers share one event loop: a failure is logged at WARNING and stored on the ok →
 failing transition (the recovery on failing → ok), while the running failure count and last
 error, like the check instants, are stored at most every ``STATE_FLUSH_S`` and at the stop.
+
+Past 500 lines because every path that changes a watcher's state (polls, streams, pushes, alert
+batches, manual fires, enable and disable) takes the one lock and shares the store-failure,
+fencing and write-back handling here; what is not that lives beside it (the drivers,
+``quiet``, ``beats``, ``pushes``, ``alerts``).
 """
 
 from __future__ import annotations
@@ -50,20 +56,13 @@ from sentinel_hooks.outages import Outage
 from sentinel_hooks.store.base import ContractStore, WatcherStore
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
+from sentinel_hooks.watchers.beats import BeatWatch
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
 from sentinel_hooks.watchers.polling import Polling
 from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
 from sentinel_hooks.watchers.state import WatcherState
-from sentinel_hooks.watchers.strategies.heartbeat import (
-    BeatWatch,
-    Ping,
-    due_at,
-    on_overdue,
-    on_ping,
-    with_stored_pings,
-)
 from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
@@ -138,7 +137,7 @@ class WatcherRunner:
         self._tasks: set[asyncio.Task[None]] | None = None  # loops and missed runs it spawned
         self._driver: Polling | Subscription | None = None  # what makes it observe, from its first start
         self._quiet: QuietWatch | None = None  # expectEventWithinMs, from its first start
-        self._beat: BeatWatch | None = None  # a heartbeat's due-time watch, from its first start
+        self._beat: BeatWatch | None = None  # a heartbeat's pings and due-time watch, from its first use
         self._previous: Any = UNKNOWN  # the last observation, once known (saves a store read per poll)
         self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
@@ -178,7 +177,7 @@ class WatcherRunner:
         self.running = True
         spec = self.spec
         if isinstance(spec, HeartbeatWatcher):
-            self.spawn(self._beat_watch().run())
+            self.spawn(self.heartbeat().run())
             return
         if isinstance(spec, WebhookWatcher):
             if spec.expect_event_within_ms:
@@ -219,8 +218,8 @@ class WatcherRunner:
             driver.strategy = None
         with contextlib.suppress(Exception):  # the latest check instants, which _save may have held back;
             # sent without waiting for the gathering window: a stop (a shutdown) is waited for
-            if self._beat is not None and self.needs_lease:  # not over pings another replica took
-                self.state = with_stored_pings(self.state, await self._stored_state())
+            if self._beat is not None:  # not over pings another replica took
+                await self._beat.before_stop()
             await self._save(force=True, prompt=True)
 
     def _polling(self, strategy: PollStrategy | SubscribeStrategy) -> Polling:
@@ -243,8 +242,8 @@ class WatcherRunner:
             self._quiet = QuietWatch(self)
         return self._quiet
 
-    def _beat_watch(self) -> BeatWatch:
-        """The heartbeat's due-time watch (made once)."""
+    def heartbeat(self) -> BeatWatch:
+        """A heartbeat watcher's pings and due-time watch (made once; ``watchers.beats``)."""
         if self._beat is None:
             self._beat = BeatWatch(self)
         return self._beat
@@ -284,40 +283,25 @@ class WatcherRunner:
         confirmed, or the store did not take it (on the status)."""
         try:
             async with self._lock:
-                if self.needs_lease and not await self._fenced():
+                if self.needs_lease and not await self.fenced():
                     return False
                 await self._run(self.deps.pipeline.quiet(self.spec, self.state), self.state)
         except StoreError:
             return False
         return True
 
-    async def beat_overdue(self, body: str) -> bool:
-        """A heartbeat's due time passed: its ``no_progress`` fire; False when it was not made
-        (the store did not take it: on the status)."""
-        spec = self.spec
-        assert isinstance(spec, HeartbeatWatcher)
-        try:
-            async with self._lock:
-                now = self.deps.clock.now()
-                if self.needs_lease:  # a ping another replica took moves the due time
-                    self.state = with_stored_pings(self.state, await self._stored_state())
-                    if due_at(spec, self.state, now)[0] > now or self.state.beat_fire is not None:
-                        return True
-                    if not await self._fenced():
-                        return False
-                step = on_overdue(self.deps.pipeline, spec, self.state, now, body)
-                await self._run(step, self.state, prompt=True)
-        except StoreError:
-            return False
-        return True
+    @property
+    def lock(self) -> asyncio.Lock:
+        """The lock every change of the state is made under (``watchers.beats`` takes it too)."""
+        return self._lock
 
-    async def beat_refresh(self) -> None:
-        """Cluster mode: adopt the pings another replica recorded (an open fire it resolved)."""
-        with contextlib.suppress(StoreError):
-            async with self._lock:
-                self.state = with_stored_pings(self.state, await self._stored_state())
+    async def take(self, step: Awaitable[Outcome]) -> Outcome:
+        """Await a pipeline step and adopt its outcome, stored at once (the caller holds the
+        lock); a store that does not take it marks the watcher failing and raises ``StoreError``."""
+        return await self._run(step, self.state, prompt=True)
 
-    async def _stored_state(self) -> WatcherState:
+    async def stored_state(self) -> WatcherState:
+        """The state as stored (another replica's writes included)."""
         return WatcherState.from_json(await get_watcher_state(self.deps.store, self.id))
 
     async def before_retry(self, exc: ObserveError, delay_s: float) -> None:
@@ -341,7 +325,7 @@ class WatcherRunner:
         ``StoreError`` after the watcher was marked failing (``_store_failed``). ``prompt``: a
         pushed event, whose writes wait for no gathering window (``watchers.writeback``)."""
         async with self._lock:
-            if self.needs_lease and not await self._fenced():
+            if self.needs_lease and not await self.fenced():
                 return Outcome(state=self.state, skipped=NOT_LEASED)
             before = self.state
             self.state = before.succeeded(observed.at)
@@ -396,12 +380,12 @@ class WatcherRunner:
             await self._save(prompt=prompt)
 
     async def lease_confirmed(self) -> bool:
-        """Cluster mode, before a poll's request: the fencing check (``_fenced``) made first, so
+        """Cluster mode, before a poll's request: the fencing check (``fenced``) made first, so
         a replica that cannot vouch for its lease does not even ask (see ``Polling._request``)."""
         async with self._lock:
-            return await self._fenced()
+            return await self.fenced()
 
-    async def _fenced(self) -> bool:
+    async def fenced(self) -> bool:
         """Cluster mode: may this replica act on what it observed? (the fencing check; the caller
         holds the lock)
 
@@ -455,7 +439,7 @@ class WatcherRunner:
         ``_handle`` would, then their observations and the state they left stored in one write
         that waits for no gathering window. A push whose fire the store refused gets its
         ``StoreError``; a refused write, every push of the batch (none is answered 202)."""
-        if self.needs_lease and not await self._fenced():
+        if self.needs_lease and not await self.fenced():
             return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in batch]
         pipeline, before = self.deps.pipeline, self.state
         results: list[Outcome | StoreError] = []
@@ -493,7 +477,7 @@ class WatcherRunner:
         callbacks and are repeats).
         """
         async with self._lock:
-            if self.needs_lease and not await self._fenced():
+            if self.needs_lease and not await self.fenced():
                 return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in alerts]
             at = self.deps.clock.now()
             observed = [Observed(value=alert, at=at) for alert in alerts]
@@ -538,24 +522,6 @@ class WatcherRunner:
         if self._quiet is not None:
             self._quiet.seen()
         return outcomes
-
-    async def ping(self, ping: Ping) -> Outcome:
-        """A heartbeat's ping (SPEC §23), stored before it is answered."""
-        spec = self.spec
-        assert isinstance(spec, HeartbeatWatcher)
-        watch = self._beat_watch()
-        async with self._lock:
-            if self.needs_lease and self.fence is None:  # another replica watches it: its stored state
-                stored = with_stored_pings(self.state, await self._stored_state())
-                outcome = await on_ping(self.deps.pipeline, spec, stored, ping, self.deps.clock.now())
-                await put_watcher_state(self.deps.store, self.id, outcome.state.to_json())
-                self.state = outcome.state
-                return outcome
-            step = on_ping(self.deps.pipeline, spec, self.state, ping, self.deps.clock.now())
-            outcome = await self._run(step, self.state, prompt=True)
-            watch.last_body = ping.body
-        watch.pinged()
-        return outcome
 
     def _alerts(self) -> AlertStreams:
         """The service's alert streams (built without a service, as in tests: one that logs)."""

@@ -30,6 +30,23 @@ def _at(value: Any) -> datetime | None:
     return from_ms(value) if isinstance(value, int) else None
 
 
+def _beat_fires(stored: Any, legacy: Any, legacy_at: Any) -> tuple[tuple[str, datetime], ...]:
+    """A heartbeat's open fires as stored (``[[callbackId, atMs], …]``), or the one open fire of
+    a state stored before fires were kept per period (``beatFire``)."""
+    if isinstance(stored, list):
+        return tuple(
+            (item[0], from_ms(item[1]))
+            for item in stored
+            if isinstance(item, list)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], int)
+        )
+    if isinstance(legacy, str) and legacy:
+        return ((legacy, _at(legacy_at) or from_ms(0)),)
+    return ()
+
+
 @dataclass(frozen=True)
 class WatcherState:
     """Everything the service remembers about one watcher between polls and restarts."""
@@ -49,13 +66,19 @@ class WatcherState:
     reconnects: int = 0
     last_gap_ms: int | None = None
     silenced_episode: str | None = None  # the silence or window that muted this episode's fire
-    # heartbeat watchers (``watchers.strategies.heartbeat``): the last ping of any kind, the period's
-    # anchor (the last success ping, else the watch's first start), a run's /start, and the open
-    # fire (its callback id; "" when none went out) that a success ping resolves
+    # heartbeat watchers (``watchers.strategies.heartbeat``): the last ping of any kind (its kind,
+    # exit code and body, 10 KB at most), the period's anchor (the last success ping, else the
+    # watch's first start), a run's /start, the due time of the last missed period that was
+    # handled (fired, or stood for by a fail ping), and the open fires (callback id, fired at)
+    # that the next success ping resolves
     last_ping_at: datetime | None = None
     beat_at: datetime | None = None
     run_started_at: datetime | None = None
-    beat_fire: str | None = None
+    beat_fires: tuple[tuple[str, datetime], ...] = ()
+    beat_missed_at: datetime | None = None
+    last_ping_kind: str | None = None
+    last_ping_exit_code: int | None = None
+    last_ping_body: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,7 +100,11 @@ class WatcherState:
             "lastPingAtMs": _ms(self.last_ping_at),
             "beatAtMs": _ms(self.beat_at),
             "runStartedAtMs": _ms(self.run_started_at),
-            "beatFire": self.beat_fire,
+            "beatFires": [[callback_id, to_ms(at)] for callback_id, at in self.beat_fires],
+            "beatMissedAtMs": _ms(self.beat_missed_at),
+            "lastPingKind": self.last_ping_kind,
+            "lastPingExitCode": self.last_ping_exit_code,
+            "lastPingBody": self.last_ping_body,
         }
 
     def durable_key(self) -> tuple[Any, ...]:
@@ -98,7 +125,11 @@ class WatcherState:
             self.last_ping_at,
             self.beat_at,
             self.run_started_at,
-            self.beat_fire,
+            self.beat_fires,
+            self.beat_missed_at,
+            self.last_ping_kind,
+            self.last_ping_exit_code,
+            self.last_ping_body,
         )
 
     @classmethod
@@ -107,7 +138,7 @@ class WatcherState:
 
         Built without ``__init__`` (as ``evolve`` copies): a start-up decodes every stored state,
         10,000 of them before the first poll of a replica that takes over a cluster's leases, and
-        a frozen dataclass's ``__init__`` sets each of the 19 fields through ``object.__setattr__``.
+        a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``.
         """
         if not data:
             return _INITIAL
@@ -133,7 +164,11 @@ class WatcherState:
             last_ping_at=_at(get("lastPingAtMs")),
             beat_at=_at(get("beatAtMs")),
             run_started_at=_at(get("runStartedAtMs")),
-            beat_fire=_text(get("beatFire")),
+            beat_fires=_beat_fires(get("beatFires"), get("beatFire"), get("lastFireAtMs")),
+            beat_missed_at=_at(get("beatMissedAtMs")),
+            last_ping_kind=_text(get("lastPingKind")),
+            last_ping_exit_code=exit_code if isinstance(exit_code := get("lastPingExitCode"), int) else None,
+            last_ping_body=_text(get("lastPingBody")) or "",
         )
         return state
 
@@ -145,7 +180,7 @@ class WatcherState:
         """A copy with ``changes``: ``dataclasses.replace`` without re-running ``__init__``.
 
         Every poll of every watcher makes a few of these copies; ``replace`` costs several
-        times more (it rebuilds the keyword arguments of all 19 fields and calls ``__init__``).
+        times more (it rebuilds the keyword arguments of every field and calls ``__init__``).
         """
         if not _FIELD_NAMES.issuperset(changes):
             raise TypeError(f"WatcherState has no field(s) {sorted(changes.keys() - _FIELD_NAMES)}")
@@ -184,11 +219,12 @@ def is_firing(state: WatcherState, *, lasting: bool) -> bool:
       fires once and leaves nothing firing, whatever the next event brings;
     * an open probe episode of a ``command`` watcher (terminal, stall, probe error), which fires
       once and lasts until the probe reports the job moving again;
-    * an ``expectEventWithinMs`` quiet period that fired, until an event arrives.
+    * an ``expectEventWithinMs`` quiet period that fired, until an event arrives;
+    * a heartbeat's open fires (missed periods, a fail ping), until a success ping.
     """
     episodes = state.probe_episodes
     open_episode = episodes.terminal.firing or episodes.stall.firing or episodes.probe_error.firing
-    beat_open = state.beat_fire is not None
+    beat_open = bool(state.beat_fires)
     return (lasting and state.firing.firing) or open_episode or state.quiet_fired or beat_open
 
 

@@ -33,7 +33,7 @@ async def ping(request: web.Request) -> web.Response:
     parsed = parse_ping(request.match_info.get("suffix"), raw.decode("utf-8", "replace"))
     if runner is None or parsed is None or not runner.enabled:
         raise ApiError(404, "not_found", NOT_FOUND)
-    outcome = await runner.ping(parsed)
+    outcome = await runner.heartbeat().ping(parsed)
     return web.json_response({"ok": True, "kind": parsed.kind, "fired": outcome.fired})
 
 

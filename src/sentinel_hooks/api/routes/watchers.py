@@ -43,6 +43,7 @@ async def watcher_json(service: Service, runner: WatcherRunner) -> dict[str, Any
             "lastEventAt": iso(state.last_event_at) if state.last_event_at else None,
             "reconnects": state.reconnects,
             "lastReconnectGapMs": state.last_gap_ms,
+            "lastPingBody": runner.deps.redactor.text(state.last_ping_body) if state.last_ping_kind else None,
         },
     }
 
