@@ -8,7 +8,6 @@ poll, then B's) is not one.
 
 from __future__ import annotations
 
-import bisect
 import itertools
 from array import array
 from collections import defaultdict
@@ -32,24 +31,23 @@ def by_watcher(
 
 
 def double_polls(polls: Polls, interval_s: float) -> list[tuple[int, int, int, float]]:
-    """(watcher, A, B, seconds after A's poll) for every poll by B inside an interval of A."""
+    """(watcher, A, B, seconds after A's poll) for every poll by B inside an interval of A.
+
+    One pass per watcher in time order, keeping each replica's latest poll: when A polls again
+    within 1.5 intervals of its previous poll, another replica whose latest poll lies between
+    the two polled inside A's interval."""
     doubles = []
     for number, seq in polls.items():
-        times: dict[int, list[float]] = defaultdict(list)
+        latest: dict[int, float] = {}
         for when, who in seq:
-            times[who].append(when)
-        if len(times) < 2:
-            continue
-        for owner, mine in times.items():
-            for first, second in itertools.pairwise(mine):
-                if second - first > 1.5 * interval_s:
-                    continue
-                for other, theirs in times.items():
-                    if other == owner:
-                        continue
-                    i = bisect.bisect_right(theirs, first)
-                    if i < len(theirs) and theirs[i] < second:
-                        doubles.append((number, owner, other, round(theirs[i] - first, 3)))
+            before = latest.get(who)
+            if before is not None and when - before <= 1.5 * interval_s:
+                doubles += [
+                    (number, who, other, round(theirs - before, 3))
+                    for other, theirs in latest.items()
+                    if other != who and before < theirs < when
+                ]
+            latest[who] = when
     return doubles
 
 
