@@ -179,7 +179,8 @@ class Replica:
 
     def ready(self) -> bool:
         if self.proc.poll() is not None:
-            raise SystemExit(f"scale: {self.name} exited; see {self.log}")
+            last = "\n".join(self.log.read_text(errors="replace").splitlines()[-3:])
+            raise SystemExit(f"scale: {self.name} exited ({self.proc.returncode}); its log ends:\n{last}")
         get(self.url + "/readyz", timeout=2)  # 503 (an OSError) until started
         return True
 
