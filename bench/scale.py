@@ -325,7 +325,7 @@ def measure(
             at, watcher, replica, names = endpoint.polls(mark)
             window = by_watcher(at, watcher, replica, wall0, wall1)
             if args.rebalance and n == max(args.replicas):
-                events = rebalance(replicas, everyone, folder, args, endpoint, cgroups, mark)
+                events = rebalance(list(replicas), everyone, folder, args, endpoint, cgroups, mark)
         finally:
             for one in everyone:
                 one.stop()
