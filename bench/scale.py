@@ -325,7 +325,10 @@ def measure(
             at, watcher, replica, names = endpoint.polls(mark)
             window = by_watcher(at, watcher, replica, wall0, wall1)
             if args.rebalance and n == max(args.replicas):
-                events = rebalance(list(replicas), everyone, folder, args, endpoint, cgroups, mark)
+                try:
+                    events = rebalance(list(replicas), everyone, folder, args, endpoint, cgroups, mark)
+                except SystemExit as exc:  # the row's window figures are kept, with why it stopped
+                    events = [{"event": "rebalance stopped", "error": str(exc)}]
         finally:
             for one in everyone:
                 one.stop()
@@ -499,7 +502,8 @@ def section(rows: list[dict[str, Any]], args: argparse.Namespace, command: str, 
         f"| {r['load_average'][0]} → {r['load_average'][1]} | {r['double_polls']} |\n"
         for r in rows
     )
-    events = [e for r in rows for e in r["rebalance"]]
+    stopped = [e["error"] for r in rows for e in r["rebalance"] if "error" in e]
+    events = [e for r in rows for e in r["rebalance"] if "error" not in e]
     moves = ""
     if events:
         moves = (
@@ -530,6 +534,7 @@ def section(rows: list[dict[str, Any]], args: argparse.Namespace, command: str, 
         "processes outside the benchmark (the machine is shared). Double polls: a watcher polled by "
         "two replicas within one interval.\n"
         + moves
+        + "".join(f"\nThe rebalancing stopped early: {why}\n" for why in stopped)
         + f"\nReproduce: `flock /tmp/sentinel-bench.lock {command}`.\n\n{END}"
     )
 
