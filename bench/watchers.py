@@ -3,6 +3,8 @@
     python bench/watchers.py --quick    # 1,000 watchers, under a minute; last line is JSON
     python bench/watchers.py            # 1,000 / 5,000 / 10,000 watchers, 60 s each; updates RESULTS.md
     python bench/watchers.py --huge     # 100,000 watchers every 60 s on SQLite (issue 18.4), under 10 min
+    python bench/watchers.py --million  # 1,000,000 every 15 min (issue 34.1): from launch, validate, /metrics
+    python bench/watchers.py --million --sizes 200000 --no-write   # the same figures at 200,000
     python bench/watchers.py --src DIR  # measure the sentinel_hooks in DIR (e.g. another checkout's src)
     python bench/watchers.py --rounds 5 # five service/bare pairs per N; the row is the median pair
     python bench/watchers.py --together --rounds 5  # both at once on one core, five windows
@@ -27,6 +29,7 @@ from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from watchbench.million import MILLION_INTERVAL_S, MILLION_N
 from watchbench.orchestrate import Plan, run_all
 from watchbench.report import section, write_results
 from watchbench.results import HUGE_INTERVAL_S, HUGE_N, RunResult
@@ -74,7 +77,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help=f"{HUGE_N:,} watchers every {HUGE_INTERVAL_S:g} s, 60 s windows; its own RESULTS.md section",
     )
-    parser.add_argument("--interval", type=float, help="each watcher's interval in s (default 10; huge 60)")
+    parser.add_argument(
+        "--million",
+        action="store_true",
+        help=f"{MILLION_N:,} watchers every {MILLION_INTERVAL_S:g} s: first poll and due polls from launch, "
+        "`sentinel validate`, the /metrics scrape; its own RESULTS.md section",
+    )
+    parser.add_argument(
+        "--interval", type=float, help="each watcher's interval in s (default 10; huge 60; million 900)"
+    )
     parser.add_argument("--src", type=Path, help="the src folder whose sentinel_hooks is measured")
     parser.add_argument("--no-write", action="store_true", help="do not update RESULTS.md")
     return parser.parse_args(argv)
@@ -105,10 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["PYTHONPATH"] = os.pathsep.join(
             filter(None, [str(args.src.resolve()), os.environ.get("PYTHONPATH")])
         )
-    sizes = args.sizes or ([HUGE_N] if args.huge else [1_000] if args.quick else FULL_SIZES)
-    window_s = args.window or (18.0 if args.quick else 60.0)
-    settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 10.0 if args.huge else 5.0)
-    interval_s = args.interval or (HUGE_INTERVAL_S if args.huge else 10.0)
+    mode = "million" if args.million else "huge" if args.huge else ""
+    default_sizes = [1_000] if args.quick else FULL_SIZES
+    sizes = args.sizes or {"million": [MILLION_N], "huge": [HUGE_N]}.get(mode, default_sizes)
+    window_s = args.window or (18.0 if args.quick else 120.0 if args.million else 60.0)
+    settle_s = args.settle if args.settle is not None else (2.0 if args.quick else 10.0 if mode else 5.0)
+    interval_s = args.interval or {"million": MILLION_INTERVAL_S, "huge": HUGE_INTERVAL_S}.get(mode, 10.0)
     plan = Plan(
         window_s=window_s,
         settle_s=settle_s,
@@ -118,6 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         scrape_every_s=args.scrape_every,
         rounds=max(1, args.rounds),
         together=args.together,
+        from_launch=args.million,
+        ready_timeout_s=900.0 if args.million else 300.0,
     )
     with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
         try:
@@ -127,14 +142,14 @@ def main(argv: list[str] | None = None) -> int:
             return 130
     # the summaries are on stdout already; RESULTS.md gets the table
     if not (args.quick or args.no_write):
-        command = "python bench/watchers.py" + (" --huge" if args.huge else "")
+        command = "python bench/watchers.py" + (f" --{mode}" if mode else "")
         command += f" --sizes {' '.join(map(str, sizes))}" if args.sizes else ""
         command += f" --interval {interval_s:g}" if args.interval else ""
         command += f" --noisy-retries {args.noisy_retries}" if args.noisy_retries else ""
         command += f" --rounds {args.rounds}" if args.rounds > 1 else ""
         command += " --together" if args.together else ""
-        generated = section(results, window_s=window_s, command=command, huge=args.huge)
-        write_results(RESULTS, generated, huge=args.huge)
+        generated = section(results, window_s=window_s, command=command, mode=mode)
+        write_results(RESULTS, generated, mode=mode)
         print(f"bench: wrote {RESULTS}", file=sys.stderr)
     return 0
 

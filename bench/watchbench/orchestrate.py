@@ -28,6 +28,7 @@ from typing import Any
 
 import aiohttp
 
+from watchbench.million import FromLaunch, from_launch, time_validate
 from watchbench.procfs import cpu_plan, cpu_seconds, machine_busy_seconds
 from watchbench.project import Project, write_project
 from watchbench.results import OTHER_LOAD_WARNING, RunResult, median_round
@@ -58,6 +59,7 @@ class Plan:
     scrape_every_s: float | None = None  # scrape the service's /metrics this often in the window
     rounds: int = 1  # window pairs per N; the row is the pair with the median CPU ratio
     together: bool = False  # both sides at once on one core, ``rounds`` windows of one launch
+    from_launch: bool = False  # the million mode: first poll and due polls from launch, validate
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,8 @@ class Window:
     lags: list[float]
     scrape: Scrape | None
     scrapes: int = 0  # scrapes made during the window
+    scrape_s: float = math.nan  # wall time of the scrape at the window's end
+    ended_at: float = math.nan  # time.time() at the window's end
 
 
 class Bench:
@@ -121,14 +125,19 @@ class Bench:
                 f"{child.role} window; its numbers are not clean\n"
             )
         rss_end = child.rss_kib()
-        after = parse_metrics(await self._get_text(metrics_url)) if metrics_url else None
+        scrape_began = time.monotonic()
+        after_text = await self._get_text(metrics_url) if metrics_url else None
+        scrape_s = time.monotonic() - scrape_began if metrics_url else math.nan
+        after = parse_metrics(after_text) if after_text is not None else None
         arrivals = json.loads(
             await self._get_text(f"{self.endpoint_url}/_bench/arrivals?since={t0}&until={t1}&side={side}")
         )
         lags = wire_lags(arrivals["ids"], arrivals["at"], starts, plan.interval_ms / 1000)
         scrape = after.since(before) if after is not None and before is not None else None
         endpoint_cores = (endpoint1 - endpoint0) / (t1 - t0)
-        return Window(cpu1 - cpu0, t1 - t0, endpoint_cores, other_cores, rss_end, lags, scrape, scrapes)
+        return Window(
+            cpu1 - cpu0, t1 - t0, endpoint_cores, other_cores, rss_end, lags, scrape, scrapes, scrape_s, t1
+        )
 
     async def _wait_window(self, plan: Plan, metrics_url: str | None, t0: float) -> int:
         """Sleep through the window, scraping ``metrics_url`` every ``plan.scrape_every_s``; how
@@ -150,7 +159,9 @@ class Bench:
             response.raise_for_status()
 
     async def _start_service(self, n: int, plan: Plan) -> tuple[Child, Project, dict[str, Any]]:
-        """A service process with ``n`` watchers, ready (its schedule file written)."""
+        """A service process with ``n`` watchers, ready (its schedule file written); the READY
+        details get ``launched_at`` (time.time() just before the launch) and, in the million
+        mode, ``validate_s`` / ``validate_cpu_s`` of the project, timed before the launch."""
         self._runs += 1
         project = write_project(
             self.workdir / f"n{n}-{self._runs}",
@@ -159,17 +170,25 @@ class Bench:
             interval_ms=plan.interval_ms,
             store=plan.store,
         )
+        timed = await time_validate(project.config_file) if plan.from_launch else (math.nan, math.nan)
         await self._clear()
+        launched_at = time.time()
         service = await Child.start(
             "service",
-            ["--project", str(project.root), "--n", str(n), "--max-s", self._max_s(plan), *self._cpu_args()],
+            [
+                *("--project", str(project.root), "--n", str(n), "--max-s", self._max_s(plan)),
+                *self._cpu_args(),
+                *(["--no-warm-up"] if plan.from_launch else []),
+            ],
             self.workdir,
         )
         try:
-            return service, project, await service.ready(plan.ready_timeout_s)
+            ready = await service.ready(plan.ready_timeout_s)
         except BaseException:
             await service.stop()
             raise
+        ready.update(launched_at=launched_at, validate_s=timed[0], validate_cpu_s=timed[1])
+        return service, project, ready
 
     async def _start_bare(
         self, project: Project, starts: dict[int, float], plan: Plan, side: str
@@ -214,6 +233,7 @@ class Bench:
             svc = await self._measure(
                 service, plan, starts, f"{ready['url']}/metrics", settle_s=plan.settle_s
             )
+            launch = await self._from_launch(ready, starts, svc.ended_at) if plan.from_launch else None
         finally:
             problems = await self._stop_service(service)
         await self._clear()
@@ -222,7 +242,25 @@ class Bench:
             base = await self._measure(bare, plan, bare_starts, None, settle_s=plan.settle_s)
         finally:
             await bare.stop()
-        return _result(n, plan, ready, svc, bare_ready, base, problems)
+        result = _result(n, plan, ready, svc, bare_ready, base, problems)
+        if launch is None:
+            return result
+        return replace(
+            result,
+            first_poll_s=launch.first_poll_s,
+            due_polled=launch.due_polled,
+            due_total=launch.due_total,
+            validate_s=float(ready["validate_s"]),
+            validate_cpu_s=float(ready["validate_cpu_s"]),
+        )
+
+    async def _from_launch(self, ready: dict[str, Any], starts: dict[int, float], until: float) -> FromLaunch:
+        """The service's first poll and due polls from its launch to ``until`` (``million``)."""
+        launched = float(ready["launched_at"])
+        arrivals = json.loads(
+            await self._get_text(f"{self.endpoint_url}/_bench/arrivals?since={launched}&until={until}&side=w")
+        )
+        return from_launch(launched, until, arrivals["ids"], arrivals["at"], starts)
 
     async def run_together(self, n: int, plan: Plan) -> list[RunResult]:
         """Sentinel and the bare loop running at once, pinned to the same core, measured over the
@@ -291,6 +329,7 @@ def _result(
         svc_lag_p50_ms=1000 * histogram_quantile(scrape.lag_buckets, 0.50),
         svc_lag_p99_ms=1000 * histogram_quantile(scrape.lag_buckets, 0.99),
         svc_lag_share_le_250ms=share_at_most(scrape.lag_buckets, 0.25),
+        scrape_s=svc.scrape_s,
         rss_before_kib=int(ready["rss_before_kib"]),
         rss_end_kib=svc.rss_end_kib,
         rss_per_watcher_kib=(svc.rss_end_kib - int(ready["rss_before_kib"])) / n,

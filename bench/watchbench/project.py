@@ -12,7 +12,7 @@ SERVICE_YAML = """\
 store: {store}
 server: {{host: 127.0.0.1, port: 0}}
 allowedHosts: ["127.0.0.1"]
-limits: {{maxWatchers: 100000, minIntervalMs: 1000, requestTimeoutMs: 5000}}
+limits: {{maxWatchers: {max_watchers}, minIntervalMs: 1000, requestTimeoutMs: 5000}}
 hookResponseDedupeWindowMs: 0
 """
 
@@ -49,7 +49,7 @@ def write_project(
     """Write sentinel.yaml and the watchers file of ``n`` watchers."""
     project = Project(root)
     (root / "watchers").mkdir(parents=True)
-    project.config_file.write_text(SERVICE_YAML.format(store=store))
+    project.config_file.write_text(SERVICE_YAML.format(store=store, max_watchers=max(100_000, n)))
     lines = ["watchers:\n"]
     lines.extend(WATCHER_LINE.format(index=i, port=port, interval_ms=interval_ms) for i in range(n))
     project.watchers_file.write_text("".join(lines))

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
+from watchbench.million import verdict as million_verdict
 from watchbench.results import (
     HUGE_CPU_RATIO,
     HUGE_N,
@@ -35,6 +36,11 @@ HUGE_BEGIN = (
     "<!-- watchers-100k-results:begin (written by bench/watchers.py --huge; edit outside these markers) -->"
 )
 HUGE_END = "<!-- watchers-100k-results:end -->"
+MILLION_BEGIN = (
+    "<!-- watchers-1m-results:begin (written by bench/watchers.py --million; edit outside these markers) -->"
+)
+MILLION_END = "<!-- watchers-1m-results:end -->"
+MARKERS = {"": (BEGIN, END), "huge": (HUGE_BEGIN, HUGE_END), "million": (MILLION_BEGIN, MILLION_END)}
 
 TITLE = "# Benchmarks\n\n"
 INTRO = """\
@@ -209,26 +215,29 @@ def huge_verdict(results: Sequence[RunResult]) -> str:
     )
 
 
-def section(results: Sequence[RunResult], *, window_s: float, command: str, huge: bool = False) -> str:
-    """The generated block: date, machine, table, verdict, reproduction."""
+def section(results: Sequence[RunResult], *, window_s: float, command: str, mode: str = "") -> str:
+    """The generated block of ``mode`` ("", "huge", "million"): date, machine, table, verdict,
+    reproduction."""
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    begin, end = MARKERS[mode]
+    judged = {"": verdict, "huge": huge_verdict, "million": million_verdict}[mode](results)
     return "\n\n".join(
         [
-            HUGE_BEGIN if huge else BEGIN,
+            begin,
             f"Measured {now} on {machine()}; window {window_s:.0f} s per N and per side; "
             f"load average at the end {Path('/proc/loadavg').read_text().split(' ', 3)[:3]}.",
             table(results),
-            huge_verdict(results) if huge else verdict(results),
+            judged,
             f"Reproduce: `{command}` (the endpoint is pinned to one core, the measured process to another).",
-            HUGE_END if huge else END,
+            end,
         ]
     )
 
 
-def write_results(path: Path, generated: str, *, huge: bool = False) -> None:
-    """Replace this benchmark's block in ``path``; append it (other benchmarks share the file)
-    or create the file when there is none yet."""
-    begin, end = (HUGE_BEGIN, HUGE_END) if huge else (BEGIN, END)
+def write_results(path: Path, generated: str, *, mode: str = "") -> None:
+    """Replace this benchmark's block of ``mode`` in ``path``; append it (other benchmarks share
+    the file) or create the file when there is none yet."""
+    begin, end = MARKERS[mode]
     if not path.exists():
         path.write_text(TITLE + INTRO + generated + "\n")
         return
@@ -236,7 +245,7 @@ def write_results(path: Path, generated: str, *, huge: bool = False) -> None:
     if begin in text and end in text:
         before, rest = text.split(begin, 1)
         path.write_text(before + generated + rest.split(end, 1)[1])
-    elif huge and END in text:  # right after the watchers table
+    elif mode and END in text:  # right after the watchers table
         before, rest = text.split(END, 1)
         path.write_text(before + END + "\n\n" + generated + rest)
     else:

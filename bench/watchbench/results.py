@@ -62,6 +62,13 @@ class RunResult:
     bare_endpoint_cores: float = math.nan  # ... and in the bare loop's
     # with several rounds: every round's CPU ratio; the row is the round with the median ratio
     round_cpu_ratios: tuple[float, ...] = ()
+    scrape_s: float = math.nan  # wall time of the /metrics scrape at the window's end
+    # the million mode (watchbench.million): from the service's launch, and `sentinel validate`
+    first_poll_s: float = math.nan
+    due_polled: int = 0
+    due_total: int = 0
+    validate_s: float = math.nan
+    validate_cpu_s: float = math.nan
 
     @property
     def cpu_ratio_vs_bare(self) -> float:
@@ -131,6 +138,10 @@ class RunResult:
         rest = {k: _round(v) for k, v in asdict(self).items() if k not in head}
         shares = {"poll_share": _round(self.poll_share), "bare_poll_share": _round(self.bare_poll_share)}
         targets = self.huge_targets() if self.n >= HUGE_N else self.targets()
+        if self.due_total or not math.isnan(self.validate_s):  # the million mode
+            from watchbench.million import targets as million_targets
+
+            targets = million_targets(self)
         return {**head, **rest, **shares, "keeps_up": self.keeps_up, "targets_met": targets}
 
 

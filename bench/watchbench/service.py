@@ -56,17 +56,23 @@ async def warm_up(project: Project) -> None:
     await service.stop()
 
 
-async def run(project: Project, n: int, max_s: float) -> int:
-    """Warm up, load and start, announce, serve; 1 when the watchers did not all load."""
+async def run(project: Project, n: int, max_s: float, *, warm: bool = True) -> int:
+    """Warm up (unless ``warm`` is False: the million mode times the first poll from launch, as
+    ``sentinel run`` makes it), load and start, announce, serve; 1 when the watchers did not all load."""
     pid = os.getpid()
-    await warm_up(project)
+    if warm:
+        await warm_up(project)
     gc.collect()
     rss_before = rss_kib(pid)
     began = time.monotonic()
-    config = load_config(project.config_file)
-    config_s = time.monotonic() - began
-    service = Service(config)
-    await service.start()
+    gc.disable()  # as ``sentinel run`` loads and starts (cli/run.py); the start ends with a freeze
+    try:
+        config = load_config(project.config_file)
+        config_s = time.monotonic() - began
+        service = Service(config)
+        await service.start()
+    finally:
+        gc.enable()
     try:
         if service.cluster is not None:  # Redis: runners start as their leases are acquired
             await service.cluster.keeper.drain()
@@ -100,10 +106,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, required=True)
     parser.add_argument("--cpu", type=int, default=None, help="pin to this CPU")
     parser.add_argument("--max-s", type=float, default=600.0, help="exit after this long regardless")
+    parser.add_argument("--no-warm-up", action="store_true", help="no empty service before the load")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     pin_to(args.cpu)
-    sys.exit(asyncio.run(run(Project(args.project), args.n, args.max_s)))
+    sys.exit(asyncio.run(run(Project(args.project), args.n, args.max_s, warm=not args.no_warm_up)))
 
 
 if __name__ == "__main__":

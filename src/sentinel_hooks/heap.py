@@ -6,6 +6,8 @@ live as long as the process, and almost no cyclic garbage (parsing 3,000 watcher
 allocations, and its full collections walk everything loaded so far: with 10,000 watchers that
 is half of ``load_config``'s CPU. :func:`collection_paused` turns it off for such a block, and
 :func:`freeze_heap` puts what such work left out of the collector's reach once it is done.
+A start freezes as it goes (:func:`freeze_loaded` after the load, :func:`freeze_young` after each
+slice of watchers), so no single collection walks a million watchers.
 """
 
 from __future__ import annotations
@@ -27,6 +29,31 @@ def collection_paused() -> Iterator[None]:
         yield
     finally:
         gc.enable()
+
+
+def freeze_loaded() -> None:
+    """Put everything alive now (a loaded project) out of the collector's reach, uncollected.
+
+    Called after ``load_config`` and before the watchers start, so that ``freeze_young`` after
+    each slice of a start walks that slice's objects only, not a million watchers' specs.
+    Collecting first would walk all of them at once (seconds per 100,000 watchers) to find
+    the little cyclic garbage a load leaves (about 200 objects per 3,000 watchers), which then
+    stays.
+    """
+    gc.freeze()
+
+
+def freeze_young() -> None:
+    """Collect the youngest generation, then freeze what survived: run after each slice of a
+    start, it keeps every collection during and at the end of the start small.
+
+    Without it, a start with the collector off (``sentinel run``) left every object it made to
+    ``freeze_heap``'s one collection at the end: about 2 s of CPU per 100,000 watchers in one
+    pause, with polls due meanwhile waiting. What a slice made (its runners, jobs and the
+    polls that ran meanwhile) is collected here in a millisecond or so.
+    """
+    gc.collect(0)
+    gc.freeze()
 
 
 GC_THRESHOLDS = (20_000, 20, 10)  # young, middle, old generation (CPython's defaults: 700, 10, 10)

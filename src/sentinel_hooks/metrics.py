@@ -178,7 +178,7 @@ class Metrics:
         )
 
     def _firing_families(self, r: CollectorRegistry) -> None:
-        """Fires (accepted, deduped, silenced), the contracts they make, and the fallbacks' lateness."""
+        """Fires (accepted, deduped, silenced, grouped), their contracts, and the fallbacks' lateness."""
         self.fires = Counter(
             "sentinel_fires", "Accepted fires, by watcher and trigger kind", ["watcher", "kind"], registry=r
         )
@@ -188,6 +188,12 @@ class Metrics:
         self.silenced = Counter(
             "sentinel_fires_silenced",
             "Fires muted by a silence or maintenance window (one per episode for edge triggers)",
+            ["watcher"],
+            registry=r,
+        )
+        self.grouped = Counter(
+            "sentinel_fires_grouped",
+            "Fires that joined an open group (SPEC §19): no contract, session or page of their own",
             ["watcher"],
             registry=r,
         )
@@ -281,6 +287,7 @@ class Metrics:
             self.poll_errors,
             self.deduped,
             self.silenced,
+            self.grouped,
             self.reconnects,
         ):
             with contextlib.suppress(KeyError):

@@ -19,6 +19,7 @@ from sentinel_hooks.callbacks.intake.intake import CallbackIntake, message_key
 from sentinel_hooks.callbacks.intake.silences import Muting, Silences, watcher_facts
 from sentinel_hooks.callbacks.mcp.client import McpServers
 from sentinel_hooks.callbacks.sessions.budgets import day_usage
+from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.budgets import WatcherBudget
 from sentinel_hooks.config.linemap import LineMap
@@ -32,8 +33,10 @@ from sentinel_hooks.core.roles import Who
 from sentinel_hooks.core.silences import Matcher
 from sentinel_hooks.core.usage import Usage, fire_key
 from sentinel_hooks.delivery.targets.base import Target
-from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, StoreError
-from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.delivery.targets.slack_buttons import Action, done_line
+from sentinel_hooks.errors import ConfigError, ConfigIssue, Conflict, NotFound, StoreError
+from sentinel_hooks.inbox.items import Inbox, callback_items
+from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.relay.escalation import chain_status
 from sentinel_hooks.report import build_report
@@ -74,6 +77,7 @@ STATUS_COUNT_PAGES = 20  # `sentinel status` counts at most 10,000 contracts of 
 STATUS_SILENCES = 100  # active silences listed by `sentinel status`
 STATUS_HEARTBEATS = 100  # heartbeat watchers listed by `sentinel status` (overdue first)
 HEARTBEAT_KEYS = ("lastPingAt", "lastPingKind", "nextDueAt", "overdue")
+SLACK_SILENCE = timedelta(hours=1)  # a page's Silence 1h button
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,16 @@ class CallbackDetail:
     conditions: list[dict[str, Any]] | None = None  # a match's leaves with their actual values
     usage: Usage = field(default_factory=Usage)  # what its model calls used (SPEC §20)
     feedback: list[Feedback] = field(default_factory=list)  # the latest per person (SPEC §22)
+
+
+@dataclass(frozen=True)
+class Clicked:
+    """What a Slack button did: ``line`` to show on the message (None: nothing changed), whether
+    the page or approval is now ``closed`` (its buttons go), and ``reply`` for the person."""
+
+    line: str | None
+    closed: bool = False
+    reply: str = ""
 
 
 class OperationsRoles(
@@ -366,6 +380,9 @@ class ServiceOperations:
         callback's feedback now; None when there is no such callback."""
         if await self.store.get_contract(callback_id) is None:
             return None
+        before = (await self.store.get_feedback([callback_id])).get(callback_id, [])
+        if any(f.person == who.actor and (f.useful, f.note) == (useful, note) for f in before):
+            return before  # the same feedback again (a click delivered twice) changes nothing
         given = Feedback(
             callback_id=callback_id, person=who.actor, useful=useful, note=note, at=self.clock.now()
         )
@@ -427,6 +444,81 @@ class ServiceOperations:
         silence = await self.silences.expire(silence_id)
         await self.audit(who, "silence.expire", silence_id)
         return silence
+
+    # -- Slack buttons (SPEC §21) -----------------------------------------------------------------
+
+    async def slack_click(self, action: Action, value: str, who: Who) -> Clicked:
+        """Do what a Slack button says, as ``who`` (a person, via ``slack``), through the same
+        operations as the API. A click that would change nothing (the item already acked, the
+        same feedback again, the silence already made) changes nothing and is not audited.
+        ``NotFound`` for an id that is not there."""
+        now = self.clock.now()
+        if action in ("feedback_up", "feedback_down"):
+            useful = action == "feedback_up"
+            before = (await self.store.get_feedback([value])).get(value, [])
+            if await self.give_feedback(value, who, useful, None) is None:
+                raise NotFound(f"callback {value!r} not found")
+            same = any(f.person == who.actor and f.useful == useful and f.note is None for f in before)
+            done = "👍 useful" if useful else "👎 not useful"
+            return Clicked(None if same else done_line(done, who.actor, now), reply=f"{done} is recorded")
+        if action == "silence_1h":
+            return await self._silence_from_slack(value, who)
+        moves = {
+            "ack": (self.ack, "✔ acked", False),
+            "resolve": (self.resolve, "✔ resolved", True),
+            "approve": (self.approve, "✅ approved", True),
+            "deny": (self.deny, "⛔ denied", True),
+        }
+        move, done, closes = moves[action]
+        item_id = value if action in ("approve", "deny") else (await self._page_item(value, who)).id
+        try:
+            await move(item_id, who=who, note="from Slack")
+        except Conflict as exc:  # already done (or done by someone else): nothing changes
+            return Clicked(None, reply=str(exc))
+        return Clicked(done_line(done, who.actor, now), closed=closes, reply=f"{done} by {who.actor}")
+
+    async def _page_item(self, callback_id: str, who: Who) -> InboxItem:
+        """The inbox item of a page's Ack and Resolve: the fire's escalation item still open or
+        acked (else its newest one), or, when the fire has none, one made for the click without
+        an escalation chain (its id comes from the callback's, so a second click finds it)."""
+        items = await callback_items(self.store, callback_id, ("open", "acked", None))
+        if items:
+            return items[0]
+        contract = await self.store.get_contract(callback_id)
+        if contract is None:
+            raise NotFound(f"callback {callback_id!r} not found")
+        return await self.inbox.create(
+            "escalation",
+            severity=severity_for(contract.trigger.priority),
+            reason=f"page of {contract.watcher_id} taken from Slack by {who.actor}",
+            watcher_id=contract.watcher_id,
+            callback_id=callback_id,
+            session_key=contract.session_key,
+            actor=who.actor,
+            item_id="SL" + sha256_hex(callback_id)[:24].upper(),
+            escalate=False,
+        )
+
+    async def _silence_from_slack(self, callback_id: str, who: Who) -> Clicked:
+        """Silence the fire's watcher for an hour; again by the same person while it lasts: nothing."""
+        contract = await self.store.get_contract(callback_id)
+        if contract is None:
+            raise NotFound(f"callback {callback_id!r} not found")
+        comment = f"silenced from Slack for 1h (callback {callback_id})"
+        muting = await self.silences.snapshot()
+        if any(s.created_by == who.actor and s.comment == comment for s in muting.silences):
+            return Clicked(None, reply="already silenced for an hour")
+        now = self.clock.now()
+        silence = await self.create_silence(
+            [Matcher(path="watcherId", op="eq", value=contract.watcher_id)],
+            match="all",
+            starts_at=None,
+            ends_at=now + SLACK_SILENCE,
+            comment=comment,
+            who=who,
+        )
+        until = f"{silence.ends_at:%H:%M} UTC"
+        return Clicked(done_line("🔕 silenced 1h", who.actor, now) + f" (until {until})", reply=comment)
 
     # -- audit (SPEC §21) ------------------------------------------------------------------------
 

@@ -39,7 +39,7 @@ from sentinel_hooks.delivery.targets.base import TargetContext, create_targets
 from sentinel_hooks.delivery.targets.console import ConsoleTarget
 from sentinel_hooks.errors import ConfigError, NotFound, SentinelError
 from sentinel_hooks.events import Events
-from sentinel_hooks.heap import freeze_heap
+from sentinel_hooks.heap import freeze_heap, freeze_loaded
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.metrics import Metrics
@@ -53,7 +53,7 @@ from sentinel_hooks.store import Store, open_store
 from sentinel_hooks.store.health import WriteCheck
 from sentinel_hooks.store.records import Delivery, InboxItem, Recorded
 from sentinel_hooks.tracing import create_tracing
-from sentinel_hooks.watchers.alerts import AlertStreams, InboxCloser
+from sentinel_hooks.watchers.alerts import RESOLVED_NOTE, SOURCE_ACTOR, AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
 from sentinel_hooks.watchers.runner import RunnerDeps
@@ -146,7 +146,11 @@ class Service(ServiceOperations):
         contract, its notices, escalations and the operator's inbox."""
         config, service = self.config, self.config.service
         target_context = TargetContext(
-            http=self.http, clock=self.clock, base_dir=config.base_dir, store=self.store
+            http=self.http,
+            clock=self.clock,
+            base_dir=config.base_dir,
+            store=self.store,
+            slack_buttons=service.slack.signing_secret is not None,
         )
         self.targets = create_targets(service.targets, target_context)
         if "console" not in self.targets:  # environment: test routes every delivery here
@@ -253,7 +257,7 @@ class Service(ServiceOperations):
             store=self.store,
             pipeline=self.pipeline,
             on_resolved=self.notices.resolved,
-            resolve_items=InboxCloser(self.inbox, self.store),
+            resolve_items=InboxCloser(self.inbox, self.store, audited=self._resolved_at_source),
             events=self.events,
         )
         context = StrategyContext(
@@ -303,6 +307,7 @@ class Service(ServiceOperations):
         self.relay.start()
         self.scheduler.start()
         definitions = await self.store.list_watcher_states(API_DEFINITION_PREFIX)
+        freeze_loaded()  # the loaded project: later collections of the start walk only what it adds
         await self.manager.start(self.config.watchers, self._api_watchers(definitions))
         if self.cluster is not None:
             await self.cluster.start(
@@ -347,6 +352,7 @@ class Service(ServiceOperations):
         await self.pruner.stop()
         await self.manager.stop()
         await self.watcher_writes.drain()
+        await self.intake.close()  # groups waiting for their waitMs: resumed at the next start
         await self.sessions.stop()
         await self.mcp.stop()  # after the sessions: none is left calling a tool
         await self.relay.stop()
@@ -445,6 +451,10 @@ class Service(ServiceOperations):
     async def _item_created(self, item: InboxItem) -> None:
         """A new inbox item was stored with its first escalation step: the outbox looks now."""
         self.dispatcher.wake()
+
+    async def _resolved_at_source(self, item: InboxItem) -> None:
+        """An alert source resolved the item (SPEC §16): the audit trail says so, via ``source``."""
+        await self.audit(Who(SOURCE_ACTOR, via="source"), "inbox.resolve", item.id, RESOLVED_NOTE)
 
     async def _approval_decided(self, item: InboxItem) -> None:
         """An approval was decided: the hook sessions resume its paused session."""

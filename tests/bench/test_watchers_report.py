@@ -14,8 +14,10 @@ import pytest
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 sys.path.insert(0, str(BENCH))
 
-from watchbench.report import section  # noqa: E402  (after the path)
+from watchbench.million import from_launch  # noqa: E402  (after the path)
+from watchbench.report import section  # noqa: E402
 from watchbench.results import RunResult, median_round  # noqa: E402
+from watchbench.stats import parse_metrics  # noqa: E402
 
 
 def run(n: int = 10_000, cpu: float = 0.30, bare_cpu: float = 0.20) -> RunResult:
@@ -81,6 +83,53 @@ def test_the_section_judges_every_target_at_ten_thousand_and_lists_the_rounds() 
     assert "CPU per poll ≤ 2x the bare loop: **met** (1.20x)" in text
     assert "RSS < 15 KiB per watcher: **met** (10.0 KiB)" in text
     assert "N = 10,000: 1.50, 1.20." in text
+
+
+def test_from_launch_counts_the_watchers_due_in_the_span_and_polled_within_a_minute() -> None:
+    starts = {0: 110.0, 1: 120.0, 2: 130.0, 3: 250.0, 4: 90.0}  # 3: due too late to judge; 4: before launch
+    ids, arrivals = [4, 0, 1, 2], [101.0, 111.0, 190.0, 150.0]  # 1 polled 70 s late; 3 not yet
+
+    seen = from_launch(100.0, 240.0, ids, arrivals, starts)
+
+    assert (seen.first_poll_s, seen.due_polled, seen.due_total) == (1.0, 2, 3)
+
+
+def test_the_million_section_judges_every_target_of_issue_34() -> None:
+    result = dataclasses.replace(
+        run(n=200_000),
+        interval_s=900.0,
+        polls=26_666,
+        first_poll_s=74.6,
+        due_polled=10,
+        due_total=10,
+        validate_s=54.5,
+        validate_cpu_s=28.4,
+        scrape_s=3.2,
+    )
+
+    text = section([result], window_s=120, command="python bench/watchers.py --million", mode="million")
+
+    assert "watchers-1m-results:begin" in text
+    assert "this run measured 200,000" in text
+    assert "first poll ≤ 10 s after launch: **NOT met** (74.6 s" in text
+    assert "polled within 60 s of its first run: **met** (10 of 10" in text
+    assert "`sentinel validate` ≤ 60 s: **met** (54.5 s wall, 28.4 s CPU)" in text
+    assert "/metrics within 1 s: **NOT met** (3.20 s)" in text
+    assert json.loads(json.dumps(result.summary()))["targets_met"]["validate_le_60s"] is True
+
+
+def test_per_watcher_poll_lines_are_summed_without_the_parser() -> None:
+    text = (
+        'sentinel_polls_total{watcher="a"} 3.0\n'
+        'sentinel_polls_total{watcher="b"} 4.0\n'
+        'sentinel_watcher_poll_lag_seconds{watcher="a"} 0.01\n'
+        "# TYPE sentinel_poll_errors counter\n"
+        'sentinel_poll_errors_total{watcher="a"} 1.0\n'
+    )
+
+    scrape = parse_metrics(text)
+
+    assert (scrape.polls, scrape.errors) == (7.0, 1.0)
 
 
 @pytest.mark.slow

@@ -128,7 +128,7 @@ async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arriv
     log = tmp_path / "service.log"
     proc = start(config, log)
     try:
-        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the service")
         status, answer = await http("POST", f"{base}/api/v1/watchers/w/fire", {"payload": {"disk": 97}})
         assert 202 == status
         callback_id = answer["callbackId"]  # type: ignore[index]
@@ -146,7 +146,7 @@ async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arriv
         proc.wait(timeout=10)
 
         proc = start(config, log)
-        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
         # on Redis the killed replica's session is taken over once its membership lapses
         [follow_up] = await wait_for(
             lambda: sink.bodies("notify") or None, timeout_s=30, what="the follow-up"
@@ -163,7 +163,7 @@ async def test_kill_9_after_the_page_resumes_the_session_and_its_follow_up_arriv
             done = any(e.get("kind") == "message" and e["message"].get("content") == "done" for e in entries)
             return found if done else None  # type: ignore[return-value]
 
-        found = await wait_for(shown, timeout_s=15, what="the resumed session's end")
+        found = await wait_for(shown, timeout_s=45, what="the resumed session's end")
         assert ("fallback_sent", 1) == (found["callback"]["state"], found["callback"]["followUps"])
         assert ["fallback", "notify"] == [
             r["headers"]["Idempotency-Key"].rsplit(":", 1)[1] for r in sink.received

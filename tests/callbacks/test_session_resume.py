@@ -69,7 +69,7 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
         base = f"http://127.0.0.1:{port}"
         proc = start(config)
         try:
-            await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+            await wait_for(lambda: ready(base), timeout_s=60, what="the service")
             async with (
                 aiohttp.ClientSession() as session,
                 session.post(base + "/hooks/ingest/w", json={"n": 1}) as r,
@@ -83,7 +83,7 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
             assert ["once"] == ran.read_text().split()
 
             proc = start(config)
-            await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+            await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
             await wait_for(
                 lambda: (tmp_path / "out.jsonl").exists(), timeout_s=30, what="the notify after resume"
             )
@@ -96,7 +96,7 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
                 entries = session["transcript"]  # type: ignore[index]
                 return [e for e in entries if e["entry"].get("message", {}).get("role") == "tool"]
 
-            await wait_for(lambda: _count(tool_results, 2), timeout_s=15, what="the notify's tool result")
+            await wait_for(lambda: _count(tool_results, 2), timeout_s=45, what="the notify's tool result")
             assert 2 == len(await tool_results())  # run_command once (before the kill), notify once
         finally:
             if proc.poll() is None:

@@ -79,7 +79,7 @@ async def test_killing_the_replica_running_a_session_lets_the_other_finish_it(
             bases.append(f"http://127.0.0.1:{port}")
         try:
             for base in bases:
-                await wait_for(lambda base=base: ready(base), timeout_s=15, what=f"the replica at {base}")
+                await wait_for(lambda base=base: ready(base), timeout_s=60, what=f"the replica at {base}")
             async with (
                 aiohttp.ClientSession() as session,
                 session.post(bases[0] + "/hooks/ingest/w", json={"n": 1}) as response,

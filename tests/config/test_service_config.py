@@ -44,6 +44,7 @@ def test_defaults_match_the_spec() -> None:
         "escalationTargets": [],
         "escalationPolicies": {},
         "defaultEscalationPolicy": None,
+        "grouping": {"by": [], "waitMs": 30000, "intervalMs": 300000, "maxFires": 1000},
         "budgets": {"perFire": {"tokens": 200000, "usd": None}, "perDay": {"tokens": None, "usd": None}},
         "delivery": {"maxAttempts": 5, "baseMs": 1000, "maxMs": 60000, "maxElapsedMs": 600000},
         "cluster": {"leaseMs": 10000},

@@ -1,5 +1,6 @@
-"""A stand-in for the Slack Web API on 127.0.0.1: ``chat.postMessage`` and ``chat.update``, as Slack
-answers them (HTTP 200 with ``{"ok": true, "ts", "channel"}``, or ``{"ok": false, "error"}``).
+"""A stand-in for the Slack Web API on 127.0.0.1: ``chat.postMessage``, ``chat.update`` and
+``chat.postEphemeral`` (kept in ``ephemerals``), as Slack answers them (HTTP 200 with
+``{"ok": true, "ts", "channel"}``, or ``{"ok": false, "error"}``).
 
 It keeps the channel's messages, so a test reads what a person would see: roots, their replies
 (``thread_ts``) and each root's text after updates. Like Slack, ``chat.update`` wants the channel's
@@ -21,6 +22,14 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 CHANNEL_ID = "C0OPS"
+DISK_WATCHER = """\
+id: disk
+strategy: webhook
+conditions: [{path: used, op: gte, value: 90}]
+fire: {eventName: disk_full, priority: high}
+deliveryTargets: [ops]
+"""
+"""A watcher whose fires page the ``ops`` Slack target (the services' tests point it at the stand-in)."""
 
 
 @dataclass
@@ -53,11 +62,14 @@ class SlackApi:
 
     messages: list[Posted] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)  # method names, in order
+    ephemerals: list[tuple[str, str, str]] = field(default_factory=list)  # (channel, user, text)
     fail_updates: str | None = None  # an error code chat.update answers
     fail_posts: str | None = None  # an error code chat.postMessage answers
     hold_posts: bool = False
+    hold_updates: bool = False  # chat.update waits for ``release_updates`` (a slow Slack API)
     server: TestServer | None = None
     _released: asyncio.Event = field(default_factory=asyncio.Event)
+    _updates_released: asyncio.Event = field(default_factory=asyncio.Event)
     _arrived: int = 0
 
     @property
@@ -67,6 +79,9 @@ class SlackApi:
 
     def release(self) -> None:
         self._released.set()
+
+    def release_updates(self) -> None:
+        self._updates_released.set()
 
     def roots(self) -> list[Posted]:
         return [m for m in self.messages if m.thread_ts is None]
@@ -116,6 +131,8 @@ class SlackApi:
     async def _update(self, request: web.Request) -> web.Response:
         body = await self._body(request)
         self.calls.append("chat.update")
+        if self.hold_updates:
+            await self._updates_released.wait()
         if self.fail_updates is not None:
             return web.json_response({"ok": False, "error": self.fail_updates})
         if body.get("channel") != CHANNEL_ID:  # Slack wants the id here, not the name
@@ -127,15 +144,25 @@ class SlackApi:
         found[0].updates += 1
         return web.json_response({"ok": True, "channel": CHANNEL_ID, "ts": found[0].ts})
 
+    async def _ephemeral(self, request: web.Request) -> web.Response:
+        body = await self._body(request)
+        self.calls.append("chat.postEphemeral")
+        if body.get("channel") != CHANNEL_ID:
+            return web.json_response({"ok": False, "error": "channel_not_found"})
+        self.ephemerals.append((str(body["channel"]), str(body.get("user")), str(body.get("text"))))
+        return web.json_response({"ok": True, "message_ts": "1700000000.999999"})
+
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/api/chat.postMessage", self._post_message)
         app.router.add_post("/api/chat.update", self._update)
+        app.router.add_post("/api/chat.postEphemeral", self._ephemeral)
         self.server = TestServer(app, host="127.0.0.1")
         await self.server.start_server()
 
     async def close(self) -> None:
         self.release()
+        self.release_updates()
         if self.server is not None:
             await self.server.close()
 

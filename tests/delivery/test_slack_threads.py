@@ -382,3 +382,31 @@ async def test_many_callbacks_sent_at_once_in_any_order_keep_their_threads(
             sorted(posted),
             set(root.text.split(" — ")[0].split(" · ")) if shown else set(),
         ), cid
+
+
+@pytest.mark.parametrize(
+    ("sent", "carries"),
+    [
+        (message(kind="notify", page=True), "sentinel.page:ops"),
+        (message(kind="fallback", page=True), "sentinel.page:ops"),
+        (message(kind="notify.2", follow_up=True), None),
+        (message(kind="fanout"), None),
+        (message(kind="resolved", page=True), None),
+        (
+            message(kind="escalation.0", event_name="approval", extra={"inboxItemId": "AP1"}),
+            "sentinel.approval:ops",
+        ),
+        (message(kind="escalation.0", event_name="escalation", extra={"inboxItemId": "ES1"}), None),
+    ],
+)
+async def test_with_a_signing_secret_pages_and_approval_requests_carry_buttons(
+    make_target: MakeTarget, context: TargetContext, slack_api: SlackApi, sent: Message, carries: str | None
+) -> None:
+    """With ``slack.signingSecret`` (``slack_buttons``): a page (notify or fallback) and an approval
+    request carry their buttons; follow-ups, fan-out lines, resolved lines and other escalation steps
+    none (SPEC §21)."""
+    target = make_target(bot(slack_api), name="ops", ctx=replace(context, slack_buttons=True))
+    await target.send(sent, idempotency_key=key(sent.kind))
+    [posted] = slack_api.messages
+    expected = [carries] if carries else []
+    assert expected == [b["block_id"] for b in posted.blocks if b["type"] == "actions"]

@@ -54,7 +54,7 @@ from sentinel_hooks.callbacks.backends.base import ToolCall
 from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.callbacks.sessions.tools import Paused, ToolBox
 from sentinel_hooks.clock import FakeClock, iso
-from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.loader import LoadedConfig, load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.delivery.targets.pagerduty import PACE_LIMIT
 from sentinel_hooks.errors import Conflict
@@ -268,11 +268,7 @@ class World:
 
     def forget_state(self) -> None:
         """Empty the store before an example (the previous one closed it)."""
-        if self.redis_url is not None:
-            with redis.Redis.from_url(self.redis_url) as client:
-                client.flushdb()  # ok-shared: this server was started by the tests, for the tests
-        for leftover in self.dir.glob("state.db*"):
-            leftover.unlink()
+        forget_store(self.redis_url, self.dir)
 
     def close(self) -> None:
         self.loop.run_until_complete(self.sink.stop())
@@ -321,10 +317,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
     async def build(self) -> Service:
         """A Service over the same store, started only as far as the model needs: no loops."""
         assert self.world is not None
-        service = Service(self.world.config, clock=self.clock, sink=AgentSink())
-        await service.store.open()
-        await service.http.start()
-        return service
+        return await model_service(self.world.config, self.clock)
 
     def toolbox(self, contract: Contract, envelope: Envelope, notified: int = 0) -> ToolBox:
         return toolbox_for(self.service, contract, envelope, notified)
@@ -797,6 +790,24 @@ async def pause(service: Service, contract: Contract, paused: Paused) -> None:
         progress_key(contract.callback_id),
         {"status": "paused", "approvalId": paused.item_id, "toolCallId": paused.call.id},
     )
+
+
+def forget_store(redis_url: str | None, directory: Path) -> None:
+    """Empty a model's store (its Redis database, or its SQLite file in ``directory``)."""
+    if redis_url is not None:
+        with redis.Redis.from_url(redis_url) as client:
+            client.flushdb()  # ok-shared: this server was started by the tests, for the tests
+    for leftover in directory.glob("state.db*"):
+        leftover.unlink()
+
+
+async def model_service(config: LoadedConfig, clock: FakeClock) -> Service:
+    """A Service over a model's store, started only as far as a model needs: no loops; the agent's
+    part is the model's own (``AgentSink``)."""
+    service = Service(config, clock=clock, sink=AgentSink())
+    await service.store.open()
+    await service.http.start()
+    return service
 
 
 async def outbox_pass(service: Service) -> None:

@@ -116,29 +116,29 @@ async def test_kill_9_then_restart_delivers_every_fallback_once(
 
     proc = start(config, log)
     try:
-        await wait_for(lambda: ready(base), timeout_s=15, what="the service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the service")
         ids = []
         for i in range(FIRES):
             status, answer = await http("POST", f"{base}/api/v1/watchers/w/fire", {"payload": {"i": i}})
             assert 202 == status
             ids.append(answer["callbackId"])  # type: ignore[index]
-        await wait_for(lambda: len(sink.received) >= 5, timeout_s=10, what="some fallbacks in flight")
+        await wait_for(lambda: len(sink.received) >= 5, timeout_s=30, what="some fallbacks in flight")
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         killed_at = time.monotonic()
         # what the killed process sent has been answered (or failed) once nothing is in flight:
         # every request the sink records after this comes from the restarted process
-        await wait_for(lambda: sink.in_flight == 0, timeout_s=10, what="the killed process's requests")
+        await wait_for(lambda: sink.in_flight == 0, timeout_s=30, what="the killed process's requests")
         before_restart = len(sink.received)
 
         proc = start(config, log)
-        await wait_for(lambda: ready(base), timeout_s=15, what="the restarted service")
+        await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
 
         async def all_settled() -> bool:
             _, page = await http("GET", f"{base}/api/v1/callbacks?limit=500&state=pending")
             return not page["items"]  # type: ignore[index]
 
-        await wait_for(all_settled, timeout_s=10, what="every contract settled")
+        await wait_for(all_settled, timeout_s=30, what="every contract settled")
         assert time.monotonic() - killed_at < 15
         keys = {r["headers"]["Idempotency-Key"] for r in sink.received}
         await wait_for(

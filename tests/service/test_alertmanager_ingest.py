@@ -209,9 +209,8 @@ async def test_resolved_alert_resolves_its_fires_escalation_items(start: Start, 
     assert ("resolved", "source", "open") == (closed.status, history[-1].actor, still.status)
 
 
-async def test_notify_resolved_false_sends_no_line_but_closes_items(start: Start, sink: Sink) -> None:
-    """fire.notifyResolved: false silences the resolved line; the source still closes the items."""
-    service = await start(fire=", escalate: true, notifyResolved: false")
+async def escalated_then_resolved(service: Service) -> Any:
+    """Fire web-1 (its session escalates), wait for the escalation item, resolve the alert: the item."""
     await push(service, alert("web-1"))
 
     async def one_item() -> list[Any]:
@@ -219,6 +218,26 @@ async def test_notify_resolved_false_sends_no_line_but_closes_items(start: Start
 
     [item] = await wait_for(one_item, what="the escalation item")
     await push(service, alert("web-1", "resolved", endsAt="2026-03-01T10:01:00Z"))
+    return item
+
+
+async def test_an_item_resolved_by_its_alert_is_audited_via_source(start: Start, sink: Sink) -> None:
+    """The audit trail covers inbox moves from every source (SPEC §21): actor and via `source`."""
+    service = await start(fire=", escalate: true")
+    item = await escalated_then_resolved(service)
+    [entry] = (await service.store.list_audit(since=None, actor=None, limit=10)).items
+    assert ("source", "source", "inbox.resolve", item.id) == (
+        entry.actor,
+        entry.via,
+        entry.action,
+        entry.target,
+    )
+
+
+async def test_notify_resolved_false_sends_no_line_but_closes_items(start: Start, sink: Sink) -> None:
+    """fire.notifyResolved: false silences the resolved line; the source still closes the items."""
+    service = await start(fire=", escalate: true, notifyResolved: false")
+    item = await escalated_then_resolved(service)
     closed, _ = await service.inbox.get(item.id)
     kinds = {delivery.kind for delivery in await service.store.list_deliveries(item.callback_id or "")}
     assert ("resolved", False) == (closed.status, "resolved" in kinds)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
 
-from sentinel_hooks.service import Service
 from sentinel_hooks.store.shortcuts import last_observation
 from tests.service.conftest import Starter
 
@@ -22,8 +21,14 @@ deliveryTargets: [console]
 """
 
 
+class Reachable(Protocol):
+    """What ``call`` needs of a service: where it listens (a ``Service``, a `sentinel run` process)."""
+
+    url: str
+
+
 async def call(
-    service: Service,
+    service: Reachable,
     method: str,
     path: str,
     *,

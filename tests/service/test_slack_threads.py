@@ -14,7 +14,7 @@ import pytest
 from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
-from tests.delivery.slack_api import Posted, SlackApi, slack_api
+from tests.delivery.slack_api import DISK_WATCHER, Posted, SlackApi, slack_api
 from tests.support import wait_for
 
 __all__ = ["slack_api"]
@@ -30,13 +30,7 @@ targets:
   ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
 """
 
-WATCHER = """\
-id: disk
-strategy: webhook
-conditions: [{path: used, op: gte, value: 90}]
-fire: {eventName: disk_full, priority: high, notifyResolved: true}
-deliveryTargets: [ops]
-"""
+WATCHER = DISK_WATCHER.replace("high}", "high, notifyResolved: true}")
 
 Make = Callable[..., Awaitable[Service]]
 

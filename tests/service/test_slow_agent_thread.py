@@ -16,7 +16,7 @@ from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.delivery.targets.slack_threads import FINDINGS
 from sentinel_hooks.relay.fallback import STILL_INVESTIGATING
 from sentinel_hooks.service import Service
-from tests.delivery.slack_api import SlackApi, slack_api
+from tests.delivery.slack_api import DISK_WATCHER, SlackApi, slack_api
 from tests.support import HeldModel, wait_for
 
 __all__ = ["slack_api"]
@@ -36,13 +36,7 @@ targets:
   ops: {{type: slack, token: xoxb-test-token, channel: "#ops", apiBase: "{api}"}}
 """
 
-WATCHER = """\
-id: disk
-strategy: webhook
-conditions: [{path: used, op: gte, value: 90}]
-fire: {eventName: disk_full, priority: high}
-deliveryTargets: [ops]
-"""
+WATCHER = DISK_WATCHER
 
 FINDING = "db-1: /var/lib/postgres is full of WAL from a stuck replication slot; drop slot 'old_replica'."
 

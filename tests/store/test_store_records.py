@@ -17,7 +17,8 @@ def test_contract_dumps_to_the_api_shape(make) -> None:
     """A contract's JSON has the camelCase keys of SPEC §9 and ISO times with ms and Z, and
     ``silencedBy`` (the silence or maintenance window of a ``silenced`` one, SPEC §14) and
     ``followUps`` (the agent's notifies after the page, SPEC §6.4), ``traceId`` and
-    ``traceParent`` (the fire's trace, SPEC §22; null without an OTLP endpoint)."""
+    ``traceParent`` (the fire's trace, SPEC §22; null without an OTLP endpoint), ``groupId`` and
+    ``group`` (grouping, SPEC §19: null for a fire outside any group)."""
     dumped = make.contract("cb-1", created=1.5, deadline=31.5).model_dump(mode="json", by_alias=True)
     assert {
         "callbackId": "cb-1",
@@ -34,6 +35,8 @@ def test_contract_dumps_to_the_api_shape(make) -> None:
         "followUps": 0,
         "traceId": None,
         "traceParent": None,
+        "groupId": None,
+        "group": None,
     } == dumped
 
 

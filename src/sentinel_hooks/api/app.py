@@ -20,7 +20,17 @@ SERVICE: web.AppKey[Service] = web.AppKey("service")
 def build_app(service: Service) -> web.Application:
     """The HTTP API of ``service`` (SPEC.md §9)."""
     from sentinel_hooks.api.mcp import add_mcp
-    from sentinel_hooks.api.routes import audit, callbacks, health, inbox, ingest, ping, silences, watchers
+    from sentinel_hooks.api.routes import (
+        audit,
+        callbacks,
+        health,
+        inbox,
+        ingest,
+        ping,
+        silences,
+        slack,
+        watchers,
+    )
     from sentinel_hooks.api.routes import openapi as openapi_route
     from sentinel_hooks.api.routes import web as web_page
     from sentinel_hooks.api.routing import add_routes
@@ -32,7 +42,8 @@ def build_app(service: Service) -> web.Application:
         handler_args={"max_field_size": 16384},
     )
     app[SERVICE] = service
-    tables = (health, audit, watchers, ingest, ping, inbox, callbacks, silences, web_page, openapi_route)
+    tables = [health, audit, watchers, ingest, ping, slack, inbox, callbacks, silences]
+    tables += [web_page, openapi_route]
     handlers = {endpoint: h for table in tables for endpoint, h in table.routes.handlers.items()}
     add_routes(app, {**handlers, **add_mcp(app, service)})
     return app

@@ -31,7 +31,8 @@ ERROR_ANSWERS: dict[int, tuple[str, str]] = {
     401: (
         "Unauthorized",
         "missing or wrong bearer token (or, for /hooks/ingest, the watcher's HMAC signature, bearer "
-        "token or basic credentials; which part was wrong is not said)",
+        "token or basic credentials; for /hooks/slack/interactions, Slack's signature or its "
+        "timestamp; which part was wrong is not said)",
     ),
     403: ("Forbidden", "`command` watchers cannot be created through the API"),
     404: ("NotFound", "no such watcher, callback, session, inbox item, silence or file"),
@@ -41,7 +42,10 @@ ERROR_ANSWERS: dict[int, tuple[str, str]] = {
         "`callback_exists` with `details: {callbackId, state}`: the callbackId is taken",
     ),
     413: ("PayloadTooLarge", "the body is over the route's limit"),
-    415: ("UnsupportedMediaType", "the body is not labelled `application/json` (or `+json`)"),
+    415: (
+        "UnsupportedMediaType",
+        "the body is not labelled `application/json` (or `+json`; /hooks/slack/interactions: a form)",
+    ),
     421: (
         "MisdirectedRequest",
         "no `server.apiToken` and the Host is not `localhost`, a 127.0.0.0/8 address or `[::1]`",
@@ -78,6 +82,13 @@ SECURITY_SCHEMES: Schema = {
         "description": "a webhook watcher's `auth: {basic: {username, password}}`; needed only by "
         "watchers with that auth.",
     },
+    "slackSignature": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Slack-Signature",
+        "description": "`v0=<hex HMAC-SHA256 of v0:{X-Slack-Request-Timestamp}:{raw body}>` keyed with "
+        "`slack.signingSecret`, the timestamp within 5 minutes (what Slack sends; SPEC §21).",
+    },
 }
 
 SECURITY: dict[Auth, list[dict[str, list[str]]]] = {
@@ -86,6 +97,7 @@ SECURITY: dict[Auth, list[dict[str, list[str]]]] = {
     "page": [],
     "metrics": [{}, {"bearerAuth": []}],
     "hmac": [{}, {"ingestSignature": []}, {"ingestBearer": []}, {"ingestBasic": []}],
+    "slack": [{"slackSignature": []}],
 }
 
 
@@ -159,7 +171,7 @@ def _operation(endpoint: Endpoint, tops: dict[str, Schema]) -> Schema:
         operation["parameters"] = found
     body = endpoint.body
     if body is not None:
-        content = {JSON: {"schema": tops[_key(endpoint, "body")]}}
+        content = {media: {"schema": tops[_key(endpoint, "body")]} for media in body.media}
         operation["requestBody"] = {"required": body.required, "content": content}
         if body.about:
             operation["requestBody"]["description"] = body.about

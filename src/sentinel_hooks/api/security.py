@@ -12,7 +12,9 @@
   (``127.0.0.1.nip.io``, ``foo.localhost``), so names are matched exactly and addresses
   are parsed, never prefix-matched.
 - A non-empty body POSTed or PATCHed to ``/api/*`` and ``/hooks/*`` must be labelled JSON
-  (415), so a browser form cannot forge a write; an empty body needs no label.
+  (415), so a browser form cannot forge a write; an empty body needs no label. Two routes take
+  other bodies: heartbeat pings (any text) and Slack's interactions (a form, which only Slack's
+  signature makes count).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ def bearer_token(authorization: str) -> str | None:
 
 
 PING_PREFIX = "/hooks/ping/"  # heartbeat pings (SPEC §23): no token, any body
+SLACK_PATH = "/hooks/slack/interactions"  # Slack's form post (SPEC §21): its route checks the form
 
 
 def needs_token(path: str, *, metrics_auth: bool) -> bool:
@@ -140,7 +143,7 @@ def security_middleware(tokens: Tokens, *, metrics_auth: bool) -> Middleware:
                 )
             request[IDENTITY] = identity
         writes = request.method in ("POST", "PATCH", "PUT") and path.startswith(("/api/", "/hooks/"))
-        writes = writes and not path.startswith(PING_PREFIX)  # a ping's body is any text
+        writes = writes and not path.startswith(PING_PREFIX) and path != SLACK_PATH  # any text / a form
         if writes and request.body_exists and not is_json_type(request.headers.get("Content-Type", "")):
             raise ApiError(415, "unsupported_media_type", JSON_ONLY)
         return await handler(request)

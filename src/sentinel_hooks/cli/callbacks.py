@@ -87,6 +87,10 @@ def show(
         console.print(f"{key}: {compact(contract.get(key), 200)}")
     if contract.get("silencedBy"):
         console.print(f"silencedBy: {contract['silencedBy']}")
+    if contract.get("groupId"):  # SPEC §19: a member names its group
+        console.print(f"groupId: {contract['groupId']} (this fire joined that group; its page speaks for it)")
+    for line in group_lines(contract.get("group")):
+        console.print(line, markup=False)
     if contract.get("traceId"):  # SPEC §22: the fire's trace, with telemetry.otlpEndpoint
         console.print(f"traceId: {contract['traceId']}")
     conditions = body.get("conditions")
@@ -112,6 +116,22 @@ def show(
             console.print(line, markup=False)  # notes are people's text, not markup
     console.print("envelope:")
     console.print_json(json.dumps(body["envelope"]))
+
+
+GROUP_MEMBERS_SHOWN = 20
+
+
+def group_lines(group: Any) -> list[str]:
+    """A group's contract (SPEC §19): its key, ``by`` values, fires and members (the first 20)."""
+    if not isinstance(group, dict):
+        return []
+    members = [str(m) for m in group.get("members") or []]
+    by = ", ".join(f"{path}={compact(value, 60)}" for path, value in group.get("by") or [])
+    lines = [f"group: {group.get('key')} ({group.get('fires')} fires, grouped by {by})", "members:"]
+    lines += [f"  {member}" for member in members[:GROUP_MEMBERS_SHOWN]]
+    if len(members) > GROUP_MEMBERS_SHOWN:
+        lines.append(f"  … and {len(members) - GROUP_MEMBERS_SHOWN} more (--json lists them all)")
+    return lines
 
 
 def _entry_line(entry: dict[str, Any]) -> str:

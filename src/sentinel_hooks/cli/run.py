@@ -39,7 +39,8 @@ async def serve(config_file: Path) -> int:
     long-lived objects almost only (parsing 3,000 watchers leaves about 200 objects of cyclic
     garbage), and with CPython's default thresholds it ran hundreds of collections, the full
     ones walking every watcher loaded so far (10,000 watchers: 560 collections, seconds of
-    CPU). The start ends with one collection and a freeze (``freeze_heap``).
+    CPU). The start freezes what it made slice by slice and ends with a collection of what is
+    left and a freeze (``heap.freeze_young``, ``freeze_heap``).
     """
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from sentinel_hooks.config.base import PositiveMs, Spec, key_problems
 from sentinel_hooks.config.budgets import WatcherBudget
+from sentinel_hooks.config.grouping import FireGroupSpec
 from sentinel_hooks.config.linemap import Loc
 from sentinel_hooks.config.mcp import check_tool_pattern
 from sentinel_hooks.core.envelope import Priority
@@ -89,6 +90,7 @@ class FireSpec(Spec):
     notification_payload_mode: Literal["inherit", "none", "concise", "debug"] = "inherit"
     tools: list[str] = Field(default_factory=list)  # MCP tools offered: "server.tool" patterns (§17)
     budget: WatcherBudget | None = None  # the watcher's model budgets (§20)
+    group: FireGroupSpec | None = None  # how its fires are grouped (§19; null: sentinel.yaml's grouping)
 
     _payload: CompiledValue | None = PrivateAttr(default=None)
     _context: CompiledValue | None = PrivateAttr(default=None)

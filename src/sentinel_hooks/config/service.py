@@ -12,6 +12,7 @@ from pydantic import AfterValidator, Discriminator, Field, SecretStr, Tag, Valid
 from sentinel_hooks.config.base import Name, NonNegativeMs, PositiveMs, Spec
 from sentinel_hooks.config.budgets import Budgets, Pricing
 from sentinel_hooks.config.escalation import EscalationPolicySpec
+from sentinel_hooks.config.grouping import GroupingSpec
 from sentinel_hooks.config.maintenance import MaintenanceWindow, check_unique_names
 from sentinel_hooks.config.mcp import McpServerSpec, ServerName
 from sentinel_hooks.config.people import PersonSpec, SlackSpec, check_unique_slack_ids
@@ -346,6 +347,7 @@ class ServiceConfig(Spec):
     retention: RetentionSpec = Field(default_factory=RetentionSpec)
     maintenance_windows: list[MaintenanceWindow] = Field(default_factory=list)
     mcp_servers: dict[ServerName, McpServerSpec] = Field(default_factory=dict)
+    grouping: GroupingSpec = Field(default_factory=GroupingSpec)  # storms: one page per group (§19)
     budgets: Budgets = Field(default_factory=Budgets)
     people: dict[Name, PersonSpec] = Field(default_factory=dict)  # who may act from Slack (§21)
     slack: SlackSpec = Field(default_factory=SlackSpec)

@@ -17,6 +17,7 @@ or ``None`` when the event leaves the contract as it is.
        │  └──the source reports the fire over──► resolved (also from notifying: nothing accepted yet)
        └── (deduped: refused by the dedupe window, final from the start)
            (silenced: muted by a silence or maintenance window, final from the start: SPEC §14)
+           (grouped: joined an open group, whose contract speaks for it: final from the start, §19)
 
 The first message that settles a contract is its page (SPEC §6.4): the agent's first notify a
 target accepts, or the fallback. The page is decided in the store's atomic notify step: only a
@@ -49,11 +50,12 @@ ContractState = Literal[
     "resolved",
     "deduped",
     "silenced",
+    "grouped",
 ]
 
 OPEN_STATES: frozenset[str] = frozenset({"pending", "notifying", "awaiting_approval"})
 FINAL_STATES: frozenset[str] = frozenset(
-    {"fulfilled", "fallback_sent", "expired", "resolved", "deduped", "silenced"}
+    {"fulfilled", "fallback_sent", "expired", "resolved", "deduped", "silenced", "grouped"}
 )
 PAGED_STATES: frozenset[str] = frozenset({"fulfilled", "fallback_sent"})
 """Settled with a page: every notify from now on is a follow-up (SPEC §6.4)."""
@@ -71,7 +73,7 @@ def after_notify(
     pending (stays). As a follow-up it is taken by ``FOLLOW_UP_STATES`` and by
     ``awaiting_approval`` with a notify pending, and leaves the state as it is. Any other pairing
     refuses it (None, nothing may be enqueued): the caller asked for the wrong one and tries the
-    other, or the contract takes no notify at all (``resolved``, ``deduped``, ``silenced``).
+    other, or the contract takes no notify at all (``resolved``, ``deduped``, ``silenced``, ``grouped``).
     """
     if state == "awaiting_approval":
         return state if follow_up == notifies_pending else None

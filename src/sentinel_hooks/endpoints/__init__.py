@@ -10,13 +10,24 @@ endpoint's parameters and body, its request from its method and path). One modul
 
 from __future__ import annotations
 
-from sentinel_hooks.endpoints import audit, callbacks, inbox, ping, report, service, silences, watchers
+from sentinel_hooks.endpoints import (
+    audit,
+    callbacks,
+    inbox,
+    ping,
+    report,
+    service,
+    silences,
+    slack,
+    watchers,
+)
 from sentinel_hooks.endpoints.base import Endpoint
 
 ENDPOINTS: tuple[Endpoint, ...] = (
     *service.ENDPOINTS,
     *watchers.ENDPOINTS,
     *ping.ENDPOINTS,
+    *slack.ENDPOINTS,
     *callbacks.ENDPOINTS,
     *report.ENDPOINTS,
     *inbox.ENDPOINTS,

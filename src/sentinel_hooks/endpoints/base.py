@@ -18,10 +18,11 @@ from pydantic.alias_generators import to_camel
 from sentinel_hooks.core.roles import Role
 
 Method = Literal["GET", "POST", "PATCH", "DELETE"]
-Auth = Literal["bearer", "open", "page", "metrics", "hmac"]
+Auth = Literal["bearer", "open", "page", "metrics", "hmac", "slack"]
 """Who may call: ``bearer`` needs ``server.apiToken``; ``open`` anyone (liveness, readiness);
 ``page`` anyone (the web page's shell and assets, which hold no data); ``metrics`` the token only
-with ``server.metricsAuth``; ``hmac`` the webhook watcher's own credentials, not the API token.
+with ``server.metricsAuth``; ``hmac`` the webhook watcher's own credentials, not the API token;
+``slack`` Slack's signature made with ``slack.signingSecret`` (the clicking person's role counts).
 A ``bearer`` endpoint also names the least ``role`` (SPEC §21) a token needs to call it."""
 
 JSON = "application/json"
@@ -60,6 +61,7 @@ class Body:
     about: str = ""
     required: bool = True
     observation: bool = False
+    media: tuple[str, ...] = (JSON,)  # the content types it may come in
 
 
 @dataclass(frozen=True)

@@ -94,12 +94,14 @@ class Inbox:
         detail: dict[str, Any] | None = None,
         actor: str = "sentinel",
         item_id: str | None = None,
+        escalate: bool = True,
     ) -> InboxItem:
         """Store a new ``open`` item (id: a fresh ULID) with what ``plan`` asks to enqueue, and
         hand it to ``notify``.
 
         Pass ``item_id`` to make creation idempotent (e.g. derived from a delivery key): when
         an item with that id exists, it is returned as stored and ``notify`` is not called again.
+        ``escalate=False`` starts no escalation chain (a person is taking the item as it is made).
         """
         now = self.clock.now()
         item = InboxItem(
@@ -116,7 +118,8 @@ class Inbox:
             actor=actor,
             detail=self._redactor.data(detail or {}),
         )
-        if not await self.store.create_inbox_item(item, await self._planned(item)):
+        planned = await self._planned(item) if escalate else ()
+        if not await self.store.create_inbox_item(item, planned):
             existing = await self.store.get_inbox_item(item.id)
             if existing is None:  # pragma: no cover - only if the id is deleted in between
                 raise Conflict(f"inbox item {item.id} could not be created; try again")
@@ -205,3 +208,24 @@ class Inbox:
             await hook(item)
         except Exception:
             log.exception("inbox %s hook failed for item %s (the item is stored)", name, item.id)
+
+
+ITEM_PAGE = 200
+ITEM_PAGES = 25  # items searched per status for one callback's (5,000)
+
+
+async def callback_items(
+    store: InboxStore, callback_id: str, statuses: Sequence[InboxStatus | None]
+) -> builtins.list[InboxItem]:
+    """The escalation items of ``callback_id`` in each of ``statuses`` (None: any), newest first
+    within each status (bounded: ``ITEM_PAGES`` pages of ``ITEM_PAGE`` per status)."""
+    found: builtins.list[InboxItem] = []
+    for status in statuses:
+        cursor: str | None = None
+        for _ in range(ITEM_PAGES):
+            page = await store.list_inbox(status=status, kind="escalation", limit=ITEM_PAGE, cursor=cursor)
+            found.extend(item for item in page.items if item.callback_id == callback_id)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+    return found

@@ -136,3 +136,9 @@ def default_message(*, event_name: str, watcher_id: str, priority: str, payload:
     """The scripted backend's message without a messageTemplate (SPEC §5.2):
     ``{eventName} fired on {watcherId} ({priority}): {payload summary}``."""
     return f"{fired_on(event_name, watcher_id)} ({priority}): {payload_summary(payload)}"
+
+
+def member_line(envelope: Any) -> str:
+    """One member of a group as its fallback and follow-ups list it (SPEC §19): its priority and
+    payload summary (``envelope`` is an ``Envelope``)."""
+    return f"• {envelope.trigger.priority}: {payload_summary(envelope.payload)}"

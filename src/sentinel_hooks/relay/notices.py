@@ -73,8 +73,15 @@ class Notices:
         (or nothing). Otherwise the line carries ``callback_id``, so it joins that fire's Slack
         thread and is keyed ``{callbackId}:{target}:resolved``; with none known (a probe episode)
         it gets a callback id of its own. ``settle`` false (a momentary fire, ``changed``) skips
-        the settling: the line, if any, only joins the thread.
+        the settling: the line, if any, only joins the thread. A fire of a group (SPEC §19) is
+        over for people once every member of its group is: until then nothing is said, and then
+        the group's contract is the one settled or followed up (``Relay.speaks_for``).
         """
+        if callback_id is not None:
+            speaking = await self._relay.speaks_for(callback_id)
+            if speaking is None:
+                return
+            callback_id = speaking
         if (
             settle
             and callback_id is not None

@@ -17,6 +17,11 @@ compare-and-set that enqueues the fallback deliveries in the same step
 fallback is enqueued at most once, across restarts and replicas. On start it settles
 whatever became overdue while the service was down.
 
+A group's contract (SPEC §19) is one of them: its fallback is the group's (``relay.groups``),
+each pass also sends the follow-ups of fires that joined a group after its page
+(``send_joins``), and a member's resolution speaks for its group only once every member resolved
+(``speaks_for``).
+
 It wakes at the earliest deadline it knows of (contracts accepted by this process), at most
 every ``BATCH_WINDOW_S`` and at least every ``MAX_SLEEP_S``, so a fallback leaves well within a
 second of its deadline. Each pass settles everything due in a few store calls (``settle_due``).
@@ -28,7 +33,7 @@ import asyncio
 import contextlib
 import heapq
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -42,7 +47,8 @@ from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.outages import Outage
 from sentinel_hooks.relay.fallback import fallback_text, resolved_before_page
-from sentinel_hooks.store.base import CheckpointStore, ContractStore, OutboxStore, TransitionStore
+from sentinel_hooks.relay.groups import group_fallback, send_joins
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, GroupStore, OutboxStore, TransitionStore
 from sentinel_hooks.store.records import (
     Contract,
     ContractState,
@@ -110,9 +116,10 @@ class NotifyOutcome:
     left_out: list[str] = field(default_factory=list)  # targets that take no follow-ups
 
 
-class RelayRoles(TransitionStore, ContractStore, CheckpointStore, OutboxStore, Protocol):
+class RelayRoles(TransitionStore, ContractStore, CheckpointStore, OutboxStore, GroupStore, Protocol):
     """The store roles the relay calls: the contracts' moves, a callback's contract and envelope,
-    its escalation note (for the fallback), and what became of a notify's deliveries."""
+    its escalation note (for the fallback), what became of a notify's deliveries, and the joins
+    of groups after their page (SPEC §19)."""
 
 
 class Relay:
@@ -242,6 +249,19 @@ class Relay:
         self.expect(now)
         return True
 
+    async def speaks_for(self, callback_id: str) -> str | None:
+        """The callback whose contract speaks for fire ``callback_id`` when its source reports it
+        over: the fire's own; for a member of a group (its first fire included, SPEC §19) the
+        group's once every member resolved (the group then closes), and None before: other members
+        still fire, so there is nothing to settle or say yet."""
+        contract = await self._store.get_contract(callback_id)
+        if contract is None:
+            return callback_id
+        group_id = contract.group_id or (callback_id if contract.group is not None else None)
+        if group_id is None:
+            return callback_id
+        return group_id if await self._store.member_resolved(group_id, callback_id) else None
+
     async def resolve(self, callback_id: str, *, notify: bool) -> bool:
         """The source reports the fire of ``callback_id`` over (SPEC §6.4): whether that settled
         its contract ``resolved``.
@@ -312,6 +332,8 @@ class Relay:
             try:
                 while await self.settle_due() == CLAIM_BATCH:
                     pass
+                while await self.send_joins() == CLAIM_BATCH:
+                    pass
                 self._settling.succeeded()
             except Exception as exc:  # keep relaying through a store outage: back off and retry
                 wait_s = self._settling.failed(exc)
@@ -353,6 +375,8 @@ class Relay:
             return 0
         keys = [k(c.callback_id) for c, _ in claimed for k in (escalation_key, progress_key, stop_key)]
         checkpoints = await self._store.get_checkpoints(keys)
+        members = [m for c, _ in claimed if c.group is not None for m in c.group.members]
+        grouped = await self._store.get_envelopes(members) if members else {}
         settlements = [
             self._settlement(
                 c,
@@ -362,6 +386,7 @@ class Relay:
                 investigating=(checkpoints.get(progress_key(c.callback_id)) or {}).get("status")
                 in STILL_RUNNING,
                 stopped=checkpoints.get(stop_key(c.callback_id)),
+                members=grouped,
             )
             for c, envelope in claimed
         ]
@@ -379,10 +404,12 @@ class Relay:
         *,
         investigating: bool = False,
         stopped: dict[str, Any] | None = None,
+        members: Mapping[str, Envelope] | None = None,
     ) -> Settlement:
         """The fallback (mode concise) or ``expired`` (mode none) of one overdue contract (one
         stored without its envelope gets the fallback, told from the contract alone); it says so
-        when the session is ``investigating`` still (its findings follow, SPEC §6.4)."""
+        when the session is ``investigating`` still (its findings follow, SPEC §6.4). A group's
+        contract gets the group's fallback (SPEC §19), its members' envelopes read from ``members``."""
         if envelope is not None and envelope.delivery.fallback_mode == "none":
             return Settlement(contract.callback_id, "expired", claimed=contract)
         event_name = contract.watcher_id if envelope is None else envelope.watcher.event_name
@@ -398,6 +425,8 @@ class Relay:
             investigating=investigating,
             stopped=None if stopped is None else str(stopped.get("reason", "")),
         )
+        if contract.group is not None:
+            text = group_fallback(contract, contract.group, event_name, members or {}, text)
         message = Message(
             callback_id=contract.callback_id,
             watcher_id=contract.watcher_id,
@@ -412,6 +441,14 @@ class Relay:
             message, delivery_targets(envelope, contract), "fallback", at=now
         )
         return Settlement(contract.callback_id, "fallback_sent", tuple(deliveries), claimed=contract)
+
+    async def send_joins(self) -> int:
+        """Send the follow-ups of groups whose joins after the page are due (``relay.groups``);
+        the number of groups claimed."""
+        sent = await send_joins(self._store, self._dispatcher, self._clock.now(), CLAIM_BATCH, CLAIM_LEASE_MS)
+        if sent:
+            self._dispatcher.wake()
+        return sent
 
     def _report(
         self, claimed: list[Contract], settlements: list[Settlement], won: set[str], now: datetime

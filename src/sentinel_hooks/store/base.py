@@ -47,10 +47,12 @@ from sentinel_hooks.store.records import (
     ContractState,
     Delivery,
     DeliveryOutcome,
+    GroupRequest,
     InboxHistoryEntry,
     InboxItem,
     InboxKind,
     InboxStatus,
+    JoinBatch,
     Moved,
     NotifyStart,
     Observation,
@@ -186,6 +188,7 @@ class ContractStore(Protocol):
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
         deliveries: Sequence[Delivery] = (),
+        group: GroupRequest | None = None,
     ) -> Contract | None:
         """Store a new callback's contract, its envelope, ``checkpoints`` and ``deliveries`` in
         one atomic step; the contract as stored, or None (nothing written) when its callback id
@@ -204,6 +207,18 @@ class ContractStore(Protocol):
         deadline index, with no dedupe key, checkpoints or deliveries. Raises ``ValueError`` for a
         contract that is neither pending nor silenced, a silenced one with a dedupe key,
         checkpoints, deliveries or no ``silenced_by``, or a ``dedupe_ttl_ms`` below 1 with a key.
+
+        With ``group`` (SPEC §19; the pending ``contract`` carries ``group`` with that key and
+        itself as its only member), after the dedupe check and in the same atomic step: when a
+        group of the key is open (not closed, below its ``max_fires``, its last fire less than its
+        ``interval_ms`` before ``created_at``) the fire joins it: stored ``grouped``
+        (``records.as_member``: the group's callback id as ``group_id``, no deadline, neither
+        checkpoints nor deliveries), and the group's contract counts and lists it; a join after
+        the group's page (its contract neither pending nor awaiting approval) waits for the next
+        follow-up (``GroupStore.claim_joins``). A group reaching ``max_fires`` closes, and so does
+        one found quiet. Otherwise the fire opens a group of the key with its contract, stored
+        pending as above. Two racing fires of one key (replicas on one Redis) never open two
+        groups. Returns the member's contract for a fire that joined.
         """
 
     async def get_contract(self, callback_id: str) -> Contract | None:
@@ -226,6 +241,30 @@ class ContractStore(Protocol):
         paging visits every matching contract once, with no gaps or repeats.
         Raises ``InvalidCursor`` for a cursor this store did not issue.
         """
+
+
+class GroupStore(Protocol):
+    """Groups (SPEC §19) after their fires: the follow-ups that gather the fires that joined a
+    group after its page, at most one per group every ``interval_ms`` (the relay sends them), and
+    the members' resolutions (a group whose every member resolved closes). Fires open and join
+    groups in ``ContractStore.accept_contract``."""
+
+    async def claim_joins(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[JoinBatch]:
+        """Atomically claim up to ``limit`` groups whose joins' follow-up is due at ``now``, hidden
+        from other claimers until ``now + lease_ms`` (as ``claim_due``); each with the members
+        waiting, in join order, and the ordinal of the follow-up that will carry them."""
+
+    async def joins_reported(self, batch: JoinBatch, deliveries: Sequence[Delivery], *, at: datetime) -> bool:
+        """In one atomic step: ``batch``'s members leave the group's waiting joins, ``deliveries``
+        (its follow-up, kind ``joined.N``) are enqueued, and joins after them are due
+        ``interval_ms`` after ``at``. False, writing nothing, when the batch was recorded already
+        (another claimer, a retry) or is not the group's waiting head any more."""
+
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """The source reported member ``member_id`` of group ``group_id`` over (the group's own
+        first fire is a member too), in one atomic step: True once every member of the group was
+        (the group closes: the next fire of its key opens a new one), or for a group the store
+        does not know (pruned); False while others still fire. A member reported twice counts once."""
 
 
 class TransitionStore(Protocol):
@@ -539,6 +578,7 @@ class Store(
     LifecycleStore,
     WatcherStore,
     ContractStore,
+    GroupStore,
     TransitionStore,
     SessionStore,
     CheckpointStore,

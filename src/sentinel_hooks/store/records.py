@@ -63,12 +63,13 @@ Severity = Literal["info", "warning", "critical"]
 InboxKind = Literal["escalation", "approval", "delivery_failure"]
 InboxStatus = Literal["open", "acked", "resolved", "approved", "denied", "expired"]
 BaseDeliveryKind = Literal["notify", "fallback", "fanout", "resolved", "escalation"]
-_NUMBERED_KIND = re.compile(r"(notify\.[1-9][0-9]{0,5}|escalation\.[0-9]{1,6})")
+_NUMBERED_KIND = re.compile(r"(notify\.[1-9][0-9]{0,5}|escalation\.[0-9]{1,6}|joined\.[1-9][0-9]{0,5})")
 
 
 def check_delivery_kind(kind: str) -> str:
     """``kind`` when it is a delivery kind of SPEC §6.2: a base kind, ``notify.N`` (the N-th notify
-    of one callback) or ``escalation.N`` (step N of an escalation policy); ValueError otherwise."""
+    of one callback), ``escalation.N`` (step N of an escalation policy) or ``joined.N`` (a group's
+    N-th follow-up gathering the fires that joined it after its page, §19); ValueError otherwise."""
     if kind in _BASE_KINDS or _NUMBERED_KIND.fullmatch(kind):
         return kind
     raise ValueError(f"unknown delivery kind {kind!r}; use one of {', '.join(sorted(_BASE_KINDS))}")
@@ -138,6 +139,18 @@ class Trigger(Record):
     matched_at: UtcMs
 
 
+class GroupInfo(Record):
+    """What a group's contract carries (SPEC §19): its key, the values of its ``by`` paths (``[path,
+    value]`` pairs, for the fallback's ``grouped by``), how many fires it holds and their callback
+    ids, its own first. ``fires`` and ``members`` are its last keys: the Redis store appends a
+    member to the record's text in place."""
+
+    key: str
+    by: list[tuple[str, Any]] = Field(default_factory=list)
+    fires: int = 1
+    members: list[str] = Field(default_factory=list)
+
+
 class Contract(Record):
     """The response contract of one accepted (or deduped) callback (SPEC §6.1)."""
 
@@ -159,6 +172,10 @@ class Contract(Record):
     # span's, the parent of the session, relay and delivery spans wherever they run
     trace_id: str | None = None
     trace_parent: str | None = None
+    # grouping (SPEC §19): a ``grouped`` member names its group's contract; a group's contract
+    # carries the group. Last keys of the record (the Redis store edits them in its text).
+    group_id: str | None = None
+    group: GroupInfo | None = None
 
 
 class Observation(Record):
@@ -415,6 +432,46 @@ def check_settlement(settlement: Settlement) -> None:
         )
 
 
+@dataclass(frozen=True)
+class GroupRequest:
+    """``accept_contract``'s grouping of a fire (SPEC §19): the group ``key``; a group of it open at
+    the fire (not closed, below ``max_fires``, its last fire less than ``interval_ms`` ago) takes the
+    fire as a ``grouped`` member, else the fire opens one. Pure data; the rules are the store's."""
+
+    key: str
+    interval_ms: int
+    max_fires: int
+
+    def __post_init__(self) -> None:
+        if self.interval_ms < 1 or self.max_fires < 1:
+            raise ValueError("a group's interval_ms and max_fires are at least 1")
+
+
+@dataclass(frozen=True)
+class JoinBatch:
+    """Fires that joined a group after its page and have not reached people yet
+    (``GroupStore.claim_joins``): the group's contract, the members in join order, and the
+    ordinal of the follow-up that will carry them (``joined.N``)."""
+
+    group_id: str
+    members: tuple[str, ...]
+    ordinal: int
+
+
+def as_member(contract: Contract, group_id: str) -> Contract:
+    """``contract`` joined the group of ``group_id``: ``grouped``, settled when it was created,
+    with no deadline of its own (its deadline is its creation) and no group of its own."""
+    return contract.model_copy(
+        update={
+            "state": "grouped",
+            "settled_at": contract.created_at,
+            "deadline": contract.created_at,
+            "group_id": group_id,
+            "group": None,
+        }
+    )
+
+
 def as_deduped(contract: Contract) -> Contract:
     """``contract`` refused by the dedupe window: ``deduped``, settled when it was created."""
     return contract.model_copy(update={"state": "deduped", "settled_at": contract.created_at})
@@ -426,19 +483,24 @@ def check_acceptable(
     dedupe_ttl_ms: int,
     checkpoints: Mapping[str, Any] | None = None,
     deliveries: Sequence[Delivery] = (),
+    group: GroupRequest | None = None,
 ) -> None:
     """Raise ValueError for ``accept_contract`` arguments no caller should pass."""
     if contract.state == "silenced":
-        if dedupe_key is not None or checkpoints or deliveries or contract.silenced_by is None:
+        if dedupe_key is not None or checkpoints or deliveries or group or contract.silenced_by is None:
             raise ValueError(
                 "a silenced contract names its silence (silenced_by) and takes no dedupe key, "
-                "checkpoints or deliveries"
+                "checkpoints, deliveries or group"
             )
         return
     if contract.state != "pending":
         raise ValueError(f"accept_contract takes a pending or silenced contract, not {contract.state!r}")
     if dedupe_key is not None and dedupe_ttl_ms < 1:
         raise ValueError(f"dedupe_ttl_ms must be at least 1, got {dedupe_ttl_ms}")
+    if group is not None and (contract.group is None or contract.group.key != group.key):
+        raise ValueError("a grouped fire's contract carries its group (group.key = the request's key)")
+    if group is not None and contract.group is not None and contract.group.members != [contract.callback_id]:
+        raise ValueError("a group's contract lists its own callback id as its only member when it opens")
 
 
 # -- contract steps (the relay's, see ``contract_states``) --------------------------------------

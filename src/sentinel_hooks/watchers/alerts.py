@@ -53,9 +53,9 @@ from sentinel_hooks.core.checks import holds
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import CallbackExists, Conflict
 from sentinel_hooks.events import Events
-from sentinel_hooks.inbox.items import Inbox
+from sentinel_hooks.inbox.items import Inbox, ItemHook, callback_items
 from sentinel_hooks.store.base import ContractStore, InboxStore
-from sentinel_hooks.store.records import Contract, InboxItem, InboxStatus
+from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.watchers.lifecycle import resolved_message
 from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome, ResolvedHook
 from sentinel_hooks.watchers.state import WatcherState
@@ -65,8 +65,6 @@ log = logging.getLogger(__name__)
 
 SOURCE_ACTOR = "source"
 RESOLVED_NOTE = "the alert was resolved at its source"
-ITEM_PAGE = 200
-ITEM_PAGES = 25  # open items searched per status for a resolved alert's callback (5,000)
 UNSENT = frozenset({"deduped"})  # a fire in these states reached nobody: nothing to resolve
 
 ItemsResolver = Callable[[str], Awaitable[list[InboxItem]]]
@@ -84,36 +82,30 @@ async def _no_items(callback_id: str) -> list[InboxItem]:
 
 
 class InboxCloser:
-    """Resolves the open (or acknowledged) escalation items of a callback, as the source."""
+    """Resolves the open (or acknowledged) escalation items of a callback, as the source; each
+    item resolved is handed to ``audited`` (the service records it in the audit trail, via
+    ``source``, SPEC §21)."""
 
-    def __init__(self, inbox: Inbox, store: InboxStore) -> None:
+    def __init__(self, inbox: Inbox, store: InboxStore, audited: ItemHook | None = None) -> None:
         self._inbox = inbox
         self._store = store
+        self._audited = audited
 
     async def __call__(self, callback_id: str) -> list[InboxItem]:
         resolved: list[InboxItem] = []
         for item in await self._items(callback_id):
             try:
-                resolved.append(await self._inbox.resolve(item.id, actor=SOURCE_ACTOR, note=RESOLVED_NOTE))
+                moved = await self._inbox.resolve(item.id, actor=SOURCE_ACTOR, note=RESOLVED_NOTE)
             except Conflict:  # someone closed it meanwhile: nothing left to do
                 continue
+            resolved.append(moved)
+            if self._audited is not None:
+                await self._audited(moved)
         return resolved
 
     async def _items(self, callback_id: str) -> list[InboxItem]:
         """The callback's escalation items still open or acknowledged (newest first; bounded)."""
-        found: list[InboxItem] = []
-        statuses: tuple[InboxStatus, ...] = ("open", "acked")
-        for status in statuses:
-            cursor: str | None = None
-            for _ in range(ITEM_PAGES):
-                page = await self._store.list_inbox(
-                    status=status, kind="escalation", limit=ITEM_PAGE, cursor=cursor
-                )
-                found.extend(item for item in page.items if item.callback_id == callback_id)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
-        return found
+        return await callback_items(self._store, callback_id, ("open", "acked"))
 
 
 class AlertStreams:

@@ -43,6 +43,7 @@ from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
+from sentinel_hooks.heap import freeze_young
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
@@ -276,6 +277,7 @@ class WatcherManager:
             finally:
                 if paused:
                     scheduler.resume()
+            freeze_young()  # the slice's runners out of later collections' way (heap.freeze_young)
             await asyncio.sleep(0)  # let the polls now due go out
 
     async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:

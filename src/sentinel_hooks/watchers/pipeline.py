@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from sentinel_hooks.callbacks.intake.intake import CallbackIntake
 from sentinel_hooks.clock import Clock
+from sentinel_hooks.config.grouping import group_rule
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
@@ -439,11 +440,12 @@ class FiringPipeline:
             fanout=fanout,
             silenced_by=silenced_by,
             conditions=self._explained(watcher, payload, previous) if kind == "match" else None,
+            group=group_rule(watcher.id, self._service.grouping, watcher.fire.group),
         )
         if contract.state == "silenced":
             return Outcome(state, contract=contract)
         state = state.evolve(silenced_episode=None)
-        if contract.state != "pending":
+        if contract.state not in ("pending", "grouped"):
             return Outcome(state, contract=contract)
         state = state.evolve(fires=state.fires + 1, last_fire_at=now)
         if watcher.fire_once and not manual:

@@ -70,6 +70,7 @@ from sentinel_hooks.watchers.strategy import (
     StrategyContext,
     SubscribeStrategy,
     create_strategy,
+    polls,
 )
 from sentinel_hooks.watchers.subscription import Subscription
 from sentinel_hooks.watchers.writeback import WatcherWrites
@@ -225,7 +226,7 @@ class WatcherRunner:
     def _polling(self, strategy: PollStrategy | SubscribeStrategy) -> Polling:
         """The polls' driver (made once), polling with ``strategy`` from now on."""
         polling = self._driver if isinstance(self._driver, Polling) else Polling(self)
-        polling.strategy = strategy if isinstance(strategy, PollStrategy) else None
+        polling.strategy = strategy if polls(strategy) else None
         self._driver = polling
         return polling
 
@@ -544,6 +545,8 @@ class WatcherRunner:
                 self.deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
             elif outcome.contract.state == "silenced":
                 self.deps.metrics.silenced.labels(self.id).inc()
+            elif outcome.contract.state == "grouped":
+                self.deps.metrics.grouped.labels(self.id).inc()
             else:
                 self.deps.metrics.deduped.labels(self.id).inc()
         try:

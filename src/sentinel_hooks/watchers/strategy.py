@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.secrets import Redactor
@@ -119,6 +119,21 @@ class SubscribeStrategy(Protocol):
 
 
 Strategy = PollStrategy | SubscribeStrategy
+
+_POLLS_BY_TYPE: dict[type, bool] = {}
+
+
+def polls(strategy: Strategy) -> TypeGuard[PollStrategy]:
+    """Whether ``strategy`` is a ``PollStrategy``, decided once per class.
+
+    ``isinstance`` against a runtime-checkable protocol inspects the protocol's members on every
+    call (about 10 µs): a tenth of starting a watcher, a million times at start.
+    """
+    kind = type(strategy)
+    known = _POLLS_BY_TYPE.get(kind)
+    if known is None:
+        known = _POLLS_BY_TYPE[kind] = isinstance(strategy, PollStrategy)
+    return known
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,16 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
+from sentinel_hooks.callbacks.intake.groups import (
+    GroupStarts,
+    group_contract,
+    group_request,
+)
 from sentinel_hooks.callbacks.intake.silences import Silences
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
@@ -134,6 +140,7 @@ class CallbackIntake:
         self._sink = sink
         self._on_accepted = on_accepted
         self._events = events
+        self._starts = GroupStarts(clock=clock, sink=sink)
 
     async def accept(
         self,
@@ -144,9 +151,16 @@ class CallbackIntake:
         fanout: Fanout | None = None,
         silenced_by: str | _Ask | None = ASK_SILENCES,
         conditions: list[dict[str, Any]] | None = None,
+        group: GroupRule | None = None,
     ) -> Contract:
-        """The contract for ``envelope``: pending (handed on), deduped (inside the window) or
-        silenced (a silence or maintenance window matched it: recorded, not handed on).
+        """The contract for ``envelope``: pending (handed on), deduped (inside the window),
+        silenced (a silence or maintenance window matched it: recorded, not handed on) or, with a
+        ``group`` rule (SPEC §19), grouped (it joined the open group of its key).
+
+        A grouped fire's contract opens the group (``groups.group_contract``: the group's session
+        key, its deadline ``waitMs`` later) and is handed on when ``waitMs`` ends
+        (``GroupStarts``); a fire that joins an open group gets no session, deadline or fan-out of
+        its own (the group's session is handed it before its next model call).
 
         ``silenced_by`` is what the caller already knows (the firing pipeline asks first, to keep
         a silenced watcher's edge): a silence id or window name, or None for "not silenced";
@@ -167,8 +181,10 @@ class CallbackIntake:
             silenced_by = await self.silenced_by(envelope)
         if (traced := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
             pending = pending.model_copy(update=traced)
-        if silenced_by is not None:
+        if silenced_by is not None:  # a silence acts on each fire before grouping (SPEC §19)
             return await self._silenced(envelope, pending, silenced_by)
+        if group is not None:
+            pending = group_contract(pending, envelope, group, self._service.hook_session_prefix)
         line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
         chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         window = self._service.hook_response_dedupe_window_ms
@@ -187,13 +203,22 @@ class CallbackIntake:
                 }
             },
             deliveries=deliveries,
+            group=None if group is None or pending.group is None else group_request(pending.group, group),
         )
         contract = await self._recorded(stored, envelope.callback_id)
         if contract.state == "pending":
             if self._on_accepted is not None:
                 self._on_accepted.accepted(contract, deliveries)
-            await self._sink.submit(envelope, contract)
+            if group is not None and group.wait_ms > 0:
+                self._starts.later(envelope, contract, group.wait_ms)
+            else:
+                await self._sink.submit(envelope, contract)
         return contract
+
+    async def close(self) -> None:
+        """Stop waiting to start groups' sessions (a restart's queue resumes them: their contracts
+        are pending)."""
+        await self._starts.close()
 
     def _pending(self, envelope: Envelope, session_group: str | None) -> Contract:
         """The pending contract of ``envelope``, created now, due ``delivery.timeoutMs`` from now."""

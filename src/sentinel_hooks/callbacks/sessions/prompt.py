@@ -59,6 +59,50 @@ def system_message(autonomy: str = "act") -> dict[str, Any]:
     return {"role": "system", "content": instructions(autonomy)}
 
 
+def group_section(fires: int, head: list[Envelope], left_out: int, tail: list[Envelope]) -> str:
+    """What a group's session is told of its members (SPEC §19): every member's envelope up to 20,
+    beyond that the first and the last ones and how many are left out between them."""
+    lines = [
+        f"## Group\nThis callback speaks for a group of {fires} fires that share a group key; "
+        "the first one's envelope is below. Their envelopes, oldest first:"
+    ]
+    lines += [f"```json\n{e.wire_text()}\n```" for e in head]
+    if left_out:
+        lines.append(f"… {left_out} more fires, left out here …")
+    lines += [f"```json\n{e.wire_text()}\n```" for e in tail]
+    return "\n".join(lines)
+
+
+def joined_section(count: int, fires: int, head: list[Envelope], left_out: int, tail: list[Envelope]) -> str:
+    """The message that hands a group's session the fires that joined it since it last looked."""
+    noun = "fire" if count == 1 else "fires"
+    lines = [f"## More fires joined this group\n{count} more {noun} (the group now holds {fires}):"]
+    lines += [f"```json\n{e.wire_text()}\n```" for e in head]
+    if left_out:
+        lines.append(f"… {left_out} more fires, left out here …")
+    lines += [f"```json\n{e.wire_text()}\n```" for e in tail]
+    return "\n".join(lines)
+
+
+GROUP_FIRES = "groupFires"
+"""The transcript entry key that records how many of its group's fires a session was shown."""
+
+
+def seen_fires(group: Any) -> dict[str, int]:
+    """The ``groupFires`` mark of a message showing a group's members (``group``: a ``GroupInfo``
+    or None), to put in its transcript entry; nothing for a callback that is no group."""
+    return {} if group is None else {GROUP_FIRES: int(group.fires)}
+
+
+def group_fires_seen(entries: list[dict[str, Any]], group: Any) -> int:
+    """How many of its group's fires a session was shown: the last ``groupFires`` mark among its
+    transcript ``entries``; a new session is shown ``group.fires`` (0 for no group)."""
+    marks = [int(e[GROUP_FIRES]) for e in entries if isinstance(e.get(GROUP_FIRES), int)]
+    if marks:
+        return marks[-1]
+    return 0 if group is None else int(group.fires)
+
+
 def user_message(
     envelope: Envelope,
     *,
@@ -66,8 +110,10 @@ def user_message(
     tools: list[str],
     operator_goal: str | None = None,
     memory: str | None = None,
+    group: str | None = None,
 ) -> dict[str, Any]:
-    """The first user message: skill, goal, goal file contents, earlier callbacks and the envelope JSON."""
+    """The first user message: skill, goal, goal file contents, earlier callbacks, the group's
+    members (``group_section``) and the envelope JSON."""
     parts: list[str] = []
     section = skill_section(skill)
     if section:
@@ -81,6 +127,8 @@ def user_message(
     parts.append(f"## Tools you may use\n{', '.join(tools)}")
     if memory:
         parts.append(f"## Earlier callbacks in this session\n{memory.strip()}")
+    if group:
+        parts.append(group)
     # the same compact text the store keeps (``Envelope.wire_text``), not a second rendering
     parts.append("## Callback envelope\n```json\n" + envelope.wire_text() + "\n```")
     return {"role": "user", "content": "\n\n".join(parts)}

@@ -32,6 +32,7 @@ from sentinel_hooks.callbacks.backends.base import (
 )
 from sentinel_hooks.callbacks.backends.recovery import recover_tool_calls
 from sentinel_hooks.callbacks.backends.scripted import ScriptedBackend, ScriptedPlan, message_for
+from sentinel_hooks.callbacks.intake.groups import group_starts_at
 from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.sessions import compaction, memory
@@ -39,7 +40,14 @@ from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
 from sentinel_hooks.callbacks.sessions.progress import FINAL, progress, progress_key
-from sentinel_hooks.callbacks.sessions.prompt import system_message, user_message
+from sentinel_hooks.callbacks.sessions.prompt import (
+    group_fires_seen,
+    group_section,
+    joined_section,
+    seen_fires,
+    system_message,
+    user_message,
+)
 from sentinel_hooks.callbacks.sessions.tools import (
     FIRE_RESOLVED,
     CommandGate,
@@ -53,6 +61,7 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.grouping import bounded_members
 from sentinel_hooks.core.retry import Backoff, call_with_retries
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -66,7 +75,7 @@ from sentinel_hooks.store.base import (
     UsageStore,
     WatcherStore,
 )
-from sentinel_hooks.store.records import Contract, TranscriptEntry
+from sentinel_hooks.store.records import Contract, GroupInfo, TranscriptEntry
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +104,7 @@ class Begun:
     rendered: dict[str, Any]
     memory: dict[str, Any] | None
     transcript: list[TranscriptEntry] | None
+    group: GroupInfo | None = None  # the group's members as the session starts (SPEC §19)
 
 
 @dataclass(frozen=True)
@@ -211,6 +221,8 @@ class SessionRunner:
         """
         callback_id = contract.callback_id
         memory_key = memory.memory_key(contract.session_key)
+        if envelope is not None:
+            await self._wait_for_group(contract, envelope)
         view = await self._deps.store.read_callback(
             callback_id,
             [progress_key(callback_id), message_key(callback_id), memory_key],
@@ -224,6 +236,9 @@ class SessionRunner:
         if status is None and (view.contract is None or view.contract.state != "pending"):
             await self.mark(contract, "skipped")
             return "skipped"
+        resumed_early = envelope is None and view.envelope is not None and status is None
+        if resumed_early and view.envelope and await self._wait_for_group(contract, view.envelope):
+            return await self._begin(contract, view.envelope)  # waited out the group's waitMs: read again
         envelope = envelope or view.envelope
         if envelope is None:
             await self.mark(contract, "failed", error="envelope missing")
@@ -232,7 +247,33 @@ class SessionRunner:
         if rendered.get("error"):
             await self._fail(contract, str(rendered["error"]))
             return "failed"
-        return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript)
+        group = None if view.contract is None else view.contract.group
+        return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript, group)
+
+    async def _wait_for_group(self, contract: Contract, envelope: Envelope) -> bool:
+        """A group's session starts when its ``waitMs`` ends (SPEC §19): one queued early (resumed
+        after a restart during the wait) waits out the rest. True when it waited."""
+        starts_at = group_starts_at(contract, envelope.delivery.timeout_ms)
+        if starts_at is None:
+            return False
+        wait_s = (starts_at - self._deps.clock.now()).total_seconds()
+        if wait_s <= 0:
+            return False
+        await self._deps.clock.sleep(wait_s)
+        return True
+
+    async def _group_section(self, group: GroupInfo | None) -> str | None:
+        """The group's members for the opening message, bounded (``core.grouping.bounded_members``)."""
+        if group is None:
+            return None
+        head, left_out, tail = bounded_members(group.members)
+        found = await self._deps.store.get_envelopes([*head, *tail])
+        return group_section(
+            group.fires,
+            [found[m] for m in head if m in found],
+            left_out,
+            [found[m] for m in tail if m in found],
+        )
 
     async def _converse(self, contract: Contract, begun: Begun) -> str:
         """The conversation from where the session stands (its start, or its checkpoint)."""
@@ -265,7 +306,8 @@ class SessionRunner:
         )
         metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
-            return await self._loop(contract, backend, box, messages, limit, meter)
+            seen = group_fires_seen([e.entry for e in records], begun.group)
+            return await self._loop(contract, backend, box, messages, limit, meter, seen)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
@@ -291,13 +333,20 @@ class SessionRunner:
         skill = session_skill(envelope.watcher.skill_id, deps.skill)
         first = [
             system_message(envelope.mode.autonomy),
-            user_message(envelope, skill=skill, tools=box.offered, memory=recalled),
+            user_message(
+                envelope,
+                skill=skill,
+                tools=box.offered,
+                memory=recalled,
+                group=await self._group_section(begun.group),
+            ),
         ]
         stored = await self.append_all(
             contract,
             [
                 {"kind": "model", "model": backend.model, "entry": name, "via": via},
-                *({"kind": "message", "message": message} for message in first),
+                {"kind": "message", "message": first[0]},
+                {"kind": "message", "message": first[1], **seen_fires(begun.group)},
             ],
             {**progress(contract, "running"), **learned},
             hold=isinstance(backend, ScriptedBackend),
@@ -475,7 +524,12 @@ class SessionRunner:
         messages: list[dict[str, Any]],
         limit: Limit,
         meter: Meter,
+        seen: int = 0,
     ) -> str:
+        """Model turns and tool calls to the session's end (or a pause). Before each model call
+        but the first: a fire resolved before its page stops the session, and fires that joined
+        its group since it last looked (``seen``: the group's fires it was shown) are handed to it
+        as a new message (SPEC §19)."""
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -493,8 +547,11 @@ class SessionRunner:
                 continue
             if self._calls.tripped(messages):
                 return await self._calls.trip(contract, box, messages)
-            if turns and await self._resolved(contract):
+            current = await self._deps.store.get_contract(contract.callback_id) if turns else None
+            if current is not None and current.state == "resolved":  # before its page (SPEC §6.4)
                 return await self._stop(contract, FIRE_RESOLVED, turns)
+            if current is not None and current.group is not None and current.group.fires > seen:
+                seen = await self._hand_joins(contract, current.group, seen, messages)
             if turns >= backend.max_turns:
                 status = {"kind": "status", "status": "maxTurns", "turns": turns}
                 await self.append_all(contract, [status], progress(contract, "done", turns=turns))
@@ -522,11 +579,25 @@ class SessionRunner:
         await self.mark(contract, "done", turns=turns)  # resumed after its last reply
         return "done"
 
-    async def _resolved(self, contract: Contract) -> bool:
-        """Whether the fire resolved before its page (SPEC §6.4): then the session stops. Asked
-        before each model call but the first, so a one-call session reads nothing more."""
-        current = await self._deps.store.get_contract(contract.callback_id)
-        return current is not None and current.state == "resolved"
+    async def _hand_joins(
+        self, contract: Contract, group: GroupInfo, seen: int, messages: list[dict[str, Any]]
+    ) -> int:
+        """Fires that joined the group after the session was shown ``seen`` of them reach it as a
+        new message (their envelopes bounded as at the start); the group's fires it has now seen."""
+        joined = group.members[seen:]
+        head, left_out, tail = bounded_members(joined)
+        found = await self._deps.store.get_envelopes([*head, *tail])
+        text = joined_section(
+            len(joined),
+            group.fires,
+            [found[m] for m in head if m in found],
+            left_out,
+            [found[m] for m in tail if m in found],
+        )
+        entry = {"kind": "message", "message": {"role": "user", "content": text}, **seen_fires(group)}
+        [stored] = await self.append_all(contract, [entry])
+        messages.append(stored["message"])
+        return group.fires
 
     async def _stop(self, contract: Contract, reason: str, turns: int) -> str:
         """End the session before its next model call: ``session stopped: <reason>`` is recorded

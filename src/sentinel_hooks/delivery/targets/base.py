@@ -174,6 +174,7 @@ class TargetContext:
     store: TargetStore | None = (
         None  # where a target keeps what must outlive a process (Slack threads); None: nowhere
     )
+    slack_buttons: bool = False  # bot-token Slack pages carry buttons (``slack.signingSecret``, SPEC §21)
 
 
 class TargetFactory(Protocol):

@@ -43,6 +43,7 @@ from sentinel_hooks.delivery.targets.slack_blocks import (
     message_blocks,
     root_rendering,
 )
+from sentinel_hooks.delivery.targets.slack_buttons import Click, approval_buttons, page_buttons, with_status
 from sentinel_hooks.delivery.targets.slack_threads import (
     Thread,
     ThreadBook,
@@ -92,20 +93,84 @@ class SlackTarget:
         try:
             if webhook_url is not None:
                 async with asyncio.timeout(self._timeout_s):
-                    await self._post_webhook(webhook_url.get_secret_value(), *_rendered(message))
+                    await self._post_webhook(webhook_url.get_secret_value(), *self._rendered(message))
             elif token is not None and channel:
                 client = self._web_client(token.get_secret_value())
                 if self._threads is not None:
                     await self._send_threaded(self._threads, client, channel, message, idempotency_key)
                 else:
                     async with asyncio.timeout(self._timeout_s):
-                        await self._post_message(client, channel, *_rendered(message))
+                        await self._post_message(client, channel, *self._rendered(message))
             else:  # the spec's validator makes this unreachable
                 raise self._error("neither webhookUrl nor token and channel is set")
         except DeliveryError:
             raise
         except (SlackApiError, *FAILURES) as exc:
             raise self._failure(exc) from exc
+
+    def _rendered(self, message: Message) -> tuple[list[dict[str, Any]], str]:
+        return [*message_blocks(message), *self._actions(message)], fallback_text(message)
+
+    def _actions(self, message: Message) -> list[dict[str, Any]]:
+        """The buttons ``message`` carries (SPEC §21): with ``slack.signingSecret`` and a bot token,
+        a page (the agent's first notify or the fallback) gets Ack/Resolve/Silence 1h/👍/👎, an
+        approval request Approve/Deny; follow-ups and every other message none."""
+        if not self._context.slack_buttons or self._spec.token is None or message.follow_up:
+            return []
+        kind = message.kind.split(".", 1)[0]
+        if message.page and kind in ("notify", "fallback") and message.callback_id:
+            return page_buttons(self.name, message.callback_id)
+        approval_id = message.extra.get("inboxItemId")
+        if kind == "escalation" and message.event_name == "approval" and isinstance(approval_id, str):
+            return approval_buttons(self.name, approval_id)
+        return []
+
+    async def show_click(self, callback_id: str, click: Click, line: str, *, closed: bool) -> None:
+        """Update the clicked message in place (``chat.update``): ``line`` says who did what, and
+        the buttons go once the page is ``closed``. A thread's root is redrawn from its thread
+        (which then remembers both), any other message from the blocks Slack sent with the click.
+        Raises ``DeliveryError`` when Slack refuses it."""
+        token = self._spec.token
+        if token is None or click.channel is None or click.ts is None:
+            raise self._error("the clicked message cannot be updated (no bot token, channel or ts)")
+        client = self._web_client(token.get_secret_value())
+        try:
+            if self._threads is not None:
+                async with asyncio.timeout(self._timeout_s), self._threads.locks.hold(callback_id):
+                    thread = await self._threads.get(callback_id)
+                    if thread is not None and (thread.channel, thread.ts) == (click.channel, click.ts):
+                        marked = thread.clicked(line, closed=closed)
+                        await self._threads.put(marked)
+                        blocks, text = root_rendering(marked.root, marked.outcomes, marked.actions)
+                        await self._update(client, click.channel, click.ts, blocks, text)
+                        return
+            blocks = with_status(click.blocks, line, closed=closed)
+            async with asyncio.timeout(self._timeout_s):
+                await self._update(client, click.channel, click.ts, blocks, click.text or line)
+        except DeliveryError:
+            raise
+        except (SlackApiError, *FAILURES) as exc:
+            raise self._failure(exc) from exc
+
+    async def tell(self, click: Click, text: str) -> None:
+        """Tell the person who clicked, and only them, ``text`` (``chat.postEphemeral`` in the
+        clicked message's channel). Raises ``DeliveryError`` when Slack refuses it."""
+        token = self._spec.token
+        if token is None or click.channel is None:
+            raise self._error("nobody can be told: no bot token or channel")
+        client = self._web_client(token.get_secret_value())
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                self._context.http.policy.check_url(self._api_base + "chat.postEphemeral")
+                await client.chat_postEphemeral(channel=click.channel, user=click.user, text=text)
+        except (SlackApiError, *FAILURES) as exc:
+            raise self._failure(exc) from exc
+
+    async def _update(
+        self, client: AsyncWebClient, channel: str, ts: str, blocks: list[dict[str, Any]], text: str
+    ) -> None:
+        self._context.http.policy.check_url(self._api_base + "chat.update")
+        await client.chat_update(channel=channel, ts=ts, text=text, blocks=blocks)
 
     @property
     def _timeout_s(self) -> float:
@@ -134,21 +199,22 @@ class SlackTarget:
         async with asyncio.timeout(self._timeout_s) as budget, threads.locks.hold(message.callback_id):
             thread = await threads.get(message.callback_id)
             if thread is None and not starts_thread(message.kind):
-                await self._post_message(client, channel, *_rendered(message))  # nothing to reply to
+                await self._post_message(client, channel, *self._rendered(message))  # nothing to reply to
                 return
             if thread is None:
-                shown = root_rendering(message, root_outcomes(message.kind))
+                actions = self._actions(message)
+                shown = root_rendering(message, root_outcomes(message.kind), actions)
                 root = await self._post_message(client, channel, *shown)
                 budget.reschedule(None)
                 if root is not None:
-                    await threads.put(Thread.started(*root, message, key))
+                    await threads.put(Thread.started(*root, message, key, actions))
                 return
             ts = sent_before = thread.posted.get(key)
             if ts is None:
                 reply = await self._post_message(
                     client,
                     thread.channel,
-                    *_rendered(message),
+                    *self._rendered(message),
                     thread_ts=thread.ts,
                     broadcast=broadcasts(message.kind),
                 )
@@ -168,11 +234,10 @@ class SlackTarget:
 
     async def _update_root(self, client: AsyncWebClient, thread: Thread) -> None:
         """Show ``thread``'s outcomes on its root; a failure is logged, never the message's."""
-        blocks, text = root_rendering(thread.root, thread.outcomes)
+        blocks, text = root_rendering(thread.root, thread.outcomes, thread.actions)
         try:
             async with asyncio.timeout(self._timeout_s):
-                self._context.http.policy.check_url(self._api_base + "chat.update")
-                await client.chat_update(channel=thread.channel, ts=thread.ts, text=text, blocks=blocks)
+                await self._update(client, thread.channel, thread.ts, blocks, text)
         except (SlackApiError, *FAILURES) as exc:
             reason = self._failure(exc)
             log.warning("updating the thread root of %s failed: %s", thread.root.callback_id, reason)
@@ -264,7 +329,3 @@ def create(name: str, spec: TargetSpec, context: TargetContext) -> Target:
     if not isinstance(spec, SlackTargetSpec):
         raise TypeError(f"target {name!r}: expected a slack spec, got {type(spec).__name__}")
     return SlackTarget(name, spec, context)
-
-
-def _rendered(message: Message) -> tuple[list[dict[str, Any]], str]:
-    return message_blocks(message), fallback_text(message)

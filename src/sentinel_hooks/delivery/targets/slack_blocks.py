@@ -61,9 +61,12 @@ def status_line(outcomes: Sequence[str]) -> str:
     return " · ".join(outcomes)
 
 
-def root_rendering(root: Message, outcomes: Sequence[str]) -> tuple[list[dict[str, Any]], str]:
-    """The blocks and text of a thread's root: ``root`` under its outcomes (none: as it was)."""
-    blocks, text = message_blocks(root), fallback_text(root)
+def root_rendering(
+    root: Message, outcomes: Sequence[str], actions: Sequence[dict[str, Any]] = ()
+) -> tuple[list[dict[str, Any]], str]:
+    """The blocks and text of a thread's root: ``root`` under its outcomes (none: as it was),
+    its buttons (``actions``, SPEC §21) last."""
+    blocks, text = [*message_blocks(root), *actions], fallback_text(root)
     if not outcomes:
         return blocks, text
     status = status_line(outcomes)

@@ -28,8 +28,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from sentinel_hooks.delivery.targets.base import Message
@@ -98,9 +98,12 @@ class Thread:
     root: Message
     outcomes: tuple[str, ...] = ()
     posted: Mapping[str, str] = field(default_factory=dict)
+    actions: tuple[dict[str, Any], ...] = ()  # the root's buttons (SPEC §21), redrawn with it
 
     @classmethod
-    def started(cls, channel: str, ts: str, root: Message, key: str) -> Thread:
+    def started(
+        cls, channel: str, ts: str, root: Message, key: str, actions: Sequence[dict[str, Any]] = ()
+    ) -> Thread:
         """The thread ``root`` (delivery ``key``) just started; it shows its own outcome, if any."""
         kept = Message(
             callback_id=root.callback_id,
@@ -110,7 +113,7 @@ class Thread:
             kind=root.kind,
             text=root.text[:ROOT_CHARS],
         )
-        return cls(channel, ts, kept, root_outcomes(root.kind), {key: ts})
+        return cls(channel, ts, kept, root_outcomes(root.kind), {key: ts}, tuple(actions))
 
     def replied(self, key: str, ts: str, kind: str, *, follow_up: bool = False) -> Thread:
         """This thread after the reply ``key`` (posted as ``ts``), with the reply's outcome added
@@ -123,7 +126,13 @@ class Thread:
             outcome = None
         if outcome is not None and outcome not in outcomes:
             outcomes = (*outcomes, outcome)
-        return Thread(self.channel, self.ts, self.root, outcomes, {**self.posted, key: ts})
+        return Thread(self.channel, self.ts, self.root, outcomes, {**self.posted, key: ts}, self.actions)
+
+    def clicked(self, line: str, *, closed: bool) -> Thread:
+        """This thread after a button click on its root: ``line`` (who did what) shown among the
+        outcomes, and no buttons once the page is ``closed``."""
+        outcomes = self.outcomes if line in self.outcomes else (*self.outcomes, line)
+        return replace(self, outcomes=outcomes, actions=() if closed else self.actions)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -132,6 +141,7 @@ class Thread:
             "root": self.root.to_json(),
             "outcomes": list(self.outcomes),
             "posted": dict(self.posted),
+            "actions": list(self.actions),
         }
 
     @classmethod
@@ -146,7 +156,8 @@ class Thread:
             return None
         outcomes = tuple(o for o in data.get("outcomes") or () if isinstance(o, str))
         posted = {k: v for k, v in (data.get("posted") or {}).items() if isinstance(v, str)}
-        return cls(channel, ts, message, outcomes, posted)
+        actions = tuple(a for a in data.get("actions") or () if isinstance(a, dict))
+        return cls(channel, ts, message, outcomes, posted, actions)
 
 
 class KeyedLocks:

@@ -20,7 +20,7 @@ from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
-from sentinel_hooks.store.redis import pacing, retention
+from sentinel_hooks.store.redis import groups, pacing, retention
 from sentinel_hooks.store.redis import scripts as lua
 from sentinel_hooks.store.redis.errors import translated
 from sentinel_hooks.store.urls import redacted_url
@@ -101,6 +101,9 @@ class Scripts:
         self.prune_inbox = client.register_script(retention.PRUNE_INBOX)
         self.prune_sessions = client.register_script(retention.PRUNE_SESSIONS)
         self.take_pace_slot = client.register_script(pacing.TAKE_PACE_SLOT)
+        self.claim_joins = client.register_script(groups.CLAIM_JOINS)
+        self.joins_reported = client.register_script(groups.JOINS_REPORTED)
+        self.member_resolved = client.register_script(groups.MEMBER_RESOLVED)
 
 
 class RedisConnection:

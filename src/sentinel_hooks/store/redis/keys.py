@@ -28,6 +28,11 @@ silence-ends                        zset    silence ids by ``endsAt`` ms (prunin
 usage:{key}                         hash    in, out, usd: a model usage counter (PEXPIRE)
 feedback:{callbackId}               hash    person -> Feedback JSON (the latest per person)
 pace:{key}                          zset    a pacing window's slots, scored by ms taken (PEXPIRE)
+group:{callback}                    hash    a group (§19): key, last, sent, fires, max, interval, closed, n
+group-joins:{callback}              list    members that joined after the page, not yet in a follow-up
+group-resolved:{callback}           set     members the source reported over
+group-open:{key}                    string  the callback id of the group key's open group
+group-due                           zset    group ids by the ms their joins' follow-up is due
 audit                               zset    audit listing members ``{at_ms:015d}:{id}`` (lex order)
 audit-docs                          hash    audit entry id -> AuditEntry JSON
 replicas                            zset    replica id → ms of its last heartbeat (cluster)
@@ -67,6 +72,7 @@ class RedisKeys:
         self.silence_ends = f"{prefix}silence-ends"
         self.audit = f"{prefix}audit"
         self.audit_docs = f"{prefix}audit-docs"
+        self.group_due = f"{prefix}group-due"
 
     def observations(self, watcher_id: str) -> str:
         return f"{self.prefix}observations:{watcher_id}"
@@ -85,6 +91,10 @@ class RedisKeys:
 
     def dedupe(self, key: str) -> str:
         return f"{self.prefix}dedupe:{key}"
+
+    def group_open(self, key: str) -> str:
+        """The callback id of the open group of a group key (SPEC §19)."""
+        return f"{self.prefix}group-open:{key}"
 
     def transcript(self, session_key: str) -> str:
         return f"{self.prefix}transcript:{session_key}"

@@ -138,6 +138,10 @@ local function prune(state, m)
   end
   for _, p in ipairs(checkpoints) do redis.call('DEL', prefix .. 'checkpoint:' .. p .. cid) end
   redis.call('DEL', prefix .. 'feedback:' .. cid)
+  for _, k in ipairs({{'group:', 'group-joins:', 'group-resolved:'}}) do  -- a pruned group's (SPEC 19)
+    redis.call('DEL', prefix .. k .. cid)
+  end
+  redis.call('ZREM', prefix .. 'group-due', cid)
   deliveries = deliveries + #dkeys
   local s = record.sessionKey
   if type(s) == 'string' and not sessions[s] then sessions[s] = true; order[#order + 1] = s end

@@ -33,10 +33,12 @@ from sentinel_hooks.store.records import (
     Contract,
     Delivery,
     DeliveryOutcome,
+    GroupRequest,
     InboxHistoryEntry,
     InboxItem,
     SettledState,
     as_deduped,
+    as_member,
     first_history_entry,
     to_epoch_ms,
     utc_ms,
@@ -246,35 +248,105 @@ local function add_dedupe(key, now_ms, expires_ms, ttl_ms)
 end
 """
 
+_GROUP_FNS = """
+-- Groups (SPEC 19): hash {prefix}group:{id} (its contract's callback id; kept after it closes
+-- until retention prunes the contract) with key (its group-open key), last and sent (ms), fires,
+-- max, interval, closed, n (follow-ups sent); the set {prefix}group-resolved:{id} of members the
+-- source reported over; the list {prefix}group-joins:{id}
+-- of members that joined after the page and reached nobody yet; the string {prefix}group-open:{key}
+-- naming the key's open group; the sorted set group-due of groups whose joins' follow-up is due.
+local function close_group(prefix, gid, openkey)
+  redis.call('HSET', prefix .. 'group:' .. gid, 'closed', '1')
+  if redis.call('GET', openkey) == gid then redis.call('DEL', openkey) end
+end
+-- The key's group that takes a fire at now_ms (closing one gone quiet, full or pruned), or nil.
+local function open_group(prefix, openkey, now_ms)
+  local gid = redis.call('GET', openkey)
+  if not gid then return nil end
+  local f = redis.call('HMGET', prefix .. 'group:' .. gid, 'last', 'interval', 'fires', 'max')
+  if f[1] and tonumber(now_ms) - tonumber(f[1]) < tonumber(f[2]) and tonumber(f[3]) < tonumber(f[4])
+      and redis.call('EXISTS', prefix .. 'contract:' .. gid) == 1 then
+    return gid
+  end
+  close_group(prefix, gid, openkey)
+  return nil
+end
+-- Member cid joins group gid: the group's record counts and lists it (its text edited in place:
+-- fires and members are its last keys), after the page it waits for a follow-up, full closes it.
+local function join_group(prefix, gid, cid, now_ms, openkey, duekey)
+  local g, ckey = prefix .. 'group:' .. gid, prefix .. 'contract:' .. gid
+  local doc = redis.call('HGET', ckey, 'doc')
+  local head, n, members = string.match(doc, '^(.*),"fires":(%d+),"members":%[(.*)%]}}$')
+  if not head then return redis.error_reply('contract ' .. gid .. ' has a record Sentinel did not write') end
+  local sep = members == '' and '' or ','
+  redis.call('HSET', ckey, 'doc',
+    head .. ',"fires":' .. (tonumber(n) + 1) .. ',"members":[' .. members .. sep .. '"' .. cid .. '"]}}')
+  local fires = redis.call('HINCRBY', g, 'fires', 1)
+  redis.call('HSET', g, 'last', now_ms)
+  local state = redis.call('HGET', ckey, 'state')
+  if state ~= 'pending' and state ~= 'awaiting_approval' then
+    redis.call('RPUSH', prefix .. 'group-joins:' .. gid, cid)
+    if not redis.call('ZSCORE', duekey, gid) then
+      local f = redis.call('HMGET', g, 'sent', 'interval')
+      redis.call('ZADD', duekey, math.max(tonumber(now_ms), tonumber(f[1]) + tonumber(f[2])), gid)
+    end
+  end
+  if fires >= tonumber(redis.call('HGET', g, 'max')) then close_group(prefix, gid, openkey) end
+  return true
+end
+"""
+
 ACCEPT_CONTRACT = (
     _DEDUPE_FN
     + _ENQUEUE_FN
+    + _GROUP_FNS
     + """
 -- KEYS: contract hash, contract-due, index all, by watcher, by state (the contract's),
 --       by state+watcher (the contract's), by state deduped, by state+watcher deduped, dedupe key,
---       delivery-due, then one per checkpoint
+--       delivery-due, the group key's open group, group-due, by state grouped, by state+watcher
+--       grouped, then one per checkpoint
 -- ARGV: callback id, doc, deduped doc ('' without a dedupe check), envelope, index member, due_ms,
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
 --       the contract's state ('pending', or 'silenced': final, never due), deliveries as one JSON
 --       array (each [its hash, its callback index, key, doc, state, due_ms|'', index member]),
---       then one value per checkpoint
--- Returns the state stored, or '' when the callback id exists (nothing written).
+--       '1' to group the fire (else '0'), a member's doc (its groupId ""), the group's interval_ms
+--       and max_fires, the key prefix, then one value per checkpoint
+-- Returns '' when the callback id exists (nothing written), else {the state stored, the group a
+-- grouped fire joined or ''}.
 if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
 local state, doc, by_state, by_both = ARGV[11], ARGV[2], KEYS[5], KEYS[6]
 if not fresh then state, doc, by_state, by_both = 'deduped', ARGV[3], KEYS[7], KEYS[8] end
+local prefix, gid = ARGV[17], nil
+if fresh and ARGV[13] == '1' then
+  gid = open_group(prefix, KEYS[11], ARGV[8])
+  if gid then
+    state, by_state, by_both = 'grouped', KEYS[13], KEYS[14]
+    doc = string.gsub(ARGV[14], '"groupId":""', '"groupId":"' .. gid .. '"', 1)
+  end
+end
 redis.call('HSET', KEYS[1], 'doc', doc, 'envelope', ARGV[4], 'state', state)
 for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
   redis.call('ZADD', index, 0, ARGV[5])
 end
+if gid then
+  join_group(prefix, gid, ARGV[1], ARGV[8], KEYS[11], KEYS[12])
+  return {state, gid}
+end
+if ARGV[13] == '1' and fresh then
+  redis.call('HSET', prefix .. 'group:' .. ARGV[1], 'key', KEYS[11], 'last', ARGV[8], 'sent', ARGV[8],
+    'fires', 1, 'max', ARGV[16], 'interval', ARGV[15], 'closed', '0', 'n', 0)
+  redis.call('SET', KEYS[11], ARGV[1])
+  if tonumber(ARGV[16]) <= 1 then close_group(prefix, ARGV[1], KEYS[11]) end
+end
 if state == 'pending' then
   redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-  for i = 11, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 2]) end
+  for i = 15, #KEYS do redis.call('SET', KEYS[i], ARGV[i + 3]) end
   for _, d in ipairs(cjson.decode(ARGV[12])) do
     enqueue(d[1], d[2], KEYS[10], d[3], d[4], d[5], d[6], d[7])
   end
 end
-return state
+return {state, ''}
 """
 )
 
@@ -563,9 +635,11 @@ def accept_contract_call(
     dedupe: tuple[str, int] | None,
     checkpoints: Sequence[tuple[str, str]],
     deliveries: Sequence[Delivery] = (),
+    group: GroupRequest | None = None,
 ) -> Call:
-    """ACCEPT_CONTRACT for ``pending`` (or its deduped record; or a silenced contract, stored as it
-    is) and the deliveries it brings; ``dedupe`` is ``(key, ttl_ms)``."""
+    """ACCEPT_CONTRACT for ``pending`` (or its deduped record, or its record as a member of the
+    group it joins; or a silenced contract, stored as it is) and the deliveries it brings;
+    ``dedupe`` is ``(key, ttl_ms)``."""
     cid, wid = pending.callback_id, pending.watcher_id
     keys = [
         k.contract(cid),
@@ -578,6 +652,10 @@ def accept_contract_call(
         k.contract_index(wid, "deduped"),
         k.dedupe(dedupe[0] if dedupe else ""),
         k.delivery_due,
+        k.group_open(group.key if group else ""),
+        k.group_due,
+        k.contract_index(None, "grouped"),
+        k.contract_index(wid, "grouped"),
     ]
     now_ms = to_epoch_ms(pending.created_at)
     ttl_ms = dedupe[1] if dedupe else 0
@@ -595,6 +673,11 @@ def accept_contract_call(
         ttl_ms,
         pending.state,
         _json_arg(delivery_rows(k, deliveries)),
+        "1" if group else "0",
+        codec.dump_record(as_member(pending, "")) if group else "",
+        group.interval_ms if group else 0,
+        group.max_fires if group else 0,
+        k.prefix,
     ]
     for key, text in checkpoints:
         keys.append(k.checkpoint(key))

@@ -42,10 +42,12 @@ from sentinel_hooks.store.records import (
     ContractState,
     Delivery,
     DeliveryOutcome,
+    GroupRequest,
     InboxHistoryEntry,
     InboxItem,
     InboxKind,
     InboxStatus,
+    JoinBatch,
     Moved,
     NotifyStart,
     Observation,
@@ -56,6 +58,7 @@ from sentinel_hooks.store.records import (
     TranscriptEntry,
     apply_outcome,
     as_deduped,
+    as_member,
     check_acceptable,
     check_outcome,
     check_settlement,
@@ -65,7 +68,7 @@ from sentinel_hooks.store.records import (
     transition,
     utc_ms,
 )
-from sentinel_hooks.store.redis import retention
+from sentinel_hooks.store.redis import groups, retention
 from sentinel_hooks.store.redis import scripts as lua
 from sentinel_hooks.store.redis.audit import RedisAudit
 from sentinel_hooks.store.redis.connection import RedisConnection, as_text
@@ -204,17 +207,45 @@ class RedisStore(RedisAudit):
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
         deliveries: Sequence[Delivery] = (),
+        group: GroupRequest | None = None,
     ) -> Contract | None:
         """See ``Store.accept_contract`` (one script)."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries, group)
         envelope_text = codec.dump_envelope(envelope)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, dedupe_ttl_ms)
-        keys, args = lua.accept_contract_call(self.keys, contract, envelope_text, dedupe, texts, deliveries)
-        state = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
-        if not state:
+        keys, args = lua.accept_contract_call(
+            self.keys, contract, envelope_text, dedupe, texts, deliveries, group
+        )
+        stored = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
+        if not stored:
             return None
-        return contract if as_text(state) == contract.state else as_deduped(contract)
+        state, group_id = as_text(stored[0]), as_text(stored[1])
+        if group_id:
+            return as_member(contract, group_id)
+        return contract if state == contract.state else as_deduped(contract)
+
+    # -- groups (SPEC §19) -------------------------------------------------------------------
+
+    async def claim_joins(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[JoinBatch]:
+        """See ``GroupStore.claim_joins`` (one script)."""
+        check_positive(limit, "limit")
+        check_positive(lease_ms, "lease_ms")
+        keys, args = groups.claim_joins_call(self.keys, to_epoch_ms(now), limit, lease_ms)
+        rows = await self._db.run("claim joins", self._db.scripts.claim_joins, keys, args)
+        return groups.batches([[as_text(v) for v in row] for row in rows])
+
+    async def joins_reported(self, batch: JoinBatch, deliveries: Sequence[Delivery], *, at: datetime) -> bool:
+        """See ``GroupStore.joins_reported`` (one script)."""
+        keys, args = groups.joins_reported_call(self.keys, batch, deliveries, to_epoch_ms(at))
+        done = await self._db.run("record joins", self._db.scripts.joins_reported, keys, args)
+        return bool(int(done))
+
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """See ``GroupStore.member_resolved`` (one script)."""
+        args = [self.keys.prefix, group_id, member_id]
+        done = await self._db.run("member resolved", self._db.scripts.member_resolved, [], args)
+        return bool(int(done))
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""

@@ -43,6 +43,7 @@ def prune_contracts(c: Conn, cutoff_ms: int, cutoff: str, limit: int, checkpoint
     deliveries = _delete_in(c, "DELETE FROM deliveries WHERE callback_id IN", ids)
     _delete_in(c, "DELETE FROM contracts WHERE callback_id IN", ids)
     _delete_in(c, "DELETE FROM feedback WHERE callback_id IN", ids)
+    _delete_in(c, "DELETE FROM groups WHERE group_id IN", ids)  # a pruned group's (SPEC §19)
     _delete_in(c, _CHECKPOINTS, [p + cid for cid in ids for p in checkpoints])
     cap = TRIM_PER_CONTRACT * len(ids)
     trimmed = 0

@@ -34,6 +34,7 @@ from sentinel_hooks.store.records import (
     Contract,
     Delivery,
     DeliveryOutcome,
+    GroupRequest,
     InboxItem,
     InboxStatus,
     first_history_entry,
@@ -42,6 +43,7 @@ from sentinel_hooks.store.records import (
     transition,
     utc_ms,
 )
+from sentinel_hooks.store.sqlite import groups
 
 Conn = sqlite3.Connection
 DeliveryRow = tuple[str, str, str, int, int | None, str]
@@ -182,20 +184,35 @@ def accept_contract(
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
     deliveries: Sequence[DeliveryRow] = (),
-) -> str | None:
-    """Dedupe check, contract, checkpoints and deliveries of a new callback; the state stored,
-    or None (nothing written) when the callback id exists. A silenced contract comes with no
-    dedupe key, checkpoints or deliveries, and is stored as it is. ``dedupe`` is ``(key, now_ms,
-    ttl_ms)``; ``deduped`` makes the row stored when the key is live (built only then)."""
+    group: tuple[GroupRequest, Callable[[str], ContractRow]] | None = None,
+) -> tuple[str, str | None] | None:
+    """Dedupe check, grouping, contract, checkpoints and deliveries of a new callback; the state
+    stored and the group a ``grouped`` fire joined, or None (nothing written) when the callback id
+    exists. A silenced contract comes with no dedupe key, checkpoints or deliveries, and is stored
+    as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``; ``deduped`` makes the row stored when the
+    key is live (built only then). ``group`` is the fire's group and the row of a member of a group
+    (by its id); after the dedupe check the fire joins the open group of its key (stored
+    ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
-    c.execute(_INSERT_CONTRACT, pending if fresh else deduped())
-    if fresh:
-        c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
-        for row in deliveries:
-            insert_delivery(c, row)
-    return str(pending[2]) if fresh else "deduped"
+    if not fresh:
+        c.execute(_INSERT_CONTRACT, deduped())
+        return "deduped", None
+    if group is not None:
+        request, member = group
+        now_ms = pending[3]
+        group_id = groups.open_group(c, request.key, now_ms)
+        if group_id is not None:
+            c.execute(_INSERT_CONTRACT, member(group_id))
+            groups.join_group(c, group_id, pending[0], now_ms)
+            return "grouped", group_id
+        groups.start_group(c, pending[0], request.key, now_ms, request.interval_ms, request.max_fires)
+    c.execute(_INSERT_CONTRACT, pending)
+    c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
+    for row in deliveries:
+        insert_delivery(c, row)
+    return str(pending[2]), None
 
 
 def _add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:

@@ -115,7 +115,21 @@ _V7 = (
     "CREATE INDEX audit_by_actor ON audit (actor, at_ms, id)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6_PACE, _V7)
+_V8_GROUPS = (
+    # Groups (SPEC §19), by their contract's callback id: the open one of a key takes its fires
+    # (``store/sqlite/groups.py``); a closed one stays (its members' resolutions still count) until
+    # retention prunes its contract.
+    """CREATE TABLE groups (
+        group_id TEXT PRIMARY KEY, key TEXT NOT NULL, opened_ms INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL, sent_ms INTEGER NOT NULL, fires INTEGER NOT NULL,
+        max_fires INTEGER NOT NULL, interval_ms INTEGER NOT NULL, closed INTEGER NOT NULL,
+        followups INTEGER NOT NULL, unreported TEXT NOT NULL, due_ms INTEGER,
+        resolved TEXT NOT NULL DEFAULT '[]')""",
+    "CREATE UNIQUE INDEX groups_open ON groups (key) WHERE closed = 0",
+    "CREATE INDEX groups_due ON groups (due_ms, group_id) WHERE due_ms IS NOT NULL",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6_PACE, _V7, _V8_GROUPS)
 """``MIGRATIONS[n]`` takes a database from version n to n + 1."""
 
 SCHEMA_VERSION = len(MIGRATIONS)

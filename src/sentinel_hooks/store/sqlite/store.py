@@ -33,10 +33,12 @@ from sentinel_hooks.store.records import (
     ContractState,
     Delivery,
     DeliveryOutcome,
+    GroupRequest,
     InboxHistoryEntry,
     InboxItem,
     InboxKind,
     InboxStatus,
+    JoinBatch,
     Moved,
     NotifyStart,
     Observation,
@@ -45,6 +47,7 @@ from sentinel_hooks.store.records import (
     Settlement,
     TranscriptEntry,
     as_deduped,
+    as_member,
     check_acceptable,
     check_outcome,
     check_settlement,
@@ -53,7 +56,7 @@ from sentinel_hooks.store.records import (
     utc_ms,
 )
 from sentinel_hooks.store.silences import Silence, SilenceState
-from sentinel_hooks.store.sqlite import pacing
+from sentinel_hooks.store.sqlite import groups, pacing
 from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
 from sentinel_hooks.store.sqlite.audit import SqliteAudit
@@ -218,13 +221,18 @@ class SqliteStore(SqliteAudit):
         dedupe_ttl_ms: int = 0,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
         deliveries: Sequence[Delivery] = (),
+        group: GroupRequest | None = None,
     ) -> Contract | None:
         """See ``Store.accept_contract``."""
-        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries)
+        check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries, group)
         envelope_text = codec.dump_envelope(envelope)
         deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
+
+        def member(group_id: str) -> q.ContractRow:
+            return q.contract_row(as_member(contract, group_id), envelope_text)
+
         tx = partial(
             q.accept_contract,
             pending=q.contract_row(contract, envelope_text),
@@ -232,11 +240,43 @@ class SqliteStore(SqliteAudit):
             dedupe=dedupe,
             checkpoints=texts,
             deliveries=[q.delivery_row(d) for d in deliveries],
+            group=None if group is None else (group, member),
         )
-        state = await self._db.write("accept contract", tx)
-        if state is None:
+        stored = await self._db.write("accept contract", tx)
+        if stored is None:
             return None
+        state, group_id = stored
+        if group_id is not None:
+            return as_member(contract, group_id)
         return contract if state == contract.state else deduped
+
+    # -- groups (SPEC §19) -------------------------------------------------------------------
+
+    async def claim_joins(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[JoinBatch]:
+        """See ``GroupStore.claim_joins``."""
+        check_positive(limit, "limit")
+        check_positive(lease_ms, "lease_ms")
+        tx = partial(groups.claim_joins, now_ms=to_epoch_ms(now), limit=limit, lease_ms=lease_ms)
+        return await self._db.write("claim joins", tx)
+
+    async def joins_reported(self, batch: JoinBatch, deliveries: Sequence[Delivery], *, at: datetime) -> bool:
+        """See ``GroupStore.joins_reported``."""
+        rows = [q.delivery_row(d) for d in deliveries]
+        now_ms = to_epoch_ms(at)
+
+        def tx(c: q.Conn) -> bool:
+            if not groups.joins_reported(c, batch, now_ms):
+                return False
+            for row in rows:
+                q.insert_delivery(c, row)
+            return True
+
+        return await self._db.write("record joins", tx)
+
+    async def member_resolved(self, group_id: str, member_id: str) -> bool:
+        """See ``GroupStore.member_resolved``."""
+        tx = partial(groups.member_resolved, group_id=group_id, member_id=member_id)
+        return await self._db.write("member resolved", tx)
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""

@@ -604,7 +604,7 @@
     const parts = [];
     const facts = el("dl", { class: "facts-list" });
     const traceId = c.traceId || (env.trace && env.trace.traceId);
-    for (const [name, value] of [["Watcher", c.watcherId], ["State", c.state], ["Created", c.createdAt], ["Deadline", c.deadline], ["Targets", (c.targets || []).join(", ")], ["Silenced by", c.silencedBy], ["Trace id", traceId]]) {
+    for (const [name, value] of [["Watcher", c.watcherId], ["State", c.state], ["Created", c.createdAt], ["Deadline", c.deadline], ["Targets", (c.targets || []).join(", ")], ["Silenced by", c.silencedBy], ["Group", c.groupId], ["Group of", c.group ? `${c.group.fires} fires: ${(c.group.members || []).slice(0, 20).join(", ")}${c.group.fires > 20 ? ", …" : ""}` : null], ["Trace id", traceId]]) {
       if (value) facts.append(el("dt", {}, name), el("dd", {}, String(value)));
     }
     parts.push(part("Contract", facts));

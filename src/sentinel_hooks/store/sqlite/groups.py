@@ -1,0 +1,125 @@
+"""The SQLite store's grouping steps (SPEC §19), as plain functions of a connection, each run inside
+the caller's ``BEGIN IMMEDIATE`` transaction (``queries.accept_contract``, ``SqliteStore``): the
+open-or-join of a fire, and the follow-ups gathering the fires that joined after the page.
+
+Table ``groups`` (``schema._V8``): one row per group, by its contract's callback id, kept after it
+closes (its members' resolutions still count) until retention prunes its contract. ``resolved``
+is a JSON array of the members the source reported over. ``unreported`` is a JSON array of
+the member ids that joined after the page and reached nobody yet; ``due_ms`` is when their
+follow-up is due (or the end of the claim holding it), at most every ``interval_ms`` after the
+last one (``sent_ms``, at first the group's opening).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+from sentinel_hooks.store.records import JoinBatch
+
+Conn = sqlite3.Connection
+BEFORE_PAGE = ("pending", "awaiting_approval")
+"""Group contract states in which a join still reaches people with the page (the fallback lists it)."""
+
+
+def open_group(c: Conn, key: str, now_ms: int) -> str | None:
+    """The id of the group of ``key`` that takes a fire at ``now_ms``, closing one that went quiet."""
+    row = c.execute(
+        "SELECT group_id, last_ms, interval_ms, fires, max_fires FROM groups WHERE key = ? AND closed = 0",
+        (key,),
+    ).fetchone()
+    if row is None:
+        return None
+    group_id, last_ms, interval_ms, fires, max_fires = row
+    if now_ms - int(last_ms) < int(interval_ms) and int(fires) < int(max_fires):
+        return str(group_id)
+    close_group(c, str(group_id))
+    return None
+
+
+def close_group(c: Conn, group_id: str) -> None:
+    """Close the group: the next fire of its key opens a new one."""
+    c.execute("UPDATE groups SET closed = 1 WHERE group_id = ?", (group_id,))
+
+
+def start_group(c: Conn, group_id: str, key: str, now_ms: int, interval_ms: int, max_fires: int) -> None:
+    """Open a group of ``key`` whose contract is ``group_id``'s (the fire just stored)."""
+    c.execute(
+        """INSERT INTO groups (group_id, key, opened_ms, last_ms, sent_ms, fires, max_fires,
+            interval_ms, closed, followups, unreported, due_ms)
+            VALUES (?, ?, ?, ?, ?, 1, ?, ?, 0, 0, '[]', NULL)""",
+        (group_id, key, now_ms, now_ms, now_ms, max_fires, interval_ms),
+    )
+    if max_fires <= 1:
+        close_group(c, group_id)
+
+
+def join_group(c: Conn, group_id: str, member_id: str, now_ms: int) -> None:
+    """``member_id`` joins: the group's contract counts it and lists it; after the page it waits
+    for the next follow-up; at ``max_fires`` the group closes."""
+    c.execute(
+        """UPDATE contracts SET doc = json_set(doc, '$.group.fires', json_extract(doc, '$.group.fires') + 1,
+            '$.group.members[#]', ?) WHERE callback_id = ?""",
+        (member_id, group_id),
+    )
+    state = c.execute("SELECT state FROM contracts WHERE callback_id = ?", (group_id,)).fetchone()
+    paged = state is not None and state[0] not in BEFORE_PAGE
+    c.execute(
+        """UPDATE groups SET fires = fires + 1, last_ms = ?,
+            unreported = CASE WHEN ? THEN json_insert(unreported, '$[#]', ?) ELSE unreported END,
+            due_ms = CASE WHEN ? AND due_ms IS NULL THEN MAX(?, sent_ms + interval_ms) ELSE due_ms END
+            WHERE group_id = ?""",
+        (now_ms, paged, member_id, paged, now_ms, group_id),
+    )
+    full = c.execute("SELECT fires >= max_fires FROM groups WHERE group_id = ?", (group_id,)).fetchone()
+    if full is not None and full[0]:
+        close_group(c, group_id)
+
+
+def claim_joins(c: Conn, now_ms: int, limit: int, lease_ms: int) -> list[JoinBatch]:
+    """Up to ``limit`` groups whose joins' follow-up is due, leased for ``lease_ms``."""
+    rows = c.execute(
+        """SELECT group_id, unreported, followups FROM groups WHERE due_ms IS NOT NULL AND due_ms <= ?
+            ORDER BY due_ms, group_id LIMIT ?""",
+        (now_ms, limit),
+    ).fetchall()
+    c.executemany(
+        "UPDATE groups SET due_ms = ? WHERE group_id = ?", [(now_ms + lease_ms, row[0]) for row in rows]
+    )
+    return [JoinBatch(str(gid), tuple(json.loads(text)), int(sent) + 1) for gid, text, sent in rows]
+
+
+def joins_reported(c: Conn, batch: JoinBatch, now_ms: int) -> bool:
+    """The follow-up of ``batch`` was enqueued: its members leave ``unreported``; the next joins are
+    due ``interval_ms`` from now. False (nothing changed) when another claimer recorded it first."""
+    row = c.execute(
+        "SELECT unreported, followups FROM groups WHERE group_id = ?", (batch.group_id,)
+    ).fetchone()
+    if row is None or int(row[1]) != batch.ordinal - 1:
+        return False
+    unreported: list[str] = json.loads(row[0])
+    if tuple(unreported[: len(batch.members)]) != batch.members:
+        return False
+    rest = unreported[len(batch.members) :]
+    c.execute(
+        """UPDATE groups SET unreported = ?, followups = ?, sent_ms = ?,
+            due_ms = CASE WHEN ? THEN ? + interval_ms ELSE NULL END WHERE group_id = ?""",
+        (json.dumps(rest), batch.ordinal, now_ms, bool(rest), now_ms, batch.group_id),
+    )
+    return True
+
+
+def member_resolved(c: Conn, group_id: str, member_id: str) -> bool:
+    """The source reported ``member_id`` over: True once every member of the group is (the group
+    closes then), or for a group the store does not know."""
+    row = c.execute("SELECT fires, resolved FROM groups WHERE group_id = ?", (group_id,)).fetchone()
+    if row is None:
+        return True
+    resolved: list[str] = json.loads(row[1])
+    if member_id not in resolved:
+        resolved.append(member_id)
+        c.execute("UPDATE groups SET resolved = ? WHERE group_id = ?", (json.dumps(resolved), group_id))
+    if len(resolved) < int(row[0]):
+        return False
+    close_group(c, group_id)
+    return True
