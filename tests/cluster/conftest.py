@@ -131,9 +131,11 @@ MakeReplica = Callable[..., Replica]
 
 @pytest.fixture
 async def make_replica(redis_url: str) -> AsyncIterator[MakeReplica]:
-    """``make_replica(name, clock=…, before_lost=…)`` → a Replica (closed after the test).
+    """``make_replica(name, clock=…, before_lost=…, before_acquired=…)`` → a Replica (closed after
+    the test).
 
-    ``before_lost(watcher_id)`` is awaited inside ``on_lost`` before the watcher counts as stopped.
+    ``before_lost(watcher_id)`` is awaited inside ``on_lost`` before the watcher counts as stopped;
+    ``before_acquired(tokens)`` inside ``on_acquired`` before they count as running (it may raise).
     """
     made: list[Replica] = []
 
@@ -143,6 +145,7 @@ async def make_replica(redis_url: str) -> AsyncIterator[MakeReplica]:
         clock: Clock | None = None,
         lease_ms: int = LEASE_MS,
         before_lost: Callable[[str], Awaitable[None]] | None = None,
+        before_acquired: Callable[[Mapping[str, int]], Awaitable[None]] | None = None,
     ) -> Replica:
         used = clock or SystemClock()
         membership = Membership(
@@ -152,6 +155,8 @@ async def make_replica(redis_url: str) -> AsyncIterator[MakeReplica]:
         replica: Replica
 
         async def on_acquired(tokens: Mapping[str, int]) -> None:
+            if before_acquired is not None:
+                await before_acquired(tokens)
             for watcher_id, token in tokens.items():
                 replica.running.add(watcher_id)
                 replica.acquired.append((watcher_id, token))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 
 import pytest
 import redis.asyncio
@@ -186,6 +187,27 @@ async def test_hand_off_stops_the_runner_before_releasing_the_lease(make_replica
     assert (a.id, False) == (holder and holder[0], moving in b.running)
     release.set()
     await wait_for(lambda: moving in b.running, timeout_s=SETTLE_S, what="B to take the watcher")
+
+
+async def test_leases_whose_runners_could_not_start_are_given_back_and_taken_again(
+    make_replica: MakeReplica,
+) -> None:
+    """on_acquired failing (the stored states unreadable in time) does not leave the leases held
+    with no runner: they are released and the next tick takes them again and starts them."""
+    failures = [StoreUnavailable("get watcher states got no answer within 5 s")]
+
+    async def flaky(tokens: Mapping[str, int]) -> None:
+        if failures:
+            raise failures.pop()
+
+    a = make_replica("a", before_acquired=flaky)
+    await a.start(IDS)
+    await a.keeper.drain()
+    assert (set(), {}) == (a.running, a.keeper.owned())
+    assert [None] * len(IDS) == [await a.leases.holder(w) for w in IDS]  # released, not left to expire
+    await a.keeper.tick()
+    await a.keeper.drain()
+    assert (set(IDS), set(IDS)) == (a.running, set(a.keeper.owned()))
 
 
 async def test_orphan_nobody_should_own_here_is_adopted(make_replica: MakeReplica) -> None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
+
+import pytest
 
 from sentinel_hooks.store.shortcuts import get_watcher_state, last_observation, put_watcher_state
 from tests.cluster.conftest import ManagerHarness
@@ -88,6 +91,21 @@ async def test_idle_runners_take_their_stored_states_and_leased_ones_keep_their_
     await h.manager.restore_idle_states()
     one, two = h.manager.get("poll-1"), h.manager.get("poll-2")
     assert (3, 9, "disabled") == (one.state.fires, two.state.fires, h.manager.status(two)["state"])
+
+
+async def test_idle_states_that_cannot_be_read_are_skipped_not_fatal(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that cannot answer (here: closed) leaves the idle runners' statuses as they were and
+    says so in one warning; the start it is part of goes on."""
+    h = await harness(stored={"poll-2": {"fires": 9}})
+    await h.store.close()
+    with caplog.at_level(logging.WARNING, logger="sentinel_hooks.watchers.manager"):
+        await h.manager.restore_idle_states()
+    assert 0 == h.manager.get("poll-2").state.fires
+    assert ["could not read the stored states of 2 watcher(s) other replicas run (poll-1, poll-2)"] == [
+        r.getMessage().split(";")[0] for r in caplog.records
+    ]
 
 
 async def test_enabling_a_watcher_without_its_lease_does_not_start_it(harness: Harness) -> None:

@@ -434,10 +434,28 @@ class LeaseKeeper:
                 del self._chains[watcher_id]
 
     async def _call_acquired(self, tokens: Mapping[str, int]) -> None:
+        """``on_acquired``; when it fails, the leases are given back (runners stopped, leases
+        released) so that the next tick takes them again: a lease held and renewed with no runner
+        started would leave its watcher unpolled for as long as this replica lives."""
         try:
             await self._on_acquired(tokens)
+        except StoreError as exc:  # e.g. the runners' stored states could not be read in time
+            log.warning(
+                "could not start %d watcher(s) whose lease(s) this replica took (%s), so it gives the "
+                "leases back to take them again at its next tick: %s",
+                len(tokens),
+                _shown(tokens),
+                exc,
+            )
         except Exception:  # the callback's failure is the manager's; keep the others running
-            log.exception("on_acquired(%d lease(s)) failed", len(tokens))
+            log.exception("on_acquired(%d lease(s)) failed; the leases are given back", len(tokens))
+        else:
+            return
+        held = {w: t for w, t in tokens.items() if self._owned.get(w) == t and w not in self._leaving}
+        self._leaving.update(held)
+        for watcher_id in held:
+            await self._call_lost(watcher_id)
+        await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def _call_lost(self, watcher_id: str) -> None:
         try:

@@ -42,7 +42,7 @@ from apscheduler.schedulers.base import STATE_RUNNING
 from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
-from sentinel_hooks.errors import Conflict, NotFound
+from sentinel_hooks.errors import Conflict, NotFound, StoreError
 from sentinel_hooks.heap import freeze_young
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.ping_keys import PingKeys
@@ -144,17 +144,34 @@ class WatcherManager:
     async def restore_idle_states(self) -> None:
         """Cluster mode, after the first leases were taken: the runners another replica runs take
         their stored states, a slice at a time, for their status (docs/scaling.md: such a watcher
-        shows the state this replica last read). One that took its lease meanwhile read its own."""
+        shows the state this replica last read). One that took its lease meanwhile read its own.
+        A slice that cannot be read (Redis slow, or this replica short of CPU) is logged, once for
+        all, and skipped: statuses are not worth failing a start for."""
         leased = [r for r in self._runners.values() if r.needs_lease]
         await asyncio.sleep(0)  # the keeper's callback for the leases just taken fences their runners first
+        unread: list[str] = []
+        failure: StoreError | None = None
         for begin in range(0, len(leased), START_SLICE):
             part = [r for r in leased[begin : begin + START_SLICE] if r.fence is None]
             if not part:
                 continue
-            stored = await self._deps.store.get_watcher_states([r.id for r in part])
+            try:
+                stored = await self._deps.store.get_watcher_states([r.id for r in part])
+            except StoreError as exc:  # only statuses: the start goes on (a lease taken reads its own)
+                unread += [r.id for r in part]
+                failure = exc
+                continue
             for runner in part:
                 if runner.fence is None and not runner.running:
                     runner.state = WatcherState.from_json(stored.get(runner.id))
+        if failure is not None:
+            log.warning(
+                "could not read the stored states of %d watcher(s) other replicas run (%s); their "
+                "status here shows no state until this replica takes their lease: %s",
+                len(unread),
+                ", ".join(sorted(unread)[:10]) + (", …" if len(unread) > 10 else ""),
+                failure,
+            )
 
     async def stop(self) -> None:
         """Stop every runner; in-flight polls finish first."""
