@@ -370,3 +370,30 @@ async def test_a_release_this_replica_read_late_blames_its_own_delay_not_redis(
     assert 1 == len(released), released
     assert "ms late itself (its event loop busy, or short of CPU), so Redis may well be fine" in released[0]
     assert "check that Redis" not in released[0]
+
+
+async def test_cancelling_a_chained_callback_leaves_the_one_it_waits_for_running(
+    make_replica: MakeReplica,
+) -> None:
+    """A callback chained after a batch's waits for it without owning it: cancelling the later
+    ones (a stop past its time limit) does not cancel the batch once per later callback."""
+    keeper = make_replica("a").keeper
+    release, finished = asyncio.Event(), []
+
+    async def batch() -> None:
+        await release.wait()
+        finished.append("batch")
+
+    keeper._chain(["w1", "w2"], batch)
+    first = keeper._chains["w1"]
+    for watcher_id in ("w1", "w2"):
+        keeper._chain([watcher_id], lambda: asyncio.sleep(0))
+    later = [keeper._chains["w1"], keeper._chains["w2"]]
+    await asyncio.sleep(0)  # the later ones are waiting for the batch now
+    for task in later:
+        task.cancel()
+    await asyncio.wait(later)
+    await asyncio.sleep(0)  # let the cancellations reach whatever the later ones awaited
+    release.set()
+    await asyncio.wait_for(asyncio.wait({first}), 5)
+    assert (["batch"], [True, True]) == (finished, [task.cancelled() for task in later])

@@ -419,8 +419,10 @@ class LeaseKeeper:
         previous = {self._chains[w] for w in watcher_ids if w in self._chains}
 
         async def run() -> None:
-            if previous:
-                await asyncio.gather(*previous, return_exceptions=True)
+            if previous:  # ``wait``, not ``gather``: cancelling this step must not cancel them, or a
+                # stop cancelled with thousands of steps chained on one batch cancels that batch
+                # (and walks its thousands of children) once per step, seconds of CPU
+                await asyncio.wait(previous)
             await step()
 
         task = asyncio.get_running_loop().create_task(run())
