@@ -34,6 +34,7 @@ import redis.asyncio as aioredis
 
 from relaybench.analysis import LOST_AFTER_S, Arrival, Numbers, analyse, settle_lateness_ms, settle_times
 from relaybench.procs import (
+    SRC_DIR,
     Child,
     ChildFailed,
     cpu_plan,
@@ -60,6 +61,7 @@ class Plan:
     pin: bool = True
     keep: bool = False
     preload: bool = False
+    src: Path = SRC_DIR  # the Sentinel code the service child runs
 
     @property
     def store_kind(self) -> str:
@@ -229,7 +231,7 @@ async def _measure(
     ]
     if plan.preload:
         args += ["--lead-s", str(plan.lead_s)]
-    sentinel = await Child.start("service", args, folder, cpu=sentinel_cpu)
+    sentinel = await Child.start("service", args, folder, cpu=sentinel_cpu, src=plan.src)
     children.append(sentinel)
     await sentinel.expect("READY", timeout_s=60)
     cpu_start = cpu_seconds(sentinel.pid)
