@@ -101,7 +101,7 @@ class _WrittenEnvelopes:
         by_text = self._by_text
         by_text[text] = envelope
         if len(by_text) > self._size:
-            del by_text[next(iter(by_text))]
+            by_text.pop(next(iter(by_text)), None)  # None: another thread may have taken it
 
     def get(self, text: str) -> Envelope | None:
         return self._by_text.get(text)
