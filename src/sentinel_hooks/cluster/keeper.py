@@ -18,10 +18,14 @@ Every ``lease_ms / 3`` one tick, in this order:
 
 A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
 tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
-server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
+server and another replica take it. Callbacks run as tasks, chained per watcher (so a
 watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder: one ``on_acquired`` for many
 watchers waits for each one's earlier callbacks and is the one their later callbacks wait for),
-and never delay renewal.
+and never delay renewal. The leases one tick loses, or hands off, are one batch, one task: it
+calls ``on_lost`` for ``STOPS_AT_ONCE`` of them at a time, so stopping tens of thousands of
+runners is spread over many turns of the event loop instead of tens of thousands of tasks in
+one, which stalled a busy replica for seconds, past its next renewal, and lost it every lease
+again (docs/scaling.md).
 
 Fencing (``holds``) is answered from what the ticks learnt, without a Redis round trip per
 observation: a renewal (or acquisition) that began at ``t`` set the key's expiry on the server
@@ -44,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -65,6 +69,7 @@ Lost = Callable[[str], Awaitable[None]]
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
 FIRST_TAKEN = 256  # leases taken, and started, before the rest of a tick's (see _acquire)
 LATER_TAKEN = 2_048  # the rest, per round trip: preparing each is a few ms the started ones wait
+STOPS_AT_ONCE = 128  # runners stopped at a time for a batch of leases lost or handed off (see _each)
 
 
 class LeaseKeeper:
@@ -192,7 +197,7 @@ class LeaseKeeper:
             log.warning("lease keeper: could not renew before stopping: %s", exc)
         held = dict(self._owned)
         self._leaving.update(held)
-        await asyncio.gather(*(self._call_lost(w) for w in held), self.drain())
+        await asyncio.gather(_each([partial(self._call_lost, w) for w in held]), self.drain())
         await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def drain(self) -> None:
@@ -259,11 +264,12 @@ class LeaseKeeper:
         return self._desired
 
     def _hand_off(self, desired: Collection[str]) -> None:
-        for watcher_id, token in list(self._owned.items()):
-            if watcher_id in desired or watcher_id in self._leaving or watcher_id in self._adopted:
-                continue
-            self._leaving.add(watcher_id)
-            self._chain([watcher_id], partial(self._give_back, watcher_id, token))
+        kept = self._leaving | self._adopted
+        leaving = {w: t for w, t in self._owned.items() if w not in desired and w not in kept}
+        if leaving:
+            self._leaving.update(leaving)
+            steps = [partial(self._give_back, w, t) for w, t in leaving.items()]
+            self._chain(list(leaving), partial(_each, steps))
 
     async def _give_back(self, watcher_id: str, token: int) -> None:
         await self._call_lost(watcher_id)
@@ -354,11 +360,11 @@ class LeaseKeeper:
         if not watcher_ids:
             return
         log.warning("lost %d watcher lease(s) (%s): %s", len(watcher_ids), _shown(watcher_ids), why)
+        stopping = [w for w in watcher_ids if w not in self._leaving]  # a hand-off stops the others
         for watcher_id in watcher_ids:
-            leaving = watcher_id in self._leaving
             self._forget(watcher_id)
-            if not leaving:
-                self._chain([watcher_id], partial(self._call_lost, watcher_id))
+        if stopping:
+            self._chain(stopping, partial(_each, [partial(self._call_lost, w) for w in stopping]))
 
     async def _release(
         self, held: dict[str, int], *, valid_until: Mapping[str, datetime] | None = None
@@ -455,8 +461,7 @@ class LeaseKeeper:
             return
         held = {w: t for w, t in tokens.items() if self._owned.get(w) == t and w not in self._leaving}
         self._leaving.update(held)
-        for watcher_id in held:
-            await self._call_lost(watcher_id)
+        await _each([partial(self._call_lost, w) for w in held])
         await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def _call_lost(self, watcher_id: str) -> None:
@@ -464,6 +469,28 @@ class LeaseKeeper:
             await self._on_lost(watcher_id)
         except Exception:  # the callback's failure is the manager's; keep the others running
             log.exception("on_lost(%s) failed", watcher_id)
+
+
+async def _each(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run ``steps`` (each handles its own errors), ``STOPS_AT_ONCE`` at a time, a new one as
+    one ends: a turn of the event loop starts at most that many, and a step that waits (a
+    runner's in-flight poll) holds up only its own place."""
+    running: set[asyncio.Task[None]] = set()
+    loop = asyncio.get_running_loop()
+    try:
+        for step in steps:
+            if len(running) >= STOPS_AT_ONCE:
+                _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            running.add(loop.create_task(_run(step)))
+        if running:
+            await asyncio.wait(running)
+    finally:
+        for task in running:  # cancelled (a stop past its time limit): so are the steps under way
+            task.cancel()
+
+
+async def _run(step: Callable[[], Awaitable[None]]) -> None:
+    await step()
 
 
 def _shown(watcher_ids: Collection[str]) -> str:
