@@ -110,6 +110,7 @@ class LeaseKeeper:
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
         self._handed: dict[str, tuple[int, datetime | None]] = {}  # to release: id → (token, valid until)
         self._releasing = False  # a batch of ``_handed`` is being released
+        self._renewed_at: datetime | None = None  # when the last renewal began
         self._ticks = Outage(log, "lease keeper", clock=clock)  # ticks keep their period: see ``tick``
 
     # -- what the manager asks -----------------------------------------------------------------
@@ -226,7 +227,7 @@ class LeaseKeeper:
             await self._renew(started)
             desired = self._desired_set(await self._live())
             self._hand_off(desired)
-            await self._acquire(desired, started)
+            await self._acquire(desired)
         except StoreError as exc:
             self._ticks.failed(exc)
         else:
@@ -237,6 +238,7 @@ class LeaseKeeper:
             ticked.set()
 
     async def _renew(self, started: datetime) -> None:
+        self._renewed_at = started
         held = dict(self._owned)
         if not held:
             return
@@ -296,7 +298,7 @@ class LeaseKeeper:
         finally:
             self._releasing = False
 
-    async def _acquire(self, desired: Collection[str], started: datetime) -> None:
+    async def _acquire(self, desired: Collection[str]) -> None:
         """Take the free leases this replica should own, and the orphans, in the order tracked.
 
         The first ``FIRST_TAKEN`` go to ``on_acquired`` before the rest are asked for: the
@@ -304,29 +306,46 @@ class LeaseKeeper:
         10,000 leases to take polls after one small round trip, not after all of them. The rest
         are taken ``LATER_TAKEN`` at a time: packing one request for thousands of leases holds
         the event loop, and the runners just started are waiting on their first store reads.
+
+        Between two parts, the held leases are renewed when a tick has passed since the last
+        renewal: on a replica short of CPU (busy starting the runners of the leases it just took)
+        taking tens of thousands took longer than the local deadline, and every lease it held,
+        and those it had just taken, were dropped unrenewed at the end of the tick, tick after tick.
         """
         others = [w for w in self._tracked if w not in desired and w not in self._owned]
         free = await self._leases.free(others) if others else set()
         self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
         orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
         wanted = [w for w in self._tracked if w in desired and w not in self._owned] + sorted(orphans)
-        got = {}
+        got: dict[str, int] = {}
         parts = [wanted[:FIRST_TAKEN]] + [
             wanted[begin : begin + LATER_TAKEN] for begin in range(FIRST_TAKEN, len(wanted), LATER_TAKEN)
         ]
         for part in parts:
             if part:
-                got.update(await self._take(part, orphans, started))
+                await self._renew_if_due()
+                got.update(await self._take(part, orphans))
         if got:
             adopted = len(orphans & got.keys())
             log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
 
-    async def _take(self, wanted: list[str], orphans: set[str], started: datetime) -> dict[str, int]:
-        """Acquire ``wanted`` and hand the leases taken to ``on_acquired``; what the server gave."""
+    async def _renew_if_due(self) -> None:
+        """Renew now when the last renewal began a tick ago or more (a long acquisition)."""
+        now = self._clock.now()
+        if self._renewed_at is not None and (now - self._renewed_at).total_seconds() >= self.tick_s:
+            await self._renew(now)
+
+    async def _take(self, wanted: list[str], orphans: set[str]) -> dict[str, int]:
+        """Acquire ``wanted`` and hand the leases taken to ``on_acquired``; what the server gave.
+
+        Each lease is valid until ``lease_ms`` after this round trip began (when its ``PX`` was
+        set at the latest), not after the tick began: a tick's later parts come seconds later on
+        a busy replica."""
+        began = self._clock.now()
         got = await self._leases.acquire(wanted)
         stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
         taken = {w: t for w, t in got.items() if w not in stray}
-        until = started + self._lease
+        until = began + self._lease
         for watcher_id, token in taken.items():
             self._owned[watcher_id] = token
             self._valid_until[watcher_id] = until
