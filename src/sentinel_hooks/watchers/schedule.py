@@ -185,8 +185,8 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
     nothing (docs/scaling.md). Under the caps nothing changes: due jobs start when due.
     """
 
-    STARTS_PER_TURN = 64  # ~0.1 s of polls' CPU per turn on a replica capped at 0.5 CPU
-    MAX_RUNNING = 1_024  # four times the HTTP client's request slots (``SafeHttp.pool_size``)
+    STARTS_PER_TURN = 32  # a few tens of ms of polls' CPU per turn on a replica capped at 0.5 CPU
+    MAX_RUNNING = 256  # the HTTP client's request slots (``SafeHttp.pool_size``): more would queue there
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
