@@ -181,7 +181,7 @@ class Replica:
         if self.proc.poll() is not None:
             last = "\n".join(self.log.read_text(errors="replace").splitlines()[-3:])
             raise SystemExit(f"scale: {self.name} exited ({self.proc.returncode}); its log ends:\n{last}")
-        get(self.url + "/readyz", timeout=2)  # 503 (an OSError) until started
+        get(self.url + "/readyz", timeout=10)  # 503 (an OSError) until started; saturated: late
         return True
 
     def metrics(self) -> dict[str, float]:
