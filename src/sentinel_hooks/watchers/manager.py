@@ -49,7 +49,7 @@ from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
-from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
+from sentinel_hooks.watchers.state import StatusState, WatcherState, is_firing, status_json, status_state
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
 log = logging.getLogger(__name__)
@@ -339,13 +339,26 @@ class WatcherManager:
 
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
         spec = runner.spec
-        lasting = spec.trigger_mode == "edge" or spec.strategy_name in POLLED
         status = status_json(
-            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
+            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=_lasting(spec)
         )
         if isinstance(spec, HeartbeatWatcher):
             status.update(beat_status(spec, runner.state, self._deps.clock.now()))
         return status
+
+    def status_tally(
+        self, runners: Iterable[WatcherRunner], counts: dict[str, int], trouble: list[str] | None
+    ) -> None:
+        """Count ``runners`` by status state into ``counts``; when ``trouble`` is a list, append
+        the ids of those failing or firing (what /metrics exports per watcher above its limit)."""
+        for runner in runners:
+            spec, state = runner.spec, runner.state
+            name = status_state(state, declared_enabled=spec.enabled, running=runner.running)
+            counts[name] += 1
+            if trouble is not None and (
+                name == "failing" or (name == "ok" and is_firing(state, lasting=_lasting(spec)))
+            ):
+                trouble.append(runner.id)
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""
@@ -458,3 +471,8 @@ def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
 def api_source(watcher_id: str) -> WatcherSource:
     """Where an API-created watcher is said to come from."""
     return WatcherSource(f"api:{watcher_id}", None)
+
+
+def _lasting(spec: AnyWatcher) -> bool:
+    """Whether the watcher's conditions describe a lasting state (``state.is_firing``)."""
+    return spec.trigger_mode == "edge" or spec.strategy_name in POLLED
