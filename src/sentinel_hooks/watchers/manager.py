@@ -352,13 +352,18 @@ class WatcherManager:
         """Count ``runners`` by status state into ``counts``; when ``trouble`` is a list, append
         the ids of those failing or firing (what /metrics exports per watcher above its limit)."""
         for runner in runners:
-            spec, state = runner.spec, runner.state
+            spec, state = runner.loaded.spec, runner.state
             name = status_state(state, declared_enabled=spec.enabled, running=runner.running)
             counts[name] += 1
             if trouble is not None and (
-                name == "failing" or (name == "ok" and is_firing(state, lasting=_lasting(spec)))
+                name == "failing"
+                or (
+                    name == "ok"
+                    and is_firing(state, lasting=True)  # what lasting=False finds, and more: quicker first
+                    and is_firing(state, lasting=_lasting(spec))
+                )
             ):
-                trouble.append(runner.id)
+                trouble.append(spec.id)
 
     def status_state(self, runner: WatcherRunner) -> StatusState:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""
