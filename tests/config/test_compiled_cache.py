@@ -32,7 +32,7 @@ def project(root: Path, watchers: dict[str, str], service: str = SERVICE) -> Pat
 def kept(config: Path, loaded: LoadedConfig) -> set[str]:
     """The files the cache keeps for this project as loaded."""
     context = context_digest(loaded.service, list(loaded.skills), loaded.base_dir)
-    return set(CompiledCache.open(cache_file(config), context).kept)
+    return set(CompiledCache.open(cache_file(config, {}), context).kept)
 
 
 def test_an_unchanged_project_comes_back_from_the_cache(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_files_taking_values_from_the_environment_are_never_kept(tmp_path: Path)
     config = project(tmp_path, {"e.yaml": env_file})
     first = load_config(config, environ={"HOST": "127.0.0.1"}, compiled=True)
     assert set() == kept(config, first)
-    assert b"127.0.0.1:9/b" not in cache_file(config).read_bytes()
+    assert b"127.0.0.1:9/b" not in cache_file(config, {}).read_bytes()
     with pytest.raises(ConfigError, match="not in allowedHosts"):
         load_config(config, environ={"HOST": "10.0.0.1"}, compiled=True)
 
@@ -86,7 +86,7 @@ def test_a_cache_others_may_write_is_not_read(tmp_path: Path) -> None:
     """A cache file writable by other users is ignored (it is a pickle): the files are read."""
     config = project(tmp_path, {"w.yaml": WATCHERS})
     loaded = load_config(config, environ={}, compiled=True)
-    cache_file(config).chmod(0o666)
+    cache_file(config, {}).chmod(0o666)
     assert set() == kept(config, loaded)
 
 
@@ -100,3 +100,16 @@ def test_a_goal_file_is_looked_for_on_every_load(tmp_path: Path) -> None:
     (tmp_path / "goal.md").unlink()
     with pytest.raises(ConfigError, match="not found"):
         load_config(config, environ={}, compiled=True)
+
+
+def test_the_cache_lives_in_the_state_directory_when_one_is_set(tmp_path: Path) -> None:
+    """With ``SENTINEL_STATE_DIR`` (a read-only project in a container) the cache is written there."""
+    root, state = tmp_path / "project", tmp_path / "state"
+    root.mkdir()
+    state.mkdir(mode=0o700)
+    config = project(root, {"w.yaml": WATCHERS})
+    environ = {"SENTINEL_STATE_DIR": str(state)}
+    load_config(config, environ=environ, compiled=True)
+    assert (state / "watchers.cache").is_file()
+    assert not (root / ".sentinel").exists()
+    assert cache_file(config, environ) == state / "watchers.cache"

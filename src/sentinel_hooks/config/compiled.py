@@ -3,7 +3,8 @@
 Reading and validating a watcher costs 60 to 110 µs (libyaml's events, pydantic, the checks against
 sentinel.yaml), so a million take minutes; reading them back from the cache about 9 µs.
 ``sentinel validate`` and ``sentinel run`` write it (``.sentinel/watchers.cache`` beside
-sentinel.yaml) and use it; other commands, the tests and a reload read the files.
+sentinel.yaml, or in ``$SENTINEL_STATE_DIR``) and use it; other commands, the tests and a reload
+read the files.
 
 What is kept, and when it is used:
 
@@ -51,9 +52,12 @@ Row = tuple[Any, dict[str, Any], int | None]
 """One kept watcher: its spec, its data as read, its line (``LoadedWatcher`` without the file)."""
 
 
-def cache_file(config_file: Path) -> Path:
-    """Where the compiled cache of the project ``config_file`` heads lives."""
-    return config_file.parent / ".sentinel" / CACHE_NAME
+def cache_file(config_file: Path, environ: Mapping[str, str]) -> Path:
+    """Where the compiled cache of the project ``config_file`` heads lives: ``$SENTINEL_STATE_DIR``
+    when set (a container mounts the project read-only, its state directory writable), else
+    ``.sentinel/`` beside ``config_file``."""
+    state_dir = environ.get("SENTINEL_STATE_DIR")
+    return (Path(state_dir) if state_dir else config_file.parent / ".sentinel") / CACHE_NAME
 
 
 def context_digest(service: ServiceConfig, skills: Sequence[str], base_dir: Path) -> str:

@@ -367,7 +367,7 @@ def _load_config(path: Path, env: Mapping[str, str], compiled: bool) -> LoadedCo
     service, skills, watchers_dir = _load_base(path, env, collector)
     cache = None
     if compiled and service is not None and not collector.issues:
-        cache = CompiledCache.open(cache_file(path), context_digest(service, list(skills), base_dir))
+        cache = CompiledCache.open(cache_file(path, env), context_digest(service, list(skills), base_dir))
     watchers: list[LoadedWatcher] = []
     seen: dict[str, WatcherSource] = {}
     for file in watcher_files(watchers_dir):
