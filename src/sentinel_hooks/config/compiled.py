@@ -13,11 +13,11 @@ What is kept, and when it is used:
   to disk, and a changed variable cannot be missed), and none of its watchers names an
   ``operatorGoalFile`` (a file the checks look for, which could go away);
 * they are used for a file whose path and bytes are the ones kept, loaded under the same
-  context: Sentinel's version, Python's, the project directory, the skills' names and
-  sentinel.yaml as validated (its JSON, in which pydantic masks every ``SecretStr``), hashed.
-  Anything else is read as usual, so a hit gives exactly what reading would: those watchers
-  validated before, from the same bytes, against the same settings, and every problem is still
-  reported with its file and line (a file with a problem is never kept).
+  context: Sentinel's version and source code, Python's version, the project directory, the
+  skills' names and sentinel.yaml as validated (its JSON, in which pydantic masks every
+  ``SecretStr``), hashed. Anything else is read as usual, so a hit gives exactly what reading
+  would: those watchers validated before, from the same bytes, against the same settings, and
+  every problem is still reported with its file and line (a file with a problem is never kept).
 
 The checks across files (duplicate ids, shared ping keys, ``limits.maxWatchers``) run on every
 load. The cache is a pickle, which runs code when read: it is only read when the file and its
@@ -28,6 +28,7 @@ read or write it only means the files are read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -39,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sentinel_hooks
 from sentinel_hooks import __version__
 from sentinel_hooks.config.service import ServiceConfig
 
@@ -64,13 +66,25 @@ def context_digest(service: ServiceConfig, skills: Sequence[str], base_dir: Path
     """What, besides a file's bytes, its validation depended on (see the module docstring)."""
     parts = [
         f"format {FORMAT}",
-        f"sentinel {__version__}",
+        f"sentinel {__version__} {_code_digest()}",
         f"python {sys.version}",
         f"base {base_dir}",
         "skills " + "\0".join(sorted(skills)),
         service.model_dump_json(),
     ]
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@functools.cache
+def _code_digest() -> str:
+    """A digest of Sentinel's own source: pickled models are only read back by the code that
+    wrote them (a development checkout keeps its version number while its models change)."""
+    package = Path(sentinel_hooks.__file__).parent
+    digest = hashlib.sha256()
+    for source in sorted(package.rglob("*.py")):
+        digest.update(str(source.relative_to(package)).encode("utf-8", "surrogatepass") + b"\0")
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
 
 
 @dataclass
