@@ -219,6 +219,7 @@ class Service(ServiceOperations):
             stream=stream,
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
             mcp=self.mcp,
+            audit=self.audit,
         )
         if sink is None:  # a group's ended session runs again for joins after its page (SPEC §19)
             self.relay.rejoin = self.sessions.rejoin
