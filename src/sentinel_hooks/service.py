@@ -63,8 +63,8 @@ from sentinel_hooks.tracing import create_tracing
 from sentinel_hooks.watchers.alerts import RESOLVED_NOTE, SOURCE_ACTOR, AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
-from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.schedule import LoopScheduler
+from sentinel_hooks.watchers.shared import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
 from sentinel_hooks.watchers.writeback import WatcherWrites
 

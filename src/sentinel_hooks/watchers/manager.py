@@ -47,8 +47,9 @@ from sentinel_hooks.heap import freeze_young
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
-from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
+from sentinel_hooks.watchers.runner import WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
+from sentinel_hooks.watchers.shared import RunnerDeps
 from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
