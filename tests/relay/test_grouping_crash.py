@@ -65,15 +65,19 @@ def cli(base: str, *args: str) -> str:
     return done.stdout
 
 
+def laid_out(tmp_path: Path, sink: Sink, store: str, watcher: str) -> tuple[Path, str, Path]:
+    """The config (``CONFIG`` over ``store``, a free port, the LLM down) and ``watcher`` in
+    ``tmp_path``: the config's path, the service's base URL and its log's path."""
+    port = free_port()
+    text = CONFIG.format(store=store, port=port, url=sink.url("/in"), dead_port=free_port())
+    return lay_out(tmp_path, text, watcher), f"http://127.0.0.1:{port}", tmp_path / "service.log"
+
+
 async def test_kill_9_before_the_wait_ends_still_pages_each_group_once(tmp_path: Path, sink: Sink) -> None:
     """Fires of two keys, SIGKILL inside waitMs, restart, one more fire of a key: one page per
     group, naming the fires it holds then; `callbacks show` of a member names its group and of
     the group lists its four members."""
-    port = free_port()
-    text = CONFIG.format(store="sqlite:///state.db", port=port, url=sink.url("/in"), dead_port=free_port())
-    config = lay_out(tmp_path, text, WATCHER)
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "service.log"
+    config, base, log = laid_out(tmp_path, sink, "sqlite:///state.db", WATCHER)
     proc = start(config, log)
     try:
         await wait_for(lambda: ready(base), timeout_s=60, what="the service")
@@ -205,12 +209,8 @@ async def test_kill_9_inside_interval_ms_delivers_the_pending_joins_as_one_follo
 ) -> None:
     """A group pages, three fires join after the page, SIGKILL before their follow-up is due
     (intervalMs), restart: the three joins reach people as one follow-up, once; no second page."""
-    port = free_port()
     store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
-    text = CONFIG.format(store=store_url, port=port, url=sink.url("/in"), dead_port=free_port())
-    config = lay_out(tmp_path, text, AFTER_THE_PAGE)
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "service.log"
+    config, base, log = laid_out(tmp_path, sink, store_url, AFTER_THE_PAGE)
     proc = start(config, log)
     try:
         await wait_for(lambda: ready(base), timeout_s=60, what="the service")
