@@ -41,6 +41,9 @@ __all__ = ["DEFAULT_CONFIG", "config_path"]  # re-exported: callers import them 
 WATCHER_SUFFIXES = (".yaml", ".yml")
 
 
+API_SOURCE_PREFIX = "api:"  # the file of a watcher created through the API: ``api:{id}``
+
+
 @dataclass(frozen=True)
 class WatcherSource:
     """Where a watcher was defined."""
@@ -450,25 +453,37 @@ def _file_watchers(
 def shared_ping_keys(watchers: Iterable[LoadedWatcher]) -> list[ConfigIssue]:
     """An issue for each heartbeat watcher whose pingKey an earlier one has: a ping could not
     tell them apart. The message names both watchers and where they are, never the key."""
+    return [ping_key_issue(later, earlier) for later, earlier in ping_key_clashes(watchers)]
+
+
+def ping_key_clashes(watchers: Iterable[LoadedWatcher]) -> list[tuple[LoadedWatcher, LoadedWatcher]]:
+    """Each heartbeat watcher whose pingKey an earlier one in ``watchers`` has, with that one."""
     first: dict[str, LoadedWatcher] = {}
-    issues: list[ConfigIssue] = []
+    clashes: list[tuple[LoadedWatcher, LoadedWatcher]] = []
     for loaded in watchers:
         spec = loaded.spec
         if not isinstance(spec, HeartbeatWatcher):
             continue
         other = first.setdefault(spec.ping_key.get_secret_value(), loaded)
         if other is not loaded:
-            where = f"{other.source.file}:{other.source.line}"
-            issues.append(
-                ConfigIssue(
-                    loaded.source.file,
-                    loaded.source.line,
-                    "pingKey",
-                    f"heartbeat watchers {spec.id!r} and {other.spec.id!r} (at {where}) have the same "
-                    "pingKey; give each its own (a ping could not tell them apart)",
-                )
-            )
-    return issues
+            clashes.append((loaded, other))
+    return clashes
+
+
+def ping_key_issue(later: LoadedWatcher, earlier: LoadedWatcher) -> ConfigIssue:
+    """``later`` has ``earlier``'s pingKey: the issue at ``later``'s place, naming both (not the key)."""
+    source = earlier.source
+    if source.file.startswith(API_SOURCE_PREFIX):
+        where = "created through the API"
+    else:
+        where = "at " + (source.file if source.line is None else f"{source.file}:{source.line}")
+    return ConfigIssue(
+        later.source.file,
+        later.source.line,
+        "pingKey",
+        f"heartbeat watchers {later.spec.id!r} and {earlier.spec.id!r} ({where}) have the same "
+        "pingKey; give each its own (a ping could not tell them apart)",
+    )
 
 
 def load_without_watchers(path: Path, *, environ: Mapping[str, str] | None = None) -> LoadedConfig:

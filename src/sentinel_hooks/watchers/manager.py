@@ -39,7 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 from apscheduler.schedulers.base import STATE_RUNNING
 
-from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
+from sentinel_hooks.config.loader import API_SOURCE_PREFIX, LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
@@ -47,8 +47,9 @@ from sentinel_hooks.heap import freeze_young
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
-from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
+from sentinel_hooks.watchers.runner import WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
+from sentinel_hooks.watchers.shared import RunnerDeps
 from sentinel_hooks.watchers.state import StatusState, WatcherState, is_firing, status_json, status_state
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
@@ -369,6 +370,10 @@ class WatcherManager:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""
         return status_state(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
 
+    def api_watchers(self) -> list[LoadedWatcher]:
+        """The watchers created through the API, as loaded."""
+        return [self._runners[i].loaded for i in sorted(self._api_defined) if i in self._runners]
+
     def is_api_defined(self, watcher_id: str) -> bool:
         return watcher_id in self._api_defined
 
@@ -475,7 +480,7 @@ def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
 
 def api_source(watcher_id: str) -> WatcherSource:
     """Where an API-created watcher is said to come from."""
-    return WatcherSource(f"api:{watcher_id}", None)
+    return WatcherSource(f"{API_SOURCE_PREFIX}{watcher_id}", None)
 
 
 def _lasting(spec: AnyWatcher) -> bool:
