@@ -41,6 +41,15 @@ async def test_a_used_reservation_is_not_handed_out_again(store: Store) -> None:
     assert at(120) == await take(store, "b", 61, limit=1)
 
 
+async def test_a_late_send_on_a_reservation_counts_when_it_happens(store: Store) -> None:
+    """A holder that comes well after its reserved slot (a backlog) sends then: the window counts
+    that send, so the next takers wait a window after it, not after the slot it came late to."""
+    assert await take(store, "a", 0, limit=1) is None
+    assert at(60) == await take(store, "b", 1, limit=1)
+    assert await take(store, "b", 100, limit=1) is None  # 40 s late
+    assert at(160) == await take(store, "c", 121, limit=1)  # not free at once at 121
+
+
 async def test_keys_are_paced_apart(store: Store) -> None:
     """One key's full window does not hold another's."""
     assert await take(store, "x", 0, key="a", limit=1) is None

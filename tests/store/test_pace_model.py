@@ -63,7 +63,7 @@ class PaceMachine(RuleBasedStateMachine):
             if slot_ms > self.now_ms:
                 expected = slot_ms
             else:
-                slots[mine[0]] = (slot_ms, None)
+                slots[mine[0]] = (self.now_ms, None)  # the send counts where it happens
                 expected = None
         else:
             times = sorted(s[0] for s in slots)

@@ -13,8 +13,11 @@ local held = redis.call('ZSCORE', KEYS[1], holder)
 if held then
   held = tonumber(held)
   if held > at then return held end
+  -- the send happens now, perhaps well after its slot: it is counted where it happens
   redis.call('ZREM', KEYS[1], holder)
-  redis.call('ZADD', KEYS[1], held, fresh)
+  redis.call('ZADD', KEYS[1], at, fresh)
+  local last = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  redis.call('PEXPIRE', KEYS[1], tonumber(last[2]) - at + window)
   return false
 end
 local nth = redis.call('ZREVRANGE', KEYS[1], limit - 1, limit - 1, 'WITHSCORES')

@@ -24,7 +24,9 @@ def take_pace_slot(
         slot_id, slot_ms = held
         if int(slot_ms) > at_ms:
             return int(slot_ms)
-        c.execute("UPDATE pace_slots SET holder = NULL WHERE id = ?", (slot_id,))
+        # The holder sends now, which may be well after its slot (a backlog): the window counts
+        # the send where it happens, or a late send and the next ones could crowd one window.
+        c.execute("UPDATE pace_slots SET holder = NULL, at_ms = ? WHERE id = ?", (at_ms, slot_id))
         return None
     nth = c.execute(
         "SELECT at_ms FROM pace_slots WHERE key = ? ORDER BY at_ms DESC, id DESC LIMIT 1 OFFSET ?",
