@@ -37,7 +37,7 @@ from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
-from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
+from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Measured, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
 from sentinel_hooks.callbacks.sessions.progress import FINAL, REJOINED, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import (
@@ -63,6 +63,7 @@ from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.grouping import bounded_members
 from sentinel_hooks.core.retry import Backoff, call_with_retries
+from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
@@ -72,6 +73,7 @@ from sentinel_hooks.store.base import (
     ContractStore,
     SessionStore,
     TranscriptTail,
+    UsageCount,
     UsageStore,
     WatcherStore,
 )
@@ -164,9 +166,11 @@ class SessionRunner:
         checkpoints: dict[str, dict[str, Any]] | None = None,
         *,
         hold: bool = False,
+        usage: UsageCount | None = None,
     ) -> list[dict[str, Any]]:
         """``append`` for several entries, in order, in one store step that also puts
-        ``checkpoints`` (``progress``: the session's progress with the entries it follows).
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows) and
+        counts ``usage`` (the model call whose reply the entries record: ``Meter.measure``).
 
         With ``hold`` they are written with the callback's next append instead, in its step:
         for what a scripted reply follows (computed here, at once, with no effect outside), so
@@ -181,11 +185,11 @@ class SessionRunner:
             entries, checkpoints = [*earlier, *stored], {**saved, **(checkpoints or {})}
         else:
             entries = stored
-        if hold:
+        if hold and usage is None:  # a scripted reply's: no model call to count
             self._held[contract.callback_id] = (entries, checkpoints or {})
             return stored
         await self._deps.store.append_transcript(
-            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints
+            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints, usage=usage
         )
         return stored
 
@@ -304,6 +308,7 @@ class SessionRunner:
             watcher_id=contract.watcher_id,
             session_key=contract.session_key,
             watcher_budget=None if watcher is None else watcher.fire.budget,
+            fire_used=Usage() if begun.status is None else None,  # a new session has made no call
         )
         metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
@@ -507,12 +512,12 @@ class SessionRunner:
         if found is not None:
             seqs, _ = found
             middle = compaction.originals(own, seqs)
-            reply, usage = await self._complete(
+            reply, measured = await self._complete(
                 backend, compaction.summary_request(middle, room), [], meter, "summary"
             )
             summary = compaction.summary_message(reply.text or "(no summary)")
-            entry = {"kind": "compaction", "replaces": seqs, "message": summary, "usage": usage}
-            await self.append(contract, entry)
+            entry = {"kind": "compaction", "replaces": seqs, "message": summary}
+            await self._append_reply(contract, entry, None, meter, measured)
             entries = await self._entries(contract)
         for seq, message in compaction.cuts(entries, room):
             await self.append(
@@ -566,7 +571,7 @@ class SessionRunner:
             try:
                 async with asyncio.timeout(left_s):  # a model call past the limit is cut off
                     messages[:] = await self._compact(contract, backend, messages, tools, sizes, meter)
-                    reply, usage = await self._complete(backend, messages, tools, meter, "turn")
+                    reply, measured = await self._complete(backend, messages, tools, meter, "turn")
             except TimeoutError:
                 return await self._stop(contract, limit.reason, turns)
             turns += 1
@@ -574,9 +579,7 @@ class SessionRunner:
             # the last reply (no tool calls) and the session's end are one step
             done = progress(contract, "done", turns=turns) if not message.get("toolCalls") else None
             entry = {"kind": "message", "message": message, "model": reply.model}
-            if usage is not None:
-                entry["usage"] = usage
-            [stored] = await self.append_all(contract, [entry], done)
+            stored = await self._append_reply(contract, entry, done, meter, measured)
             messages.append(stored["message"])
             if done is not None:
                 return "done"
@@ -628,11 +631,11 @@ class SessionRunner:
         tools: list[ToolSpec],
         meter: Meter,
         call: Call,
-    ) -> tuple[ModelReply, dict[str, Any] | None]:
+    ) -> tuple[ModelReply, Measured | None]:
         """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s),
-        and its usage as recorded (None for the scripted backend, which calls no model). The
-        budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
-        counted after (``Meter``)."""
+        and its usage (None for the scripted backend, which calls no model), to be counted with
+        the reply's entry (``_append_reply``). The budgets are checked first (``BudgetExhausted``:
+        the call is not made)."""
         metered = not isinstance(backend, ScriptedBackend)
         if metered:
             await meter.check()
@@ -640,8 +643,27 @@ class SessionRunner:
         reply = await call_with_retries(
             lambda: backend.complete(messages, tools), MODEL_BACKOFF, retry_if=TransientModelError, rng=_RNG
         )
-        usage = await meter.record(backend.name, call, messages, reply, started) if metered else None
-        return _recovered(reply, [t.name for t in tools]), usage
+        measured = meter.measure(backend.name, call, messages, reply, started) if metered else None
+        return _recovered(reply, [t.name for t in tools]), measured
+
+    async def _append_reply(
+        self,
+        contract: Contract,
+        entry: dict[str, Any],
+        checkpoints: dict[str, dict[str, Any]] | None,
+        meter: Meter,
+        measured: Measured | None,
+    ) -> dict[str, Any]:
+        """Store a model call's reply ``entry`` with its usage (``entry["usage"]``), which the
+        same store step adds to the budgets' counters; as stored. A crash before this step
+        leaves no trace of the call: the session makes it again on resume, counted then."""
+        if measured is None:
+            [stored] = await self.append_all(contract, [entry], checkpoints)
+            return stored
+        entry = {**entry, "usage": measured.recorded}
+        [stored] = await self.append_all(contract, [entry], checkpoints, usage=measured.count)
+        meter.counted(measured)
+        return stored
 
     async def _fail(self, contract: Contract, error: str) -> None:
         error = self._deps.redactor.text(error)
