@@ -106,3 +106,50 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
 
 async def _count(found: object, n: int) -> bool:
     return len(await found()) >= n  # type: ignore[operator]
+
+
+async def test_a_notify_cut_off_before_its_result_was_written_is_not_sent_twice(tmp_path: Path) -> None:
+    """A notify's result is written with the session's next step; killed while the model thinks
+    about its next reply, the restarted session tries the notify again, which sends nothing."""
+    port = free_port()
+    async with FakeOpenAIServer() as model:
+        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk full on db-1"})
+        model.hang()
+        model.reply_text("done")
+        config = tmp_path / "sentinel.yaml"
+        config.write_text(CONFIG.format(port=port, model=model.url))
+        (tmp_path / "watchers").mkdir()
+        (tmp_path / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
+        base = f"http://127.0.0.1:{port}"
+        out = tmp_path / "out.jsonl"
+        proc = start(config)
+        try:
+            await wait_for(lambda: ready(base), timeout_s=60, what="the service")
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(base + "/hooks/ingest/w", json={"n": 1}) as r,
+            ):
+                assert 202 == r.status
+            await wait_for(lambda: len(model.requests) == 2, timeout_s=30, what="the model's second turn")
+            assert out.exists()
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+
+            proc = start(config)
+            await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
+
+            async def entries() -> list[dict[str, object]] | None:
+                _, found = await get(base + "/api/v1/sessions/sentinel:hooks:watcher:w")
+                listed = [e["entry"] for e in found["transcript"]]  # type: ignore[index]
+                ended = any(e.get("message", {}).get("content") == "done" for e in listed)
+                return listed if ended else None
+
+            listed = await wait_for(entries, timeout_s=45, what="the resumed session's end")
+            [line] = out.read_text().splitlines()
+            assert "disk full on db-1" == json.loads(line)["message"]
+            results = [e for e in listed if e.get("message", {}).get("role") == "tool"]  # type: ignore[union-attr]
+            assert 1 == len(results)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=15)

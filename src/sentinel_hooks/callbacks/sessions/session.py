@@ -4,8 +4,10 @@ A session queue (``callbacks/queues/base.py``) runs callbacks of one session key
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
-result was recorded. The tool calls of a turn are run and recorded by ``actions.ToolCalls``;
-the progress mark is ``progress``'s.
+result was recorded (a notify's result goes with the session's next write: a notify tried again
+adds nothing, ``actions``); a model call's usage is counted in the step that records its
+reply. The tool calls of a turn are run and recorded by ``actions.ToolCalls``; the progress
+mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
 A session may go on after its contract's deadline, up to its time limit (``limits``).
 Its model calls are counted and bounded by ``budgets.Meter`` (SPEC §20); the module is past 500
@@ -21,7 +23,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
@@ -316,7 +318,8 @@ class SessionRunner:
             current = await self._deps.store.get_contract(contract.callback_id) if rejoined else None
             if current is not None and current.group is not None and current.group.fires > seen:
                 seen = await self._hand_joins(contract, current.group, seen, messages)
-            return await self._loop(contract, backend, box, messages, limit, meter, seen)
+            grouped = begun.group is not None or (current is not None and current.group is not None)
+            return await self._loop(contract, backend, box, messages, limit, meter, seen, grouped=grouped)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
@@ -474,12 +477,12 @@ class SessionRunner:
         entries = tail
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
-        envelopes = await store.get_envelopes(wanted) if wanted else {}
-        contracts: dict[str, str] = {}
-        for callback_id in memory.unsettled(state):
-            found = await store.get_contract(callback_id)
-            if found is not None:
-                contracts[callback_id] = found.state
+        unsettled = memory.unsettled(state)
+        # asked together: the store's thread runs them back to back (Redis: in parallel)
+        envelopes_read = store.get_envelopes(wanted) if wanted else _nothing()
+        read = await asyncio.gather(envelopes_read, *(store.get_contract(cid) for cid in unsettled))
+        envelopes = cast(dict[str, Envelope], read[0])
+        contracts = {c.callback_id: c.state for c in cast(list[Contract | None], read[1:]) if c is not None}
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
         stored = state.to_json()
@@ -534,11 +537,15 @@ class SessionRunner:
         limit: Limit,
         meter: Meter,
         seen: int = 0,
+        *,
+        grouped: bool = True,
     ) -> str:
         """Model turns and tool calls to the session's end (or a pause). Before each model call
         but the first: a fire resolved before its page stops the session, and fires that joined
         its group since it last looked (``seen``: the group's fires it was shown) are handed to it
-        as a new message (SPEC §19)."""
+        as a new message (SPEC §19). The contract is read for that unless nothing can have
+        changed: a contract without a group (``grouped`` False; none is added later) that a
+        notify of this run found settled (``ToolBox.settled``)."""
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -556,7 +563,10 @@ class SessionRunner:
                 continue
             if self._calls.tripped(messages):
                 return await self._calls.trip(contract, box, messages)
-            current = await self._deps.store.get_contract(contract.callback_id) if turns else None
+            changing = grouped or not box.settled
+            current = (
+                await self._deps.store.get_contract(contract.callback_id) if turns and changing else None
+            )
             if current is not None and current.state == "resolved":  # before its page (SPEC §6.4)
                 return await self._stop(contract, FIRE_RESOLVED, turns)
             if current is not None and current.group is not None and current.group.fires > seen:
@@ -675,6 +685,10 @@ class SessionRunner:
         )
         entry = {"kind": "status", "status": "failed", "error": error}
         await self.append_all(contract, [entry], progress(contract, "failed", error=error))
+
+
+async def _nothing() -> dict[str, Envelope]:
+    return {}
 
 
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
