@@ -75,9 +75,12 @@ class CountingStore(SqliteStore):
         *,
         at: Any,
         checkpoints: Any = None,
+        usage: Any = None,
     ) -> list[int]:
         self.appends.append(list(entries))
-        return await super().append_transcript(session_key, entries, at=at, checkpoints=checkpoints)
+        return await super().append_transcript(
+            session_key, entries, at=at, checkpoints=checkpoints, usage=usage
+        )
 
 
 Start = Callable[..., Awaitable[Service]]

@@ -52,6 +52,22 @@ async def ready(base: str) -> bool:
         return False
 
 
+def project(folder: Path, port: int, model: FakeOpenAIServer) -> tuple[Path, str]:
+    """``folder``'s sentinel.yaml with watcher ``w`` (a webhook watcher), and the service's URL."""
+    config = folder / "sentinel.yaml"
+    config.write_text(CONFIG.format(port=port, model=model.url))
+    (folder / "watchers").mkdir()
+    (folder / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
+    return config, f"http://127.0.0.1:{port}"
+
+
+async def fire_once(base: str) -> None:
+    """Wait for the service to be ready, then fire watcher ``w`` once."""
+    await wait_for(lambda: ready(base), timeout_s=60, what="the service")
+    async with aiohttp.ClientSession() as session, session.post(base + "/hooks/ingest/w", json={"n": 1}) as r:
+        assert 202 == r.status
+
+
 async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
     """The command ran once before the kill; after restart the session continues from its checkpoint."""
     ran = tmp_path / "ran.txt"
@@ -62,19 +78,10 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
         )
         model.hang()
         model.reply_tool_call("sentinel_act", {"action": "notify", "message": "checked, all fine"})
-        config = tmp_path / "sentinel.yaml"
-        config.write_text(CONFIG.format(port=port, model=model.url))
-        (tmp_path / "watchers").mkdir()
-        (tmp_path / "watchers" / "w.yaml").write_text("id: w\nstrategy: webhook\ndeliveryTargets: [out]\n")
-        base = f"http://127.0.0.1:{port}"
+        config, base = project(tmp_path, port, model)
         proc = start(config)
         try:
-            await wait_for(lambda: ready(base), timeout_s=60, what="the service")
-            async with (
-                aiohttp.ClientSession() as session,
-                session.post(base + "/hooks/ingest/w", json={"n": 1}) as r,
-            ):
-                assert 202 == r.status
+            await fire_once(base)
             await wait_for(
                 lambda: len(model.requests) == 2, timeout_s=30, what="the session to wait on the model"
             )
@@ -106,3 +113,41 @@ async def test_session_resumes_after_kill_9(tmp_path: Path) -> None:
 
 async def _count(found: object, n: int) -> bool:
     return len(await found()) >= n  # type: ignore[operator]
+
+
+async def test_a_notify_cut_off_before_its_result_was_written_is_not_sent_twice(tmp_path: Path) -> None:
+    """A notify's result is written with the session's next step; killed while the model thinks
+    about its next reply, the restarted session tries the notify again, which sends nothing."""
+    port = free_port()
+    async with FakeOpenAIServer() as model:
+        model.reply_tool_call("sentinel_act", {"action": "notify", "message": "disk full on db-1"})
+        model.hang()
+        model.reply_text("done")
+        config, base = project(tmp_path, port, model)
+        out = tmp_path / "out.jsonl"
+        proc = start(config)
+        try:
+            await fire_once(base)
+            await wait_for(lambda: len(model.requests) == 2, timeout_s=30, what="the model's second turn")
+            assert out.exists()
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+
+            proc = start(config)
+            await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
+
+            async def entries() -> list[dict[str, object]] | None:
+                _, found = await get(base + "/api/v1/sessions/sentinel:hooks:watcher:w")
+                listed = [e["entry"] for e in found["transcript"]]  # type: ignore[index]
+                ended = any(e.get("message", {}).get("content") == "done" for e in listed)
+                return listed if ended else None
+
+            listed = await wait_for(entries, timeout_s=45, what="the resumed session's end")
+            [line] = out.read_text().splitlines()
+            assert "disk full on db-1" == json.loads(line)["message"]
+            results = [e for e in listed if e.get("message", {}).get("role") == "tool"]  # type: ignore[union-attr]
+            assert 1 == len(results)
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=15)

@@ -8,6 +8,7 @@ import pytest
 
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.store import Store
+from sentinel_hooks.store.base import UsageCount
 from tests.contract import stores
 from tests.contract.stores import Backend, at
 
@@ -61,3 +62,24 @@ async def test_nothing_to_read_or_add_is_a_no_op(store: Store) -> None:
     """No keys: nothing is added and nothing is read."""
     await store.add_usage([], Usage(1, 1, 0.0), at=at(0), ttl_ms=DAY_MS)
     assert {} == await store.get_usage([])
+
+
+async def test_a_transcript_append_counts_its_usage_in_the_same_step(store: Store) -> None:
+    """``append_transcript`` with ``usage`` appends the entries and adds to every counter named."""
+    counted = UsageCount(("fire:a", "service-day:d"), Usage(10, 5, 0.25), DAY_MS)
+    seqs = await store.append_transcript("s", [{"kind": "message"}], at=at(0), usage=counted)
+    await store.append_transcript("s", [], at=at(1), usage=counted)  # the counters alone
+    assert [1] == seqs
+    assert [1] == [e.seq for e in await store.get_transcript("s")]
+    expected = {"fire:a": Usage(20, 10, 0.5), "service-day:d": Usage(20, 10, 0.5)}
+    assert expected == await store.get_usage(["fire:a", "service-day:d"])
+
+
+async def test_a_transcript_append_refuses_usage_kept_for_no_time(store: Store) -> None:
+    """A ``ttl_ms`` below 1 is refused before anything is written: no entry, no count."""
+    with pytest.raises(ValueError, match="ttl_ms"):
+        await store.append_transcript(
+            "s", [{"kind": "message"}], at=at(0), usage=UsageCount(("k",), Usage(1, 1, 0.0), 0)
+        )
+    assert [] == await store.get_transcript("s")
+    assert {} == await store.get_usage(["k"])

@@ -99,6 +99,17 @@ class TranscriptTail:
 
 
 @dataclass(frozen=True)
+class UsageCount:
+    """A model call's ``usage`` to add to the counters ``keys`` (as ``UsageStore.add_usage``, kept
+    for ``ttl_ms``): given to ``SessionStore.append_transcript``, it is counted in the step that
+    records the call's reply."""
+
+    keys: tuple[str, ...]
+    usage: Usage
+    ttl_ms: int
+
+
+@dataclass(frozen=True)
 class CallbackView:
     """``SessionStore.read_callback``'s answer: what a hook session starts from. ``transcript`` is
     None when no ``TranscriptTail`` was asked for, ``envelope`` when it was not asked for."""
@@ -342,10 +353,13 @@ class SessionStore(Protocol):
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        usage: UsageCount | None = None,
     ) -> list[int]:
         """Append ``entries`` with consecutive ``seq`` numbers (1 for a session's first entry),
-        and put ``checkpoints`` (each replacing the one of its key, as ``put_checkpoint``), in
-        one atomic step: a session's progress is recorded with the entries it speaks of.
+        put ``checkpoints`` (each replacing the one of its key, as ``put_checkpoint``) and add
+        ``usage`` to its counters (as ``UsageStore.add_usage`` at ``at``), in one atomic step: a
+        session's progress is recorded with the entries it speaks of, and a model call is
+        counted with its reply (one write instead of two; ``ValueError`` for a ``ttl_ms`` below 1).
 
         Concurrent appends to one session never share or skip a number; each call's entries
         stay contiguous. Numbers continue after entries pruned from the transcript's head

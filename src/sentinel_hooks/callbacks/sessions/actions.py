@@ -47,6 +47,14 @@ class Transcript(Protocol):
     async def mark(self, contract: Contract, status: str, **extra: Any) -> None: ...
 
 
+def _retried_safely(call: ToolCall, result: dict[str, Any]) -> bool:
+    """Whether the call's result may wait for the session's next write (the reply to it, a
+    status, a mark): a notify handed to delivery (its result carries the ordinal). Lost in a
+    crash, it is tried again on resume with the same ordinal (``notifies_in``), hence the same
+    delivery keys, which adds nothing and reports what became of the first try (``Relay.notify``)."""
+    return call.name == "sentinel_act" and isinstance(result.get("notify"), int)
+
+
 def open_calls(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Tool calls of the last assistant message that have no recorded result yet."""
     last_assistant = next((m for m in reversed(messages) if m.get("role") == "assistant"), None)
@@ -77,7 +85,8 @@ class ToolCalls:
 
         ``"paused"`` when the session paused for an approval, ``"tripped"`` when the circuit
         breaker stops it before the next call (that call is never executed), else None. With
-        ``hold`` the results are written with the callback's next append.
+        ``hold`` the results are written with the callback's next append; so is a notify's result
+        always (``_retried_safely``): one write less per notify.
         """
         for raw_call in open_calls(messages):
             if self.tripped(messages):
@@ -104,7 +113,7 @@ class ToolCalls:
                 "content": json.dumps(result, ensure_ascii=False, default=str),
             }
             stored = await self._transcript.append(
-                contract, {"kind": "message", "message": message}, hold=hold
+                contract, {"kind": "message", "message": message}, hold=hold or _retried_safely(call, result)
             )
             messages.append(stored["message"])
         return None

@@ -4,10 +4,17 @@ is spent.
 A ``Meter`` stands for one callback: ``check`` before each model call (the session's turns and
 compaction summaries, the judge rules its actions meet) reads the counters of every budget that
 applies (the fire's, the watcher's UTC day, the service's UTC day) and raises ``BudgetExhausted``
-naming the first one spent; ``record`` after the call adds its usage (as the API reported it,
-else estimated) to those counters and to its model's day, in the store (``UsageStore``), so
-replicas and restarts share them. The first time a day budget is found spent, one inbox
-escalation is opened for it (its id is derived from the budget's key: once per day per scope).
+naming the first one spent; after the call its usage (as the API reported it, else estimated)
+is added to those counters and to its model's day, in the store (``UsageStore``), so replicas
+and restarts share them: by ``record`` (a judge's call), or for a session's own calls with the
+reply's transcript entry, in its store step (``measure``, then ``counted``). The first time a
+day budget is found spent, one inbox escalation is opened for it (its id is derived from the
+budget's key: once per day per scope).
+
+The fire's counter is read once per session at most: only this callback's session and its
+judges spend it, all through this meter, so after a read (or, for a new session, knowing it
+has made no call yet) the meter keeps it up to date itself. The day counters, which other fires
+and replicas spend, are read before every call.
 
 Judge rules are asked deep inside the action policy (commands, MCP calls, notify messages);
 the session sets ``METER`` while it runs, and ``judge.py`` reads it, so the callback's judges are
@@ -19,7 +26,7 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -40,7 +47,7 @@ from sentinel_hooks.core.usage import (
 )
 from sentinel_hooks.errors import SentinelError
 from sentinel_hooks.events import Events
-from sentinel_hooks.store.base import UsageStore
+from sentinel_hooks.store.base import UsageCount, UsageStore
 
 if TYPE_CHECKING:
     from sentinel_hooks.inbox.items import Inbox
@@ -118,8 +125,19 @@ METER: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("sentinel_m
 
 
 @dataclass(frozen=True)
+class Measured:
+    """One model call's usage: as its transcript entry records it, and what to add to the counters."""
+
+    recorded: dict[str, Any]
+    count: UsageCount
+
+
+@dataclass(eq=False)
 class Meter:
-    """Counts one callback's model calls and checks its budgets."""
+    """Counts one callback's model calls and checks its budgets.
+
+    ``fire_used`` is what the fire has spent when the caller knows it (a new session: nothing),
+    else None (read at the first ``check``); from then on this meter keeps it up to date."""
 
     store: UsageStore
     clock: Clock
@@ -130,6 +148,7 @@ class Meter:
     watcher_id: str
     session_key: str
     watcher_budget: WatcherBudget | None = None
+    fire_used: Usage | None = field(default=None)
 
     def _budgets(self, day: str) -> list[Budget]:
         return budgets_for(
@@ -141,13 +160,22 @@ class Meter:
         )
 
     async def check(self) -> None:
-        """Raise ``BudgetExhausted`` when a budget that applies is spent (one store read; none
-        when no budget applies). The first such finding of a day budget opens its escalation."""
+        """Raise ``BudgetExhausted`` when a budget that applies is spent (one store read of the
+        day counters that apply, and of the fire's until known; none when nothing is left to
+        read). The first such finding of a day budget opens its escalation."""
         day = utc_day(self.clock.now())
         budgets = self._budgets(day)
         if not budgets:
             return
-        used = await self.store.get_usage([b.key for b in budgets])
+        fire = fire_key(self.callback_id)
+        known = self.fire_used
+        wanted = list(dict.fromkeys(b.key for b in budgets if known is None or b.key != fire))
+        used = await self.store.get_usage(wanted) if wanted else {}
+        if known is None:
+            if fire in wanted:
+                self.fire_used = used.get(fire, Usage())
+        else:
+            used[fire] = known
         found = exhausted(budgets, used)
         if found is None:
             return
@@ -167,11 +195,10 @@ class Meter:
             )
         raise BudgetExhausted(budget.kind, which)
 
-    async def record(
-        self, entry: str, call: Call, request: object, reply: ModelReply, started: float
-    ) -> dict[str, Any]:
-        """Count one call of the ``models:`` entry ``entry`` (``started``: its ``perf_counter``)
-        and return its usage as the transcript records it."""
+    def measure(self, entry: str, call: Call, request: object, reply: ModelReply, started: float) -> Measured:
+        """One call of the ``models:`` entry ``entry`` (``started``: its ``perf_counter``): its
+        usage as the transcript records it, and the counters to add it to (the caller writes
+        them, then calls ``counted``)."""
         elapsed_ms = (time.perf_counter() - started) * 1000
         spec = self.service.models.get(entry)
         pricing = None if spec is None else spec.pricing
@@ -182,17 +209,36 @@ class Meter:
             reply_calls=[c.to_json() for c in reply.tool_calls],
             prices=None if pricing is None else (pricing.input_per_m_tok, pricing.output_per_m_tok),
         )
-        now = self.clock.now()
         keys = counted_keys(
-            callback_id=self.callback_id, watcher_id=self.watcher_id, day=utc_day(now), model=entry
+            callback_id=self.callback_id,
+            watcher_id=self.watcher_id,
+            day=utc_day(self.clock.now()),
+            model=entry,
         )
-        await self.store.add_usage(keys, usage, at=now, ttl_ms=COUNTER_TTL_MS)
         recorded = {"call": call, "entry": entry, **usage.to_json(), "elapsedMs": round(elapsed_ms, 1)}
         if estimated:
             recorded["estimated"] = True
+        return Measured(recorded, UsageCount(tuple(keys), usage, COUNTER_TTL_MS))
+
+    def counted(self, measured: Measured) -> None:
+        """``measured`` is in the store's counters: the fire's known spend grows, events are told."""
+        if self.fire_used is not None:
+            self.fire_used += measured.count.usage
         if self.events is not None:
-            self.events.model_call(self.callback_id, entry, recorded, watcher_id=self.watcher_id)
-        return recorded
+            self.events.model_call(
+                self.callback_id, measured.recorded["entry"], measured.recorded, watcher_id=self.watcher_id
+            )
+
+    async def record(
+        self, entry: str, call: Call, request: object, reply: ModelReply, started: float
+    ) -> dict[str, Any]:
+        """Count one call (``measure``) in its own store step and return its usage as the
+        transcript records it."""
+        measured = self.measure(entry, call, request, reply, started)
+        count = measured.count
+        await self.store.add_usage(count.keys, count.usage, at=self.clock.now(), ttl_ms=count.ttl_ms)
+        self.counted(measured)
+        return measured.recorded
 
 
 def transcript_usage(entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

@@ -4,8 +4,10 @@ A session queue (``callbacks/queues/base.py``) runs callbacks of one session key
 arrival order, different keys in parallel up to ``hookConcurrency``. Every model turn and tool
 result is appended to the session's transcript in the store as it happens (the checkpoint), so
 a session cut off by a crash resumes where it stopped, without repeating a tool call whose
-result was recorded. The tool calls of a turn are run and recorded by ``actions.ToolCalls``;
-the progress mark is ``progress``'s.
+result was recorded (a notify's result goes with the session's next write: a notify tried again
+adds nothing, ``actions``); a model call's usage is counted in the step that records its
+reply. The tool calls of a turn are run and recorded by ``actions.ToolCalls``; the progress
+mark is ``progress``'s.
 A session that fails leaves its contract pending: the relay's fallback still reaches people.
 A session may go on after its contract's deadline, up to its time limit (``limits``).
 Its model calls are counted and bounded by ``budgets.Meter`` (SPEC §20); the module is past 500
@@ -21,7 +23,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from sentinel_hooks.callbacks.backends.base import (
     ModelBackend,
@@ -37,7 +39,7 @@ from sentinel_hooks.callbacks.intake.intake import message_key
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
-from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Meter
+from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Measured, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
 from sentinel_hooks.callbacks.sessions.progress import FINAL, REJOINED, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import (
@@ -63,6 +65,7 @@ from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.grouping import bounded_members
 from sentinel_hooks.core.retry import Backoff, call_with_retries
+from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.relay.relay import Relay
@@ -72,6 +75,7 @@ from sentinel_hooks.store.base import (
     ContractStore,
     SessionStore,
     TranscriptTail,
+    UsageCount,
     UsageStore,
     WatcherStore,
 )
@@ -164,9 +168,11 @@ class SessionRunner:
         checkpoints: dict[str, dict[str, Any]] | None = None,
         *,
         hold: bool = False,
+        usage: UsageCount | None = None,
     ) -> list[dict[str, Any]]:
         """``append`` for several entries, in order, in one store step that also puts
-        ``checkpoints`` (``progress``: the session's progress with the entries it follows).
+        ``checkpoints`` (``progress``: the session's progress with the entries it follows) and
+        counts ``usage`` (the model call whose reply the entries record: ``Meter.measure``).
 
         With ``hold`` they are written with the callback's next append instead, in its step:
         for what a scripted reply follows (computed here, at once, with no effect outside), so
@@ -181,11 +187,11 @@ class SessionRunner:
             entries, checkpoints = [*earlier, *stored], {**saved, **(checkpoints or {})}
         else:
             entries = stored
-        if hold:
+        if hold and usage is None:  # a scripted reply's: no model call to count
             self._held[contract.callback_id] = (entries, checkpoints or {})
             return stored
         await self._deps.store.append_transcript(
-            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints
+            contract.session_key, entries, at=self._deps.clock.now(), checkpoints=checkpoints, usage=usage
         )
         return stored
 
@@ -316,6 +322,7 @@ class SessionRunner:
             watcher_id=contract.watcher_id,
             session_key=contract.session_key,
             watcher_budget=None if watcher is None else watcher.fire.budget,
+            fire_used=Usage() if begun.status is None else None,  # a new session has made no call
         )
         metering = METER.set(meter)  # the judge rules its actions meet count against it too
         try:
@@ -323,7 +330,8 @@ class SessionRunner:
             current = await self._deps.store.get_contract(contract.callback_id) if rejoined else None
             if current is not None and current.group is not None and current.group.fires > seen:
                 seen = await self._hand_joins(contract, current.group, seen, messages)
-            return await self._loop(contract, backend, box, messages, limit, meter, seen)
+            grouped = begun.group is not None or (current is not None and current.group is not None)
+            return await self._loop(contract, backend, box, messages, limit, meter, seen, grouped=grouped)
         except ModelError as exc:
             await self._fail(contract, f"model {backend.name!r} failed: {exc}")
             return "failed"
@@ -481,12 +489,12 @@ class SessionRunner:
         entries = tail
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
-        envelopes = await store.get_envelopes(wanted) if wanted else {}
-        contracts: dict[str, str] = {}
-        for callback_id in memory.unsettled(state):
-            found = await store.get_contract(callback_id)
-            if found is not None:
-                contracts[callback_id] = found.state
+        unsettled = memory.unsettled(state)
+        # asked together: the store's thread runs them back to back (Redis: in parallel)
+        envelopes_read = store.get_envelopes(wanted) if wanted else _nothing()
+        read = await asyncio.gather(envelopes_read, *(store.get_contract(cid) for cid in unsettled))
+        envelopes = cast(dict[str, Envelope], read[0])
+        contracts = {c.callback_id: c.state for c in cast(list[Contract | None], read[1:]) if c is not None}
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
         stored = state.to_json()
@@ -519,12 +527,12 @@ class SessionRunner:
         if found is not None:
             seqs, _ = found
             middle = compaction.originals(own, seqs)
-            reply, usage = await self._complete(
+            reply, measured = await self._complete(
                 backend, compaction.summary_request(middle, room), [], meter, "summary"
             )
             summary = compaction.summary_message(reply.text or "(no summary)")
-            entry = {"kind": "compaction", "replaces": seqs, "message": summary, "usage": usage}
-            await self.append(contract, entry)
+            entry = {"kind": "compaction", "replaces": seqs, "message": summary}
+            await self._append_reply(contract, entry, None, meter, measured)
             entries = await self._entries(contract)
         for seq, message in compaction.cuts(entries, room):
             await self.append(
@@ -541,11 +549,15 @@ class SessionRunner:
         limit: Limit,
         meter: Meter,
         seen: int = 0,
+        *,
+        grouped: bool = True,
     ) -> str:
         """Model turns and tool calls to the session's end (or a pause). Before each model call
         but the first: a fire resolved before its page stops the session, and fires that joined
         its group since it last looked (``seen``: the group's fires it was shown) are handed to it
-        as a new message (SPEC §19)."""
+        as a new message (SPEC §19). The contract is read for that unless nothing can have
+        changed: a contract without a group (``grouped`` False; none is added later) that a
+        notify of this run found settled (``ToolBox.settled``)."""
         tools = box.specs
         sizes = compaction.Sizes()
         turns = sum(1 for m in messages if m.get("role") == "assistant")
@@ -563,7 +575,10 @@ class SessionRunner:
                 continue
             if self._calls.tripped(messages):
                 return await self._calls.trip(contract, box, messages)
-            current = await self._deps.store.get_contract(contract.callback_id) if turns else None
+            changing = grouped or not box.settled
+            current = (
+                await self._deps.store.get_contract(contract.callback_id) if turns and changing else None
+            )
             if current is not None and current.state == "resolved":  # before its page (SPEC §6.4)
                 return await self._stop(contract, FIRE_RESOLVED, turns)
             if current is not None and current.group is not None and current.group.fires > seen:
@@ -578,7 +593,7 @@ class SessionRunner:
             try:
                 async with asyncio.timeout(left_s):  # a model call past the limit is cut off
                     messages[:] = await self._compact(contract, backend, messages, tools, sizes, meter)
-                    reply, usage = await self._complete(backend, messages, tools, meter, "turn")
+                    reply, measured = await self._complete(backend, messages, tools, meter, "turn")
             except TimeoutError:
                 return await self._stop(contract, limit.reason, turns)
             turns += 1
@@ -586,9 +601,7 @@ class SessionRunner:
             # the last reply (no tool calls) and the session's end are one step
             done = progress(contract, "done", turns=turns) if not message.get("toolCalls") else None
             entry = {"kind": "message", "message": message, "model": reply.model}
-            if usage is not None:
-                entry["usage"] = usage
-            [stored] = await self.append_all(contract, [entry], done)
+            stored = await self._append_reply(contract, entry, done, meter, measured)
             messages.append(stored["message"])
             if done is not None:
                 return "done"
@@ -640,11 +653,11 @@ class SessionRunner:
         tools: list[ToolSpec],
         meter: Meter,
         call: Call,
-    ) -> tuple[ModelReply, dict[str, Any] | None]:
+    ) -> tuple[ModelReply, Measured | None]:
         """One model call with SPEC §5.2 retries (``MODEL_BACKOFF``: 3 attempts, jittered 0.5 to 8 s),
-        and its usage as recorded (None for the scripted backend, which calls no model). The
-        budgets are checked first (``BudgetExhausted``: the call is not made) and the usage
-        counted after (``Meter``)."""
+        and its usage (None for the scripted backend, which calls no model), to be counted with
+        the reply's entry (``_append_reply``). The budgets are checked first (``BudgetExhausted``:
+        the call is not made)."""
         metered = not isinstance(backend, ScriptedBackend)
         if metered:
             await meter.check()
@@ -652,8 +665,27 @@ class SessionRunner:
         reply = await call_with_retries(
             lambda: backend.complete(messages, tools), MODEL_BACKOFF, retry_if=TransientModelError, rng=_RNG
         )
-        usage = await meter.record(backend.name, call, messages, reply, started) if metered else None
-        return _recovered(reply, [t.name for t in tools]), usage
+        measured = meter.measure(backend.name, call, messages, reply, started) if metered else None
+        return _recovered(reply, [t.name for t in tools]), measured
+
+    async def _append_reply(
+        self,
+        contract: Contract,
+        entry: dict[str, Any],
+        checkpoints: dict[str, dict[str, Any]] | None,
+        meter: Meter,
+        measured: Measured | None,
+    ) -> dict[str, Any]:
+        """Store a model call's reply ``entry`` with its usage (``entry["usage"]``), which the
+        same store step adds to the budgets' counters; as stored. A crash before this step
+        leaves no trace of the call: the session makes it again on resume, counted then."""
+        if measured is None:
+            [stored] = await self.append_all(contract, [entry], checkpoints)
+            return stored
+        entry = {**entry, "usage": measured.recorded}
+        [stored] = await self.append_all(contract, [entry], checkpoints, usage=measured.count)
+        meter.counted(measured)
+        return stored
 
     async def _fail(self, contract: Contract, error: str) -> None:
         error = self._deps.redactor.text(error)
@@ -665,6 +697,10 @@ class SessionRunner:
         )
         entry = {"kind": "status", "status": "failed", "error": error}
         await self.append_all(contract, [entry], progress(contract, "failed", error=error))
+
+
+async def _nothing() -> dict[str, Envelope]:
+    return {}
 
 
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:

@@ -21,6 +21,7 @@ from sentinel_hooks.callbacks.policy.judge import Judges, overrule
 from sentinel_hooks.callbacks.policy.rules import PolicyDecision
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
@@ -267,7 +268,8 @@ class ToolRoles(WatcherStore, CheckpointStore, Protocol):
 @dataclass
 class ToolBox:
     """The tools of one callback. ``notified`` counts the notifies handed to delivery so far
-    (each is its own message with its own key: ``notify``, ``notify.2``…)."""
+    (each is its own message with its own key: ``notify``, ``notify.2``…); ``settled`` is set
+    when a notify found the contract in a final state (its page sent: it changes no more)."""
 
     envelope: Envelope
     contract: Contract
@@ -281,6 +283,7 @@ class ToolBox:
     events: Events | None = None
     judges: Judges | None = None  # the judge rules that check notify messages (appliesTo: notify)
     notified: int = 0
+    settled: bool = False
     mcp: McpCaller | None = None
     mcp_tools: dict[str, McpTool] = field(default_factory=dict)  # by the name the model calls
 
@@ -372,6 +375,7 @@ class ToolBox:
                 return {"ok": False, "error": FIRE_RESOLVED}
             return {"ok": False, "delivered": [], "error": too_late(outcome.state)}
         self.notified = ordinal
+        self.settled = self.settled or outcome.state in FINAL_STATES
         if outcome.follow_up:
             return follow_up_result(ordinal, outcome)
         result: dict[str, Any] = {

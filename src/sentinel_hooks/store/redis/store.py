@@ -21,13 +21,14 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+from redis.asyncio.client import Pipeline
 
 from sentinel_hooks.clock import from_ms, iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail, UsageCount
 from sentinel_hooks.store.feedback import Feedback, group_feedback
 from sentinel_hooks.store.paging import (
     check_positive,
@@ -415,21 +416,37 @@ class RedisStore(RedisAudit):
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        usage: UsageCount | None = None,
     ) -> list[int]:
         """See ``Store.append_transcript``.
 
         One script: the checkpoints are SET, RPUSH adds the entries; their seqs follow the
         list's pruned head (``retention``), and the session's last append moves to ``at``.
+        With ``usage``, the script and ``add_usage``'s commands are one MULTI/EXEC.
         """
         texts = _transcript_texts(entries, at)
         saved = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
+        if usage is not None:
+            check_positive(usage.ttl_ms, "ttl_ms")
+            if not usage.keys:
+                usage = None
         if not texts and not saved:
+            if usage is not None:
+                await self.add_usage(usage.keys, usage.usage, at=at, ttl_ms=usage.ttl_ms)
             return []
         k = self.keys
         keys = [k.transcript(session_key), k.transcript_head(session_key), k.sessions]
         keys += [k.checkpoint(key) for key, _ in saved]
-        args = [session_key, to_epoch_ms(at), len(texts), *texts, *(text for _, text in saved)]
-        last = await self._db.run("append transcript", self._db.scripts.append_transcript, keys, args)
+        args: list[str | int] = [session_key, to_epoch_ms(at), len(texts), *texts, *(t for _, t in saved)]
+        script = self._db.scripts.append_transcript
+        if usage is None:
+            last = await self._db.run("append transcript", script, keys, args)
+        else:
+            client = self._db.client
+            async with self._db.translated("append transcript"), client.pipeline(transaction=True) as pipe:
+                await script(keys=keys, args=args, client=pipe)
+                self._count(pipe, usage.keys, usage.usage, usage.ttl_ms)
+                last, *_ = await pipe.execute()
         return list(range(int(last) - len(texts) + 1, int(last) + 1))
 
     async def get_transcript(
@@ -653,13 +670,17 @@ class RedisStore(RedisAudit):
             return
         client = self._db.client
         async with self._db.translated("add usage"), client.pipeline(transaction=True) as pipe:
-            for key in keys:
-                name = self.keys.usage(key)
-                pipe.hincrby(name, "in", usage.input_tokens)
-                pipe.hincrby(name, "out", usage.output_tokens)
-                pipe.hincrbyfloat(name, "usd", usage.cost_usd)
-                pipe.pexpire(name, ttl_ms)
+            self._count(pipe, keys, usage, ttl_ms)
             await pipe.execute()
+
+    def _count(self, pipe: Pipeline, keys: Sequence[str], usage: Usage, ttl_ms: int) -> None:
+        """Queue ``add_usage``'s commands on ``pipe`` (a MULTI/EXEC)."""
+        for key in keys:
+            name = self.keys.usage(key)
+            pipe.hincrby(name, "in", usage.input_tokens)
+            pipe.hincrby(name, "out", usage.output_tokens)
+            pipe.hincrbyfloat(name, "usd", usage.cost_usd)
+            pipe.pexpire(name, ttl_ms)
 
     async def get_usage(self, keys: Sequence[str]) -> dict[str, Usage]:
         """See ``Store.get_usage`` (HMGET per key, one pipeline)."""

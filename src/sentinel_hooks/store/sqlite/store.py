@@ -12,7 +12,7 @@ One module of about 500 lines because it is one class: each method is a short ca
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -24,7 +24,7 @@ from sentinel_hooks.clock import from_ms, iso
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.usage import Usage
 from sentinel_hooks.store import codec
-from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail
+from sentinel_hooks.store.base import CallbackView, SharedState, TranscriptTail, UsageCount
 from sentinel_hooks.store.feedback import Feedback, group_feedback
 from sentinel_hooks.store.paging import check_positive, decode_cursor, to_page
 from sentinel_hooks.store.pruning import PruneBefore, Pruned, cutoff_text
@@ -371,15 +371,24 @@ class SqliteStore(SqliteAudit):
         *,
         at: datetime,
         checkpoints: Mapping[str, dict[str, Any]] | None = None,
+        usage: UsageCount | None = None,
     ) -> list[int]:
-        """See ``Store.append_transcript`` (one transaction)."""
+        """See ``Store.append_transcript`` (one transaction, the usage counters' rows with it)."""
         payloads = [codec.dumps(e, what="transcript entry") for e in entries]
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
-        if not payloads and not texts:
+        counted = None if usage is None else _usage_step(usage.keys, usage.usage, at, usage.ttl_ms)
+        if not payloads and not texts and counted is None:
             return []
-        tx = partial(
+        append = partial(
             q.append_transcript, session_key=session_key, payloads=payloads, at=at, checkpoints=texts
         )
+
+        def tx(c: q.Conn) -> range:
+            seqs = append(c)
+            if counted is not None:
+                counted(c)
+            return seqs
+
         return list(await self._db.write("append transcript", tx))
 
     async def get_transcript(
@@ -510,13 +519,9 @@ class SqliteStore(SqliteAudit):
 
     async def add_usage(self, keys: Sequence[str], usage: Usage, *, at: datetime, ttl_ms: int) -> None:
         """See ``Store.add_usage`` (one transaction)."""
-        check_positive(ttl_ms, "ttl_ms")
-        if not keys:
-            return
-        at_ms = to_epoch_ms(at)
-        amounts = (usage.input_tokens, usage.output_tokens, usage.cost_usd)
-        step = partial(q.add_usage, keys=list(keys), amounts=amounts, at_ms=at_ms, expires_ms=at_ms + ttl_ms)
-        await self._db.write("add usage", step)
+        step = _usage_step(keys, usage, at, ttl_ms)
+        if step is not None:
+            await self._db.write("add usage", step)
 
     async def get_usage(self, keys: Sequence[str]) -> dict[str, Usage]:
         """See ``Store.get_usage``."""
@@ -608,3 +613,15 @@ class SqliteStore(SqliteAudit):
             ended_ms = to_epoch_ms(before.silences)
             done += await self._db.write("prune silences", lambda c: prune.prune_silences(c, ended_ms, limit))
         return done
+
+
+def _usage_step(
+    keys: Sequence[str], usage: Usage, at: datetime, ttl_ms: int
+) -> Callable[[q.Conn], None] | None:
+    """``add_usage``'s statements for a transaction (None: no key to count into)."""
+    check_positive(ttl_ms, "ttl_ms")
+    if not keys:
+        return None
+    at_ms = to_epoch_ms(at)
+    amounts = (usage.input_tokens, usage.output_tokens, usage.cost_usd)
+    return partial(q.add_usage, keys=list(keys), amounts=amounts, at_ms=at_ms, expires_ms=at_ms + ttl_ms)
