@@ -308,10 +308,14 @@ class SqliteWorker:
         try:
             return fn(conn)
         except sqlite3.Error as exc:
-            message = f"sqlite store {self.path}: {what} failed: {exc}"
-            if any(hint in str(exc).lower() for hint in _UNAVAILABLE_HINTS):
-                raise StoreUnavailable(message) from exc
-            raise StoreError(message) from exc
+            raise self.failure(what, exc) from exc
+
+    def failure(self, what: str, exc: sqlite3.Error) -> StoreError:
+        """``exc`` of ``what`` as our error: ``StoreUnavailable`` when the file cannot be used."""
+        message = f"sqlite store {self.path}: {what} failed: {exc}"
+        if any(hint in str(exc).lower() for hint in _UNAVAILABLE_HINTS):
+            return StoreUnavailable(message)
+        return StoreError(message)
 
 
 def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
