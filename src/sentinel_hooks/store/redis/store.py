@@ -14,6 +14,7 @@ rules that hold across kinds (a claim's due set, an index kept with its document
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -92,6 +93,8 @@ class RedisStore(RedisAudit):
         self.keys = RedisKeys(key_prefix)
         self._db = RedisConnection(url)
         self._history_keep: int | None = None  # the ``keep`` of the latest batch written
+        self._accepts: list[tuple[list[str], list[Any], asyncio.Future[Any]]] = []
+        self._sending: set[asyncio.Task[None]] = set()  # accept batches on their way
 
     def __repr__(self) -> str:
         return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
@@ -217,13 +220,60 @@ class RedisStore(RedisAudit):
         keys, args = lua.accept_contract_call(
             self.keys, contract, envelope_text, dedupe, texts, deliveries, group
         )
-        stored = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
+        stored = await self._accept(keys, args)
         if not stored:
             return None
         state, group_id = as_text(stored[0]), as_text(stored[1])
         if group_id:
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
+
+    async def _accept(self, keys: list[str], args: list[Any]) -> Any:
+        """The accept script's reply: the accepts made in one turn of the event loop (a
+        notification's fires) go in one pipelined round trip, each its own script (atomic alone)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if not self._accepts:
+            loop.call_soon(self._send_accepts)
+        self._accepts.append((keys, args, future))
+        return await future
+
+    def _send_accepts(self) -> None:
+        batch, self._accepts = self._accepts, []
+        if batch:
+            task = asyncio.ensure_future(self._accepts_sent(batch))
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+
+    async def _accepts_sent(self, batch: list[tuple[list[str], list[Any], asyncio.Future[Any]]]) -> None:
+        """Run ``batch``'s scripts in one pipeline; answer each caller with its reply or error."""
+        replies: list[Any]
+        try:
+            script = self._db.scripts.accept_contract
+            if len(batch) == 1:
+                replies = [await self._db.run("accept contract", script, batch[0][0], batch[0][1])]
+            else:
+                pipe = self._db.client.pipeline(transaction=False)
+                async with self._db.translated("accept contracts"), pipe:
+                    for keys, args, _ in batch:
+                        await script(keys=keys, args=args, client=pipe)
+                    replies = await pipe.execute(raise_on_error=False)
+        except asyncio.CancelledError:
+            for _, _, future in batch:
+                future.cancel()
+            raise
+        except Exception as exc:  # the round trip failed: every caller hears it
+            for _, _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        for (_, _, future), reply in zip(batch, replies, strict=True):
+            if future.done():
+                continue
+            if isinstance(reply, Exception):
+                future.set_exception(await self._db.failure("accept contract", reply))
+            else:
+                future.set_result(reply)
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 
