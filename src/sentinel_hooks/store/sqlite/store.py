@@ -229,7 +229,6 @@ class SqliteStore(SqliteAudit):
         """See ``Store.accept_contract``."""
         check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries, group)
         envelope_text = codec.dump_envelope(envelope)
-        deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
 
@@ -239,7 +238,7 @@ class SqliteStore(SqliteAudit):
         tx = partial(
             q.accept_contract,
             pending=q.contract_row(contract, envelope_text),
-            deduped=partial(q.contract_row, deduped, envelope_text),
+            deduped=lambda: q.contract_row(as_deduped(contract), envelope_text),  # made only when deduped
             dedupe=dedupe,
             checkpoints=texts,
             deliveries=[q.delivery_row(d) for d in deliveries],
@@ -251,7 +250,7 @@ class SqliteStore(SqliteAudit):
         state, group_id = stored
         if group_id is not None:
             return as_member(contract, group_id)
-        return contract if state == contract.state else deduped
+        return contract if state == contract.state else as_deduped(contract)
 
     async def _accept(self, step: q.AcceptStep) -> q.Accepted:
         """Run ``step``: the accepts made in one turn of the event loop (a notification's fires)
