@@ -12,7 +12,6 @@ One module of about 500 lines because it is one class: each method is a short ca
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
@@ -63,6 +62,7 @@ from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
 from sentinel_hooks.store.sqlite.audit import SqliteAudit
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
+from sentinel_hooks.store.turns import TurnBatches
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -77,7 +77,7 @@ class SqliteStore(SqliteAudit):
         self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
         self._writes_since_trim: dict[str, int] = {}
         self._history_keep: int | None = None  # the ``keep`` of the latest batch written
-        self._accepts: list[tuple[q.AcceptStep, asyncio.Future[q.Accepted]]] = []
+        self._accept = TurnBatches[q.AcceptStep, q.Accepted](self._accept_batch)
 
     @classmethod
     def in_memory(cls) -> SqliteStore:
@@ -252,40 +252,15 @@ class SqliteStore(SqliteAudit):
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
 
-    async def _accept(self, step: q.AcceptStep) -> q.Accepted:
-        """Run ``step``: the accepts made in one turn of the event loop (a notification's fires)
-        are one store step (``q.accept_contracts``), their group joins listed once."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[q.Accepted] = loop.create_future()
-        if not self._accepts:
-            loop.call_soon(self._write_accepts)
-        self._accepts.append((step, future))
-        return await future
-
-    def _write_accepts(self) -> None:
-        batch, self._accepts = self._accepts, []
-        if not batch:
-            return
-        steps = [step for step, _ in batch]
-        written = asyncio.ensure_future(
-            self._db.write("accept contracts", partial(q.accept_contracts, steps=steps))
-        )
-
-        def answer(done: asyncio.Future[list[Any]]) -> None:
-            error = None if done.cancelled() else done.exception()
-            for index, (_, future) in enumerate(batch):
-                if future.done():
-                    continue
-                if done.cancelled():
-                    future.cancel()
-                elif error is not None:
-                    future.set_exception(error)
-                elif isinstance(result := done.result()[index], sqlite3.Error):
-                    future.set_exception(self._db.failure("accept contract", result))
-                else:
-                    future.set_result(result)
-
-        written.add_done_callback(answer)
+    async def _accept_batch(self, steps: list[q.AcceptStep]) -> list[q.Accepted | BaseException]:
+        """The accepts made in one turn of the event loop (a notification's fires) as one store
+        step (``q.accept_contracts``), their group joins listed once."""
+        tx = partial(q.accept_contracts, steps=steps)
+        results = await self._db.write("accept contracts", tx)
+        return [
+            self._db.failure("accept contract", result) if isinstance(result, sqlite3.Error) else result
+            for result in results
+        ]
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 
