@@ -4,7 +4,6 @@ each its own script: one that fails is answered with its own error, the others a
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 import redis.asyncio
@@ -18,19 +17,12 @@ from tests.contract.test_store_groups import accept, fire
 pytestmark = pytest.mark.redis
 
 
-@pytest.fixture
-async def store(redis_url: str) -> AsyncIterator[RedisStore]:
-    opened = RedisStore(redis_url)
-    await opened.open()
-    yield opened
-    await opened.close()
-
-
 async def test_a_failing_accept_among_accepts_made_at_once_fails_alone(
-    store: RedisStore, redis_url: str
+    opened_redis_store: RedisStore, redis_url: str
 ) -> None:
     """A fire whose group key holds the wrong type of value gets a StoreError; the fire accepted
     with it, of another key, is stored."""
+    store = opened_redis_store
     async with redis.asyncio.Redis.from_url(redis_url) as client:
         await client.rpush(store.keys.group_open("poisoned"), "not a callback id")
     poisoned = store.accept_contract(
