@@ -204,7 +204,9 @@ class Relay:
         states = {d.key: d.state for d in await self._store.list_deliveries(callback_id)}
         by_state: dict[str, list[str]] = {"delivered": [], "pending": [], "failed": []}
         for delivery in deliveries:
-            by_state[states.get(delivery.key, "pending")].append(delivery.target)
+            state = states.get(delivery.key, "pending")
+            # a delivery its gate refused (``cancelled``) will never be sent: for good, as a failure
+            by_state["failed" if state == "cancelled" else state].append(delivery.target)
         current = await self._store.get_contract(callback_id)
         return NotifyOutcome(
             True,
