@@ -9,6 +9,8 @@ Sentinel ``Service`` that creates the contracts through its intake (see ``relayb
     python bench/relay.py --quick [--store redis]   1,000 contracts, one store
     python bench/relay.py                           10,000 on SQLite and on Redis,
                                                     then bench/RESULTS.md's Relay section
+    python bench/relay.py --src /tmp/old/src …      the service runs another checkout's code
+                                                    (e.g. ``git archive REV | tar -x -C /tmp/old``)
 
 The last line printed is one JSON object with the run's ``n``, ``store``, ``lateness_p50_ms``,
 ``lateness_p99_ms``, ``lateness_max_ms``, ``deliveries_per_s``, ``lost`` and ``duplicates``.
@@ -32,6 +34,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path[:0] = [str(BENCH), str(BENCH.parent / "src")]  # the package is not installed
 
 from relaybench.orchestrate import Outcome, Plan, redis_server, run  # noqa: E402  (after the path)
+from relaybench.procs import SRC_DIR  # noqa: E402
 from relaybench.report import update_results  # noqa: E402
 from soakbench.probes import scratch_redis  # noqa: E402
 
@@ -71,6 +74,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         f"{QUIET_LOAD} cores, and keep the quietest run (default 1)",
     )
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (config, logs, records)")
+    parser.add_argument(
+        "--src",
+        type=Path,
+        default=SRC_DIR,
+        help="the Sentinel code the service runs (default: this checkout's; another leaves RESULTS.md alone)",
+    )
     args = parser.parse_args(argv)
     if args.store is not None and args.store not in ("sqlite", OWN_REDIS):
         url = urlsplit(args.store)
@@ -85,6 +94,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--n must be at least 1")
     if args.attempts < 1:
         parser.error("--attempts must be at least 1")
+    if not (args.src / "sentinel_hooks").is_dir():
+        parser.error(f"--src {args.src}: no sentinel_hooks package there")
     return args
 
 
@@ -108,7 +119,7 @@ def plans(args: argparse.Namespace, own_redis_url: str | None = None) -> list[Pl
     preloads = [args.preload] if one_scenario else [False, True]
     common = {"n": n, "spread_s": args.spread_s, "timeout_ms": args.timeout_ms}
     return [
-        Plan(store=store, preload=preload, pin=not args.no_pin, keep=args.keep, **common)
+        Plan(store=store, preload=preload, pin=not args.no_pin, keep=args.keep, src=args.src, **common)
         for preload in preloads
         for store in chosen
     ]
@@ -157,7 +168,13 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("relay bench: interrupted; child processes stopped", file=sys.stderr)
         return 130
-    full = not args.quick and args.store is None and args.n in (None, FULL_N) and not args.preload
+    full = (
+        not args.quick
+        and args.store is None
+        and args.n in (None, FULL_N)
+        and not args.preload
+        and args.src.resolve() == SRC_DIR.resolve()
+    )
     if full:
         path = update_results(outcomes, version)
         print(f"relay bench: updated {path}", file=sys.stderr)

@@ -181,7 +181,7 @@ class Replica:
         if self.proc.poll() is not None:
             last = "\n".join(self.log.read_text(errors="replace").splitlines()[-3:])
             raise SystemExit(f"scale: {self.name} exited ({self.proc.returncode}); its log ends:\n{last}")
-        get(self.url + "/readyz", timeout=2)  # 503 (an OSError) until started
+        get(self.url + "/readyz", timeout=10)  # 503 (an OSError) until started; saturated: late
         return True
 
     def metrics(self) -> dict[str, float]:
@@ -496,8 +496,9 @@ def section(rows: list[dict[str, Any]], args: argparse.Namespace, command: str, 
         "| load average before → after | double polls |\n|---:|---:|---:|---:|---|---|---:|---|---:|\n"
     )
     body = "".join(
-        f"| {r['replicas']} | {r['polls_per_s']:,.1f} ({r['offered_polls_per_s']:,.0f}) | {r['polls_ratio']} "
-        f"| {r['cpu_ms_per_poll']} | {r['replica_cpu_cores']} ({_share(r['throttled_share'])}) "
+        f"| {r['replicas']} | {r['polls_per_s']:,.1f} ({r['offered_polls_per_s']:,.0f}) "
+        f"| {_or(r['polls_ratio'], '-', None)} | {_or(r['cpu_ms_per_poll'], '-', None)} "
+        f"| {r['replica_cpu_cores']} ({_share(r['throttled_share'])}) "
         f"| {r['redis_cpu_cores']} / {r['endpoint_cpu_cores']} | {r['other_load_cores']} "
         f"| {r['load_average'][0]} → {r['load_average'][1]} | {r['double_polls']} |\n"
         for r in rows

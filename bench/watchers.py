@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds=max(1, args.rounds),
         together=args.together,
         from_launch=args.million,
-        ready_timeout_s=900.0 if args.million else 300.0,
+        ready_timeout_s=1800.0 if args.million else 300.0,  # a million on a busy 2-core machine: > 15 min
     )
     with tempfile.TemporaryDirectory(prefix="sentinel-bench-") as workdir:
         try:

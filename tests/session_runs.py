@@ -28,6 +28,8 @@ class Recorder:
         self.hold: set[str] = set()
         self.hold_on: set[str] | None = None  # the replicas whose runs ``hold`` applies to (None: all)
         self.release = asyncio.Event()
+        self.waiting: set[str] = set()  # callbacks whose session waits to start until ``start`` is set
+        self.start = asyncio.Event()
         self.work_s = 0.0
         self.store_errors: set[str] = set()  # callbacks whose next run fails with StoreUnavailable
         self.crashes: set[str] = set()  # callbacks whose next run raises RuntimeError
@@ -56,6 +58,11 @@ class Runner:
     def __init__(self, recorder: Recorder, replica: str) -> None:
         self._recorder = recorder
         self._replica = replica
+
+    async def wait_to_start(self, contract: Contract, envelope: Envelope | None = None) -> None:
+        """A callback in ``waiting`` waits for ``start`` to be set (as a group's waitMs)."""
+        if contract.callback_id in self._recorder.waiting:
+            await self._recorder.start.wait()
 
     async def run(self, contract: Contract, envelope: Envelope | None = None) -> str:
         rec = self._recorder

@@ -113,3 +113,33 @@ def settle_lateness_ms(
     if not values:
         return None
     return round(percentile(values, 0.50), 1), round(percentile(values, 0.99), 1)
+
+
+def p99_by_tenth(
+    deadlines: Mapping[str, float], arrivals: Iterable[Arrival], settled: Mapping[str, float]
+) -> list[tuple[float | None, float | None]]:
+    """The run cut into ten equal spans of deadlines: per span, (p99 lateness at the sink, p99
+    settle lateness) in ms (None where nothing arrived or settled). Lateness that climbs from
+    one tenth to the next is a backlog growing with run length; settle lateness that stays flat
+    beside it puts the backlog after the relay (outbox, sending)."""
+    if not deadlines:
+        return []
+    first: dict[str, float] = {}
+    for arrival in arrivals:
+        if arrival.callback_id in deadlines:
+            first[arrival.callback_id] = min(arrival.at, first.get(arrival.callback_id, math.inf))
+    start, end = min(deadlines.values()), max(deadlines.values())
+    width = max((end - start) / 10, 1e-9)
+    late: list[list[float]] = [[] for _ in range(10)]
+    settle: list[list[float]] = [[] for _ in range(10)]
+    for cid, deadline in deadlines.items():
+        tenth = min(9, int((deadline - start) / width))
+        if cid in first:
+            late[tenth].append(1000 * (first[cid] - deadline))
+        if cid in settled:
+            settle[tenth].append(1000 * (settled[cid] - deadline))
+
+    def p99(values: list[float]) -> float | None:
+        return round(percentile(sorted(values), 0.99), 1) if values else None
+
+    return [(p99(a), p99(s)) for a, s in zip(late, settle, strict=True)]

@@ -25,15 +25,24 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import redis.asyncio as aioredis
 
-from relaybench.analysis import LOST_AFTER_S, Arrival, Numbers, analyse, settle_lateness_ms, settle_times
+from relaybench.analysis import (
+    LOST_AFTER_S,
+    Arrival,
+    Numbers,
+    analyse,
+    p99_by_tenth,
+    settle_lateness_ms,
+    settle_times,
+)
 from relaybench.procs import (
+    SRC_DIR,
     Child,
     ChildFailed,
     cpu_plan,
@@ -60,6 +69,7 @@ class Plan:
     pin: bool = True
     keep: bool = False
     preload: bool = False
+    src: Path = SRC_DIR  # the Sentinel code the service child runs
 
     @property
     def store_kind(self) -> str:
@@ -93,6 +103,7 @@ class Outcome:
     other_load: float
     server_cpu_s: float | None
     settle_ms: tuple[float, float] | None
+    by_tenth: list[tuple[float | None, float | None]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         """The last-line JSON object of ``bench/relay.py``."""
@@ -129,6 +140,7 @@ class Outcome:
             "intake_done_before_first_deadline": self.intake_done_before_first_deadline,
             "other_load_cores": round(self.other_load, 2),
             "settle_lateness_p50_p99_ms": self.settle_ms,
+            "p99_by_tenth_of_run_ms": self.by_tenth,
             "redis_server_cpu_s_per_1k": None
             if self.server_cpu_s is None
             else round(self.server_cpu_s * per_k, 3),
@@ -229,7 +241,7 @@ async def _measure(
     ]
     if plan.preload:
         args += ["--lead-s", str(plan.lead_s)]
-    sentinel = await Child.start("service", args, folder, cpu=sentinel_cpu)
+    sentinel = await Child.start("service", args, folder, cpu=sentinel_cpu, src=plan.src)
     children.append(sentinel)
     await sentinel.expect("READY", timeout_s=60)
     cpu_start = cpu_seconds(sentinel.pid)
@@ -271,6 +283,7 @@ async def _measure(
         other_load=max(0.0, other_load),
         server_cpu_s=server_cpu,
         settle_ms=settle_lateness_ms(deadlines, settled),
+        by_tenth=p99_by_tenth(deadlines, arrivals, settled),
     )
 
 

@@ -57,8 +57,11 @@ class Scrape:
 
 def parse_metrics(text: str) -> Scrape:
     """Sum the per-watcher poll/error/fire counters and the dropped observations, and read the
-    lag histogram's buckets."""
+    lag histogram's buckets. The polls are ``sentinel_polls_all_total`` where the service exports
+    it (above ``limits.perWatcherMetricsMax`` watchers the per-watcher lines are only those in
+    trouble), else the per-watcher lines summed."""
     totals = {"sentinel_polls_total": 0.0, "sentinel_poll_errors_total": 0.0, "sentinel_fires_total": 0.0}
+    polls_all = math.nan
     dropped = math.nan
     buckets: dict[float, float] = {}
     text = _summed_polls(text, totals)
@@ -68,10 +71,12 @@ def parse_metrics(text: str) -> Scrape:
         for sample in family.samples:
             if sample.name in totals:
                 totals[sample.name] += sample.value
+            elif sample.name == "sentinel_polls_all_total":
+                polls_all = sample.value
             elif sample.name == "sentinel_poll_lag_seconds_bucket":
                 buckets[float(sample.labels["le"])] = sample.value
     return Scrape(
-        polls=totals["sentinel_polls_total"],
+        polls=totals["sentinel_polls_total"] if math.isnan(polls_all) else polls_all,
         errors=totals["sentinel_poll_errors_total"],
         fires=totals["sentinel_fires_total"],
         dropped=dropped,

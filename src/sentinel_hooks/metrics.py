@@ -13,12 +13,17 @@ a lock and a dict entry each) cost about 1 KiB per watcher. The rarer per-watche
 and the rest through ``prometheus_client``: the generic path builds a sample object per line
 and took about 1 s of CPU per scrape at 100,000 watchers, holding the interpreter lock against
 the event loop meanwhile. The text is the same as ``generate_latest(metrics.registry)``'s.
+
+Above ``limits.perWatcherMetricsMax`` watchers (10,000 by default) the scrape names the watchers
+whose two series it exports (``only``: those failing or firing), so a scrape's size follows
+trouble, not the fleet: two lines per watcher are about 100 MB at a million. The aggregate
+``sentinel_polls_all_total`` (every watcher's polls together) is always there.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -39,6 +44,7 @@ disable_created_metrics()  # type: ignore[no-untyped-call]
 LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 POLLS_HELP = "Observations attempted, by watcher"
 LAST_LAG_HELP = "Lag of the latest scheduled poll, by watcher"
+POLLS_ALL_HELP = "Observations attempted, all watchers together"
 
 
 class WatcherSeries:
@@ -66,28 +72,43 @@ class WatcherSeriesCollector:
         return list(self._families())
 
     def collect(self) -> Iterator[Metric]:
-        polls, last_lag = self._families()
-        for watcher_id, series in self._series.copy().items():
+        polls, last_lag, polls_all = self._families()
+        everything = self._series.copy()
+        for watcher_id, series in everything.items():
             polls.add_metric([watcher_id], series.polls)
             last_lag.add_metric([watcher_id], series.last_lag)
+        polls_all.add_metric([], sum(series.polls for series in everything.values()))
         yield polls
         yield last_lag
+        yield polls_all
 
     @staticmethod
-    def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily]:
+    def _families() -> tuple[CounterMetricFamily, GaugeMetricFamily, CounterMetricFamily]:
         return (
             CounterMetricFamily("sentinel_polls", POLLS_HELP, labels=["watcher"]),
             GaugeMetricFamily("sentinel_watcher_poll_lag_seconds", LAST_LAG_HELP, labels=["watcher"]),
+            CounterMetricFamily("sentinel_polls_all", POLLS_ALL_HELP, labels=[]),
         )
 
     def text(self) -> str:
-        """Both families in the Prometheus text format, as ``generate_latest`` writes them."""
+        """The three families in the Prometheus text format, as ``generate_latest`` writes them."""
         return "".join(self.text_parts())
 
-    def text_parts(self, per_part: int = 2_000) -> Iterator[str]:
-        """``text`` in pieces of at most ``per_part`` lines, from one copy of the series taken
-        when the iteration starts (a caller on the event loop may yield between pieces)."""
-        items = list(self._series.copy().items())
+    def text_parts(self, per_part: int = 2_000, only: Collection[str] | None = None) -> Iterator[str]:
+        """``text`` in pieces of at most ``per_part`` lines (or watchers summed), from one copy of
+        the series taken when the iteration starts (a caller on the event loop may yield between
+        pieces). With ``only``, the two per-watcher families name those watchers alone (the ones
+        that have series); the aggregate counts every watcher."""
+        everything = list(self._series.copy().items())
+        total = 0
+        for begin in range(0, len(everything), per_part):
+            total += sum(series.polls for _, series in everything[begin : begin + per_part])
+            yield ""
+        if only is None:
+            items = everything
+        else:
+            series_of = dict(everything)
+            items = [(watcher_id, series_of[watcher_id]) for watcher_id in only if watcher_id in series_of]
         labels = [f'{{watcher="{_label_value(watcher_id)}"}} ' for watcher_id, _ in items]
         yield f"# HELP sentinel_polls_total {POLLS_HELP}\n# TYPE sentinel_polls_total counter\n"
         for begin in range(0, len(items), per_part):
@@ -112,6 +133,10 @@ class WatcherSeriesCollector:
                     )
                 ]
             )
+        yield (
+            f"# HELP sentinel_polls_all_total {POLLS_ALL_HELP}\n# TYPE sentinel_polls_all_total counter\n"
+            f"sentinel_polls_all_total {_number(total)}\n"
+        )
 
 
 def _label_value(value: str) -> str:
@@ -297,9 +322,10 @@ class Metrics:
         """The registry in Prometheus text format (``generate_latest(self.registry)``, faster)."""
         return self._watcher_collector.text().encode() + self.render_families()
 
-    def watcher_text_parts(self, per_part: int = 2_000) -> Iterator[str]:
-        """The first part of ``render``: the per-watcher series, in pieces (``text_parts``)."""
-        return self._watcher_collector.text_parts(per_part)
+    def watcher_text_parts(self, per_part: int = 2_000, only: Collection[str] | None = None) -> Iterator[str]:
+        """The first part of ``render``: the per-watcher series (of the watchers ``only`` names,
+        when given) and their aggregate, in pieces (``text_parts``)."""
+        return self._watcher_collector.text_parts(per_part, only)
 
     def render_families(self) -> bytes:
         """The rest of ``render``: every family but the per-watcher series."""

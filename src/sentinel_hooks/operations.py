@@ -162,21 +162,28 @@ class ServiceOperations:
         wait for the interpreter lock after each of its I/O waits instead (polls late by up to
         seconds during a scrape). The other families are rendered in a worker thread.
         """
-        await self.refresh_gauges()
+        trouble = await self.refresh_gauges()
         parts = []
-        for part in self.metrics.watcher_text_parts(METRICS_LINES_PER_TURN):
+        for part in self.metrics.watcher_text_parts(METRICS_LINES_PER_TURN, trouble):
             parts.append(part.encode())
             await asyncio.sleep(0)
         parts.append(await asyncio.to_thread(self.metrics.render_families))
         return b"".join(parts), self.metrics.content_type
 
-    async def refresh_gauges(self) -> None:
-        """Gauges computed at scrape time: watchers by state, open inbox items by kind."""
+    async def refresh_gauges(self) -> list[str] | None:
+        """Gauges computed at scrape time: watchers by state, open inbox items by kind.
+
+        Returns the watchers whose per-watcher series /metrics exports: None (all of them) up
+        to ``limits.perWatcherMetricsMax`` watchers, else the ids of those failing or firing.
+        """
         counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        for done, runner in enumerate(self.manager.runners(), start=1):
-            counts[self.manager.status_state(runner)] += 1
-            if done % 1000 == 0:
-                await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
+        runners = list(self.manager.runners())
+        trouble: list[str] | None = (
+            None if len(runners) <= self.settings.limits.per_watcher_metrics_max else []
+        )
+        for begin in range(0, len(runners), METRICS_LINES_PER_TURN):
+            self.manager.status_tally(runners[begin : begin + METRICS_LINES_PER_TURN], counts, trouble)
+            await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
         for state, count in counts.items():
             self.metrics.watchers.labels(state).set(count)
         open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
@@ -190,6 +197,7 @@ class ServiceOperations:
                 break
         for kind, count in open_items.items():
             self.metrics.inbox_open.labels(kind).set(count)
+        return trouble
 
     # -- watchers ------------------------------------------------------------------------------
 
@@ -554,8 +562,7 @@ class ServiceOperations:
         except StoreError:
             store_ok = False
         watchers: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        for runner in self.manager.runners():
-            watchers[self.manager.status_state(runner)] += 1
+        self.manager.status_tally(self.manager.runners(), watchers, None)
         contracts = {state: await self._count_contracts(state) for state in ("pending", "notifying")}
         contracts["awaitingApproval"] = await self._count_contracts("awaiting_approval")
         open_items = await self.store.list_inbox(status="open", limit=500)

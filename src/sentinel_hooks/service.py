@@ -30,7 +30,14 @@ from sentinel_hooks.callbacks.sessions.hooks import HookSessions
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.linemap import LineMap
-from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, load_config, validate_watcher
+from sentinel_hooks.config.loader import (
+    LoadedConfig,
+    LoadedWatcher,
+    load_config,
+    ping_key_clashes,
+    ping_key_issue,
+    validate_watcher,
+)
 from sentinel_hooks.config.skills import Skill
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.roles import Who
@@ -56,8 +63,8 @@ from sentinel_hooks.tracing import create_tracing
 from sentinel_hooks.watchers.alerts import RESOLVED_NOTE, SOURCE_ACTOR, AlertStreams, InboxCloser
 from sentinel_hooks.watchers.manager import API_DEFINITION_PREFIX, ReloadReport, WatcherManager, api_source
 from sentinel_hooks.watchers.pipeline import FiringPipeline
-from sentinel_hooks.watchers.runner import RunnerDeps
 from sentinel_hooks.watchers.schedule import LoopScheduler
+from sentinel_hooks.watchers.shared import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
 from sentinel_hooks.watchers.writeback import WatcherWrites
 
@@ -212,6 +219,7 @@ class Service(ServiceOperations):
             stream=stream,
             requeue=None if sink is None else sink.requeue,  # decided approvals go where callbacks go
             mcp=self.mcp,
+            audit=self.audit,
         )
         if sink is None:  # a group's ended session runs again for joins after its page (SPEC §19)
             self.relay.rejoin = self.sessions.rejoin
@@ -385,6 +393,12 @@ class Service(ServiceOperations):
             for issue in exc.issues:
                 log.error("reload refused: %s", issue)
             return None
+        # a watcher file may take the pingKey of a heartbeat created through the API meanwhile
+        clashes = ping_key_clashes([*self.manager.api_watchers(), *fresh.watchers])
+        if clashes:
+            for later, earlier in clashes:
+                log.error("reload refused: %s", ping_key_issue(later, earlier))
+            return None
         if fresh.service != self.config.service:
             log.warning(
                 "sentinel.yaml changed: watcher changes are applied now, service settings after a restart"
@@ -435,7 +449,12 @@ class Service(ServiceOperations):
                 )
                 continue
             found.append(LoadedWatcher(spec, data, api_source(spec.id)))
-        return found
+        # a watcher file may have taken the pingKey of a heartbeat created through the API
+        clashes = ping_key_clashes([*self.config.watchers, *found])
+        for later, earlier in clashes:
+            log.error("API-created watcher %s skipped: %s", later.spec.id, ping_key_issue(earlier, later))
+        skipped = {id(later) for later, _ in clashes}
+        return [loaded for loaded in found if id(loaded) not in skipped]
 
     def _watcher_spec(self, watcher_id: str) -> AnyWatcher | None:
         """The running definition of a watcher (None when it is gone)."""

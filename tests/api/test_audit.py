@@ -12,6 +12,7 @@ from tests.api.test_roles import ADMIN, OPERATOR, TOKENS, VIEWER, WEBHOOK, beare
 from tests.cli.conftest import sentinel_command
 from tests.service.conftest import Starter
 from tests.service.test_api import call
+from tests.support import wait_for
 
 SILENCE = {
     "matchers": [{"path": "watcherId", "op": "eq", "value": "hook"}],
@@ -92,4 +93,25 @@ async def test_the_cli_acts_with_a_token_and_lists_the_audit(start_service: Star
     listed = json.loads(await sentinel("audit", "--since", "1h", "--actor", "root", "--json", token=VIEWER))
     assert [("root", "cli", "watcher.disable")] == [
         (e["actor"], e["via"], e["action"]) for e in listed["items"]
+    ]
+
+
+async def test_an_expired_approval_is_in_the_audit_trail(start_service: Starter) -> None:
+    """An approval nobody decided within approvalTimeoutMs is expired by sentinel, and the audit
+    trail records it like an approve or a deny (SPEC §21: every change)."""
+    service = await start_service(
+        watchers={"hook.yaml": WEBHOOK}, server=TOKENS, extra="actionPolicy: {approvalTimeoutMs: 1}\n"
+    )
+    item = await service.inbox.create("approval", severity="info", reason="run restart-api", actor="agent")
+    expire = service.sessions.approvals.expire_overdue  # what the sweep runs (it may run first)
+
+    async def expired() -> list[dict[str, object]]:
+        await expire()  # once the item is older than the 1 ms approvalTimeoutMs
+        return await trail(service)
+
+    await wait_for(expired, what="the expiry in the audit trail")
+    assert 0 == await expire(), "nothing left to expire"
+    assert [("sentinel", None, "source", "approval.expire", item.id, "approvalTimeoutMs passed")] == [
+        (e["actor"], e["claimedActor"], e["via"], e["action"], e["target"], e["note"])
+        for e in await trail(service)
     ]

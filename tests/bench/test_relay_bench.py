@@ -32,3 +32,11 @@ def test_a_redis_url_of_database_0_is_refused() -> None:
     argv = [sys.executable, str(BENCH), "--quick", "--store", f"redis://127.0.0.1:{free_port()}/0"]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
     assert (2, True) == (done.returncode, "other than 0" in done.stderr)
+
+
+def test_a_src_without_the_package_is_refused(tmp_path: Path) -> None:
+    """``--src`` names the code the service runs: a folder without ``sentinel_hooks`` is refused
+    before anything starts."""
+    argv = [sys.executable, str(BENCH), "--quick", "--src", str(tmp_path)]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
+    assert (2, True) == (done.returncode, "no sentinel_hooks package" in done.stderr)

@@ -132,6 +132,17 @@ def test_per_watcher_poll_lines_are_summed_without_the_parser() -> None:
     assert (scrape.polls, scrape.errors) == (7.0, 1.0)
 
 
+def test_the_aggregate_poll_count_is_read_where_exported() -> None:
+    """Above the per-watcher limit only watchers in trouble have lines: the aggregate is the count."""
+    text = (
+        'sentinel_polls_total{watcher="a"} 3.0\n'
+        "# TYPE sentinel_polls_all counter\n"
+        "sentinel_polls_all_total 12.0\n"
+    )
+
+    assert 12.0 == parse_metrics(text).polls
+
+
 @pytest.mark.slow
 def test_together_mode_measures_both_sides_over_the_same_windows() -> None:
     """Both processes run at once; each side's polls are counted apart (``/w`` and ``/b``)."""

@@ -26,7 +26,7 @@ from sentinel_hooks.service import Service
 from sentinel_hooks.store import Store
 from sentinel_hooks.store.shortcuts import put_watcher_state
 from sentinel_hooks.watchers.manager import WatcherManager
-from sentinel_hooks.watchers.runner import RunnerDeps
+from sentinel_hooks.watchers.shared import RunnerDeps
 from sentinel_hooks.watchers.strategy import StrategyContext
 from tests.support import Endpoint
 

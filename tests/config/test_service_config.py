@@ -63,6 +63,7 @@ def test_defaults_match_the_spec() -> None:
             "maxPayloadChars": 2500,
             "requestTimeoutMs": 10000,
             "maxAlertsPerRequest": 1000,
+            "perWatcherMetricsMax": 10000,
         },
         "telemetry": {"eventsFile": None, "otlpEndpoint": None},
         "retention": {

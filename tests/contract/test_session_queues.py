@@ -26,6 +26,7 @@ from sentinel_hooks.callbacks.queues.stream import StreamSettings
 from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.clock import SystemClock
 from sentinel_hooks.store import Contract, Store
+from sentinel_hooks.store.records import GroupInfo
 from sentinel_hooks.store.redis import RedisStore
 from sentinel_hooks.store.sqlite import SqliteStore
 from tests.contract.conftest import RedisSpace
@@ -138,6 +139,23 @@ async def test_keys_run_in_parallel_up_to_the_concurrency(queues: Queues) -> Non
     queues.recorder.release.set()
     await wait_for(lambda: len(queues.recorder.ended()) == 3, what="the three sessions")
     assert 2 == queues.recorder.peak
+
+
+async def test_a_session_waiting_to_start_holds_no_slot(queues: Queues) -> None:
+    """With one slot, groups' sessions waiting out their waitMs leave it to another key's
+    session, which runs at once; they run, one at a time, once their wait ends."""
+    queue = await queues.started(concurrency=1)
+    contracts = await queues.accepted([("g1", "group:a"), ("g2", "group:b"), ("x", "k")])
+    for group_id in ("g1", "g2"):
+        info = GroupInfo(key=group_id, members=[group_id])
+        contracts[group_id] = contracts[group_id].model_copy(update={"group": info})
+        queues.recorder.waiting.add(group_id)
+    for c in contracts.values():
+        await queue.submit(envelope_for(c), c)
+    await wait_for(lambda: queues.recorder.ended() == ["x"], what="x's session, the groups waiting")
+    queues.recorder.start.set()
+    await wait_for(lambda: len(queues.recorder.ended()) == 3, what="the groups' sessions")
+    assert 1 == queues.recorder.peak
 
 
 async def test_a_session_that_raises_is_crashed_and_the_key_goes_on(queues: Queues) -> None:

@@ -7,13 +7,16 @@ agent stays silent (sessions are only noted), so each group's page is its fallba
 
 Rules: fires of a few group keys; time passing (relay passes: deadlines, joins' follow-ups; outbox
 passes); the source reporting a group's first fire over (before the page the group settles
-``resolved``, no page); a restart that rebuilds every component from the store.
+``resolved``, no page); a restart that rebuilds every component from the store; a process killed
+holding due joins (it claimed their follow-up, as ``send_joins`` does, and died before recording it).
 
 Invariants, after every step: at most one page per group, and none for a member (a member has no
 deliveries of its own); every member is ``grouped``, names an opened group and has no session of
-its own (its contract is never pending); no join is counted in two messages (the page's ``N fires``
-plus its follow-ups' ``K more fires`` never exceed the group's fires); a group's follow-ups arrive
-at least ``intervalMs`` apart. At the end time runs on until nothing is left to do; then every
+its own (its contract is never pending); every fire is in exactly one group (its opener or one of
+its members) and the groups hold every fire; no join is counted in two messages (the page's ``N
+fires`` plus its follow-ups' ``K more fires`` never exceed the group's fires); a group's first
+follow-up arrives no earlier than ``intervalMs`` after the group opened, the next ones at least
+``intervalMs`` apart. At the end time runs on until nothing is left to do; then every
 fire of a paged group reached people exactly once: in its page or in one follow-up.
 
 How it finds a broken store: with the SQLite store queueing every join for a follow-up, also those
@@ -45,6 +48,7 @@ from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
 from sentinel_hooks.core.grouping import GroupRule
+from sentinel_hooks.relay.relay import CLAIM_BATCH, CLAIM_LEASE_MS
 from sentinel_hooks.service import Service
 from tests.relay.contract_model import forget_store, model_service, outbox_pass
 from tests.support import Endpoint
@@ -218,6 +222,14 @@ class GroupMachine(RuleBasedStateMachine):
         """The process dies and starts again: every component rebuilt from the store."""
         self.run(self.restarted())
 
+    @rule(seconds=st.sampled_from([0.5, 2.5, INTERVAL_S]))
+    def killed_holding_joins(self, seconds: float) -> None:
+        """Time passes, the process claims the joins' follow-ups due then and dies before recording
+        them: the claims lapse (``CLAIM_LEASE_MS``) and the restarted relay sends each one once."""
+        self.clock.advance(seconds)
+        self.run(self.service.store.claim_joins(self.clock.now(), limit=CLAIM_BATCH, lease_ms=CLAIM_LEASE_MS))
+        self.run(self.restarted())
+
     async def restarted(self) -> None:
         old = self.service
         await old.intake.close()
@@ -252,8 +264,17 @@ class GroupMachine(RuleBasedStateMachine):
                 assert contracts[contract.group_id].group is not None
 
     @invariant()
-    def no_join_counted_twice_and_follow_ups_paced(self) -> None:
+    def every_fire_in_exactly_one_group(self) -> None:
         groups = self.run(self.groups())
+        holders = {cid: [g for g, c in groups.items() if cid in c.group.members] for cid in self.fires}
+        assert dict.fromkeys(self.fires, 1) == {cid: len(found) for cid, found in holders.items()}
+        assert len(self.fires) == sum(c.group.fires for c in groups.values()), "a fire lost or counted twice"
+
+    @invariant()
+    def no_join_counted_twice_and_follow_ups_paced(self) -> None:
+        self.counted_once_and_paced(self.run(self.groups()))
+
+    def counted_once_and_paced(self, groups: dict[str, Any]) -> None:
         for cid, contract in groups.items():
             mine = [r for r in self.sink.received if r.callback_id == cid]
             counted = sum(_count(r) for r in mine)
@@ -261,6 +282,10 @@ class GroupMachine(RuleBasedStateMachine):
                 f"group {cid}: {counted} fires told of, {contract.group.fires} held"
             )
             follow_ups = [r.at for r in mine if r.kind.startswith("joined.")]
+            opened = contract.created_at
+            assert all(at - opened >= timedelta(seconds=INTERVAL_S) for at in follow_ups[:1]), (
+                f"group {cid}: a follow-up {follow_ups[0] - opened} after it opened"
+            )
             gaps = [b - a for a, b in itertools.pairwise(follow_ups)]
             assert all(gap >= timedelta(seconds=INTERVAL_S) for gap in gaps), f"follow-ups too close: {gaps}"
 
@@ -280,6 +305,7 @@ class GroupMachine(RuleBasedStateMachine):
                 break
         await self.advance(2 * INTERVAL_S + 1)
         groups = await self.groups()
+        self.counted_once_and_paced(groups)  # also for the follow-ups sent while time ran on
         for cid, contract in groups.items():
             mine = [r for r in self.sink.received if r.callback_id == cid]
             if contract.state == "fallback_sent":

@@ -65,15 +65,19 @@ def cli(base: str, *args: str) -> str:
     return done.stdout
 
 
+def laid_out(tmp_path: Path, sink: Sink, store: str, watcher: str) -> tuple[Path, str, Path]:
+    """The config (``CONFIG`` over ``store``, a free port, the LLM down) and ``watcher`` in
+    ``tmp_path``: the config's path, the service's base URL and its log's path."""
+    port = free_port()
+    text = CONFIG.format(store=store, port=port, url=sink.url("/in"), dead_port=free_port())
+    return lay_out(tmp_path, text, watcher), f"http://127.0.0.1:{port}", tmp_path / "service.log"
+
+
 async def test_kill_9_before_the_wait_ends_still_pages_each_group_once(tmp_path: Path, sink: Sink) -> None:
     """Fires of two keys, SIGKILL inside waitMs, restart, one more fire of a key: one page per
     group, naming the fires it holds then; `callbacks show` of a member names its group and of
     the group lists its four members."""
-    port = free_port()
-    text = CONFIG.format(store="sqlite:///state.db", port=port, url=sink.url("/in"), dead_port=free_port())
-    config = lay_out(tmp_path, text, WATCHER)
-    base = f"http://127.0.0.1:{port}"
-    log = tmp_path / "service.log"
+    config, base, log = laid_out(tmp_path, sink, "sqlite:///state.db", WATCHER)
     proc = start(config, log)
     try:
         await wait_for(lambda: ready(base), timeout_s=60, what="the service")
@@ -189,3 +193,45 @@ async def test_the_replica_that_opened_a_group_killed_inside_wait_ms_another_sta
         procs[1].send_signal(signal.SIGTERM)
         procs[1].wait(timeout=20)
     assert [1] == list(pages(sink).values())
+
+
+AFTER_THE_PAGE = WATCHER.replace("waitMs: 8000, intervalMs: 60000", "waitMs: 500, intervalMs: 12000")
+
+
+def follow_ups(sink: Sink, group_id: str) -> list[str]:
+    """The messages in reply to the group's page, in arrival order."""
+    return [str(b["message"]) for b in sink.bodies() if not b.get("page") and b.get("inReplyTo") == group_id]
+
+
+@pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
+async def test_kill_9_inside_interval_ms_delivers_the_pending_joins_as_one_follow_up(
+    tmp_path: Path, sink: Sink, store: str, request: pytest.FixtureRequest
+) -> None:
+    """A group pages, three fires join after the page, SIGKILL before their follow-up is due
+    (intervalMs), restart: the three joins reach people as one follow-up, once; no second page."""
+    store_url = "sqlite:///state.db" if store == "sqlite" else request.getfixturevalue("redis_url")
+    config, base, log = laid_out(tmp_path, sink, store_url, AFTER_THE_PAGE)
+    proc = start(config, log)
+    try:
+        await wait_for(lambda: ready(base), timeout_s=60, what="the service")
+        await push(base, "db", 0)
+        await wait_for(lambda: len(pages(sink)) >= 1 or None, timeout_s=20, what="the group's page")
+        group_id = next(iter(pages(sink)))
+        for n in range(1, 4):
+            await push(base, "db", n)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert [] == follow_ups(sink, group_id), "killed before the joins' follow-up was due"
+        proc = start(config, log)
+        await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
+        await wait_for(lambda: follow_ups(sink, group_id) or None, timeout_s=30, what="the joins' follow-up")
+        shown = cli(base, "callbacks", "show", group_id)
+        assert '4 fires, grouped by payload.name="db"' in shown
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+    sent = follow_ups(sink, group_id)
+    assert 1 == len(sent), sent
+    assert sent[0].startswith("3 more fires:\n"), sent[0]
+    assert 4 == len(sent[0].splitlines()), "one line per join"
+    assert {group_id: 1} == dict(pages(sink)), "paged once, never again"

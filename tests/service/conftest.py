@@ -19,7 +19,7 @@ store: sqlite:///state.db
 server: {server}
 allowedHosts: {allowed}
 hookResponseDedupeWindowMs: {dedupe}
-limits: {{minIntervalMs: 100, maxResponseBytes: 4096, requestTimeoutMs: 2000}}
+limits: {{minIntervalMs: 100, maxResponseBytes: 4096, requestTimeoutMs: 2000{limits}}}
 targets: {{console: {{type: console}}}}
 {extra}
 """
@@ -37,7 +37,8 @@ async def endpoint() -> AsyncIterator[Endpoint]:
 
 @pytest.fixture
 async def start_service(tmp_path: Path) -> AsyncIterator[Starter]:
-    """``await start_service(watchers={"a.yaml": "..."}, extra="...")`` → a started Service."""
+    """``await start_service(watchers={"a.yaml": "..."}, extra="...")`` → a started Service
+    (``limits=", maxWatchers: 5"`` adds keys to ``limits``)."""
     started: list[Service] = []
 
     async def start(
@@ -48,8 +49,11 @@ async def start_service(tmp_path: Path) -> AsyncIterator[Starter]:
         server: str = "{host: 127.0.0.1, port: 0}",
         dedupe: int = 0,
         store: str = "sqlite:///state.db",
+        limits: str = "",
     ) -> Service:
-        text = SERVICE_CONFIG.format(extra=extra, allowed=allowed, server=server, dedupe=dedupe)
+        text = SERVICE_CONFIG.format(
+            extra=extra, allowed=allowed, server=server, dedupe=dedupe, limits=limits
+        )
         text = text.replace("sqlite:///state.db", store, 1)
         (tmp_path / "sentinel.yaml").write_text(text)
         folder = tmp_path / "watchers"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aiohttp
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.service.conftest import Starter
@@ -131,3 +134,61 @@ async def test_webhook_pushes_are_counted_by_watcher_and_outcome(start_service: 
         {dict(labels)["watcher"] for labels in refused_elsewhere},
         sum(refused_elsewhere.values()),
     ), pushes
+
+
+TROUBLE = """\
+watchers:
+  - {{id: calm, strategy: http-poll, endpoint: "{url}calm", intervalMs: 100, conditions: [{when}]}}
+  - {{id: broken, strategy: http-poll, endpoint: "{url}broken", intervalMs: 100, conditions: [{when}]}}
+  - {{id: alarm, strategy: http-poll, endpoint: "{url}alarm", intervalMs: 100, conditions: [{when}]}}
+"""
+DOWN = "{path: status, op: eq, value: down}"
+
+
+async def _scraped_after_trouble(start_service: Starter, endpoint: Endpoint, limits: str) -> dict[str, Any]:
+    """/metrics of three watchers, one ok, one failing and one firing, once each is so."""
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        if request.path == "/broken":
+            return web.Response(status=500)
+        return web.json_response({"status": "down" if request.path == "/alarm" else "up"})
+
+    endpoint.handler = answer
+    service = await start_service(
+        watchers={"t.yaml": TROUBLE.format(url=endpoint.url(), when=DOWN)}, limits=limits
+    )
+    await wait_for(
+        lambda: (
+            service.watcher("broken").state.consecutive_failures > 0
+            and service.watcher("alarm").state.firing.firing
+            and service.watcher("calm").state.last_check_at is not None
+        ),
+        what="one watcher failing, one firing, one ok",
+    )
+    _, text = await get(service.url + "/metrics")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def test_metrics_name_every_watcher_up_to_the_limit(start_service: Starter, endpoint: Endpoint) -> None:
+    """With no more watchers than ``limits.perWatcherMetricsMax``, every one has its poll series."""
+    samples = await _scraped_after_trouble(start_service, endpoint, ", perWatcherMetricsMax: 3")
+    named = {dict(labels)["watcher"] for name, labels in samples if name == "sentinel_polls_total"}
+    assert {"calm", "broken", "alarm"} == named
+    assert samples[("sentinel_polls_all_total", ())] >= 3
+
+
+async def test_metrics_above_the_limit_name_only_watchers_in_trouble(
+    start_service: Starter, endpoint: Endpoint
+) -> None:
+    """Above ``limits.perWatcherMetricsMax`` watchers, only the failing and the firing ones have
+    poll series; the aggregates count every watcher."""
+    samples = await _scraped_after_trouble(start_service, endpoint, ", perWatcherMetricsMax: 2")
+    for family in ("sentinel_polls_total", "sentinel_watcher_poll_lag_seconds"):
+        named = {dict(labels)["watcher"] for name, labels in samples if name == family}
+        assert {"broken", "alarm"} == named
+    assert 2 == samples[("sentinel_watchers", (("state", "ok"),))]  # calm and alarm (firing is ok)
+    assert samples[("sentinel_polls_all_total", ())] >= 3

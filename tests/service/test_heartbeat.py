@@ -228,6 +228,75 @@ async def test_the_api_refuses_a_heartbeat_with_a_ping_key_in_use(start: Start) 
     assert KEY not in str(body)
 
 
+OTHER_KEY = "other-key-0123456789abcdef"
+API_HEARTBEAT = {
+    "id": "copy",
+    "strategy": "heartbeat",
+    "pingKey": OTHER_KEY,
+    "periodMs": 60000,
+    "deliveryTargets": ["team"],
+}
+CLASHING_FILE = f"""\
+id: other
+strategy: heartbeat
+pingKey: {OTHER_KEY}
+periodMs: 60000
+deliveryTargets: [team]
+"""
+
+
+CLASH = (
+    "other.yaml:1: pingKey: heartbeat watchers 'other' and 'copy' (created through the API) have the "
+    "same pingKey; give each its own (a ping could not tell them apart)"
+)
+
+
+async def api_heartbeat_then_clashing_file(start: Start, tmp_path: Path, *, restart: bool) -> Service:
+    """A service with the heartbeat ``copy`` created through the API, then the watcher file
+    ``other.yaml`` with the same pingKey written (while it runs, or while it is down)."""
+    service = await start()
+    code, body = await call(service, "POST", "/api/v1/watchers", body=API_HEARTBEAT)
+    assert 201 == code, body
+    if restart:
+        await service.stop()
+    (tmp_path / "watchers" / "other.yaml").write_text(CLASHING_FILE)
+    return await start() if restart else service
+
+
+def pinged(service: Service) -> str | None:
+    """The id of the watcher a ping to ``OTHER_KEY`` reaches."""
+    runner = service.manager.by_ping_key(OTHER_KEY)
+    return None if runner is None else runner.id
+
+
+async def test_a_reload_refuses_a_file_taking_an_api_heartbeats_ping_key(
+    start: Start, tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watcher file that takes the pingKey of a heartbeat created through the API is refused at
+    the reload, at its file:line, naming both watchers and never the key; pings still reach the
+    API-created one."""
+    monkeypatch.setenv("BACKUP_PING_KEY", KEY)  # what the reload reads the files with
+    service = await api_heartbeat_then_clashing_file(start, tmp_path, restart=False)
+    assert await service.reload() is None
+    refused = [r.getMessage() for r in caplog.records if "reload refused" in r.getMessage()]
+    assert [f"reload refused: {tmp_path}/watchers/{CLASH}"] == refused
+    assert OTHER_KEY not in caplog.text
+    assert "copy" == pinged(service)
+
+
+async def test_a_restart_skips_an_api_heartbeat_whose_ping_key_a_file_took(
+    start: Start, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A watcher file added while the service was down with the pingKey of a heartbeat created
+    through the API: at the restart the API-created one is skipped with an error at the file's
+    line naming both (never the key), and the file's watcher takes the pings."""
+    service = await api_heartbeat_then_clashing_file(start, tmp_path, restart=True)
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert [f"API-created watcher copy skipped: {tmp_path}/watchers/{CLASH}"] == skipped
+    assert OTHER_KEY not in caplog.text
+    assert "other" == pinged(service)
+
+
 async def test_sentinel_status_shows_a_line_per_heartbeat(start: Start, tmp_path: Path) -> None:
     """`sentinel status` (a subprocess against the running service): the last ping, when and
     what it said, the next due time, and whether it is overdue."""

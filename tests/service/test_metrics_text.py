@@ -40,3 +40,16 @@ def test_the_pieces_of_the_watcher_series_make_the_whole_text() -> None:
     for per_part in (1, 3, 7, 100):
         pieces = "".join(metrics.watcher_text_parts(per_part)).encode() + metrics.render_families()
         assert metrics.render() == pieces
+
+
+def test_only_names_the_watchers_given_and_the_aggregate_counts_all() -> None:
+    """``watcher_text_parts(only=...)`` writes the two per-watcher families for those watchers
+    (ids without series are skipped) and ``sentinel_polls_all_total`` over every watcher."""
+    metrics = Metrics()
+    for i in range(5):
+        metrics.watcher_series(f"w{i}").polls = i + 1
+    text = "".join(metrics.watcher_text_parts(2, only=["w3", "gone"]))
+    assert 'sentinel_polls_total{watcher="w3"} 4.0\n' in text
+    assert 1 == text.count("sentinel_polls_total{")
+    assert 1 == text.count("sentinel_watcher_poll_lag_seconds{")
+    assert text.endswith("sentinel_polls_all_total 15.0\n")

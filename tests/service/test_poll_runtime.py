@@ -70,7 +70,7 @@ async def test_a_slow_start_schedules_every_first_run_on_its_phase_from_one_base
     other: no herd, and none pushed an interval later because the start was slow."""
     (tmp_path / "sentinel.yaml").write_text(
         SERVICE_CONFIG.format(
-            extra="", allowed='["127.0.0.1"]', server="{host: 127.0.0.1, port: 0}", dedupe=0
+            extra="", allowed='["127.0.0.1"]', server="{host: 127.0.0.1, port: 0}", dedupe=0, limits=""
         )
     )
     (tmp_path / "watchers").mkdir()

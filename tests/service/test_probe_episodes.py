@@ -156,7 +156,7 @@ async def test_an_open_episode_survives_a_restart(tmp_path: Path) -> None:
     probe = Probe(tmp_path)
     probe.prints(NOT_JSON)
     config = SERVICE_CONFIG.format(
-        extra="", allowed='["127.0.0.1"]', server="{host: 127.0.0.1, port: 0}", dedupe=0
+        extra="", allowed='["127.0.0.1"]', server="{host: 127.0.0.1, port: 0}", dedupe=0, limits=""
     )
     (tmp_path / "sentinel.yaml").write_text(config, encoding="utf-8")
     (tmp_path / "watchers").mkdir()

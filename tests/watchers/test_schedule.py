@@ -231,3 +231,50 @@ async def test_missed_runs_of_an_interval_job_are_coalesced_into_one_on_its_phas
         assert (job.next_run_time - start) % timedelta(seconds=0.1) == timedelta(0)
     finally:
         scheduler.shutdown(wait=False)
+
+
+async def test_a_backlog_of_due_jobs_starts_a_few_per_turn_and_within_the_running_cap() -> None:
+    """Admission: 300 jobs due at once start at most ``STARTS_PER_TURN`` per turn of the loop
+    and never more than ``MAX_RUNNING`` at a time; the others wait in the heap (not as tasks),
+    each starts once, and a callback queued meanwhile is never held up by more than one turn."""
+    scheduler = LoopScheduler(timezone=UTC)
+    scheduler.STARTS_PER_TURN, scheduler.MAX_RUNNING = 10, 40
+    loop = asyncio.get_running_loop()
+    turn = 0
+    started: list[int] = []  # the turn each job's body first ran in
+    running = most_running = 0
+    release = asyncio.Event()
+
+    def count_turns() -> None:
+        nonlocal turn
+        turn += 1
+        loop.call_soon(count_turns)
+
+    async def poll() -> None:
+        nonlocal running, most_running
+        started.append(turn)
+        running += 1
+        most_running = max(most_running, running)
+        await release.wait()
+        running -= 1
+
+    now = datetime.now(UTC)
+    for i in range(300):
+        trigger = IntervalTrigger(seconds=3600, start_date=now - timedelta(seconds=1), timezone="UTC")
+        add_poll_job(scheduler, f"j{i}", poll, trigger, now)
+    count_turns()
+    scheduler.start()
+    try:
+        await wait_for(lambda: len(started) == 40, what="the first 40 polls")
+        before = turn
+        await asyncio.sleep(0.05)  # polls end only on release: nothing more may start meanwhile
+        assert 40 == len(started) == most_running
+        assert turn > before + 10  # the loop kept turning
+        release.set()
+        await wait_for(lambda: len(started) == 300, what="every due poll")
+        await wait_for(lambda: running == 0, what="the polls to end")
+    finally:
+        scheduler.shutdown(wait=False)
+    per_turn = max(started.count(t) for t in set(started))
+    assert per_turn <= 10
+    assert most_running <= 40

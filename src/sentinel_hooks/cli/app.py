@@ -68,7 +68,7 @@ def validate(config: str | None, as_json: bool) -> int:
 
     path = config_path(config, os.environ)
     try:
-        loaded = load_config(path)
+        loaded = load_config(path, compiled=True)
     except ConfigError as exc:
         if not as_json:
             raise

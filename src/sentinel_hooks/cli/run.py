@@ -95,7 +95,7 @@ async def _started_unless_stopped(config_file: Path, stopping: asyncio.Event) ->
 
 async def _started(config_file: Path) -> Service:
     """Load the config and start the service (stopped again if the start fails)."""
-    config = load_config(config_file)
+    config = load_config(config_file, compiled=True)
     from sentinel_hooks.logs import configure_logging
 
     configure_logging(config.redactor)

@@ -18,10 +18,14 @@ Every ``lease_ms / 3`` one tick, in this order:
 
 A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
 tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
-server and another replica take it. Callbacks run as tasks, one chain per watcher (so a
+server and another replica take it. Callbacks run as tasks, chained per watcher (so a
 watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder: one ``on_acquired`` for many
 watchers waits for each one's earlier callbacks and is the one their later callbacks wait for),
-and never delay renewal.
+and never delay renewal. The leases one tick loses, or hands off, are one batch, one task: it
+calls ``on_lost`` for ``STOPS_AT_ONCE`` of them at a time, so stopping tens of thousands of
+runners is spread over many turns of the event loop instead of tens of thousands of tasks in
+one, which stalled a busy replica for seconds, past its next renewal, and lost it every lease
+again (docs/scaling.md).
 
 Fencing (``holds``) is answered from what the ticks learnt, without a Redis round trip per
 observation: a renewal (or acquisition) that began at ``t`` set the key's expiry on the server
@@ -44,7 +48,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import partial
 
@@ -65,6 +69,7 @@ Lost = Callable[[str], Awaitable[None]]
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
 FIRST_TAKEN = 256  # leases taken, and started, before the rest of a tick's (see _acquire)
 LATER_TAKEN = 2_048  # the rest, per round trip: preparing each is a few ms the started ones wait
+STOPS_AT_ONCE = 128  # runners stopped at a time for a batch of leases lost or handed off (see _each)
 
 
 class LeaseKeeper:
@@ -105,6 +110,7 @@ class LeaseKeeper:
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
         self._handed: dict[str, tuple[int, datetime | None]] = {}  # to release: id → (token, valid until)
         self._releasing = False  # a batch of ``_handed`` is being released
+        self._renewed_at: datetime | None = None  # when the last renewal began
         self._ticks = Outage(log, "lease keeper", clock=clock)  # ticks keep their period: see ``tick``
 
     # -- what the manager asks -----------------------------------------------------------------
@@ -192,7 +198,7 @@ class LeaseKeeper:
             log.warning("lease keeper: could not renew before stopping: %s", exc)
         held = dict(self._owned)
         self._leaving.update(held)
-        await asyncio.gather(*(self._call_lost(w) for w in held), self.drain())
+        await asyncio.gather(_each([partial(self._call_lost, w) for w in held]), self.drain())
         await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def drain(self) -> None:
@@ -221,7 +227,7 @@ class LeaseKeeper:
             await self._renew(started)
             desired = self._desired_set(await self._live())
             self._hand_off(desired)
-            await self._acquire(desired, started)
+            await self._acquire(desired)
         except StoreError as exc:
             self._ticks.failed(exc)
         else:
@@ -232,6 +238,7 @@ class LeaseKeeper:
             ticked.set()
 
     async def _renew(self, started: datetime) -> None:
+        self._renewed_at = started
         held = dict(self._owned)
         if not held:
             return
@@ -259,11 +266,12 @@ class LeaseKeeper:
         return self._desired
 
     def _hand_off(self, desired: Collection[str]) -> None:
-        for watcher_id, token in list(self._owned.items()):
-            if watcher_id in desired or watcher_id in self._leaving or watcher_id in self._adopted:
-                continue
-            self._leaving.add(watcher_id)
-            self._chain([watcher_id], partial(self._give_back, watcher_id, token))
+        kept = self._leaving | self._adopted
+        leaving = {w: t for w, t in self._owned.items() if w not in desired and w not in kept}
+        if leaving:
+            self._leaving.update(leaving)
+            steps = [partial(self._give_back, w, t) for w, t in leaving.items()]
+            self._chain(list(leaving), partial(_each, steps))
 
     async def _give_back(self, watcher_id: str, token: int) -> None:
         await self._call_lost(watcher_id)
@@ -290,7 +298,7 @@ class LeaseKeeper:
         finally:
             self._releasing = False
 
-    async def _acquire(self, desired: Collection[str], started: datetime) -> None:
+    async def _acquire(self, desired: Collection[str]) -> None:
         """Take the free leases this replica should own, and the orphans, in the order tracked.
 
         The first ``FIRST_TAKEN`` go to ``on_acquired`` before the rest are asked for: the
@@ -298,29 +306,46 @@ class LeaseKeeper:
         10,000 leases to take polls after one small round trip, not after all of them. The rest
         are taken ``LATER_TAKEN`` at a time: packing one request for thousands of leases holds
         the event loop, and the runners just started are waiting on their first store reads.
+
+        Between two parts, the held leases are renewed when a tick has passed since the last
+        renewal: on a replica short of CPU (busy starting the runners of the leases it just took)
+        taking tens of thousands took longer than the local deadline, and every lease it held,
+        and those it had just taken, were dropped unrenewed at the end of the tick, tick after tick.
         """
         others = [w for w in self._tracked if w not in desired and w not in self._owned]
         free = await self._leases.free(others) if others else set()
         self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
         orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
         wanted = [w for w in self._tracked if w in desired and w not in self._owned] + sorted(orphans)
-        got = {}
+        got: dict[str, int] = {}
         parts = [wanted[:FIRST_TAKEN]] + [
             wanted[begin : begin + LATER_TAKEN] for begin in range(FIRST_TAKEN, len(wanted), LATER_TAKEN)
         ]
         for part in parts:
             if part:
-                got.update(await self._take(part, orphans, started))
+                await self._renew_if_due()
+                got.update(await self._take(part, orphans))
         if got:
             adopted = len(orphans & got.keys())
             log.info("acquired %d watcher lease(s), %d of them orphans adopted", len(got), adopted)
 
-    async def _take(self, wanted: list[str], orphans: set[str], started: datetime) -> dict[str, int]:
-        """Acquire ``wanted`` and hand the leases taken to ``on_acquired``; what the server gave."""
+    async def _renew_if_due(self) -> None:
+        """Renew now when the last renewal began a tick ago or more (a long acquisition)."""
+        now = self._clock.now()
+        if self._renewed_at is not None and (now - self._renewed_at).total_seconds() >= self.tick_s:
+            await self._renew(now)
+
+    async def _take(self, wanted: list[str], orphans: set[str]) -> dict[str, int]:
+        """Acquire ``wanted`` and hand the leases taken to ``on_acquired``; what the server gave.
+
+        Each lease is valid until ``lease_ms`` after this round trip began (when its ``PX`` was
+        set at the latest), not after the tick began: a tick's later parts come seconds later on
+        a busy replica."""
+        began = self._clock.now()
         got = await self._leases.acquire(wanted)
         stray = {w: t for w, t in got.items() if w not in self._tracked}  # untracked meanwhile
         taken = {w: t for w, t in got.items() if w not in stray}
-        until = started + self._lease
+        until = began + self._lease
         for watcher_id, token in taken.items():
             self._owned[watcher_id] = token
             self._valid_until[watcher_id] = until
@@ -354,11 +379,11 @@ class LeaseKeeper:
         if not watcher_ids:
             return
         log.warning("lost %d watcher lease(s) (%s): %s", len(watcher_ids), _shown(watcher_ids), why)
+        stopping = [w for w in watcher_ids if w not in self._leaving]  # a hand-off stops the others
         for watcher_id in watcher_ids:
-            leaving = watcher_id in self._leaving
             self._forget(watcher_id)
-            if not leaving:
-                self._chain([watcher_id], partial(self._call_lost, watcher_id))
+        if stopping:
+            self._chain(stopping, partial(_each, [partial(self._call_lost, w) for w in stopping]))
 
     async def _release(
         self, held: dict[str, int], *, valid_until: Mapping[str, datetime] | None = None
@@ -455,8 +480,7 @@ class LeaseKeeper:
             return
         held = {w: t for w, t in tokens.items() if self._owned.get(w) == t and w not in self._leaving}
         self._leaving.update(held)
-        for watcher_id in held:
-            await self._call_lost(watcher_id)
+        await _each([partial(self._call_lost, w) for w in held])
         await self._release({w: t for w, t in held.items() if self._forget(w) == t})
 
     async def _call_lost(self, watcher_id: str) -> None:
@@ -464,6 +488,28 @@ class LeaseKeeper:
             await self._on_lost(watcher_id)
         except Exception:  # the callback's failure is the manager's; keep the others running
             log.exception("on_lost(%s) failed", watcher_id)
+
+
+async def _each(steps: Sequence[Callable[[], Awaitable[None]]]) -> None:
+    """Run ``steps`` (each handles its own errors), ``STOPS_AT_ONCE`` at a time, a new one as
+    one ends: a turn of the event loop starts at most that many, and a step that waits (a
+    runner's in-flight poll) holds up only its own place."""
+    running: set[asyncio.Task[None]] = set()
+    loop = asyncio.get_running_loop()
+    try:
+        for step in steps:
+            if len(running) >= STOPS_AT_ONCE:
+                _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            running.add(loop.create_task(_run(step)))
+        if running:
+            await asyncio.wait(running)
+    finally:
+        for task in running:  # cancelled (a stop past its time limit): so are the steps under way
+            task.cancel()
+
+
+async def _run(step: Callable[[], Awaitable[None]]) -> None:
+    await step()
 
 
 def _shown(watcher_ids: Collection[str]) -> str:

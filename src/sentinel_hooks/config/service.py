@@ -286,6 +286,8 @@ class LimitsSpec(Spec):
     max_payload_chars: int = Field(default=2500, ge=100)
     request_timeout_ms: PositiveMs = 10000
     max_alerts_per_request: int = Field(default=1000, ge=1)  # an Alertmanager POST with more: 413
+    # /metrics: above this many watchers, the per-watcher poll series only of those failing or firing
+    per_watcher_metrics_max: int = Field(default=10000, ge=0)
 
 
 def _otlp_endpoint(url: str) -> str:

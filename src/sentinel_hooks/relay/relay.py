@@ -202,7 +202,8 @@ class Relay:
 
     async def _notify_outcome(self, callback_id: str, deliveries: Sequence[Delivery]) -> NotifyOutcome:
         states = {d.key: d.state for d in await self._store.list_deliveries(callback_id)}
-        by_state: dict[str, list[str]] = {"delivered": [], "pending": [], "failed": []}
+        # cancelled: not sent and never to be (a resolve withdrew it, SPEC §16): in no list
+        by_state: dict[str, list[str]] = {"delivered": [], "pending": [], "failed": [], "cancelled": []}
         for delivery in deliveries:
             state = states.get(delivery.key, "pending")
             # a delivery its gate refused (``cancelled``) will never be sent: for good, as a failure

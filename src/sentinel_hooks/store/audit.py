@@ -29,6 +29,7 @@ AuditAction = Literal[
     "inbox.resolve",
     "approval.approve",
     "approval.deny",
+    "approval.expire",
     "feedback",
     "config.reload",
 ]

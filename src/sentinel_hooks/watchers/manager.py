@@ -39,7 +39,7 @@ from typing import Any, Protocol, TypeVar
 
 from apscheduler.schedulers.base import STATE_RUNNING
 
-from sentinel_hooks.config.loader import LoadedWatcher, WatcherSource
+from sentinel_hooks.config.loader import API_SOURCE_PREFIX, LoadedWatcher, WatcherSource
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
@@ -47,9 +47,10 @@ from sentinel_hooks.heap import freeze_young
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.ping_keys import PingKeys
 from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
-from sentinel_hooks.watchers.runner import RunnerDeps, WatcherRunner
+from sentinel_hooks.watchers.runner import WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
-from sentinel_hooks.watchers.state import StatusState, WatcherState, status_json, status_state
+from sentinel_hooks.watchers.shared import RunnerDeps
+from sentinel_hooks.watchers.state import StatusState, WatcherState, is_firing, status_json, status_state
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
 log = logging.getLogger(__name__)
@@ -339,17 +340,39 @@ class WatcherManager:
 
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
         spec = runner.spec
-        lasting = spec.trigger_mode == "edge" or spec.strategy_name in POLLED
         status = status_json(
-            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting
+            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=_lasting(spec)
         )
         if isinstance(spec, HeartbeatWatcher):
             status.update(beat_status(spec, runner.state, self._deps.clock.now()))
         return status
 
+    def status_tally(
+        self, runners: Iterable[WatcherRunner], counts: dict[str, int], trouble: list[str] | None
+    ) -> None:
+        """Count ``runners`` by status state into ``counts``; when ``trouble`` is a list, append
+        the ids of those failing or firing (what /metrics exports per watcher above its limit)."""
+        for runner in runners:
+            spec, state = runner.loaded.spec, runner.state
+            name = status_state(state, declared_enabled=spec.enabled, running=runner.running)
+            counts[name] += 1
+            if trouble is not None and (
+                name == "failing"
+                or (
+                    name == "ok"
+                    and is_firing(state, lasting=True)  # what lasting=False finds, and more: quicker first
+                    and is_firing(state, lasting=_lasting(spec))
+                )
+            ):
+                trouble.append(spec.id)
+
     def status_state(self, runner: WatcherRunner) -> StatusState:
         """Only the status's ``state`` (no instants formatted): what /metrics counts."""
         return status_state(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
+
+    def api_watchers(self) -> list[LoadedWatcher]:
+        """The watchers created through the API, as loaded."""
+        return [self._runners[i].loaded for i in sorted(self._api_defined) if i in self._runners]
 
     def is_api_defined(self, watcher_id: str) -> bool:
         return watcher_id in self._api_defined
@@ -457,4 +480,9 @@ def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
 
 def api_source(watcher_id: str) -> WatcherSource:
     """Where an API-created watcher is said to come from."""
-    return WatcherSource(f"api:{watcher_id}", None)
+    return WatcherSource(f"{API_SOURCE_PREFIX}{watcher_id}", None)
+
+
+def _lasting(spec: AnyWatcher) -> bool:
+    """Whether the watcher's conditions describe a lasting state (``state.is_firing``)."""
+    return spec.trigger_mode == "edge" or spec.strategy_name in POLLED

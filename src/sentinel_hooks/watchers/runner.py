@@ -22,7 +22,7 @@ error, like the check instants, are stored at most every ``STATE_FLUSH_S`` and a
 Past 500 lines because every path that changes a watcher's state (polls, streams, pushes, alert
 batches, manual fires, enable and disable) takes the one lock and shares the store-failure,
 fencing and write-back handling here; what is not that lives beside it (the drivers,
-``quiet``, ``beats``, ``pushes``, ``alerts``).
+``quiet``, ``beats``, ``pushes``, ``alerts``; what every runner shares, ``shared``).
 """
 
 from __future__ import annotations
@@ -30,18 +30,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
-from typing import Any, Protocol
+from typing import Any
 
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-
-from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.loader import LoadedWatcher
-from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.watcher import (
     AnyWatcher,
     HeartbeatWatcher,
@@ -51,72 +44,29 @@ from sentinel_hooks.config.watcher import (
 )
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import SentinelError, StoreError
-from sentinel_hooks.metrics import Metrics
-from sentinel_hooks.outages import Outage
-from sentinel_hooks.store.base import ContractStore, WatcherStore
 from sentinel_hooks.store.shortcuts import get_watcher_state, put_watcher_state
 from sentinel_hooks.watchers.alerts import AlertStreams
 from sentinel_hooks.watchers.beats import BeatWatch
-from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome
+from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.polling import Polling
 from sentinel_hooks.watchers.pushes import PushBatches
 from sentinel_hooks.watchers.quiet import QuietWatch
 from sentinel_hooks.watchers.retries import Stopping
+from sentinel_hooks.watchers.shared import LEASE_LOST, LEASE_UNKNOWN, NOT_LEASED, Fence, RunnerDeps
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategy import (
     Observed,
     ObserveError,
     PollStrategy,
-    StrategyContext,
     SubscribeStrategy,
     create_strategy,
     polls,
 )
 from sentinel_hooks.watchers.subscription import Subscription
-from sentinel_hooks.watchers.writeback import WatcherWrites
 
 log = logging.getLogger(__name__)
 
 STATE_FLUSH_S = 30.0  # a 10 s watcher writes its state at most every third poll
-
-Fence = Callable[[], Awaitable[bool]]
-"""Cluster mode: True while this replica still holds the watcher's lease (raises when unsure)."""
-
-LEASE_LOST = "lease_lost"  # dropped: another replica runs the watcher now (or will at its next tick)
-LEASE_UNKNOWN = "lease_unknown"  # dropped: this replica could not confirm its lease in time
-NOT_LEASED = "lease not held by this replica"  # Outcome.skipped of an observation dropped so
-
-
-class RunnerRoles(WatcherStore, ContractStore, Protocol):
-    """The store roles runners and their manager call: watchers' state and history, and the
-    callbacks an alert stream looks up (``AlertStreams``, when the service gave none)."""
-
-
-@dataclass(frozen=True)
-class RunnerDeps:
-    """What every runner shares with the others."""
-
-    store: RunnerRoles
-    clock: Clock
-    pipeline: FiringPipeline
-    context: StrategyContext
-    metrics: Metrics
-    scheduler: AsyncIOScheduler
-    redactor: Redactor
-    rng: random.Random
-    writes: WatcherWrites | None = None  # batches state writes (None: one store call each)
-    alerts: AlertStreams | None = None  # format: alertmanager (None: alerts resolve in the log only)
-
-    @cached_property
-    def unrecorded(self) -> Outage:
-        """The runners' store failures, logged as one run (``outages``), not a line per watcher:
-        each watcher's own is on its status (``lastError``) and at DEBUG."""
-        return Outage(log, "recording what watchers observe", clock=self.clock)
-
-    @cached_property
-    def unfenced(self) -> Outage:
-        """The runners' lease checks that could not tell (Redis away), logged as one run."""
-        return Outage(log, "checking watcher leases", clock=self.clock)
 
 
 class WatcherRunner:

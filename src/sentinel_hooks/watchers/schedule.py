@@ -91,11 +91,13 @@ class PollJobStore(BaseJobStore):  # type: ignore[misc]  # APScheduler 3 ships n
         jobs = self.get_all_jobs()
         return [job for job in jobs if job.next_run_time is not None and job.next_run_time.timestamp() <= at]
 
-    def pop_due(self, at: float) -> list[Job]:
-        """The jobs due at ``at`` (a timestamp), taken off the heap in run order: the caller
-        puts each back with ``update_job`` or removes it."""
-        heap, live, due = self._heap, self._live, []
-        while heap and heap[0][0] <= at:
+    def pop_due(self, at: float, limit: int | None = None) -> list[Job]:
+        """The jobs due at ``at`` (a timestamp), at most ``limit`` of them, taken off the heap in
+        run order (the longest overdue first): the caller puts each back with ``update_job`` or
+        removes it; the others due stay in the heap."""
+        heap, live = self._heap, self._live
+        due: list[Job] = []
+        while heap and heap[0][0] <= at and (limit is None or len(due) < limit):
             _, seq, job_id = heapq.heappop(heap)
             if live.get(job_id) == seq:
                 del live[job_id]
@@ -172,11 +174,24 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
     runs missed meanwhile are coalesced into one, as APScheduler would. ``max_instances`` is not
     enforced: a poll due while the previous one of its watcher runs returns at once (counted as
     ``busy``), so instances never pile up. A job that raises is logged as APScheduler would.
+
+    **Admission.** At most ``STARTS_PER_TURN`` polls start per turn of the event loop, and none
+    while ``MAX_RUNNING`` are running; the jobs left due stay in the heap, longest overdue first,
+    and start at the next turn (or as running polls end). A process offered more polls than its
+    CPU can make so polls as many as it can, late, instead of turning every due job into a task
+    at once: tens of thousands of tasks in one turn of the loop stall it for seconds, and
+    whatever else the loop runs (a cluster replica's lease renewals, the API, store writes)
+    waits behind them; in a replica capped at 0.5 CPU that lost every lease in a loop and polled
+    nothing (docs/scaling.md). Under the caps nothing changes: due jobs start when due.
     """
+
+    STARTS_PER_TURN = 32  # a few tens of ms of polls' CPU per turn on a replica capped at 0.5 CPU
+    MAX_RUNNING = 256  # the HTTP client's request slots (``SafeHttp.pool_size``): more would queue there
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._running_polls: dict[asyncio.Task[Any], Job] = {}
+        self._held_back = False  # due jobs wait for running polls to end (``MAX_RUNNING``)
 
     def _create_default_jobstore(self) -> PollJobStore:
         return PollJobStore()
@@ -196,13 +211,18 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
             wait: float | None = super()._process_jobs()
             return wait
         now = datetime.now(self.timezone)
+        room = min(self.STARTS_PER_TURN, self.MAX_RUNNING - len(self._running_polls))
         with self._jobstores_lock:
-            for job in store.pop_due(now.timestamp()):
+            for job in store.pop_due(now.timestamp(), max(room, 0)):
                 self._run_due(job, now, store)
             next_at = store.get_next_run_time()
         if next_at is None:
             return None
-        return float(min(max(next_at.timestamp() - time.time(), 0), TIMEOUT_MAX))
+        wait_s = float(min(max(next_at.timestamp() - time.time(), 0), TIMEOUT_MAX))
+        if wait_s == 0 and len(self._running_polls) >= self.MAX_RUNNING:
+            self._held_back = True  # ``_poll_done`` processes the jobs again
+            return None
+        return wait_s  # 0 with jobs left due: the next turn starts the next ones
 
     def _run_due(self, job: Job, now: datetime, store: PollJobStore) -> None:
         """Start ``job`` once (missed runs coalesced) and put it back at its next run."""
@@ -237,6 +257,9 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
         job = self._running_polls.pop(task, None)
         if not task.cancelled() and task.exception() is not None:
             self._logger.error('Job "%s" raised an exception', job, exc_info=task.exception())
+        if self._held_back and self.state == STATE_RUNNING:
+            self._held_back = False
+            self._start_timer(0)
 
     def shutdown(self, wait: bool = True) -> None:
         super().shutdown(wait=wait)

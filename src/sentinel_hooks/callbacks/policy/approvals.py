@@ -35,9 +35,11 @@ from sentinel_hooks.callbacks.sessions.progress import progress_key
 from sentinel_hooks.callbacks.sessions.tools import ActArgs, Paused, ToolBox
 from sentinel_hooks.clock import Clock
 from sentinel_hooks.config.service import ActionPolicySpec
+from sentinel_hooks.core.roles import Who
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import Relay
+from sentinel_hooks.store.audit import AuditAction
 from sentinel_hooks.store.base import CheckpointStore, ContractStore, InboxStore
 from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.store.shortcuts import get_checkpoint
@@ -166,6 +168,20 @@ class ApprovalRoles(ContractStore, CheckpointStore, InboxStore, Protocol):
     open approvals."""
 
 
+class Audit(Protocol):
+    """Records a change in the audit trail (``ServiceOperations.audit``)."""
+
+    async def __call__(self, who: Who, action: AuditAction, target: str, note: str | None = None) -> None: ...
+
+
+async def no_audit(who: Who, action: AuditAction, target: str, note: str | None = None) -> None:
+    """An ``Audit`` that records nothing (a resumer without an audit trail: tests, tools)."""
+
+
+EXPIRER = Who("sentinel", via="source")  # an approval nobody decided within approvalTimeoutMs
+EXPIRY_NOTE = "approvalTimeoutMs passed"
+
+
 class ApprovalResumer:
     """Turns approval decisions into tool results and puts the paused session back in its queue.
 
@@ -185,7 +201,9 @@ class ApprovalResumer:
         append: Callable[[Contract, dict[str, Any]], Any],
         timeout_ms: int,
         mcp: McpGate | None = None,
+        audit: Audit = no_audit,
     ) -> None:
+        """``audit`` records each approval this replica expires in the audit trail (SPEC §21)."""
         self._store = store
         self._clock = clock
         self._inbox = inbox
@@ -195,6 +213,7 @@ class ApprovalResumer:
         self._append = append
         self._timeout_ms = timeout_ms
         self._mcp = mcp
+        self._audit = audit
         self._loop = BackgroundTask()
 
     async def decided(self, item: InboxItem) -> None:
@@ -264,9 +283,10 @@ class ApprovalResumer:
             page = await self._store.list_inbox(status="open", kind="approval", limit=200, cursor=cursor)
             for item in page.items:
                 if item.created_at <= cutoff:
-                    with contextlib.suppress(Exception):
-                        await self._inbox.expire(item.id, actor="sentinel", note="approvalTimeoutMs passed")
+                    with contextlib.suppress(Exception):  # decided meanwhile (or by another replica)
+                        await self._inbox.expire(item.id, actor=EXPIRER.actor, note=EXPIRY_NOTE)
                         expired += 1
+                        await self._audit(EXPIRER, "approval.expire", item.id, EXPIRY_NOTE)
             cursor = page.next_cursor
             if not cursor:
                 return expired

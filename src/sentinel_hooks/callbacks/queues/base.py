@@ -46,13 +46,19 @@ class Runs(Protocol):
 
     async def run(self, contract: Contract, envelope: Envelope | None = None) -> str: ...
 
+    async def wait_to_start(self, contract: Contract, envelope: Envelope | None = None) -> None:
+        """Return when the callback's session may start: at once, except a group's session before
+        its ``waitMs`` ends (SPEC §19). A queue awaits it before it takes a slot for the session."""
+        ...
+
 
 class SessionQueue(Protocol):
     """Where accepted callbacks wait for their hook session, and what runs them.
 
     - Each callback queued (``submit``, or ``requeue`` after an approval) is run by one
       ``Runs.run`` at a time per session key, in the order queued; sessions of different keys run
-      in parallel, at most ``concurrency`` at once (per replica). In steady operation a callback
+      in parallel, at most ``concurrency`` at once (per replica); a session waiting to start
+      (``Runs.wait_to_start``: a group's ``waitMs``) holds no slot meanwhile. In steady operation a callback
       queued once runs once; around a stop, a crash or a start it may run again, which the
       runner absorbs (it resumes from its checkpoint and skips a session already final).
     - A callback submitted and run in the same process is run with the envelope ``submit`` was

@@ -1,7 +1,8 @@
 """The ``local`` hook-session queue: in this process's memory, one worker task per busy session key.
 
 Callbacks of one session key run one at a time in arrival order; different keys run in
-parallel up to ``hookConcurrency``. A submitted callback waits with the envelope it was handed,
+parallel up to ``hookConcurrency`` (a group's session waits out its ``waitMs`` before it takes
+a slot). A submitted callback waits with the envelope it was handed,
 so its session does not read it back from the store. Nothing here survives a restart, and
 nothing needs to: ``resume`` finds the open contracts in the store and queues them again
 (``SessionQueue``); their sessions read their envelopes.
@@ -72,6 +73,7 @@ class LocalSessionQueue:
         try:
             while queue:
                 contract, envelope = queue.popleft()
+                await self._runner.wait_to_start(contract, envelope)  # holding no slot
                 async with self._limit:
                     status = await run_counted(self._runner, contract, self._events, envelope=envelope)
                     self.finished[contract.callback_id] = status

@@ -7,7 +7,9 @@ but in Redis, so another replica can take over (SPEC.md §11, docs/scaling.md "H
   "key has work" entry to the ``session-work`` stream, in one Lua call (``stream_scripts.py``
   describes the keys and why a busy key needs no new entry);
 * each replica reads the stream in the consumer group ``sessions`` as consumer ``<replica id>``,
-  one entry per free slot (``hookConcurrency`` slots per replica);
+  one entry per free slot (``hookConcurrency`` slots per replica); a handler whose next session
+  waits to start (a group's ``waitMs``, ``Runs.wait_to_start``) gives its slot back meanwhile,
+  holding the key's lock, and takes a slot again to run it;
 * for an entry, the replica **takes the key's lock** (``SET NX PX``); if another replica holds it,
   the entry is acknowledged at once: the holder drains the list;
 * the holder **drains** the key's list in order, from the head the lock's script answered: run
@@ -117,6 +119,7 @@ class StreamSessionQueue:
         self._loops: list[asyncio.Task[None]] = []
         self._handlers: set[asyncio.Task[None]] = set()
         self._entries: set[str] = set()  # the stream entries the handlers hold
+        self._unslotted: set[asyncio.Task[None]] = set()  # handlers waiting without their slot
         self._halted = False
         self._handed: OrderedDict[str, tuple[Contract, Envelope]] = OrderedDict()
         self.finished: dict[str, str] = {}
@@ -243,7 +246,7 @@ class StreamSessionQueue:
 
     async def reclaim(self) -> int:
         """Claim and handle up to the free slots' worth of abandoned entries; how many."""
-        free = self._concurrency - len(self._handlers)
+        free = self._concurrency - len(self._handlers) + len(self._unslotted)
         if free <= 0:
             return 0
         async with bounded(self.settings.redis_url, "reclaim session entries", timeout_s=self._timeout_s):
@@ -286,7 +289,10 @@ class StreamSessionQueue:
         def done(finished: asyncio.Task[None]) -> None:
             self._handlers.discard(finished)
             self._entries.discard(entry_id)
-            self._limit.release()
+            if finished in self._unslotted:  # ended while waiting to start: it holds no slot
+                self._unslotted.discard(finished)
+            else:
+                self._limit.release()
 
         task.add_done_callback(done)
 
@@ -431,10 +437,24 @@ class StreamSessionQueue:
             if found is None:
                 return "skipped"
             contract = found
+        await self._wait_to_start(contract, envelope)
         # a StoreError is not final: the entry stays pending and the session is tried again later
         return await run_counted(
             self._runner, contract, self._events, envelope=envelope, passes=(StoreError,)
         )
+
+    async def _wait_to_start(self, contract: Contract, envelope: Envelope | None) -> None:
+        """Wait until the session may start (``Runs.wait_to_start``) without this handler's slot,
+        then take a slot again; the key's lock is kept meanwhile (``_keep``). A handler cancelled
+        while waiting or taking the slot back holds none (``_spawn``'s ``done`` knows)."""
+        me = asyncio.current_task()
+        if me is None or contract.group is None:
+            return
+        self._unslotted.add(me)
+        self._limit.release()
+        await self._runner.wait_to_start(contract, envelope)
+        await self._limit.acquire()
+        self._unslotted.discard(me)
 
     async def _keep(self, lock: str, entry_id: str, value: str, on_lost: Any) -> None:
         """Renew the lock (and the entry's idle time) every tick; ``on_lost`` when that fails."""

@@ -21,7 +21,7 @@ from sentinel_hooks.callbacks.backends import create_backend
 from sentinel_hooks.callbacks.backends.base import ModelBackend
 from sentinel_hooks.callbacks.mcp.calls import McpGate
 from sentinel_hooks.callbacks.mcp.client import McpServers
-from sentinel_hooks.callbacks.policy.approvals import ApprovalResumer, CommandGate
+from sentinel_hooks.callbacks.policy.approvals import ApprovalResumer, Audit, CommandGate, no_audit
 from sentinel_hooks.callbacks.policy.judge import Judges
 from sentinel_hooks.callbacks.queues.base import QueueContext, SessionQueue, create_session_queue
 from sentinel_hooks.callbacks.sessions.progress import REJOINED, progress_key
@@ -76,10 +76,12 @@ class HookSessions:
         stream: StreamSettings | None = None,
         requeue: Callable[[Contract], Awaitable[None]] | None = None,
         mcp: McpServers | None = None,
+        audit: Audit = no_audit,
     ) -> None:
         """``requeue``: where a session goes once its approval is decided (default: this queue;
         a service whose callbacks go to another sink sends them there too). ``mcp``: the
-        connections to ``mcpServers`` (started and stopped by the service)."""
+        connections to ``mcpServers`` (started and stopped by the service). ``audit``: where an
+        approval this replica expires is recorded (the service's audit trail)."""
         self._store = store
         self.backends: dict[str, ModelBackend] = {
             name: create_backend(name, spec) for name, spec in service.models.items()
@@ -135,6 +137,7 @@ class HookSessions:
             append=self.runner.append,
             timeout_ms=service.action_policy.approval_timeout_ms,
             mcp=self.mcp,
+            audit=audit,
         )
 
     async def submit(self, envelope: Envelope, contract: Contract) -> None:

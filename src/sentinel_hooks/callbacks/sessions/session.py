@@ -250,6 +250,18 @@ class SessionRunner:
         group = None if view.contract is None else view.contract.group
         return Begun(envelope, status, rendered, checkpoints.get(memory_key), view.transcript, group)
 
+    async def wait_to_start(self, contract: Contract, envelope: Envelope | None = None) -> None:
+        """Return when the session may start: a group's once its ``waitMs`` ended (its envelope,
+        unless handed, read from the store), any other at once. Queues await it before taking a
+        ``hookConcurrency`` slot, so a group waiting holds none (SPEC §19)."""
+        if contract.group is None:
+            return
+        if envelope is None:
+            found = await self._deps.store.get_envelopes([contract.callback_id])
+            envelope = found.get(contract.callback_id)
+        if envelope is not None:
+            await self._wait_for_group(contract, envelope)
+
     async def _wait_for_group(self, contract: Contract, envelope: Envelope) -> bool:
         """A group's session starts when its ``waitMs`` ends (SPEC §19): one queued early (resumed
         after a restart during the wait) waits out the rest. True when it waited."""

@@ -1,0 +1,115 @@
+"""The compiled cache: unchanged watcher files come back as validated; anything else is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sentinel_hooks.config.compiled import CompiledCache, cache_file, context_digest
+from sentinel_hooks.config.loader import LoadedConfig, load_config
+from sentinel_hooks.errors import ConfigError
+
+SERVICE = """\
+allowedHosts: ["127.0.0.1"]
+limits: {minIntervalMs: 1000}
+"""
+WATCHERS = """\
+watchers:
+  - {id: a, strategy: http-poll, endpoint: "http://127.0.0.1:9/a", intervalMs: 5000, conditions: []}
+  - {id: b, strategy: http-poll, endpoint: "http://127.0.0.1:9/b", intervalMs: 5000, conditions: []}
+"""
+
+
+def project(root: Path, watchers: dict[str, str], service: str = SERVICE) -> Path:
+    (root / "watchers").mkdir(exist_ok=True)
+    (root / "sentinel.yaml").write_text(service)
+    for name, text in watchers.items():
+        (root / "watchers" / name).write_text(text)
+    return root / "sentinel.yaml"
+
+
+def kept(config: Path, loaded: LoadedConfig) -> set[str]:
+    """The files the cache keeps for this project as loaded."""
+    context = context_digest(loaded.service, list(loaded.skills), loaded.base_dir)
+    return set(CompiledCache.open(cache_file(config, {}), context).kept)
+
+
+def test_an_unchanged_project_comes_back_from_the_cache(tmp_path: Path) -> None:
+    """The second compiled load gives the watchers, data and places of the first, from the cache."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    first = load_config(config, environ={}, compiled=True)
+    assert {"watchers/w.yaml"} == {
+        Path(name).relative_to(tmp_path).as_posix() for name in kept(config, first)
+    }
+    again = load_config(config, environ={}, compiled=True)
+    assert [(w.spec, w.raw, w.source) for w in first.watchers] == [
+        (w.spec, w.raw, w.source) for w in again.watchers
+    ]
+    assert 3 == again.watchers[1].source.line
+
+
+def test_a_changed_file_is_read_and_its_error_reported_with_its_line(tmp_path: Path) -> None:
+    """A file edited after it was kept is read again: its problem stops the load with file:line."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    load_config(config, environ={}, compiled=True)
+    broken = WATCHERS.replace('9/b", intervalMs: 5000', '9/b", intervalMs: 10')
+    (tmp_path / "watchers" / "w.yaml").write_text(broken)
+    with pytest.raises(ConfigError) as caught:
+        load_config(config, environ={}, compiled=True)
+    assert [(3, "watchers[1].intervalMs")] == [(issue.line, issue.key) for issue in caught.value.issues]
+
+
+def test_a_changed_sentinel_yaml_validates_the_kept_files_again(tmp_path: Path) -> None:
+    """A file kept under one sentinel.yaml is checked again under another (a raised limit here)."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    load_config(config, environ={}, compiled=True)
+    config.write_text(SERVICE.replace("minIntervalMs: 1000", "minIntervalMs: 6000"))
+    with pytest.raises(ConfigError) as caught:
+        load_config(config, environ={}, compiled=True)
+    assert [2, 3] == [issue.line for issue in caught.value.issues]
+
+
+def test_files_taking_values_from_the_environment_are_never_kept(tmp_path: Path) -> None:
+    """A file with ``${env:…}`` is read on every load: no value of the environment is written to
+    disk, and a changed variable is seen."""
+    env_file = WATCHERS.replace('"http://127.0.0.1:9/b"', '"http://${env:HOST}:9/b"')
+    config = project(tmp_path, {"e.yaml": env_file})
+    first = load_config(config, environ={"HOST": "127.0.0.1"}, compiled=True)
+    assert set() == kept(config, first)
+    assert b"127.0.0.1:9/b" not in cache_file(config, {}).read_bytes()
+    with pytest.raises(ConfigError, match="not in allowedHosts"):
+        load_config(config, environ={"HOST": "10.0.0.1"}, compiled=True)
+
+
+def test_a_cache_others_may_write_is_not_read(tmp_path: Path) -> None:
+    """A cache file writable by other users is ignored (it is a pickle): the files are read."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    loaded = load_config(config, environ={}, compiled=True)
+    cache_file(config, {}).chmod(0o666)
+    assert set() == kept(config, loaded)
+
+
+def test_a_goal_file_is_looked_for_on_every_load(tmp_path: Path) -> None:
+    """A file whose watcher names an operatorGoalFile is not kept: the goal file going away is
+    reported on the next load."""
+    (tmp_path / "goal.md").write_text("keep it up")
+    goal = WATCHERS.replace("conditions: []}", "conditions: [], fire: {operatorGoalFile: goal.md}}")
+    config = project(tmp_path, {"g.yaml": goal})
+    load_config(config, environ={}, compiled=True)
+    (tmp_path / "goal.md").unlink()
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(config, environ={}, compiled=True)
+
+
+def test_the_cache_lives_in_the_state_directory_when_one_is_set(tmp_path: Path) -> None:
+    """With ``SENTINEL_STATE_DIR`` (a read-only project in a container) the cache is written there."""
+    root, state = tmp_path / "project", tmp_path / "state"
+    root.mkdir()
+    state.mkdir(mode=0o700)
+    config = project(root, {"w.yaml": WATCHERS})
+    environ = {"SENTINEL_STATE_DIR": str(state)}
+    load_config(config, environ=environ, compiled=True)
+    assert (state / "watchers.cache").is_file()
+    assert not (root / ".sentinel").exists()
+    assert cache_file(config, environ) == state / "watchers.cache"
