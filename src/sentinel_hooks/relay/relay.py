@@ -205,9 +205,7 @@ class Relay:
         # cancelled: not sent and never to be (a resolve withdrew it, SPEC §16): in no list
         by_state: dict[str, list[str]] = {"delivered": [], "pending": [], "failed": [], "cancelled": []}
         for delivery in deliveries:
-            state = states.get(delivery.key, "pending")
-            # a delivery its gate refused (``cancelled``) will never be sent: for good, as a failure
-            by_state["failed" if state == "cancelled" else state].append(delivery.target)
+            by_state[states.get(delivery.key, "pending")].append(delivery.target)
         current = await self._store.get_contract(callback_id)
         return NotifyOutcome(
             True,
