@@ -20,11 +20,12 @@ Where the code under test has no grouping yet (``sentinel validate`` refuses ``f
 rows run without it and say so (``grouped: false``): every alert is then a fire with its own
 session and page, so pages = fires.
 
-    python bench/storm.py                       the storm and the steady rows, SQLite and Redis
-    python bench/storm.py --no-steady --stores sqlite
+    python bench/storm.py                                      the storm and the steady rows, SQLite and Redis
+    python bench/storm.py --no-steady --stores sqlite redis   the 5,000-alert storm only
+    python bench/storm.py --no-storm                           steady 1,000 alerts/s for 30 s, both stores
     python bench/storm.py --alerts 60 --duration-s 2 --alertnames 3 --per 5 --wait-ms 500 \\
         --steady-rate 40 --steady-duration-s 1 --stores sqlite          (the test's tiny run)
-    python bench/storm.py --src /work/main/src  measure another checkout's code
+    python bench/storm.py --src /work/main/src                 measure another checkout's code
 
 The last line printed is one JSON object: ``{"rows": [...], "summary": [...]}``.
 """

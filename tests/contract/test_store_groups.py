@@ -218,3 +218,36 @@ async def test_pruning_a_group_s_contract_forgets_the_group(store: Store) -> Non
     await store.prune(PruneBefore(callbacks=at(100)))
     fresh = await accept(store, "g-2", 200, interval_ms=10_000_000)
     assert ("pending", None) == (fresh.state, fresh.group_id)
+
+
+async def test_fires_accepted_at_once_all_join_one_group(store: Store) -> None:
+    """Forty fires of one key accepted at once (a notification's alerts): one opens the group, the
+    others join it, and the group counts and lists every member once."""
+    ids = [f"b-{n:02d}" for n in range(40)]
+    stored = await asyncio.gather(*(accept(store, callback_id, n / 100) for n, callback_id in enumerate(ids)))
+    opened = [contract.callback_id for contract in stored if contract.state == "pending"]
+    assert 1 == len(opened)
+    assert {opened[0]} == {contract.group_id for contract in stored if contract.state == "grouped"}
+    group = await group_of(store, opened[0])
+    assert (40, ids) == (group.fires, sorted(group.members))
+
+
+async def test_a_taken_id_among_fires_accepted_at_once_refuses_only_that_fire(store: Store) -> None:
+    """When fires accepted at once include an id already taken, that one is refused (None) and the
+    other is stored and joins as usual."""
+    await accept(store, "t-1")
+    again = store.accept_contract(
+        fire("t-1"), envelope("t-1"), group=GroupRequest(key=KEY, interval_ms=60_000, max_fires=100)
+    )
+    refused, joined = await asyncio.gather(again, accept(store, "t-2", 1))
+    assert (None, "grouped") == (refused, joined.state)
+    assert (2, ["t-1", "t-2"]) == ((group := await group_of(store, "t-1")).fires, group.members)
+
+
+async def test_max_fires_counts_fires_accepted_at_once(store: Store) -> None:
+    """maxFires counts the fires accepted at once: past it, a second group opens and takes the rest."""
+    stored = await asyncio.gather(*(accept(store, f"m-{n}", n / 100, max_fires=3) for n in range(5)))
+    opened = sorted(contract.callback_id for contract in stored if contract.state == "pending")
+    sizes = sorted([len((await group_of(store, group_id)).members) for group_id in opened])
+    members = [member for group_id in opened for member in (await group_of(store, group_id)).members]
+    assert (2, [2, 3], [f"m-{n}" for n in range(5)]) == (len(opened), sizes, sorted(members))

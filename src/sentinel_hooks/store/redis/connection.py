@@ -143,6 +143,17 @@ class RedisConnection:
         ``timeout_s`` (``errors.translated``)."""
         return translated(self.name, what, timeout_s=self._timeout_s)
 
+    async def failure(self, what: str, exc: Exception) -> StoreError:
+        """``exc`` (a reply of a pipelined command) as the store error ``translated`` makes of it."""
+        try:
+            async with self.translated(what):
+                raise exc
+        except StoreError as error:
+            return error
+        return StoreError(
+            f"{self.name}: {what} failed: {exc}"
+        )  # pragma: no cover  (translated always raises)
+
     async def run(self, what: str, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
         """Run a registered script with translated errors; its raw reply."""
         async with self.translated(what):

@@ -75,6 +75,7 @@ from sentinel_hooks.store.redis.audit import RedisAudit
 from sentinel_hooks.store.redis.connection import RedisConnection, as_text
 from sentinel_hooks.store.redis.keys import RedisKeys
 from sentinel_hooks.store.silences import Silence, SilenceState
+from sentinel_hooks.store.turns import TurnBatches
 from sentinel_hooks.store.urls import redacted_url
 
 R = TypeVar("R", bound=BaseModel)
@@ -93,6 +94,8 @@ class RedisStore(RedisAudit):
         self.keys = RedisKeys(key_prefix)
         self._db = RedisConnection(url)
         self._history_keep: int | None = None  # the ``keep`` of the latest batch written
+        self._accept = TurnBatches[tuple[list[str], list[Any]], Any](self._accept_batch)
+        self._get_docs = TurnBatches[str, Any](self._docs_batch)
 
     def __repr__(self) -> str:
         return f"RedisStore({redacted_url(self.url)!r}, key_prefix={self.keys.prefix!r})"
@@ -218,13 +221,29 @@ class RedisStore(RedisAudit):
         keys, args = lua.accept_contract_call(
             self.keys, contract, envelope_text, dedupe, texts, deliveries, group
         )
-        stored = await self._db.run("accept contract", self._db.scripts.accept_contract, keys, args)
+        stored = await self._accept((keys, args))
         if not stored:
             return None
         state, group_id = as_text(stored[0]), as_text(stored[1])
         if group_id:
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
+
+    async def _accept_batch(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+        """The accepts made in one turn of the event loop (a notification's fires) in one
+        pipelined round trip, each its own script (atomic alone); each one's reply or error."""
+        script = self._db.scripts.accept_contract
+        if len(calls) == 1:
+            return [await self._db.run("accept contract", script, *calls[0])]
+        pipe = self._db.client.pipeline(transaction=False)
+        async with self._db.translated("accept contracts"), pipe:
+            for keys, args in calls:
+                await script(keys=keys, args=args, client=pipe)
+            replies = await pipe.execute(raise_on_error=False)
+        return [
+            await self._db.failure("accept contract", reply) if isinstance(reply, Exception) else reply
+            for reply in replies
+        ]
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 
@@ -250,12 +269,19 @@ class RedisStore(RedisAudit):
 
     async def get_contract(self, callback_id: str) -> Contract | None:
         """See ``Store.get_contract``."""
-        return await self._doc("get contract", Contract, self.keys.contract(callback_id))
+        return await self._doc(Contract, self.keys.contract(callback_id))
 
-    async def _doc(self, what: str, model: type[R], key: str) -> R | None:
-        async with self._db.translated(what):
-            text = await self._db.client.hget(key, "doc")
+    async def _doc(self, model: type[R], key: str) -> R | None:
+        text = await self._get_docs(key)
         return None if text is None else codec.load_record(model, as_text(text))
+
+    async def _docs_batch(self, keys: list[str]) -> list[Any]:
+        """The ``doc`` of each key, read in one turn of the event loop (a notification's alerts
+        looking up their fires): one pipelined round trip."""
+        if len(keys) == 1:
+            async with self._db.translated("get record"):
+                return [await self._db.client.hget(keys[0], "doc")]
+        return await self._hget_many("get records", keys, "doc")
 
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""
@@ -532,7 +558,7 @@ class RedisStore(RedisAudit):
 
     async def get_inbox_item(self, item_id: str) -> InboxItem | None:
         """See ``Store.get_inbox_item``."""
-        return await self._doc("get inbox item", InboxItem, self.keys.inbox_item(item_id))
+        return await self._doc(InboxItem, self.keys.inbox_item(item_id))
 
     async def list_inbox(
         self,

@@ -54,14 +54,17 @@ def start_group(c: Conn, group_id: str, key: str, now_ms: int, interval_ms: int,
         close_group(c, group_id)
 
 
-def join_group(c: Conn, group_id: str, member_id: str, now_ms: int) -> None:
+def join_group(
+    c: Conn, group_id: str, member_id: str, now_ms: int, listed: dict[str, list[str]] | None = None
+) -> None:
     """``member_id`` joins: the group's contract counts it and lists it; after the page it waits
-    for the next follow-up; at ``max_fires`` the group closes."""
-    c.execute(
-        """UPDATE contracts SET doc = json_set(doc, '$.group.fires', json_extract(doc, '$.group.fires') + 1,
-            '$.group.members[#]', ?) WHERE callback_id = ?""",
-        (member_id, group_id),
-    )
+    for the next follow-up; at ``max_fires`` the group closes. With ``listed`` the contract's
+    count and list are left to ``list_members`` (the joins of one batch, in one rewrite of the
+    group's contract rather than one per join: the list grows to ``max_fires``)."""
+    if listed is None:
+        list_members(c, {group_id: [member_id]})
+    else:
+        listed.setdefault(group_id, []).append(member_id)
     state = c.execute("SELECT state FROM contracts WHERE callback_id = ?", (group_id,)).fetchone()
     paged = state is not None and state[0] not in BEFORE_PAGE
     c.execute(
@@ -74,6 +77,23 @@ def join_group(c: Conn, group_id: str, member_id: str, now_ms: int) -> None:
     full = c.execute("SELECT fires >= max_fires FROM groups WHERE group_id = ?", (group_id,)).fetchone()
     if full is not None and full[0]:
         close_group(c, group_id)
+
+
+LIST_CHUNK = 200  # members appended per statement (two parameters each)
+
+
+def list_members(c: Conn, listed: dict[str, list[str]]) -> None:
+    """Count and list each group's new members in its contract (``join_group``), in order."""
+    for group_id, members in listed.items():
+        for start in range(0, len(members), LIST_CHUNK):
+            chunk = members[start : start + LIST_CHUNK]
+            paths = ", ".join(["'$.group.members[#]', ?"] * len(chunk))
+            c.execute(
+                f"""UPDATE contracts SET doc = json_set(doc,
+                    '$.group.fires', json_extract(doc, '$.group.fires') + ?, {paths})
+                    WHERE callback_id = ?""",
+                (len(chunk), *chunk, group_id),
+            )
 
 
 def claim_joins(c: Conn, now_ms: int, limit: int, lease_ms: int) -> list[JoinBatch]:

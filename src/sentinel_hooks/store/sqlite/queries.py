@@ -185,6 +185,7 @@ def accept_contract(
     checkpoints: Sequence[tuple[str, str]],
     deliveries: Sequence[DeliveryRow] = (),
     group: tuple[GroupRequest, Callable[[str], ContractRow]] | None = None,
+    listed: dict[str, list[str]] | None = None,
 ) -> tuple[str, str | None] | None:
     """Dedupe check, grouping, contract, checkpoints and deliveries of a new callback; the state
     stored and the group a ``grouped`` fire joined, or None (nothing written) when the callback id
@@ -192,7 +193,8 @@ def accept_contract(
     as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``; ``deduped`` makes the row stored when the
     key is live (built only then). ``group`` is the fire's group and the row of a member of a group
     (by its id); after the dedupe check the fire joins the open group of its key (stored
-    ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19)."""
+    ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19); with ``listed``, the
+    group's contract lists the member when the batch ends (``accept_contracts``)."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
@@ -205,7 +207,7 @@ def accept_contract(
         group_id = groups.open_group(c, request.key, now_ms)
         if group_id is not None:
             c.execute(_INSERT_CONTRACT, member(group_id))
-            groups.join_group(c, group_id, pending[0], now_ms)
+            groups.join_group(c, group_id, pending[0], now_ms, listed)
             return "grouped", group_id
         groups.start_group(c, pending[0], request.key, now_ms, request.interval_ms, request.max_fires)
     c.execute(_INSERT_CONTRACT, pending)
@@ -213,6 +215,37 @@ def accept_contract(
     for row in deliveries:
         insert_delivery(c, row)
     return str(pending[2]), None
+
+
+Accepted = tuple[str, str | None] | None
+"""``accept_contract``'s answer: the state stored and the group joined, or None (the id exists)."""
+AcceptStep = Callable[..., Accepted]
+"""``accept_contract`` with every argument but the connection and ``listed`` bound."""
+
+
+def accept_contracts(
+    c: Conn, steps: Sequence[AcceptStep]
+) -> list[tuple[str, str | None] | sqlite3.Error | None]:
+    """Several ``accept_contract`` steps in one transaction, in order, each in its own savepoint
+    (one that fails is undone alone and answered with its error), the members that joined a
+    group listed in its contract once at the end (``groups.list_members``)."""
+    listed: dict[str, list[str]] = {}
+    results: list[tuple[str, str | None] | sqlite3.Error | None] = []
+    for step in steps:
+        joined: dict[str, list[str]] = {}
+        c.execute("SAVEPOINT accept")
+        try:
+            results.append(step(c, listed=joined))
+        except sqlite3.Error as exc:
+            if not c.in_transaction:  # SQLite ended the transaction: the whole batch fails
+                raise
+            c.execute("ROLLBACK TO accept")
+            results.append(exc)
+        c.execute("RELEASE accept")
+        for group_id, members in joined.items():
+            listed.setdefault(group_id, []).extend(members)
+    groups.list_members(c, listed)
+    return results
 
 
 def _add_dedupe(c: Conn, key: str, now_ms: int, ttl_ms: int) -> bool:

@@ -12,6 +12,7 @@ One module of about 500 lines because it is one class: each method is a short ca
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
 from functools import partial
@@ -61,6 +62,7 @@ from sentinel_hooks.store.sqlite import pruning as prune
 from sentinel_hooks.store.sqlite import queries as q
 from sentinel_hooks.store.sqlite.audit import SqliteAudit
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY, SqliteWorker
+from sentinel_hooks.store.turns import TurnBatches
 
 R = TypeVar("R", bound=BaseModel)
 
@@ -75,6 +77,7 @@ class SqliteStore(SqliteAudit):
         self._db = SqliteWorker(path, busy_timeout_ms=busy_timeout_ms)
         self._writes_since_trim: dict[str, int] = {}
         self._history_keep: int | None = None  # the ``keep`` of the latest batch written
+        self._accept = TurnBatches[q.AcceptStep, q.Accepted](self._accept_batch)
 
     @classmethod
     def in_memory(cls) -> SqliteStore:
@@ -226,7 +229,6 @@ class SqliteStore(SqliteAudit):
         """See ``Store.accept_contract``."""
         check_acceptable(contract, dedupe_key, dedupe_ttl_ms, checkpoints, deliveries, group)
         envelope_text = codec.dump_envelope(envelope)
-        deduped = as_deduped(contract)
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
 
@@ -236,19 +238,29 @@ class SqliteStore(SqliteAudit):
         tx = partial(
             q.accept_contract,
             pending=q.contract_row(contract, envelope_text),
-            deduped=partial(q.contract_row, deduped, envelope_text),
+            deduped=lambda: q.contract_row(as_deduped(contract), envelope_text),  # made only when deduped
             dedupe=dedupe,
             checkpoints=texts,
             deliveries=[q.delivery_row(d) for d in deliveries],
             group=None if group is None else (group, member),
         )
-        stored = await self._db.write("accept contract", tx)
+        stored = await self._accept(tx)
         if stored is None:
             return None
         state, group_id = stored
         if group_id is not None:
             return as_member(contract, group_id)
-        return contract if state == contract.state else deduped
+        return contract if state == contract.state else as_deduped(contract)
+
+    async def _accept_batch(self, steps: list[q.AcceptStep]) -> list[q.Accepted | BaseException]:
+        """The accepts made in one turn of the event loop (a notification's fires) as one store
+        step (``q.accept_contracts``), their group joins listed once."""
+        tx = partial(q.accept_contracts, steps=steps)
+        results = await self._db.write("accept contracts", tx)
+        return [
+            self._db.failure("accept contract", result) if isinstance(result, sqlite3.Error) else result
+            for result in results
+        ]
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 

@@ -1,0 +1,41 @@
+"""The Redis store's accepts made at once (a notification's fires) go in one pipelined round trip,
+each its own script: one that fails is answered with its own error, the others are stored."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio
+
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store.records import GroupRequest
+from sentinel_hooks.store.redis import RedisStore
+from tests.contract.stores import envelope
+from tests.contract.test_store_groups import accept, fire
+
+pytestmark = pytest.mark.redis
+
+
+async def test_a_failing_accept_among_accepts_made_at_once_fails_alone(
+    opened_redis_store: RedisStore, redis_url: str
+) -> None:
+    """A fire whose group key holds the wrong type of value gets a StoreError; the fire accepted
+    with it, of another key, is stored."""
+    store = opened_redis_store
+    async with redis.asyncio.Redis.from_url(redis_url) as client:
+        await client.rpush(store.keys.group_open("poisoned"), "not a callback id")
+    poisoned = store.accept_contract(
+        fire("p-1", key="poisoned"),
+        envelope("p-1"),
+        group=GroupRequest(key="poisoned", interval_ms=60_000, max_fires=10),
+    )
+    failed, stored = await asyncio.gather(
+        poisoned, accept(store, "p-2", key="healthy"), return_exceptions=True
+    )
+    assert (True, "pending") == (isinstance(failed, StoreError), getattr(stored, "state", stored))
+    assert "WRONGTYPE" in str(failed)
+    assert (None, "pending") == (
+        await store.get_contract("p-1"),
+        getattr(await store.get_contract("p-2"), "state", None),
+    )
