@@ -14,6 +14,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sentinel_hooks.clock import iso
@@ -44,6 +45,7 @@ from sentinel_hooks.store.records import (
     utc_ms,
 )
 from sentinel_hooks.store.sqlite import groups
+from sentinel_hooks.store.sqlite.worker import savepoint
 
 Conn = sqlite3.Connection
 DeliveryRow = tuple[str, str, str, int, int | None, str]
@@ -233,15 +235,13 @@ def accept_contracts(
     results: list[tuple[str, str | None] | sqlite3.Error | None] = []
     for step in steps:
         joined: dict[str, list[str]] = {}
-        c.execute("SAVEPOINT accept")
         try:
-            results.append(step(c, listed=joined))
+            results.append(savepoint(c, partial(step, listed=joined), "accept"))
         except sqlite3.Error as exc:
             if not c.in_transaction:  # SQLite ended the transaction: the whole batch fails
                 raise
-            c.execute("ROLLBACK TO accept")
             results.append(exc)
-        c.execute("RELEASE accept")
+            continue  # undone: none of its joins happened
         for group_id, members in joined.items():
             listed.setdefault(group_id, []).extend(members)
     groups.list_members(c, listed)

@@ -127,7 +127,7 @@ def _run_writes(worker: SqliteWorker, writes: list[_Write]) -> list[_Ran]:
         return _run_writes_alone(worker, live)
     ran: list[_Ran] = []
     for index, write in enumerate(live):
-        result, exc = _ran(partial(worker._guarded, write.what, partial(_savepoint, fn=write.fn)))
+        result, exc = _ran(partial(worker._guarded, write.what, partial(savepoint, fn=write.fn)))
         ran.append((write, result, exc))
         if exc is not None and not worker.in_transaction:  # SQLite ended the whole transaction
             return [*_failed(ran, exc), *_run_writes_alone(worker, live[index + 1 :])]
@@ -330,15 +330,16 @@ def _transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]
     return result
 
 
-def _savepoint(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """``fn(conn)`` inside the open transaction, undone alone when it fails."""
-    conn.execute("SAVEPOINT write")
+def savepoint(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T], name: str = "write") -> T:
+    """``fn(conn)`` inside the open transaction, undone alone when it fails (the error raised;
+    ``conn.in_transaction`` then tells whether SQLite ended the whole transaction)."""
+    conn.execute(f"SAVEPOINT {name}")
     try:
         result = fn(conn)
     except BaseException:
         if conn.in_transaction:
-            conn.execute("ROLLBACK TO write")
-            conn.execute("RELEASE write")
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
         raise
-    conn.execute("RELEASE write")
+    conn.execute(f"RELEASE {name}")
     return result
