@@ -39,3 +39,20 @@ async def test_a_failing_accept_among_accepts_made_at_once_fails_alone(
         await store.get_contract("p-1"),
         getattr(await store.get_contract("p-2"), "state", None),
     )
+
+
+async def test_a_group_whose_contract_text_sentinel_did_not_write_loses_no_fire(
+    opened_redis_store: RedisStore, redis_url: str
+) -> None:
+    """A fire that would join a group whose contract text is not in the shape the join edits is
+    stored on its own (pending, a group of its own), not written `grouped` into a group that
+    never lists it."""
+    store = opened_redis_store
+    await accept(store, "g-1")
+    async with redis.asyncio.Redis.from_url(redis_url) as client:
+        await client.hset(store.keys.contract("g-1"), "doc", '{"callbackId": "g-1"}')
+    alone = await accept(store, "g-2", 1)
+    assert ("pending", None) == (alone.state, alone.group_id)
+    stored = await store.get_contract("g-2")
+    assert stored is not None
+    assert stored.state == "pending"

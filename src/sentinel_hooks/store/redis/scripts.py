@@ -271,13 +271,19 @@ local function open_group(prefix, openkey, now_ms)
   close_group(prefix, gid, openkey)
   return nil
 end
+-- The group's contract text in its three parts, or nil when Sentinel did not write it.
+local function group_text(prefix, gid)
+  local doc = redis.call('HGET', prefix .. 'contract:' .. gid, 'doc')
+  if not doc then return nil end
+  local head, n, members = string.match(doc, '^(.*),"fires":(%d+),"members":%[(.*)%]}}$')
+  if not head then return nil end
+  return {head, n, members}
+end
 -- Member cid joins group gid: the group's record counts and lists it (its text edited in place:
 -- fires and members are its last keys), after the page it waits for a follow-up, full closes it.
-local function join_group(prefix, gid, cid, now_ms, openkey, duekey)
+local function join_group(prefix, gid, cid, now_ms, openkey, duekey, text)
   local g, ckey = prefix .. 'group:' .. gid, prefix .. 'contract:' .. gid
-  local doc = redis.call('HGET', ckey, 'doc')
-  local head, n, members = string.match(doc, '^(.*),"fires":(%d+),"members":%[(.*)%]}}$')
-  if not head then return redis.error_reply('contract ' .. gid .. ' has a record Sentinel did not write') end
+  local head, n, members = text[1], text[2], text[3]
   local sep = members == '' and '' or ','
   redis.call('HSET', ckey, 'doc',
     head .. ',"fires":' .. (tonumber(n) + 1) .. ',"members":[' .. members .. sep .. '"' .. cid .. '"]}}')
@@ -317,9 +323,17 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
 local state, doc, by_state, by_both = ARGV[11], ARGV[2], KEYS[5], KEYS[6]
 if not fresh then state, doc, by_state, by_both = 'deduped', ARGV[3], KEYS[7], KEYS[8] end
-local prefix, gid = ARGV[17], nil
+local prefix, gid, group_text_of = ARGV[17], nil, nil
 if fresh and ARGV[13] == '1' then
   gid = open_group(prefix, KEYS[11], ARGV[8])
+  if gid then
+    group_text_of = group_text(prefix, gid)
+    if not group_text_of then  -- checked before any write: the fire stands alone, never lost
+      redis.log(redis.LOG_WARNING,
+        'sentinel: contract ' .. gid .. ' has a record Sentinel did not write; a fire opens a new group')
+      gid = nil
+    end
+  end
   if gid then
     state, by_state, by_both = 'grouped', KEYS[13], KEYS[14]
     doc = string.gsub(ARGV[14], '"groupId":""', '"groupId":"' .. gid .. '"', 1)
@@ -330,7 +344,7 @@ for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
   redis.call('ZADD', index, 0, ARGV[5])
 end
 if gid then
-  join_group(prefix, gid, ARGV[1], ARGV[8], KEYS[11], KEYS[12])
+  join_group(prefix, gid, ARGV[1], ARGV[8], KEYS[11], KEYS[12], group_text_of)
   return {state, gid}
 end
 if ARGV[13] == '1' and fresh then
