@@ -50,7 +50,7 @@ from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
 from sentinel_hooks.watchers.shared import RunnerDeps
-from sentinel_hooks.watchers.state import StatusState, WatcherState, is_firing, status_json, status_state
+from sentinel_hooks.watchers.state import WatcherState, is_firing, status_json, status_state
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,7 @@ class WatcherManager:
         self._api_defined: set[str] = set()
         self._lock = asyncio.Lock()
         self._ping_keys = PingKeys()  # heartbeat watchers by ping key (SPEC §23)
+        self._took_leases = False  # the first leases taken are this replica's start (frozen)
 
     # -- start / stop / reload ---------------------------------------------------------------
 
@@ -129,12 +130,12 @@ class WatcherManager:
         every = [*watchers, *api_watchers]
         async with self._lock:
             if self._ownership is None:
-                await self._launch(every, self._runnable, initial=True)
+                await self._launch(every, self._runnable, initial=True, freeze=True)
             else:  # tracked in the order of their first polls: the lease keeper takes those first
                 order = start_order(self._deps.clock.now())
                 every.sort(key=lambda loaded: order(loaded.spec))
                 runnable = [r for r in map(self._runnable, every) if r is not None]
-                await self._launch(runnable, _same, initial=True)
+                await self._launch(runnable, _same, initial=True, freeze=True)
         log.info("started %d watcher(s)", len(self._runners))
 
     def _runnable(self, loaded: LoadedWatcher) -> WatcherRunner | None:
@@ -234,11 +235,13 @@ class WatcherManager:
         runner_of: Callable[[_S], WatcherRunner | None],
         *,
         initial: bool,
+        freeze: bool,
     ) -> None:
         """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
         order of their first runs from one base, a slice at a time, yielding between slices (see
         the module docstring); ``initial``: at the service's start, so a run missed while it was
-        down is made up (misfire).
+        down is made up (misfire); ``freeze``: at a start, each slice's survivors frozen
+        (``heap.freeze_young``).
 
         Runners are built, and take their stored states and the last observations of the polled
         and subscribed ones (one store call each), a slice at a time: the first slice is small,
@@ -278,7 +281,8 @@ class WatcherManager:
             finally:
                 if paused:
                     scheduler.resume()
-            freeze_young()  # the slice's runners out of later collections' way (heap.freeze_young)
+            if freeze:
+                freeze_young()  # the slice's runners out of later collections' way (heap.freeze_young)
             await asyncio.sleep(0)  # let the polls now due go out
 
     async def _remove(self, watcher_id: str, *, forget: bool = True) -> None:
@@ -313,7 +317,10 @@ class WatcherManager:
                 if not runner.running:
                     starting.append(runner)
             if starting:
-                await self._launch(starting, _same, initial=True)
+                # Only the first take is a start: a freeze later would keep every object alive
+                # then (a request's, a cycle about to be garbage) for good, lease after lease.
+                freeze, self._took_leases = not self._took_leases, True
+                await self._launch(starting, _same, initial=True, freeze=freeze)
 
     async def lease_lost(self, watcher_id: str) -> None:
         """The lease is gone or going (handed off, expired, taken, a graceful stop): stop the runner.
@@ -365,10 +372,6 @@ class WatcherManager:
                 )
             ):
                 trouble.append(spec.id)
-
-    def status_state(self, runner: WatcherRunner) -> StatusState:
-        """Only the status's ``state`` (no instants formatted): what /metrics counts."""
-        return status_state(runner.state, declared_enabled=runner.spec.enabled, running=runner.running)
 
     def api_watchers(self) -> list[LoadedWatcher]:
         """The watchers created through the API, as loaded."""
