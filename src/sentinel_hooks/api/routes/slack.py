@@ -99,6 +99,8 @@ async def _within_slack_wait(call: Awaitable[None], what: str) -> None:
             await call
         except DeliveryError as exc:
             log.warning("%s failed: %s", what, exc)
+        except Exception as exc:  # nobody awaits this task: a line in the log, not a traceback at exit
+            log.error("%s failed (%s: %s)", what, type(exc).__name__, exc)
 
     task = asyncio.get_running_loop().create_task(logged())
     done, _ = await asyncio.wait({task}, timeout=SLACK_WAIT_S)
