@@ -12,7 +12,7 @@ and the bound on how many members a session is shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 from sentinel_hooks.canonical import canonical_json
@@ -60,12 +60,13 @@ class GroupRule:
     wait_ms: int
     interval_ms: int
     max_fires: int
+    segments: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.by:
             raise ValueError("a group rule needs at least one `by` path")
-        for path in self.by:
-            check_by_path(path)
+        # parsed once here: ``by_values`` runs for every fire
+        object.__setattr__(self, "segments", tuple(check_by_path(path) for path in self.by))
 
 
 def by_values(rule: GroupRule, envelope: Any) -> list[Any]:
@@ -77,8 +78,7 @@ def by_values(rule: GroupRule, envelope: Any) -> list[Any]:
         "context": envelope.context,
     }
     values = []
-    for path in rule.by:
-        segments = check_by_path(path)
+    for segments in rule.segments:
         found = resolve(parts[segments[0]], segments[1:])
         values.append(None if found is MISSING else found)
     return values
