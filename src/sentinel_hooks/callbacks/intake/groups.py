@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from datetime import datetime, timedelta
 from typing import Protocol
 
@@ -47,6 +48,9 @@ def group_contract(pending: Contract, envelope: Envelope, rule: GroupRule, prefi
 def group_request(group: GroupInfo, rule: GroupRule) -> GroupRequest:
     """What the store needs to open or join the group of ``group.key``."""
     return GroupRequest(key=group.key, interval_ms=rule.interval_ms, max_fires=rule.max_fires)
+
+
+log = logging.getLogger(__name__)
 
 
 def group_starts_at(contract: Contract, timeout_ms: int) -> datetime | None:
@@ -86,7 +90,16 @@ class GroupStarts:
 
     async def _start(self, envelope: Envelope, contract: Contract, wait_s: float) -> None:
         await self._clock.sleep(wait_s)
-        await self._sink.submit(envelope, contract)
+        try:
+            await self._sink.submit(envelope, contract)
+        except Exception as exc:  # nobody awaits this task: a log line, not a lost traceback
+            log.error(
+                "group %s: its session could not be queued (%s: %s); the contract stays pending, "
+                "so its fallback pages at the deadline and a restart resumes the session",
+                contract.callback_id,
+                type(exc).__name__,
+                exc,
+            )
 
     async def close(self) -> None:
         """Cancel the waits (their contracts stay pending: a restart's queue resumes them)."""
