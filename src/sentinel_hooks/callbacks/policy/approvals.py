@@ -283,10 +283,15 @@ class ApprovalResumer:
             page = await self._store.list_inbox(status="open", kind="approval", limit=200, cursor=cursor)
             for item in page.items:
                 if item.created_at <= cutoff:
-                    with contextlib.suppress(Exception):  # decided meanwhile (or by another replica)
+                    try:
                         await self._inbox.expire(item.id, actor=EXPIRER.actor, note=EXPIRY_NOTE)
-                        expired += 1
+                    except Exception:  # decided meanwhile (or by another replica)
+                        continue
+                    expired += 1
+                    try:
                         await self._audit(EXPIRER, "approval.expire", item.id, EXPIRY_NOTE)
+                    except Exception as exc:  # the expiry stands; say what the trail lacks
+                        log.warning("approval %s expired; its audit entry was not written: %s", item.id, exc)
             cursor = page.next_cursor
             if not cursor:
                 return expired
