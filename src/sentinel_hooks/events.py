@@ -23,12 +23,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from prometheus_client import Counter
+
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.metrics import Metrics
 from sentinel_hooks.tracing import Traced, Tracing
 
 log = logging.getLogger(__name__)
+
+CHILDREN_MAX = 4096  # label sets remembered by ``Events._count``
 
 
 class Events:
@@ -49,6 +53,21 @@ class Events:
         self._redactor = redactor or Redactor()
         self._path = events_file
         self._file: IO[str] | None = None
+        self._children: dict[tuple[Counter, tuple[str, ...]], Counter] = {}
+
+    def _count(self, metric: Counter, *values: str) -> Counter:
+        """``metric.labels(*values)``, looked up once per label set: a fire with an instant model
+        counted eleven series (each ``labels`` call checks, joins and locks; ~6 µs), and these
+        families' label values (states, tools, decisions, model entries, target names, statuses)
+        come from fixed sets and the configuration, and no series of theirs is ever removed.
+        A guard of ``CHILDREN_MAX`` keeps an unexpected label value from growing the cache."""
+        key = (metric, values)
+        child = self._children.get(key)
+        if child is None:
+            if len(self._children) >= CHILDREN_MAX:
+                self._children.clear()
+            child = self._children[key] = metric.labels(*values)
+        return child
 
     def open(self) -> None:
         if self._path is not None:
@@ -78,7 +97,7 @@ class Events:
         self._write("evaluation", watcher_id, None, {"matched": matched, "fired": fired, "trigger": trigger})
 
     def fire(self, watcher_id: str, callback_id: str, *, state: str, kind: str) -> None:
-        self.metrics.contracts.labels(state).inc()
+        self._count(self.metrics.contracts, state).inc()
         if self.tracing is not None:
             self.tracing.fire(callback_id, state)
         self._write("fire", watcher_id, callback_id, {"state": state, "trigger": kind})
@@ -96,7 +115,7 @@ class Events:
         """A contract settled; ``contract`` (when the caller holds it) carries its trace, so a
         replica that did not take the fire still hangs the relay's span and the fallback's
         deliveries in the fire's trace."""
-        self.metrics.contracts.labels(state).inc()
+        self._count(self.metrics.contracts, state).inc()
         fields: dict[str, Any] = {"state": state}
         if deadline is not None and at is not None and state in ("fallback_sent", "expired"):
             lateness = max(0.0, (at - deadline).total_seconds())
@@ -117,7 +136,7 @@ class Events:
         arguments: dict[str, Any] | str | None = None,
     ) -> None:
         """A tool call a session made, with the arguments the model gave (secrets redacted)."""
-        self.metrics.tool_calls.labels(tool, decision).inc()
+        self._count(self.metrics.tool_calls, tool, decision).inc()
         fields = {"tool": tool, "arguments": arguments, "decision": decision, "ok": ok}
         if self.tracing is not None:
             self.tracing.tool_call(callback_id, tool, decision, ok)
@@ -140,9 +159,9 @@ class Events:
     ) -> None:
         """A model call's usage (``{call, inputTokens, outputTokens, costUsd, estimated, …}``), counted
         by model entry and direction."""
-        self.metrics.model_tokens.labels(model, "input").inc(int(usage.get("inputTokens") or 0))
-        self.metrics.model_tokens.labels(model, "output").inc(int(usage.get("outputTokens") or 0))
-        self.metrics.model_cost.labels(model).inc(float(usage.get("costUsd") or 0.0))
+        self._count(self.metrics.model_tokens, model, "input").inc(int(usage.get("inputTokens") or 0))
+        self._count(self.metrics.model_tokens, model, "output").inc(int(usage.get("outputTokens") or 0))
+        self._count(self.metrics.model_cost, model).inc(float(usage.get("costUsd") or 0.0))
         if self.tracing is not None:
             self.tracing.model_call(callback_id, model, usage, time.time_ns())
         self._write("model_call", watcher_id, callback_id, {"model": model, **usage})
@@ -155,7 +174,7 @@ class Events:
         self._write("budget_exhausted", watcher_id, callback_id, {"scope": scope, "which": which})
 
     def session(self, callback_id: str, status: str, *, watcher_id: str | None = None) -> None:
-        self.metrics.sessions.labels(status).inc()
+        self._count(self.metrics.sessions, status).inc()
         self._write("session", watcher_id, callback_id, {"status": status})
 
     def delivery(
@@ -174,7 +193,7 @@ class Events:
         """One delivery attempt: ``kind`` is the delivery's (``notify``, ``fallback`` …), written as
         ``deliveryKind``; ``attempts`` counts this one, written as ``attempt``; ``follow_up``: an
         agent notify after the page (for the trace)."""
-        self.metrics.deliveries.labels(target, outcome).inc()
+        self._count(self.metrics.deliveries, target, outcome).inc()
         fields = {
             "key": key,
             "target": target,
