@@ -134,6 +134,7 @@ class Dispatcher:
         self._loop = BackgroundTask()
         self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
+        self._reserved = 0  # slots promised to deliveries stored held (``reserve``), not yet started
         self._room = asyncio.Event()  # set when enough slots are free to claim again
         self._on_moved = on_moved
         self._outcomes = OutcomeWriter(store, on_moved=self._moved)
@@ -208,6 +209,34 @@ class Dispatcher:
             return [await self._attempt(deliveries[0])]
         return list(await asyncio.gather(*(self._attempt(d) for d in deliveries)))
 
+    def reserve(self, wanted: int) -> int:
+        """Promise up to ``wanted`` of the worker's free slots to deliveries the caller is about
+        to store held (``held_deliveries``) and then start here (``start_held``); the number
+        promised. The relay hands its fallbacks over this way: stored already claimed by this
+        process, they need no claim and no re-read, and the worker does not claim past the
+        promised slots meanwhile, so every held delivery starts at once (none waits out its
+        lease in a local queue). Release what is not started with ``start_held([], n)``."""
+        granted = max(0, min(wanted, CONCURRENCY - len(self._inflight) - self._reserved))
+        self._reserved += granted
+        return granted
+
+    def start_held(self, deliveries: Sequence[Delivery], reserved: int) -> None:
+        """Start stored held deliveries on ``reserved`` slots promised by ``reserve`` (at most
+        that many are given); the slots not used are free again."""
+        self._reserved -= reserved
+        for delivery in deliveries:
+            self._start(delivery)
+        if self._free() >= CLAIM_AT_LEAST or not self._inflight:
+            self._room.set()
+
+    def _free(self) -> int:
+        return CONCURRENCY - len(self._inflight) - self._reserved
+
+    def _start(self, delivery: Delivery) -> None:
+        task = asyncio.get_running_loop().create_task(self._attempt(delivery))
+        self._inflight.add(task)
+        task.add_done_callback(self._done)
+
     async def drain_due(self) -> int:
         """One pass of the worker, awaited: claim what is due now and attempt it all; the number
         attempted. For callers that drive the outbox themselves (tests, a model of the relay)."""
@@ -236,12 +265,12 @@ class Dispatcher:
         flag is cleared before claiming, so a wake-up during a claim is never lost.
         """
         while True:
-            if self._inflight and CONCURRENCY - len(self._inflight) < CLAIM_AT_LEAST:
+            if (self._inflight or self._reserved) and self._free() < CLAIM_AT_LEAST:
                 self._room.clear()
                 await self._room.wait()
                 continue
             self._wake.clear()
-            free = CONCURRENCY - len(self._inflight)
+            free = self._free()
             wait_s = POLL_S
             try:
                 claimed = await self._store.claim_deliveries(
@@ -252,9 +281,7 @@ class Dispatcher:
                 wait_s = self._claims.failed(exc)
                 claimed = []
             for delivery in claimed:
-                task = asyncio.get_running_loop().create_task(self._attempt(delivery))
-                self._inflight.add(task)
-                task.add_done_callback(self._done)
+                self._start(delivery)
             if claimed and len(claimed) == free:
                 continue
             with contextlib.suppress(TimeoutError):
@@ -262,7 +289,7 @@ class Dispatcher:
 
     def _done(self, task: asyncio.Task[bool]) -> None:
         self._inflight.discard(task)
-        if not self._inflight or CONCURRENCY - len(self._inflight) >= CLAIM_AT_LEAST:
+        if not self._inflight or self._free() >= CLAIM_AT_LEAST:
             self._room.set()
 
     async def _attempt(self, delivery: Delivery) -> bool:
