@@ -9,7 +9,7 @@ from collections.abc import Mapping
 import pytest
 import redis.asyncio
 
-from sentinel_hooks.clock import FakeClock
+from sentinel_hooks.clock import Clock, FakeClock, SystemClock
 from sentinel_hooks.cluster.keeper import ADOPT_AFTER_TICKS
 from sentinel_hooks.cluster.rendezvous import owned_by
 from sentinel_hooks.errors import StoreUnavailable
@@ -28,9 +28,11 @@ def settled(replicas: list[Replica]) -> bool:
     return all(set(r.keeper.owned()) == r.running == owned_by(r.id, IDS, live) for r in replicas)
 
 
-async def ticked_by_hand(make_replica: MakeReplica, clock: FakeClock, watcher_ids: list[str]) -> Replica:
-    """A replica on a fake clock that joined and ran one tick; no loops (they would spin the clock)."""
-    replica = make_replica("a", clock=clock)
+async def ticked_by_hand(
+    make_replica: MakeReplica, clock: Clock, watcher_ids: list[str], lease_ms: int = LEASE_MS
+) -> Replica:
+    """A replica that joined and ran one tick; no loops (on a fake clock they would spin it)."""
+    replica = make_replica("a", clock=clock, lease_ms=lease_ms)
     await replica.leases.open()
     await replica.membership.open()
     await replica.membership.heartbeat()
@@ -118,24 +120,24 @@ async def test_paused_keeper_reports_every_lease_lost_at_its_first_tick(make_rep
 async def test_keeper_drops_leases_it_cannot_renew_before_they_expire(
     make_replica: MakeReplica, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With Redis unreachable, leases are given up once they are within one tick of expiring:
-    kept after one failed renewal, dropped after the second (before the server expires them)."""
+    """With Redis unreachable, leases are given up once they may have expired on the server, not
+    before: kept after two failed renewals (their polls are refused in the last tick meanwhile),
+    dropped after the third, a whole lease after the last renewal."""
     clock = FakeClock()
     a = await ticked_by_hand(make_replica, clock, IDS)
 
-    async def unreachable(*args: object) -> set[str]:
+    async def unreachable(*args: object, **kwargs: object) -> set[str]:
         raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
 
     monkeypatch.setattr(a.leases, "renew", unreachable)
     tick_s = LEASE_MS / 3000 + 0.001  # a tick's period plus the time the tick itself takes
-    clock.advance(tick_s)
-    await a.keeper.tick()
-    await a.keeper.drain()
-    kept = set(a.running)
-    clock.advance(tick_s)
-    await a.keeper.tick()
-    await a.keeper.drain()
-    assert (set(IDS), set()) == (kept, a.running)
+    kept = []
+    for _ in range(3):
+        clock.advance(tick_s)
+        await a.keeper.tick()
+        await a.keeper.drain()
+        kept.append(set(a.running))
+    assert [set(IDS), set(IDS), set()] == kept
 
 
 async def test_untracked_watcher_lease_is_released(
@@ -277,11 +279,11 @@ async def test_fencing_check_of_a_lease_dropped_for_want_of_renewal_cannot_tell(
     a = await ticked_by_hand(make_replica, clock, ["w1"])
     token = a.keeper.owned()["w1"]
 
-    async def unreachable(*args: object) -> set[str]:
+    async def unreachable(*args: object, **kwargs: object) -> set[str]:
         raise StoreUnavailable("cluster redis: renew leases failed: connection refused")
 
     monkeypatch.setattr(a.leases, "renew", unreachable)
-    for _ in range(2):
+    for _ in range(3):
         clock.advance(LEASE_MS / 3000 + 0.001)
         await a.keeper.tick()
     assert {} == a.keeper.owned()
@@ -397,3 +399,18 @@ async def test_cancelling_a_chained_callback_leaves_the_one_it_waits_for_running
     release.set()
     await asyncio.wait_for(asyncio.wait({first}), 5)
     assert (["batch"], [True, True]) == (finished, [task.cancelled() for task in later])
+
+
+async def test_a_renewal_answered_late_keeps_the_leases(
+    make_replica: MakeReplica, raw: redis.asyncio.Redis
+) -> None:
+    """A renewal answered after its usual bound (Redis paused here, a starved replica in life)
+    that still finds the leases this replica's keeps them: the keeper waits for it while they
+    may be valid, and drops nothing before they could have expired on the server."""
+    a = await ticked_by_hand(make_replica, SystemClock(), IDS, lease_ms=3000)  # renewal bound 1 s
+    await a.keeper.drain()
+    await raw.execute_command("CLIENT", "PAUSE", "2500", "WRITE")  # scripts wait; reads do not
+    await a.keeper.tick()  # its renewal answers after 2.5 s
+    await a.keeper.tick()
+    await a.keeper.drain()
+    assert (set(IDS), set(IDS)) == (set(a.keeper.owned()), a.running)

@@ -7,6 +7,11 @@ change on the channel ``<prefix>watcher-changes``; every replica listens, and th
 watcher's lease applies it to the state it runs with. Pub/sub delivers at most once: a change
 published while no replica holds the lease (a hand-off under way) is found in the stored state
 by the next holder, which reads it when it acquires the lease.
+
+The same subscription carries the keepers' announcements on ``<prefix>lease-moves``: a replica
+that joined, is leaving, or released leases it handed off says so, and every other replica's
+keeper ticks at once (``LeaseKeeper.wake``) instead of at its next period. Lost messages only
+make a rebalance wait for the period, as it did without them.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ log = logging.getLogger(__name__)
 
 Changed = Callable[[str, dict[str, Any]], Awaitable[None]]
 """``on_change(watcher_id, change)``: a change another replica's API made to the watcher."""
+Moved = Callable[[], None]
+"""``on_leases_moved()``: another replica announced that leases may have moved."""
 
 PUBLISH_TIMEOUT_S = 2.0
 
@@ -47,14 +54,15 @@ class WatcherChanges:
         self._subscribing = Outage(log, "watcher changes: subscribing", clock=clock or SystemClock())
         self._replica_id = replica_id
         self.channel = f"{key_prefix}watcher-changes"
+        self.moves_channel = f"{key_prefix}lease-moves"
         self._client: Redis | None = None
         self._loop = BackgroundTask()
 
-    async def start(self, on_change: Changed) -> None:
+    async def start(self, on_change: Changed | None, on_leases_moved: Moved | None = None) -> None:
         """Subscribe (``StoreError`` when Redis cannot be reached), then listen in the background."""
         self._client = open_client(self._url, "changes", name=f"sentinel-changes-{self._replica_id}")
         pubsub = await first_command(self._subscribe)
-        self._loop.start(lambda: self._listen(pubsub, on_change))
+        self._loop.start(lambda: self._listen(pubsub, on_change, on_leases_moved))
 
     async def stop(self) -> None:
         await self._loop.stop()
@@ -71,19 +79,27 @@ class WatcherChanges:
         async with bounded(self._url, "publish a watcher change", timeout_s=PUBLISH_TIMEOUT_S):
             await self._client.publish(self.channel, message)
 
+    async def announce_leases(self, what: str) -> None:
+        """Tell the other replicas' keepers that leases may have moved (``StoreError`` when Redis
+        does not answer)."""
+        if self._client is None:
+            return
+        async with bounded(self._url, "announce lease moves", timeout_s=PUBLISH_TIMEOUT_S):
+            await self._client.publish(self.moves_channel, f"{self._replica_id} {what}")
+
     async def _subscribe(self) -> PubSub:
         assert self._client is not None
         pubsub = self._client.pubsub(ignore_subscribe_messages=True)
         try:
             async with bounded(self._url, "subscribe to watcher changes", timeout_s=PUBLISH_TIMEOUT_S):
-                await pubsub.subscribe(self.channel)
+                await pubsub.subscribe(self.channel, self.moves_channel)
         except BaseException:
             with contextlib.suppress(Exception):
                 await pubsub.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
             raise
         return pubsub
 
-    async def _listen(self, pubsub: PubSub, on_change: Changed) -> None:
+    async def _listen(self, pubsub: PubSub, on_change: Changed | None, on_leases_moved: Moved | None) -> None:
         while True:
             try:
                 message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
@@ -95,7 +111,12 @@ class WatcherChanges:
                 continue
             if message is None:
                 continue
-            await self._deliver(message.get("data"), on_change)
+            if message.get("channel") == self.moves_channel:
+                sender = str(message.get("data")).split(" ", 1)[0]
+                if on_leases_moved is not None and sender != self._replica_id:
+                    on_leases_moved()
+            elif on_change is not None:
+                await self._deliver(message.get("data"), on_change)
 
     async def _resubscribe(self) -> PubSub:
         """Subscribe again, backing off while Redis is away (``outages``: a short log)."""

@@ -16,9 +16,14 @@ Every ``lease_ms / 3`` one tick, in this order:
    ``LATER_TAKEN`` of the rest (at a start: the watchers that poll first start after one small
    round trip, and the manager schedules the others while they run).
 
-A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms`` minus one
-tick, even when Redis cannot be reached, so the runner stops before the key can expire on the
-server and another replica take it. Callbacks run as tasks, chained per watcher (so a
+Between periods a tick also runs at once when another replica ``announce``s that leases may have
+moved (it joined, is leaving, or released leases it handed off; ``wake``): a join settles in a
+few round trips instead of two periods or more. Such a tick renews only when a renewal is due.
+
+A lease is also dropped (``on_lost``) when it has not been renewed for ``lease_ms``, even when
+Redis cannot be reached: then it may have expired on the server. Not before: ``holds`` refuses
+polls in a lease's last tick, and a renewal answered late (a starved replica) that still found the
+lease this replica's extends it. Callbacks run as tasks, chained per watcher (so a
 watcher's ``on_acquired`` and ``on_lost`` never overlap or reorder: one ``on_acquired`` for many
 watchers waits for each one's earlier callbacks and is the one their later callbacks wait for),
 and never delay renewal. The leases one tick loses, or hands off, are one batch, one task: it
@@ -65,11 +70,14 @@ log = logging.getLogger(__name__)
 Acquired = Callable[[Mapping[str, int]], Awaitable[None]]
 """The leases one tick took: watcher id → fencing token."""
 Lost = Callable[[str], Awaitable[None]]
+Announce = Callable[[str], Awaitable[None]]
+"""Tell the other replicas that leases may have moved (``"joined"``, ``"leaving"``, ``"released"``)."""
 
 ADOPT_AFTER_TICKS = 4  # > lease_ms: longer than a normal hand-off or a dead owner's expiry takes
 FIRST_TAKEN = 256  # leases taken, and started, before the rest of a tick's (see _acquire)
 LATER_TAKEN = 2_048  # the rest, per round trip: preparing each is a few ms the started ones wait
 STOPS_AT_ONCE = 128  # runners stopped at a time for a batch of leases lost or handed off (see _each)
+WOKEN_GAP_TICKS = 0.1  # woken ticks are at least this share of a tick apart (bursts of announcements)
 
 
 class LeaseKeeper:
@@ -83,6 +91,7 @@ class LeaseKeeper:
         clock: Clock,
         on_acquired: Acquired,
         on_lost: Lost,
+        announce: Announce | None = None,
     ) -> None:
         if leases.replica_id != membership.replica_id:
             raise ValueError("leases and membership must belong to the same replica")
@@ -92,6 +101,7 @@ class LeaseKeeper:
         self._clock = clock
         self._on_acquired = on_acquired
         self._on_lost = on_lost
+        self._announce = announce
         self._lease = timedelta(milliseconds=leases.lease_ms)
         self.tick_s = leases.lease_ms / 3000
         self._tracked: dict[str, None] = {}  # in the order tracked: the order leases are taken in
@@ -107,6 +117,7 @@ class LeaseKeeper:
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._loop = BackgroundTask()
         self._ticked = asyncio.Event()  # set (and replaced) at the end of every tick
+        self._woken = asyncio.Event()  # another replica joined, left or released leases: tick now
         self._unrenewed: dict[str, int] = {}  # leases dropped for want of a renewal: id → token
         self._handed: dict[str, tuple[int, datetime | None]] = {}  # to release: id → (token, valid until)
         self._releasing = False  # a batch of ``_handed`` is being released
@@ -175,9 +186,17 @@ class LeaseKeeper:
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Run the first tick now (so owned watchers start at once), then every ``lease_ms / 3``."""
+        """Run the first tick now (so owned watchers start at once), then every ``lease_ms / 3``,
+        and at once when woken (``wake``)."""
         await self.tick()
         self._loop.start(self._tick_forever)
+
+    def wake(self) -> None:
+        """Tick now rather than at the next period: another replica joined, is leaving, or released
+        leases (it ``announce``d so), so this replica's share, or the free leases, changed. Without
+        it a join waited a period for the holders to see the newcomer and another for the newcomer
+        to see the released leases; wakes that come while a tick runs make one more tick."""
+        self._woken.set()
 
     async def halt(self) -> None:
         """Stop ticking, keeping the leases (they expire unless renewed); what a pause looks like."""
@@ -198,8 +217,10 @@ class LeaseKeeper:
             log.warning("lease keeper: could not renew before stopping: %s", exc)
         held = dict(self._owned)
         self._leaving.update(held)
-        await asyncio.gather(_each([partial(self._call_lost, w) for w in held]), self.drain())
-        await self._release({w: t for w, t in held.items() if self._forget(w) == t})
+        # released as their runners stop, a batch at a time (as a hand-off), not all after the last
+        # one stopped: stopping tens of thousands takes a capped replica seconds
+        steps = [partial(self._give_back, w, t) for w, t in held.items()]
+        await asyncio.gather(_each(steps), self.drain())
 
     async def drain(self) -> None:
         """Wait until every callback queued so far (and any they queue) has run."""
@@ -208,26 +229,53 @@ class LeaseKeeper:
 
     async def _tick_forever(self) -> None:
         while True:
-            await self._clock.sleep(self.tick_s)
-            try:
-                await self.tick()
-            except Exception:  # a bug in one tick must not end ownership; the next tick retries
-                log.exception("lease keeper tick failed")
+            due = self._clock.now() + timedelta(seconds=self.tick_s)
+            while (left_s := (due - self._clock.now()).total_seconds()) > 0 and await self._woken_within(
+                left_s
+            ):
+                await self._tick_logged(regular=False)
+                await self._clock.sleep(min(left_s, self.tick_s * WOKEN_GAP_TICKS))
+            await self._tick_logged(regular=True)
+
+    async def _woken_within(self, seconds: float) -> bool:
+        """Wait ``seconds`` or until woken, whichever is first; True when woken."""
+        woken = asyncio.ensure_future(self._woken.wait())
+        slept = asyncio.ensure_future(self._clock.sleep(seconds))
+        try:
+            await asyncio.wait((woken, slept), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            woken.cancel()
+            slept.cancel()
+        if not self._woken.is_set():
+            return False
+        self._woken.clear()
+        return True
+
+    async def _tick_logged(self, *, regular: bool) -> None:
+        try:
+            await self.tick(regular=regular)
+        except Exception:  # a bug in one tick must not end ownership; the next tick retries
+            log.exception("lease keeper tick failed")
 
     # -- one tick ------------------------------------------------------------------------------
 
-    async def tick(self) -> None:
+    async def tick(self, *, regular: bool = True) -> None:
         """Renew, rebalance, acquire (see the module docstring); Redis trouble waits for next tick.
 
+        A tick that is not ``regular`` (woken: leases may have moved) renews only when a renewal
+        is due and leaves the orphans to the regular ticks, whose count times their adoption.
         Ticks do not back off while Redis is away: a third of a lease apart, they are what takes
         the leases back the moment it returns. Their log does (``outages``): the first failure,
         a summary now and then, the recovery."""
         started = self._clock.now()
         try:
-            await self._renew(started)
+            if regular:
+                await self._renew(started)
+            else:
+                await self._renew_if_due()
             desired = self._desired_set(await self._live())
             self._hand_off(desired)
-            await self._acquire(desired)
+            await self._acquire(desired, orphans_too=regular)
         except StoreError as exc:
             self._ticks.failed(exc)
         else:
@@ -238,11 +286,18 @@ class LeaseKeeper:
             ticked.set()
 
     async def _renew(self, started: datetime) -> None:
+        """Renew every lease held. The answer is awaited until the last of them could expire on
+        the server, not only a command's usual bound: on a replica short of CPU the answer comes
+        late, and a late answer that still found the leases this replica's extends them (from
+        ``started``: no renewal sets an expiry earlier than that), where giving up on it lost
+        every lease to one slow round trip."""
         self._renewed_at = started
         held = dict(self._owned)
         if not held:
             return
-        kept = await self._leases.renew(held)
+        latest = max(self._valid_until.values(), default=started)
+        bound_s = max(self._leases.timeout_s, (latest - started).total_seconds())
+        kept = await self._leases.renew(held, timeout_s=bound_s)
         current = [w for w, token in held.items() if self._owned.get(w) == token]  # not handed off meanwhile
         until = started + self._lease
         for watcher_id in current:
@@ -283,7 +338,8 @@ class LeaseKeeper:
 
     async def _release_handed(self) -> None:
         """Release every handed-off lease queued so far in one batch, and again for those queued
-        meanwhile; a caller that finds a batch under way leaves its lease to that one."""
+        meanwhile; a caller that finds a batch under way leaves its lease to that one. Each batch
+        is ``announce``d, so the replicas that should own them take them at once."""
         if self._releasing:
             return
         self._releasing = True
@@ -295,10 +351,21 @@ class LeaseKeeper:
                     {w: token for w, (token, _) in batch.items()},
                     valid_until={w: until for w, (_, until) in batch.items() if until is not None},
                 )
+                await self.announce("released")
         finally:
             self._releasing = False
 
-    async def _acquire(self, desired: Collection[str]) -> None:
+    async def announce(self, what: str) -> None:
+        """Tell the other replicas leases may have moved (they tick at once); best effort: their
+        regular ticks see the same change, a period later."""
+        if self._announce is None:
+            return
+        try:
+            await self._announce(what)
+        except StoreError as exc:
+            log.debug("could not announce %r to the other replicas: %s", what, exc)
+
+    async def _acquire(self, desired: Collection[str], *, orphans_too: bool = True) -> None:
         """Take the free leases this replica should own, and the orphans, in the order tracked.
 
         The first ``FIRST_TAKEN`` go to ``on_acquired`` before the rest are asked for: the
@@ -312,10 +379,12 @@ class LeaseKeeper:
         taking tens of thousands took longer than the local deadline, and every lease it held,
         and those it had just taken, were dropped unrenewed at the end of the tick, tick after tick.
         """
-        others = [w for w in self._tracked if w not in desired and w not in self._owned]
-        free = await self._leases.free(others) if others else set()
-        self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
-        orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
+        orphans: set[str] = set()
+        if orphans_too:
+            others = [w for w in self._tracked if w not in desired and w not in self._owned]
+            free = await self._leases.free(others) if others else set()
+            self._free_ticks = {w: self._free_ticks.get(w, 0) + 1 for w in others if w in free}
+            orphans = {w for w, ticks in self._free_ticks.items() if ticks >= ADOPT_AFTER_TICKS}
         wanted = [w for w in self._tracked if w in desired and w not in self._owned] + sorted(orphans)
         got: dict[str, int] = {}
         parts = [wanted[:FIRST_TAKEN]] + [
@@ -360,10 +429,14 @@ class LeaseKeeper:
         return got
 
     def _expire(self, now: datetime) -> None:
-        margin = timedelta(seconds=self.tick_s)
-        late = [w for w, until in self._valid_until.items() if now >= until - margin]
+        """Drop the leases that may have expired on the server. Not earlier: ``holds`` refuses
+        their polls from a tick before that instant anyway, and a renewal late on a starved
+        replica that still finds them this replica's keeps them (dropping them a tick early
+        stopped every runner of such a replica and let its leases go)."""
+        late = [w for w, until in self._valid_until.items() if now >= until]
         self._unrenewed.update((w, self._owned[w]) for w in late if w in self._owned)
-        self._lose(late, f"not renewed for {self._lease.total_seconds() - self.tick_s:g} s")
+        lease_s = self._lease.total_seconds()
+        self._lose(late, f"not renewed for {lease_s:g} s: they may have expired on the server")
 
     # -- bookkeeping ---------------------------------------------------------------------------
 

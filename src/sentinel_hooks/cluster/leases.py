@@ -160,9 +160,12 @@ class Leases:
             for i in range(0, len(reply), 2)
         }
 
-    async def renew(self, held: Mapping[str, int]) -> set[str]:
-        """Extend the leases this replica still holds (watcher id → token); the ids renewed."""
-        return set(held) - await self._each_held("renew", "renew leases", held, [self.lease_ms])
+    async def renew(self, held: Mapping[str, int], *, timeout_s: float | None = None) -> set[str]:
+        """Extend the leases this replica still holds (watcher id → token); the ids renewed.
+
+        ``timeout_s`` bounds it instead of ``self.timeout_s`` (the keeper waits for a late answer
+        while the leases may still be valid)."""
+        return set(held) - await self._each_held("renew", "renew leases", held, [self.lease_ms], timeout_s)
 
     async def release(self, held: Mapping[str, int]) -> set[str]:
         """Delete the leases this replica holds (watcher id → token); the ids actually released."""
@@ -174,14 +177,16 @@ class Leases:
         replies = await self._run("free", "check leases", [([*map(self.key, c)], []) for c in chunks])
         return _at_positions(chunks, replies)
 
-    async def _each_held(self, script: str, what: str, held: Mapping[str, int], args: list[Any]) -> set[str]:
+    async def _each_held(
+        self, script: str, what: str, held: Mapping[str, int], args: list[Any], timeout_s: float | None = None
+    ) -> set[str]:
         """Run a compare-and-set ``script`` over ``held``; the ids whose lease was not ours."""
         chunks = _chunks(list(held))
         calls = [
             ([*map(self.key, chunk)], [*args, self.replica_id, " ".join(str(held[w]) for w in chunk)])
             for chunk in chunks
         ]
-        return _at_positions(chunks, await self._run(script, what, calls))
+        return _at_positions(chunks, await self._run(script, what, calls, timeout_s))
 
     async def holder(self, watcher_id: str) -> tuple[str, int] | None:
         """Who holds ``watcher_id``'s lease now: (replica id, token), or None when it is free."""
@@ -198,13 +203,15 @@ class Leases:
             value = await self.client.get(self.key(watcher_id))
         return value == self.value(token)
 
-    async def _run(self, script: str, what: str, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+    async def _run(
+        self, script: str, what: str, calls: list[tuple[list[str], list[Any]]], timeout_s: float | None = None
+    ) -> list[Any]:
         """Run ``script`` once per (keys, args) call, all in one pipeline; the replies in order."""
         if not calls:
             return []
         client, run = self.client, self._scripts[script]
         async with (
-            bounded(self.url, what, timeout_s=self.timeout_s),
+            bounded(self.url, what, timeout_s=timeout_s or self.timeout_s),
             client.pipeline(transaction=False) as pipe,
         ):
             for keys, args in calls:

@@ -34,11 +34,16 @@ class ClusterOwnership:
         self.membership = Membership(redis_url, key_prefix=key_prefix, lease_ms=lease_ms, clock=clock)
         self.replica_id = self.membership.replica_id
         self.leases = Leases(redis_url, key_prefix=key_prefix, replica_id=self.replica_id, lease_ms=lease_ms)
-        self.keeper = LeaseKeeper(
-            self.leases, self.membership, clock=clock, on_acquired=self._acquired, on_lost=self._lost
-        )
         self.changes = WatcherChanges(
             redis_url, key_prefix=key_prefix, replica_id=self.replica_id, clock=clock
+        )
+        self.keeper = LeaseKeeper(
+            self.leases,
+            self.membership,
+            clock=clock,
+            on_acquired=self._acquired,
+            on_lost=self._lost,
+            announce=self.changes.announce_leases,
         )
         self._on_acquired: Acquired | None = None
         self._on_lost: Lost | None = None
@@ -74,16 +79,21 @@ class ClusterOwnership:
         ``on_change(watcher_id, change)`` applies what another replica ``announce``d.
         """
         self._on_acquired, self._on_lost = on_acquired, on_lost
-        if on_change is not None:
-            await self.changes.start(on_change)
+        await self.changes.start(on_change, on_leases_moved=self.keeper.wake)
         await self.leases.open()
         await self.membership.start()
+        await self.keeper.announce("joined")  # the others hand this replica its share at once
         await self.keeper.start()
         log.info("joined the cluster as %s (%d lease(s) held)", self.replica_id, len(self.keeper.owned()))
 
     async def stop(self) -> None:
-        """Leave gracefully: stop this replica's runners, release their leases, leave the set."""
+        """Leave gracefully: leave the set (and say so), then stop this replica's runners and
+        release their leases a batch at a time, each batch announced, so the others take them as
+        they come free instead of after the last of thousands of runners stopped."""
         try:
+            await self.keeper.halt()
+            await self.membership.leave()
+            await self.keeper.announce("leaving")
             await self.keeper.stop()
         finally:
             await self.membership.leave()
