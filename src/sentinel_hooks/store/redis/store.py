@@ -231,19 +231,11 @@ class RedisStore(RedisAudit):
 
     async def _accept_batch(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
         """The accepts made in one turn of the event loop (a notification's fires) in one
-        pipelined round trip, each its own script (atomic alone); each one's reply or error."""
+        pipelined round trip of EVALSHA, each its own script (atomic alone); each one's reply or error."""
         script = self._db.scripts.accept_contract
         if len(calls) == 1:
             return [await self._db.run("accept contract", script, *calls[0])]
-        pipe = self._db.client.pipeline(transaction=False)
-        async with self._db.translated("accept contracts"), pipe:
-            for keys, args in calls:
-                await script(keys=keys, args=args, client=pipe)
-            replies = await pipe.execute(raise_on_error=False)
-        return [
-            await self._db.failure("accept contract", reply) if isinstance(reply, Exception) else reply
-            for reply in replies
-        ]
+        return await self._db.run_pipelined("accept contract", script, calls)
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 
