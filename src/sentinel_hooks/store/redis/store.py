@@ -50,6 +50,7 @@ from sentinel_hooks.store.records import (
     InboxStatus,
     JoinBatch,
     Moved,
+    NoOpenGroup,
     NotifyStart,
     Observation,
     Page,
@@ -225,6 +226,8 @@ class RedisStore(RedisAudit):
         if not stored:
             return None
         state, group_id = as_text(stored[0]), as_text(stored[1])
+        if state == "refused":
+            raise NoOpenGroup(contract.callback_id)
         if group_id:
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
