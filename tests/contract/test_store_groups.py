@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+import pytest
+
 from sentinel_hooks.store import Contract, Delivery, Store
 from sentinel_hooks.store.pruning import PruneBefore
-from sentinel_hooks.store.records import GroupInfo, GroupRequest
+from sentinel_hooks.store.records import GroupInfo, GroupRequest, NoOpenGroup
 from tests.contract import stores
 from tests.contract.stores import at, envelope, settle
 
@@ -117,6 +119,58 @@ async def test_a_full_group_closes_and_the_next_fire_opens_a_new_one(store: Stor
     assert ("pending", None) == (fresh.state, fresh.group_id)
     joined = await accept(store, "g-4", 4, max_fires=3)
     assert "g-3" == joined.group_id
+
+
+async def join_only(store: Store, callback_id: str, created: float, *, max_fires: int = 100) -> Contract:
+    """Offer a fire of ``KEY`` as a join only (the intake's lean path), its dedupe key its own."""
+    stored = await store.accept_contract(
+        fire(callback_id, created),
+        envelope(callback_id),
+        group=GroupRequest(key=KEY, interval_ms=60_000, max_fires=max_fires, join_only=True),
+        dedupe_key=f"dedupe:{callback_id}",
+        dedupe_ttl_ms=60_000,
+    )
+    assert stored is not None
+    return stored
+
+
+async def test_a_join_only_fire_joins_the_open_group(store: Store) -> None:
+    """A join-only fire of a key whose group is open is stored `grouped` and listed, as any join."""
+    await accept(store, "g-1")
+    joined = await join_only(store, "g-2", 1)
+    assert ("grouped", "g-1") == (joined.state, joined.group_id)
+    assert joined == await store.get_contract("g-2")
+    assert (2, ["g-1", "g-2"]) == ((g := await group_of(store, "g-1")).fires, g.members)
+
+
+async def test_a_join_only_fire_with_no_open_group_is_refused_and_writes_nothing(store: Store) -> None:
+    """No open group (none yet, or the last one full): NoOpenGroup, no contract and no dedupe
+    key written, so the same fire offered whole then opens the group."""
+    with pytest.raises(NoOpenGroup):
+        await join_only(store, "g-1", 0)
+    assert await store.get_contract("g-1") is None
+    opened = await accept(store, "g-1", 0, max_fires=2)
+    assert "pending" == opened.state
+    await join_only(store, "g-2", 1, max_fires=2)
+    with pytest.raises(NoOpenGroup):
+        await join_only(store, "g-3", 2, max_fires=2)
+    fresh = await accept(store, "g-3", 2, max_fires=2)
+    assert ("pending", None) == (fresh.state, fresh.group_id)
+
+
+async def test_a_join_only_fire_inside_its_dedupe_window_is_deduped(store: Store) -> None:
+    """Dedupe acts on a join-only fire as on any: `deduped`, not counted by the group."""
+    await accept(store, "g-1")
+    repeat = await store.accept_contract(
+        fire("g-2", 1),
+        envelope("g-2"),
+        group=GroupRequest(key=KEY, interval_ms=60_000, max_fires=100, join_only=True),
+        dedupe_key="dedupe:g-1",
+        dedupe_ttl_ms=60_000,
+    )
+    assert repeat is not None
+    assert "deduped" == repeat.state
+    assert 1 == (await group_of(store, "g-1")).fires
 
 
 async def test_racing_fires_of_one_key_open_one_group(store: Store) -> None:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sentinel_hooks.callbacks.intake.intake import LoggingSink
+from sentinel_hooks.callbacks.intake.intake import LoggingSink, message_key
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
 from sentinel_hooks.testing import FakeOpenAIServer
@@ -256,3 +256,37 @@ async def test_an_ended_group_session_runs_again_for_joins_after_the_page(tmp_pa
         finally:
             await service.stop()
     assert 1 == sum(1 for b in sink.bodies() if b["page"]), "one page per group"
+
+
+async def test_a_fire_whose_group_closed_meanwhile_opens_the_next_one_whole(
+    tmp_path: Path, sink: Sink
+) -> None:
+    """maxFires 2: the second notification's fires are offered as joins of the group the first
+    filled (the lean path), refused, and offered whole: one opens the next group with its own
+    message (what `callbacks show` explains), the other joins it; two pages, no fire lost."""
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+    (tmp_path / "watchers").mkdir()
+    watcher = WATCHER.format(wait_ms=300, interval_ms=60_000).replace(
+        "intervalMs: 60000", "intervalMs: 60000, maxFires: 2"
+    )
+    (tmp_path / "watchers" / "am.yaml").write_text(watcher)
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await service.start()
+    try:
+        await post(service, [alert(0, "HighCPU"), alert(1, "HighCPU")])
+        await post(service, [alert(2, "HighCPU"), alert(3, "HighCPU")])
+        pages = await wait_for(lambda: (len(sink.bodies()) >= 2 and sink.bodies()) or None, what="2 pages")
+        openers = {body["callbackId"] for body in pages}
+        grouped = (await service.store.list_contracts(state="grouped", limit=10)).items
+        assert 2 == len(openers)
+        assert sorted(openers) == sorted({c.group_id for c in grouped})
+        assert 2 == len(grouped)
+        messages = await service.store.get_checkpoints([message_key(c) for c in openers])
+        assert 2 == len(messages)
+        for opener in openers:
+            contract = await service.store.get_contract(opener)
+            assert contract is not None
+            assert contract.group is not None
+            assert 2 == len(contract.group.members)
+    finally:
+        await service.stop()

@@ -56,3 +56,32 @@ async def test_a_group_whose_contract_text_sentinel_did_not_write_loses_no_fire(
     stored = await store.get_contract("g-2")
     assert stored is not None
     assert stored.state == "pending"
+
+
+async def test_accepts_made_at_once_ask_no_script_exists(
+    opened_redis_store: RedisStore, redis_url: str
+) -> None:
+    """The batch is EVALSHA alone: no SCRIPT EXISTS round trip before it (redis-py's pipelined
+    ``Script`` sends one on every batch)."""
+    store = opened_redis_store
+    async with redis.asyncio.Redis.from_url(redis_url, decode_responses=True) as client:
+        await client.config_resetstat()
+        stored = await asyncio.gather(*(accept(store, f"s-{i}", key=f"k{i}") for i in range(3)))
+        stats = await client.info("commandstats")
+    assert ["pending"] * 3 == [c.state for c in stored]
+    assert "cmdstat_script|exists" not in stats
+    assert "cmdstat_script" not in stats
+    assert stats["cmdstat_evalsha"]["calls"] == 3
+
+
+async def test_accepts_made_at_once_survive_a_server_that_forgot_the_script(
+    opened_redis_store: RedisStore, redis_url: str
+) -> None:
+    """After SCRIPT FLUSH (a restarted server) a batch answered NOSCRIPT is loaded and run again,
+    each fire stored once."""
+    store = opened_redis_store
+    async with redis.asyncio.Redis.from_url(redis_url) as client:
+        await client.script_flush()
+    stored = await asyncio.gather(*(accept(store, f"f-{i}", key=f"k{i}") for i in range(3)))
+    assert ["pending"] * 3 == [c.state for c in stored]
+    assert [1, 1, 1] == [(await store.get_contract(f"f-{i}")) is not None for i in range(3)]

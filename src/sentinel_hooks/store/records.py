@@ -432,15 +432,24 @@ def check_settlement(settlement: Settlement) -> None:
         )
 
 
+class NoOpenGroup(Exception):
+    """A ``join_only`` fire found no open group of its key: nothing was written."""
+
+
 @dataclass(frozen=True)
 class GroupRequest:
     """``accept_contract``'s grouping of a fire (SPEC §19): the group ``key``; a group of it open at
     the fire (not closed, below ``max_fires``, its last fire less than ``interval_ms`` ago) takes the
-    fire as a ``grouped`` member, else the fire opens one. Pure data; the rules are the store's."""
+    fire as a ``grouped`` member, else the fire opens one. Pure data; the rules are the store's.
+
+    ``join_only``: the fire only joins; when no group of ``key`` is open the store writes nothing
+    and raises ``NoOpenGroup`` (the intake's lean path for a fire that joins, which leaves out the
+    message and fan-out line only a group's first fire needs, then offers the fire again whole)."""
 
     key: str
     interval_ms: int
     max_fires: int
+    join_only: bool = False
 
     def __post_init__(self) -> None:
         if self.interval_ms < 1 or self.max_fires < 1:

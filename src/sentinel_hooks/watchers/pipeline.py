@@ -418,10 +418,19 @@ class FiringPipeline:
             error = self._redactor.text(f"template error at fire time: {exc}")
             log.warning(error, extra={"watcherId": watcher.id})
             return Outcome(state.evolve(last_error=error), skipped="template")
-        fanout, message_error = self._fanout(watcher, firing)
-        if message_error is not None:
-            state = state.evolve(last_error=message_error)
         silenced_by = await self._intake.silenced_by(envelope)
+        errors: list[str] = []
+
+        def details() -> tuple[Fanout, list[dict[str, Any]] | None]:
+            """The fan-out line and explanation, made only for a fire that is not a lean join."""
+            fanout, message_error = self._fanout(watcher, firing)
+            errors.extend([message_error] if message_error is not None else [])
+            return fanout, self._explained(watcher, payload, previous) if kind == "match" else None
+
+        rule = group_rule(watcher.id, self._service.grouping, watcher.fire.group)
+        fanout, conditions = (None, None) if rule is not None and silenced_by is None else details()
+        if errors:
+            state = state.evolve(last_error=errors[0])
         if silenced_by is not None and silenced_callback_id is not None:
             envelope = envelope.model_copy(update={"callback_id": silenced_callback_id})
         if silenced_by is not None and unfired is not None:
@@ -439,9 +448,12 @@ class FiringPipeline:
             bypass_dedupe=repeat,
             fanout=fanout,
             silenced_by=silenced_by,
-            conditions=self._explained(watcher, payload, previous) if kind == "match" else None,
-            group=group_rule(watcher.id, self._service.grouping, watcher.fire.group),
+            conditions=conditions,
+            group=rule,
+            details=details if fanout is None else None,
         )
+        if errors and fanout is None:  # made by the intake: a fire that did not join
+            state = state.evolve(last_error=errors[0])
         if contract.state == "silenced":
             return Outcome(state, contract=contract)
         state = state.evolve(silenced_episode=None)

@@ -108,3 +108,34 @@ class GroupStarts:
         for task in list(self._waiting):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class OpenGroups:
+    """The groups this process last saw open, by key: a hint, never the truth (the store decides).
+
+    A fire whose key is here is offered to the store as a join only (``GroupRequest.join_only``),
+    without the message, explanation and fan-out line that only a group's first fire keeps; the
+    store refuses it when the group has closed (``NoOpenGroup``, nothing written), and the intake
+    then forgets the key and offers the fire whole. Bounded: past ``limit`` keys it starts over."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        self._limit = limit
+        self._open: dict[str, str] = {}
+
+    def has(self, key: str) -> bool:
+        """Whether a fire of ``key`` is likely to join an open group."""
+        return key in self._open
+
+    def saw(self, key: str, stored: Contract) -> None:
+        """Note the group of ``key`` that the stored fire opened (pending) or joined (grouped)."""
+        opened = stored.state == "pending" and stored.group is not None
+        group_id = stored.group_id or (stored.callback_id if opened else None)
+        if group_id is None:
+            return
+        if len(self._open) >= self._limit:
+            self._open.clear()
+        self._open[key] = group_id
+
+    def forget(self, key: str) -> None:
+        """The group of ``key`` refused a join: it closed."""
+        self._open.pop(key, None)

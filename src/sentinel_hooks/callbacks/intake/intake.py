@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import enum
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from sentinel_hooks.callbacks.intake.groups import (
     GroupStarts,
+    OpenGroups,
     group_contract,
     group_request,
 )
@@ -30,7 +32,7 @@ from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
 from sentinel_hooks.store.base import ContractStore
-from sentinel_hooks.store.records import Contract, Delivery, Trigger
+from sentinel_hooks.store.records import Contract, Delivery, NoOpenGroup, Trigger
 from sentinel_hooks.tracing import fire_trace
 
 log = logging.getLogger(__name__)
@@ -145,6 +147,7 @@ class CallbackIntake:
         self._on_accepted = on_accepted
         self._events = events
         self._starts = GroupStarts(clock=clock, sink=sink, in_queue=wait_in_queue)
+        self._open_groups = OpenGroups()
 
     async def accept(
         self,
@@ -156,6 +159,7 @@ class CallbackIntake:
         silenced_by: str | _Ask | None = ASK_SILENCES,
         conditions: list[dict[str, Any]] | None = None,
         group: GroupRule | None = None,
+        details: Callable[[], tuple[Fanout | None, list[dict[str, Any]] | None]] | None = None,
     ) -> Contract:
         """The contract for ``envelope``: pending (handed on), deduped (inside the window),
         silenced (a silence or maintenance window matched it: recorded, not handed on) or, with a
@@ -179,16 +183,31 @@ class CallbackIntake:
         ``session_group`` (a watcher's ``fire.sessionGroup``; None for an external envelope).
         ``conditions`` (each leaf's path, op, value, actual value and result, for a match) is kept
         with the fire's message, so the callback can be explained later.
+
+        ``details`` makes ``fanout`` and ``conditions`` when they are needed (they replace those
+        arguments): a grouped fire whose key's group this process saw open is first offered as a
+        join only (``_join``), which needs neither (a member has no message or fan-out line of
+        its own); they are made when the store refuses it (the group closed) or the fire is
+        silenced or traced.
         """
         pending = self._pending(envelope, session_group)
         if silenced_by is ASK_SILENCES:
             silenced_by = await self.silenced_by(envelope)
-        if (traced := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
-            pending = pending.model_copy(update=traced)
+        traced = self._events is not None and self._events.tracing is not None
+        if details is not None and (traced or silenced_by is not None or group is None):
+            fanout, conditions = details()
+            details = None
+        if (trace := fire_trace(self._events, pending, conditions, silenced_by)) is not None:
+            pending = pending.model_copy(update=trace)
         if silenced_by is not None:  # a silence acts on each fire before grouping (SPEC §19)
             return await self._silenced(envelope, pending, silenced_by)
         if group is not None:
             pending = group_contract(pending, envelope, group, self._service.hook_session_prefix)
+        if details is not None and pending.group is not None:
+            joined = await self._join(envelope, pending, group, bypass_dedupe)
+            if joined is not None:
+                return joined
+            fanout, conditions = details()
         line = fired_on(envelope.watcher.event_name, envelope.watcher.id)
         chosen = fanout or Fanout(self._service.notification_payload_mode, line)
         window = self._service.hook_response_dedupe_window_ms
@@ -210,6 +229,8 @@ class CallbackIntake:
             group=None if group is None or pending.group is None else group_request(pending.group, group),
         )
         contract = await self._recorded(stored, envelope.callback_id)
+        if pending.group is not None:
+            self._open_groups.saw(pending.group.key, contract)
         if contract.state == "pending":
             if self._on_accepted is not None:
                 self._on_accepted.accepted(contract, deliveries)
@@ -218,6 +239,31 @@ class CallbackIntake:
             else:
                 await self._sink.submit(envelope, contract)
         return contract
+
+    async def _join(
+        self, envelope: Envelope, pending: Contract, rule: GroupRule | None, bypass_dedupe: bool
+    ) -> Contract | None:
+        """The lean path of a fire that joins its key's open group (SPEC §19): the member (its
+        envelope, state ``grouped`` and ``groupId``) and its dedupe key, with no message,
+        explanation or fan-out line; None (nothing written) when this process has not seen the
+        group open or the store found it closed."""
+        group = pending.group
+        if rule is None or group is None or not self._open_groups.has(group.key):
+            return None
+        window = self._service.hook_response_dedupe_window_ms
+        request = replace(group_request(group, rule), join_only=True)
+        try:
+            stored = await self._store.accept_contract(
+                pending,
+                envelope,
+                dedupe_key=f"dedupe:{pending.dedupe_key}" if not bypass_dedupe and window > 0 else None,
+                dedupe_ttl_ms=window,
+                group=request,
+            )
+        except NoOpenGroup:
+            self._open_groups.forget(group.key)
+            return None
+        return await self._recorded(stored, envelope.callback_id)
 
     async def close(self) -> None:
         """Stop waiting to start groups' sessions (a restart's queue resumes them: their contracts

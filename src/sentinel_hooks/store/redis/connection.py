@@ -18,6 +18,7 @@ from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from sentinel_hooks.errors import StoreError, StoreUnavailable
 from sentinel_hooks.store.redis import groups, pacing, retention
@@ -158,6 +159,35 @@ class RedisConnection:
         """Run a registered script with translated errors; its raw reply."""
         async with self.translated(what):
             return await script(keys=keys, args=args)
+
+    async def run_pipelined(
+        self, what: str, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
+    ) -> list[Any]:
+        """Run ``script`` once per ``(keys, args)`` in one pipelined round trip (no MULTI); each
+        call's raw reply or its error (``failure``), in order.
+
+        Sent as plain EVALSHA: redis-py's ``Script`` on a pipeline asks SCRIPT EXISTS first, one
+        more round trip on every batch. Calls the server answers NOSCRIPT (it restarted or was
+        flushed since ``start`` registered the script) are run again, once, after SCRIPT LOAD:
+        a NOSCRIPT call ran nothing, so the retry cannot apply twice."""
+        replies = await self._evalsha_all(what, script, calls)
+        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+        if missing:
+            async with self.translated(what):
+                script.sha = await self.client.script_load(script.script)
+            again = await self._evalsha_all(what, script, [calls[i] for i in missing])
+            for i, reply in zip(missing, again, strict=True):
+                replies[i] = reply
+        return [await self.failure(what, r) if isinstance(r, Exception) else r for r in replies]
+
+    async def _evalsha_all(
+        self, what: str, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
+    ) -> list[Any]:
+        """EVALSHA of each call in one pipeline; replies and errors as they came."""
+        async with self.translated(what), self.client.pipeline(transaction=False) as pipe:
+            for keys, args in calls:
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            return list(await pipe.execute(raise_on_error=False))
 
     async def start(self) -> None:
         """Connect, check the server answers (PING), register the scripts; idempotent."""

@@ -315,19 +315,27 @@ ACCEPT_CONTRACT = (
 --       '1' to check the dedupe key (else '0'), now_ms, expires_ms, ttl_ms,
 --       the contract's state ('pending', or 'silenced': final, never due), deliveries as one JSON
 --       array (each [its hash, its callback index, key, doc, state, due_ms|'', index member]),
---       '1' to group the fire (else '0'), a member's doc (its groupId ""), the group's interval_ms
---       and max_fires, the key prefix, then one value per checkpoint
--- Returns '' when the callback id exists (nothing written), else {the state stored, the group a
--- grouped fire joined or ''}.
+--       '1' to group the fire ('2': join an open group only, else refused; '0': no group),
+--       a member's doc (its groupId ""), the group's interval_ms and max_fires, the key prefix,
+--       then one value per checkpoint
+-- Returns '' when the callback id exists (nothing written), {'refused', ''} for a join-only
+-- fire that no group takes (nothing written), else {the state stored, the group a grouped fire
+-- joined or ''}.
 if redis.call('EXISTS', KEYS[1]) == 1 then return '' end
+local prefix, gid, group_text_of = ARGV[17], nil, nil
+if ARGV[13] == '2' then  -- join only: refused before any write when no group takes the fire
+  gid = open_group(prefix, KEYS[11], ARGV[8])
+  group_text_of = gid and group_text(prefix, gid)
+  if not group_text_of then return {'refused', ''} end
+end
 local fresh = ARGV[7] ~= '1' or add_dedupe(KEYS[9], ARGV[8], ARGV[9], ARGV[10]) == 1
 local state, doc, by_state, by_both = ARGV[11], ARGV[2], KEYS[5], KEYS[6]
 if not fresh then state, doc, by_state, by_both = 'deduped', ARGV[3], KEYS[7], KEYS[8] end
-local prefix, gid, group_text_of = ARGV[17], nil, nil
-if fresh and ARGV[13] == '1' then
-  gid = open_group(prefix, KEYS[11], ARGV[8])
+if not fresh then gid = nil end
+if fresh and ARGV[13] ~= '0' then
+  gid = gid or open_group(prefix, KEYS[11], ARGV[8])
   if gid then
-    group_text_of = group_text(prefix, gid)
+    group_text_of = group_text_of or group_text(prefix, gid)
     if not group_text_of then  -- checked before any write: the fire stands alone, never lost
       redis.log(redis.LOG_WARNING,
         'sentinel: contract ' .. gid .. ' has a record Sentinel did not write; a fire opens a new group')
@@ -687,7 +695,7 @@ def accept_contract_call(
         ttl_ms,
         pending.state,
         _json_arg(delivery_rows(k, deliveries)),
-        "1" if group else "0",
+        ("2" if group.join_only else "1") if group else "0",
         codec.dump_record(as_member(pending, "")) if group else "",
         group.interval_ms if group else 0,
         group.max_fires if group else 0,

@@ -50,6 +50,7 @@ from sentinel_hooks.store.records import (
     InboxStatus,
     JoinBatch,
     Moved,
+    NoOpenGroup,
     NotifyStart,
     Observation,
     Page,
@@ -225,25 +226,19 @@ class RedisStore(RedisAudit):
         if not stored:
             return None
         state, group_id = as_text(stored[0]), as_text(stored[1])
+        if state == "refused":
+            raise NoOpenGroup(contract.callback_id)
         if group_id:
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
 
     async def _accept_batch(self, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
         """The accepts made in one turn of the event loop (a notification's fires) in one
-        pipelined round trip, each its own script (atomic alone); each one's reply or error."""
+        pipelined round trip of EVALSHA, each its own script (atomic alone); each one's reply or error."""
         script = self._db.scripts.accept_contract
         if len(calls) == 1:
             return [await self._db.run("accept contract", script, *calls[0])]
-        pipe = self._db.client.pipeline(transaction=False)
-        async with self._db.translated("accept contracts"), pipe:
-            for keys, args in calls:
-                await script(keys=keys, args=args, client=pipe)
-            replies = await pipe.execute(raise_on_error=False)
-        return [
-            await self._db.failure("accept contract", reply) if isinstance(reply, Exception) else reply
-            for reply in replies
-        ]
+        return await self._db.run_pipelined("accept contract", script, calls)
 
     # -- groups (SPEC §19) -------------------------------------------------------------------
 

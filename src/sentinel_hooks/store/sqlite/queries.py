@@ -175,6 +175,9 @@ def contract_row(contract: Contract, envelope_text: str) -> ContractRow:
     )
 
 
+REFUSED = "refused"
+"""``accept_contract``'s state for a ``join_only`` fire that found no open group (nothing written)."""
+
 _INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
     (callback_id, watcher_id, state, created_ms, due_ms, doc, envelope) VALUES (?, ?, ?, ?, ?, ?, ?)"""
 
@@ -196,9 +199,15 @@ def accept_contract(
     key is live (built only then). ``group`` is the fire's group and the row of a member of a group
     (by its id); after the dedupe check the fire joins the open group of its key (stored
     ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19); with ``listed``, the
-    group's contract lists the member when the batch ends (``accept_contracts``)."""
+    group's contract lists the member when the batch ends (``accept_contracts``). A ``join_only``
+    request with no open group is answered ``(REFUSED, None)`` before any write."""
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
         return None
+    open_id = None
+    if group is not None and group[0].join_only:  # before the dedupe key: refused, nothing written
+        open_id = groups.open_group(c, group[0].key, pending[3])
+        if open_id is None:
+            return REFUSED, None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
     if not fresh:
         c.execute(_INSERT_CONTRACT, deduped())
@@ -206,7 +215,7 @@ def accept_contract(
     if group is not None:
         request, member = group
         now_ms = pending[3]
-        group_id = groups.open_group(c, request.key, now_ms)
+        group_id = open_id or groups.open_group(c, request.key, now_ms)
         if group_id is not None:
             c.execute(_INSERT_CONTRACT, member(group_id))
             groups.join_group(c, group_id, pending[0], now_ms, listed)

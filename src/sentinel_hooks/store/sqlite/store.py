@@ -41,6 +41,7 @@ from sentinel_hooks.store.records import (
     InboxStatus,
     JoinBatch,
     Moved,
+    NoOpenGroup,
     NotifyStart,
     Observation,
     Page,
@@ -248,6 +249,8 @@ class SqliteStore(SqliteAudit):
         if stored is None:
             return None
         state, group_id = stored
+        if state == q.REFUSED:
+            raise NoOpenGroup(contract.callback_id)
         if group_id is not None:
             return as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
