@@ -32,7 +32,9 @@ def project(root: Path, watchers: dict[str, str], service: str = SERVICE) -> Pat
 def kept(config: Path, loaded: LoadedConfig) -> set[str]:
     """The files the cache keeps for this project as loaded."""
     context = context_digest(loaded.service, list(loaded.skills), loaded.base_dir)
-    return set(CompiledCache.open(cache_file(config, {}), context).kept)
+    cache = CompiledCache.open(cache_file(config, {}), context)
+    cache.close()
+    return set(cache.kept)
 
 
 def test_an_unchanged_project_comes_back_from_the_cache(tmp_path: Path) -> None:

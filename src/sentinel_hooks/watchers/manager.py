@@ -34,6 +34,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -140,6 +141,27 @@ class WatcherManager:
                 await self._launch(runnable, _same, initial=True, freeze=True)
         log.info("started %d watcher(s)", len(self._runners))
 
+    async def start_streamed(
+        self,
+        chunks: Iterable[Sequence[LoadedWatcher]],
+        then: Callable[[list[LoadedWatcher]], Sequence[LoadedWatcher]],
+    ) -> None:
+        """``start`` of file-defined watchers that come a chunk at a time, soonest to poll first
+        (``config.loader.load_streamed``), without an ownership: each chunk is started before the
+        next is read, all from one base time, so one whose phase passed while earlier chunks
+        were started runs at once. ``then`` is given every watcher once all were read and
+        answers the API-created ones, started last."""
+        base = self._deps.clock.now()
+        loaded: list[LoadedWatcher] = []
+        async with self._lock:
+            for chunk in chunks:
+                loaded.extend(chunk)
+                await self._launch(chunk, self._runnable, initial=True, freeze=True, base=base)
+            api_watchers = then(loaded)
+            self._api_defined = {w.spec.id for w in api_watchers}
+            await self._launch(api_watchers, self._runnable, initial=True, freeze=True, base=base)
+        log.info("started %d watcher(s)", len(self._runners))
+
     def _runnable(self, loaded: LoadedWatcher) -> WatcherRunner | None:
         """The registered runner of ``loaded``, if it may start here (its state is read by ``_launch``)."""
         runner = self._build(loaded, None)
@@ -242,12 +264,13 @@ class WatcherManager:
         *,
         initial: bool,
         freeze: bool,
+        base: datetime | None = None,
     ) -> None:
         """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
-        order of their first runs from one base, a slice at a time, yielding between slices (see
-        the module docstring); ``initial``: at the service's start, so a run missed while it was
-        down is made up (misfire); ``freeze``: at a start, each slice's survivors frozen
-        (``heap.freeze_young``).
+        order of their first runs from one ``base`` (default: now), a slice at a time, yielding
+        between slices (see the module docstring); ``initial``: at the service's start, so a run
+        missed while it was down is made up (misfire); ``freeze``: at a start, each slice's
+        survivors frozen (``heap.freeze_young``).
 
         Runners are built, and take their stored states and the last observations of the polled
         and subscribed ones (one store call each), a slice at a time: the first slice is small,
@@ -257,7 +280,7 @@ class WatcherManager:
         last observation instead, as replicas may share one). ``start`` takes the manager's lock
         first, so no reload or API change sees a half-started set.
         """
-        base = self._deps.clock.now()
+        base = base or self._deps.clock.now()
         order = start_order(base)
         ordered = sorted(items, key=lambda item: order(item.spec))
         scheduler = self._deps.scheduler
