@@ -22,10 +22,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from apscheduler.triggers.interval import IntervalTrigger
 
-from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.loader import LoadedConfig, load_config
 from sentinel_hooks.service import Service
 from watchbench.child import announce, until_told_to_stop
 from watchbench.procfs import pin_to, rss_kib
@@ -52,6 +53,17 @@ def compiled() -> dict[str, bool]:
     return {"compiled": True} if "compiled" in inspect.signature(load_config).parameters else {}
 
 
+def load_as_run(config_file: Path) -> tuple[LoadedConfig, Any]:
+    """The project as ``sentinel run`` loads it in the code measured (``--src``): the config and
+    the watcher chunks still to read (``load_streamed``, where the code has it; else None)."""
+    from sentinel_hooks.config import loader
+
+    streamed = getattr(loader, "load_streamed", None)
+    if streamed is not None:
+        return streamed(config_file)  # type: ignore[no-any-return]
+    return load_config(config_file, **compiled()), None
+
+
 async def warm_up(project: Project) -> None:
     """Start and stop a service with no watchers in a sibling folder, so imports and the
     one-off costs of a service are in the "before" reading, not in the per-watcher share."""
@@ -74,9 +86,9 @@ async def run(project: Project, n: int, max_s: float, *, warm: bool = True) -> i
     began = time.monotonic()
     gc.disable()  # as ``sentinel run`` loads and starts (cli/run.py); the start ends with a freeze
     try:
-        config = load_config(project.config_file, **compiled())
-        config_s = time.monotonic() - began
-        service = Service(config)
+        config, chunks = load_as_run(project.config_file)
+        config_s = time.monotonic() - began  # streamed: sentinel.yaml and the cache's index only
+        service = Service(config, **({} if chunks is None else {"watcher_chunks": chunks}))
         await service.start()
     finally:
         gc.enable()

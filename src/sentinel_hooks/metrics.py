@@ -99,7 +99,8 @@ class WatcherSeriesCollector:
         the series taken when the iteration starts (a caller on the event loop may yield between
         pieces). With ``only``, the two per-watcher families name those watchers alone (the ones
         that have series); the aggregate counts every watcher."""
-        everything = list(self._series.copy().items())
+        snapshot = self._series.copy()
+        everything = list(snapshot.items())
         total = 0
         for begin in range(0, len(everything), per_part):
             total += sum(series.polls for _, series in everything[begin : begin + per_part])
@@ -107,8 +108,7 @@ class WatcherSeriesCollector:
         if only is None:
             items = everything
         else:
-            series_of = dict(everything)
-            items = [(watcher_id, series_of[watcher_id]) for watcher_id in only if watcher_id in series_of]
+            items = [(watcher_id, snapshot[watcher_id]) for watcher_id in only if watcher_id in snapshot]
         labels = [f'{{watcher="{_label_value(watcher_id)}"}} ' for watcher_id, _ in items]
         yield f"# HELP sentinel_polls_total {POLLS_HELP}\n# TYPE sentinel_polls_total counter\n"
         for begin in range(0, len(items), per_part):

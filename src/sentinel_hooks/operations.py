@@ -151,7 +151,7 @@ class ServiceOperations:
         return {name: status["state"] for name, status in self.mcp.status().items()}
 
     def watcher_count(self) -> int:
-        return sum(1 for _ in self.manager.runners())
+        return self.manager.count()
 
     async def metrics_text(self) -> tuple[bytes, str]:
         """The Prometheus text and its content type, gauges refreshed first (``Metrics.render``).
@@ -176,14 +176,8 @@ class ServiceOperations:
         Returns the watchers whose per-watcher series /metrics exports: None (all of them) up
         to ``limits.perWatcherMetricsMax`` watchers, else the ids of those failing or firing.
         """
-        counts: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        runners = list(self.manager.runners())
-        trouble: list[str] | None = (
-            None if len(runners) <= self.settings.limits.per_watcher_metrics_max else []
-        )
-        for begin in range(0, len(runners), METRICS_LINES_PER_TURN):
-            self.manager.status_tally(runners[begin : begin + METRICS_LINES_PER_TURN], counts, trouble)
-            await asyncio.sleep(0)  # let polls due meanwhile run (10,000s of watchers)
+        over_limit = self.watcher_count() > self.settings.limits.per_watcher_metrics_max
+        counts, trouble = self.manager.status_counts(trouble=over_limit)
         for state, count in counts.items():
             self.metrics.watchers.labels(state).set(count)
         open_items: dict[str, int] = {"escalation": 0, "approval": 0, "delivery_failure": 0}
@@ -561,8 +555,7 @@ class ServiceOperations:
             await self.write_check.check()
         except StoreError:
             store_ok = False
-        watchers: dict[str, int] = {"ok": 0, "failing": 0, "disabled": 0, "stopped": 0}
-        self.manager.status_tally(self.manager.runners(), watchers, None)
+        watchers, _ = self.manager.status_counts(trouble=False)
         contracts = {state: await self._count_contracts(state) for state in ("pending", "notifying")}
         contracts["awaitingApproval"] = await self._count_contracts("awaiting_approval")
         open_items = await self.store.list_inbox(status="open", limit=500)

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
+import itertools
 import logging
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -93,6 +96,7 @@ class Service(ServiceOperations):
         sink: CallbackSink | None = None,
         state_dir: Path | None = None,
         pruning: Pruning | None = None,
+        watcher_chunks: Iterable[Sequence[LoadedWatcher]] | None = None,
     ) -> None:
         """Build every part in order, each given what it calls at construction: one builder per
         stage, from the ground up (the API is built when it starts, ``_start_api``).
@@ -101,9 +105,12 @@ class Service(ServiceOperations):
         ``pruning`` replaces the ``retention`` settings' schedule (benchmarks). Three calls run
         against the build order (the outbox reports to the relay, the inbox to the hook sessions,
         a dead letter to the inbox): they go through this object's methods, which reach the
-        part only when called, after construction.
+        part only when called, after construction. ``watcher_chunks`` (``sentinel run``, from
+        ``config.loader.load_streamed``): the file-defined watchers, ``config`` having none,
+        read and started a chunk at a time by ``start``.
         """
         self.config = config
+        self._watcher_chunks = watcher_chunks
         self.state_dir = state_dir or default_state_dir(config)
         self.clock = clock or SystemClock()
         self.redactor = config.redactor
@@ -320,7 +327,13 @@ class Service(ServiceOperations):
         self.scheduler.start()
         definitions = await self.store.list_watcher_states(API_DEFINITION_PREFIX)
         freeze_loaded()  # the loaded project: later collections of the start walk only what it adds
-        await self.manager.start(self.config.watchers, self._api_watchers(definitions))
+        chunks, self._watcher_chunks = self._watcher_chunks, None
+        if chunks is not None and self.cluster is None:  # started as they are read
+            await self.manager.start_streamed(chunks, partial(self._all_read, definitions))
+        else:
+            if chunks is not None:  # leases are taken in the order of first polls: all are needed
+                self._all_read(definitions, list(itertools.chain.from_iterable(chunks)))
+            await self.manager.start(self.config.watchers, self._api_watchers(definitions))
         if self.cluster is not None:
             await self.cluster.start(
                 self.manager.leases_acquired, self.manager.lease_lost, self.manager.changed_elsewhere
@@ -422,6 +435,14 @@ class Service(ServiceOperations):
         summary = f"{len(report.added)} added, {len(report.changed)} changed, {len(report.removed)} removed"
         await self.audit(RELOADER, "config.reload", self.config.path.name, summary)
         return report
+
+    def _all_read(
+        self, states: Mapping[str, dict[str, Any]], watchers: Sequence[LoadedWatcher]
+    ) -> list[LoadedWatcher]:
+        """The file-defined ``watchers``, streamed in at the start, are all read: they are the
+        config's from now on; the API-created watchers to start after them (``_api_watchers``)."""
+        self.config = dataclasses.replace(self.config, watchers=tuple(watchers))
+        return self._api_watchers(states)
 
     def _api_watchers(self, states: Mapping[str, dict[str, Any]]) -> list[LoadedWatcher]:
         """Watchers created through the API in an earlier run (kept in the store's ``states``)."""

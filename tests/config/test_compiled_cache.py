@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from sentinel_hooks.config.compiled import CompiledCache, cache_file, context_digest
-from sentinel_hooks.config.loader import LoadedConfig, load_config
+from sentinel_hooks.config.compiled import CHUNK_ROWS, CompiledCache, cache_file, context_digest
+from sentinel_hooks.config.loader import LoadedConfig, load_config, load_streamed
 from sentinel_hooks.errors import ConfigError
+from sentinel_hooks.watchers.schedule import start_order
 
 SERVICE = """\
 allowedHosts: ["127.0.0.1"]
@@ -32,7 +34,9 @@ def project(root: Path, watchers: dict[str, str], service: str = SERVICE) -> Pat
 def kept(config: Path, loaded: LoadedConfig) -> set[str]:
     """The files the cache keeps for this project as loaded."""
     context = context_digest(loaded.service, list(loaded.skills), loaded.base_dir)
-    return set(CompiledCache.open(cache_file(config, {}), context).kept)
+    cache = CompiledCache.open(cache_file(config, {}), context)
+    cache.close()
+    return set(cache.kept)
 
 
 def test_an_unchanged_project_comes_back_from_the_cache(tmp_path: Path) -> None:
@@ -113,3 +117,47 @@ def test_the_cache_lives_in_the_state_directory_when_one_is_set(tmp_path: Path) 
     assert (state / "watchers.cache").is_file()
     assert not (root / ".sentinel").exists()
     assert cache_file(config, environ) == state / "watchers.cache"
+
+
+def many(count: int, interval_ms: int, prefix: str = "w") -> str:
+    """A watcher file of ``count`` one-line watchers every ``interval_ms``."""
+    line = '  - {{id: {p}{i}, strategy: http-poll, endpoint: "http://127.0.0.1:9/{i}", intervalMs: {ms}}}\n'
+    return "watchers:\n" + "".join(line.format(p=prefix, i=i, ms=interval_ms) for i in range(count))
+
+
+def test_a_project_the_cache_covers_is_streamed_soonest_first(tmp_path: Path) -> None:
+    """``load_streamed`` of a project kept whole gives no watcher up front and then every one of
+    ``load_config``'s, with its data and place, in chunks of one interval each; of the chunks of
+    an interval, the first holds the watcher of that interval that polls soonest."""
+    config = project(tmp_path, {"a.yaml": many(2_500, 900_000), "b.yaml": many(30, 60_000, "m")})
+    whole = load_config(config, environ={}, compiled=True)
+    loaded, chunks = load_streamed(config, environ={})
+    assert chunks is not None
+    assert () == loaded.watchers
+    parts = list(chunks)
+    assert 4 == len(parts)  # 30 at one minute, 2,500 at 15 minutes in three
+    assert all(len({w.spec.interval_ms for w in part}) == 1 for part in parts)
+    assert all(len(part) <= CHUNK_ROWS for part in parts)
+    streamed = sorted((w.spec.id, w.raw, w.source) for part in parts for w in part)
+    assert sorted((w.spec.id, w.raw, w.source) for w in whole.watchers) == streamed
+    order = start_order(datetime.now(UTC))
+    slow = [part for part in parts if part[0].spec.interval_ms == 900_000]
+    assert 3 == len(slow)
+    assert min((w for part in slow for w in part), key=lambda w: order(w.spec)) in slow[0]
+
+
+def test_a_project_the_cache_does_not_cover_is_loaded_whole(tmp_path: Path) -> None:
+    """A file added since the cache was written (or changed, or gone) is read: ``load_streamed``
+    then loads the project whole, with every check across files, and streams nothing."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    load_config(config, environ={}, compiled=True)
+    (tmp_path / "watchers" / "x.yaml").write_text(WATCHERS)  # the same ids again
+    with pytest.raises(ConfigError) as caught:
+        load_streamed(config, environ={})
+    assert ["id", "id"] == [issue.key for issue in caught.value.issues]
+    (tmp_path / "watchers" / "x.yaml").write_text(
+        WATCHERS.replace("id: a", "id: c").replace("id: b", "id: d")
+    )
+    loaded, chunks = load_streamed(config, environ={})
+    assert chunks is None
+    assert ["a", "b", "c", "d"] == [w.spec.id for w in loaded.watchers]

@@ -8,6 +8,8 @@ import aiohttp
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
+from sentinel_hooks.service import Service
+from sentinel_hooks.watchers.tally import STATES, classify
 from tests.service.conftest import Starter
 from tests.support import Endpoint, wait_for
 
@@ -147,6 +149,17 @@ DOWN = "{path: status, op: eq, value: down}"
 
 async def _scraped_after_trouble(start_service: Starter, endpoint: Endpoint, limits: str) -> dict[str, Any]:
     """/metrics of three watchers, one ok, one failing and one firing, once each is so."""
+    service = await _in_trouble(start_service, endpoint, limits)
+    _, text = await get(service.url + "/metrics")
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+async def _in_trouble(start_service: Starter, endpoint: Endpoint, limits: str) -> Service:
+    """A service of three watchers, once one is ok, one failing and one firing."""
 
     async def answer(request: web.Request) -> web.StreamResponse:
         if request.path == "/broken":
@@ -165,12 +178,7 @@ async def _scraped_after_trouble(start_service: Starter, endpoint: Endpoint, lim
         ),
         what="one watcher failing, one firing, one ok",
     )
-    _, text = await get(service.url + "/metrics")
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+    return service
 
 
 async def test_metrics_name_every_watcher_up_to_the_limit(start_service: Starter, endpoint: Endpoint) -> None:
@@ -192,3 +200,40 @@ async def test_metrics_above_the_limit_name_only_watchers_in_trouble(
         assert {"broken", "alarm"} == named
     assert 2 == samples[("sentinel_watchers", (("state", "ok"),))]  # calm and alarm (firing is ok)
     assert samples[("sentinel_polls_all_total", ())] >= 3
+
+
+def _walked(service: Any) -> tuple[dict[str, int], list[str]]:
+    """The watchers by state and those in trouble, found by looking at every runner."""
+    counts = dict.fromkeys(STATES, 0)
+    trouble = []
+    for runner in service.manager.runners():
+        name, troubled = classify(runner.spec, runner.state, runner.running)
+        counts[name] += 1
+        if troubled:
+            trouble.append(runner.id)
+    return counts, sorted(trouble)
+
+
+async def test_watcher_counts_are_kept_as_watchers_change(start_service: Starter, endpoint: Endpoint) -> None:
+    """The counts /metrics and `sentinel status` read are kept as runners change (no walk per
+    scrape): after polls fail and fire, a disable, a failing watcher recovering, a removal and
+    the stop, they are what looking at every runner finds."""
+    service = await _in_trouble(start_service, endpoint, ", perWatcherMetricsMax: 2")
+    assert ({"ok": 2, "failing": 1, "disabled": 0, "stopped": 0}, ["alarm", "broken"]) == _walked(service)
+    assert _walked(service) == service.manager.status_counts(trouble=True)
+    await service.manager.set_enabled("calm", False)
+
+    async def calm(request: web.Request) -> web.StreamResponse:
+        return web.json_response({"status": "up"})
+
+    endpoint.handler = calm
+    await wait_for(lambda: service.watcher("broken").state.consecutive_failures == 0, what="broken recovered")
+    await wait_for(lambda: not service.watcher("alarm").state.firing.firing, what="alarm re-armed")
+    assert ({"ok": 2, "failing": 0, "disabled": 1, "stopped": 0}, []) == _walked(service)
+    assert _walked(service) == service.manager.status_counts(trouble=True)
+    await service.manager._remove("alarm")
+    assert _walked(service) == service.manager.status_counts(trouble=True)
+    await service.manager.stop()
+    assert ({"ok": 0, "failing": 0, "disabled": 1, "stopped": 1}, []) == service.manager.status_counts(
+        trouble=True
+    )

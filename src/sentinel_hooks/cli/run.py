@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from sentinel_hooks.background import cancel_and_wait
-from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.config.loader import load_streamed
 from sentinel_hooks.hardening import protect_process
 from sentinel_hooks.service import Service, listening
 
@@ -95,13 +95,13 @@ async def _started_unless_stopped(config_file: Path, stopping: asyncio.Event) ->
 
 async def _started(config_file: Path) -> Service:
     """Load the config and start the service (stopped again if the start fails)."""
-    config = load_config(config_file, compiled=True)
+    config, chunks = load_streamed(config_file)
     from sentinel_hooks.logs import configure_logging
 
     configure_logging(config.redactor)
     protect_process()  # before any command runs: its environment and memory are closed to them
     state_dir = os.environ.get("SENTINEL_STATE_DIR")
-    service = Service(config, state_dir=Path(state_dir) if state_dir else None)
+    service = Service(config, state_dir=Path(state_dir) if state_dir else None, watcher_chunks=chunks)
     try:
         await service.start()
     except BaseException:

@@ -24,34 +24,52 @@ load. The cache is a pickle, which runs code when read: it is only read when the
 directory belong to this user and no one else may write them, the trust the store's files
 beside it already need. It is written to a temporary file and renamed, mode 0600; any failure to
 read or write it only means the files are read.
+
+Inside, each file's watchers are kept in the order of their phases (``core.phase``), in pickled
+chunks of up to ``CHUNK_ROWS`` of one interval, followed by an index (each file's digest and
+chunks, with the interval and the phases each chunk spans) and the index's offset. ``sentinel
+run`` of a project the cache covers whole (``covers``) reads the chunks one at a time, those
+polling soonest first, and starts each before reading the next (``config.loader.load_streamed``):
+the first polls go out while a million watchers are still being read.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import logging
 import os
 import pickle
 import stat
+import struct
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import sentinel_hooks
 from sentinel_hooks import __version__
 from sentinel_hooks.config.service import ServiceConfig
+from sentinel_hooks.config.watcher import Scheduled
+from sentinel_hooks.core.phase import phase_us
 
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "watchers.cache"
-FORMAT = 1  # raise when what is pickled changes shape
+FORMAT = 2  # raise when what is pickled changes shape
+CHUNK_ROWS = 1000  # watchers per pickled chunk: about 15 ms to read, the start's unit of streaming
 _UNSAFE_BYTES = (b"${env:", b"\\")  # a value may come from the environment (see the docstring)
+_TRAILER = struct.Struct("<Q")  # the index's offset, the file's last bytes
 
 Row = tuple[Any, dict[str, Any], int | None]
 """One kept watcher: its spec, its data as read, its line (``LoadedWatcher`` without the file)."""
+ChunkKey = tuple[int, int, int] | None
+"""When a chunk's watchers poll: their interval and the first and last phase, in µs; None when
+they are not on an interval."""
+Chunk = tuple[int, ChunkKey]
+"""Where a chunk starts in the cache, and its key."""
 
 
 def cache_file(config_file: Path, environ: Mapping[str, str]) -> Path:
@@ -89,40 +107,86 @@ def _code_digest() -> str:
 
 @dataclass
 class CompiledCache:
-    """The kept files of one project under one context, and those to keep after this load."""
+    """The kept files of one project under one context, and those to keep after this load.
+
+    ``kept`` is the index read at ``open``; the chunks are read when asked for, from ``handle``
+    (kept open until ``close``)."""
 
     path: Path
     context: str
-    kept: Mapping[str, tuple[str, list[Row]]] = field(default_factory=dict)
+    kept: Mapping[str, tuple[str, list[Chunk]]] = field(default_factory=dict)
     fresh: dict[str, tuple[str, list[Row]]] = field(default_factory=dict)
     changed: bool = False
+    handle: BinaryIO | None = None
 
     @classmethod
     def open(cls, path: Path, context: str) -> CompiledCache:
         """The cache at ``path`` if it is safe to read and was written under ``context``."""
-        kept: Mapping[str, tuple[str, list[Row]]] = {}
         try:
             if _trusted(path):
-                with path.open("rb") as handle:
-                    stored = pickle.load(handle)  # our own file, checked by _trusted
+                handle = path.open("rb")
+                try:
+                    stored = _index(handle)
+                except BaseException:
+                    handle.close()
+                    raise
                 if isinstance(stored, dict) and stored.get("context") == context:
-                    kept = stored["files"]
+                    return cls(path, context, stored["files"], handle=handle)
+                handle.close()
         except FileNotFoundError:
             pass
         except Exception as exc:  # any damage to the cache only means a full read
             log.info("compiled cache %s not used (%s: %s); the files are read", path, type(exc).__name__, exc)
-        return cls(path, context, kept)
+        return cls(path, context)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.close()
+            self.handle = None
 
     def digest(self, content: bytes) -> str:
         return hashlib.sha256(content).hexdigest()
 
-    def rows(self, file: Path, content: bytes) -> list[Row] | None:
-        """The kept rows of ``file`` (an absolute path) with these bytes, or None."""
+    def covers(self, files: Sequence[Path]) -> bool:
+        """Whether the cache keeps exactly ``files`` (absolute paths), each with its bytes now:
+        then this project loaded without a problem when the cache was written, checks across
+        files included, and every watcher can be taken from it (``chunk``)."""
+        if len(files) != len(self.kept) or self.handle is None:
+            return False
+        try:
+            return all(self.matches(file, file.read_bytes()) for file in files)
+        except OSError:
+            return False
+
+    def matches(self, file: Path, content: bytes) -> bool:
         found = self.kept.get(str(file))
-        if found is None or found[0] != self.digest(content):
+        return found is not None and found[0] == self.digest(content)
+
+    def chunks(self, file: Path) -> list[Chunk]:
+        """The kept chunks of ``file``, in the order of their phases."""
+        return self.kept[str(file)][1]
+
+    def chunk(self, offset: int) -> list[Row]:
+        """The rows of the chunk at ``offset`` (raises on a damaged or closed cache)."""
+        if self.handle is None:
+            raise ValueError("the compiled cache is closed")
+        self.handle.seek(offset)
+        rows: list[Row] = pickle.load(self.handle)  # our own file, checked by _trusted
+        return rows
+
+    def rows(self, file: Path, content: bytes) -> list[Row] | None:
+        """The kept rows of ``file`` (an absolute path) with these bytes, in file order, or None."""
+        if not self.matches(file, content):
             return None
-        self.fresh[str(file)] = found
-        return found[1]
+        found = self.kept[str(file)]
+        try:
+            rows = [row for offset, _ in found[1] for row in self.chunk(offset)]
+        except Exception as exc:  # a damaged chunk only means the file is read
+            log.info("compiled cache %s not used for %s (%s: %s)", self.path, file, type(exc).__name__, exc)
+            return None
+        rows.sort(key=_line)  # kept in the order of phases
+        self.fresh[str(file)] = (found[0], rows)
+        return rows
 
     def keep(self, file: Path, content: bytes, rows: list[Row], *, clean: bool) -> None:
         """Remember ``file`` just read, if it may be kept (``clean``: it had no problem)."""
@@ -139,10 +203,67 @@ class CompiledCache:
             temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(descriptor, "wb") as handle:
-                pickle.dump({"context": self.context, "files": self.fresh}, handle, protocol=5)
+                files = {
+                    name: (digest, _write_chunks(handle, rows)) for name, (digest, rows) in self.fresh.items()
+                }
+                offset = handle.tell()
+                pickle.dump({"context": self.context, "files": files}, handle, protocol=5)
+                handle.write(_TRAILER.pack(offset))
             os.replace(temporary, self.path)
         except Exception as exc:  # a cache that cannot be written is no error
             log.info("compiled cache %s not written (%s: %s)", self.path, type(exc).__name__, exc)
+
+
+def until_due(key: ChunkKey, now_us: int) -> int:
+    """µs from ``now_us`` (since the epoch) until the first watcher of the chunk of ``key`` polls
+    that has not passed its phase: 0 when its phases span ``now_us``; -1 (first of all) when it
+    is not on an interval. The order to start chunks in."""
+    if key is None:
+        return -1
+    interval_us, first, last = key
+    to_first, to_last = (first - now_us) % interval_us, (last - now_us) % interval_us
+    return 0 if to_last < to_first else to_first
+
+
+def _write_chunks(handle: BinaryIO, rows: list[Row]) -> list[Chunk]:
+    """Write ``rows`` in the order of their phases, in chunks of at most ``CHUNK_ROWS`` watchers
+    of one interval (or none: cron, streams, webhooks); their index."""
+    keyed = sorted(((_interval_phase(row[0]), row) for row in rows), key=_phase_order)
+    chunks: list[Chunk] = []
+    for _, group in itertools.groupby(keyed, key=lambda pair: None if pair[0] is None else pair[0][0]):
+        part = list(group)
+        for begin in range(0, len(part), CHUNK_ROWS):
+            piece = part[begin : begin + CHUNK_ROWS]
+            first, last = piece[0][0], piece[-1][0]
+            key = None if first is None or last is None else (first[0], first[1], last[1])
+            chunks.append((handle.tell(), key))
+            pickle.dump([row for _, row in piece], handle, protocol=5)
+    return chunks
+
+
+def _interval_phase(spec: Any) -> tuple[int, int] | None:
+    """(interval, phase) in µs of an interval-scheduled watcher, else None."""
+    if not isinstance(spec, Scheduled) or spec.schedule is not None:
+        return None
+    interval_us = max(1, (spec.interval_ms or 1000) * 1000)
+    return interval_us, phase_us(spec.id, interval_us)
+
+
+def _phase_order(pair: tuple[tuple[int, int] | None, Row]) -> tuple[int, int]:
+    """Watchers not on an interval first, then by interval and phase."""
+    return (-1, 0) if pair[0] is None else pair[0]
+
+
+def _line(row: Row) -> int:
+    return row[2] or 0
+
+
+def _index(handle: BinaryIO) -> Any:
+    """The index at the end of an open cache file (raises on a damaged one)."""
+    handle.seek(-_TRAILER.size, os.SEEK_END)
+    (offset,) = _TRAILER.unpack(handle.read(_TRAILER.size))
+    handle.seek(offset)
+    return pickle.load(handle)  # our own file, checked by _trusted
 
 
 def _trusted(path: Path) -> bool:

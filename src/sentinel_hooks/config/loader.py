@@ -8,7 +8,8 @@ as a ConfigError of ``file:line: key: message`` issues, with secrets redacted.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sentinel_hooks.config.compiled import CompiledCache, cache_file, context_digest
+from sentinel_hooks.config.compiled import CompiledCache, cache_file, context_digest, until_due
 from sentinel_hooks.config.crosscheck import check_service, check_watcher
 from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.issues import format_loc, validation_issues
@@ -371,6 +372,24 @@ def _load_config(path: Path, env: Mapping[str, str], compiled: bool) -> LoadedCo
     cache = None
     if compiled and service is not None and not collector.issues:
         cache = CompiledCache.open(cache_file(path, env), context_digest(service, list(skills), base_dir))
+    try:
+        return _load_watchers(path, service, skills, watchers_dir, cache, env, collector)
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def _load_watchers(
+    path: Path,
+    service: ServiceConfig | None,
+    skills: Mapping[str, Skill],
+    watchers_dir: Path,
+    cache: CompiledCache | None,
+    env: Mapping[str, str],
+    collector: IssueCollector,
+) -> LoadedConfig:
+    """The rest of ``load_config`` once sentinel.yaml and the skills are read."""
+    base_dir = path.parent
     watchers: list[LoadedWatcher] = []
     seen: dict[str, WatcherSource] = {}
     for file in watcher_files(watchers_dir):
@@ -411,6 +430,60 @@ def _load_config(path: Path, env: Mapping[str, str], compiled: bool) -> LoadedCo
     if cache is not None:
         cache.save()
     return LoadedConfig(path, base_dir, service, tuple(watchers), skills, Redactor(collector.secrets))
+
+
+WatcherChunks = Iterator[list[LoadedWatcher]]
+"""A project's watchers a chunk at a time, read as they are asked for (``load_streamed``)."""
+
+
+def load_streamed(
+    path: Path, *, environ: Mapping[str, str] | None = None
+) -> tuple[LoadedConfig, WatcherChunks | None]:
+    """``load_config(path, compiled=True)`` for ``sentinel run``, its watchers streamed when it can.
+
+    When the compiled cache covers the project whole (every watcher file, and no other, kept
+    with its bytes now: it loaded without a problem, checks across files included, under this
+    context), the answer is the project without watchers and the chunks of them, those polling
+    soonest first, each read from the cache when asked for: the service starts the watchers of a
+    chunk before the next is read, so the first polls do not wait for a million to be read. A
+    chunk that cannot be read (the cache damaged meanwhile) raises ``ConfigError``. Otherwise
+    (no cache, a file changed, added or removed) the project is loaded whole, and None.
+    """
+    env = os.environ if environ is None else environ
+    with collection_paused():
+        collector = IssueCollector()
+        path = path.absolute()
+        service, skills, watchers_dir = _load_base(path, env, collector)
+        if collector.issues or service is None:
+            raise _config_error(collector)
+        cache = CompiledCache.open(cache_file(path, env), context_digest(service, list(skills), path.parent))
+        files = watcher_files(watchers_dir)
+        if cache.covers(files):
+            config = LoadedConfig(path, path.parent, service, (), skills, Redactor(collector.secrets))
+            return config, _chunks(cache, files)
+        try:
+            return _load_watchers(path, service, skills, watchers_dir, cache, env, collector), None
+        finally:
+            cache.close()
+
+
+def _chunks(cache: CompiledCache, files: Sequence[Path]) -> WatcherChunks:
+    """The kept watchers of ``files``, a chunk at a time, soonest to poll first; closes ``cache``."""
+    now_us = time.time_ns() // 1000
+    places = [(display_path(file), offset, key) for file in files for offset, key in cache.chunks(file)]
+    places.sort(key=lambda place: until_due(place[2], now_us))
+    try:
+        for display, offset, _ in places:
+            try:
+                rows = cache.chunk(offset)
+            except Exception as exc:
+                issue = ConfigIssue(
+                    str(cache.path), None, "cache", f"the compiled cache cannot be read ({exc}); remove it"
+                )
+                raise ConfigError([issue]) from exc
+            yield [LoadedWatcher(spec, raw, WatcherSource(display, line)) for spec, raw, line in rows]
+    finally:
+        cache.close()
 
 
 def _file_watchers(

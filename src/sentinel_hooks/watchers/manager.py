@@ -34,13 +34,14 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import API_SOURCE_PREFIX, LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import POLLED, AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
 from sentinel_hooks.heap import freeze_young
@@ -50,8 +51,9 @@ from sentinel_hooks.watchers.pipeline import UNKNOWN, Outcome
 from sentinel_hooks.watchers.runner import WatcherRunner
 from sentinel_hooks.watchers.schedule import missed_run, start_order
 from sentinel_hooks.watchers.shared import RunnerDeps
-from sentinel_hooks.watchers.state import WatcherState, is_firing, status_json, status_state
+from sentinel_hooks.watchers.state import WatcherState, status_json
 from sentinel_hooks.watchers.strategies.heartbeat import beat_status
+from sentinel_hooks.watchers.tally import StatusTally, lasting
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +111,7 @@ class WatcherManager:
         self._deps = deps
         self._ownership = ownership
         self._runners: dict[str, WatcherRunner] = {}
+        self.tally = StatusTally()  # the runners by status state, kept as they change (/metrics)
         self._api_defined: set[str] = set()
         self._lock = asyncio.Lock()
         self._ping_keys = PingKeys()  # heartbeat watchers by ping key (SPEC §23)
@@ -136,6 +139,27 @@ class WatcherManager:
                 every.sort(key=lambda loaded: order(loaded.spec))
                 runnable = [r for r in map(self._runnable, every) if r is not None]
                 await self._launch(runnable, _same, initial=True, freeze=True)
+        log.info("started %d watcher(s)", len(self._runners))
+
+    async def start_streamed(
+        self,
+        chunks: Iterable[Sequence[LoadedWatcher]],
+        then: Callable[[list[LoadedWatcher]], Sequence[LoadedWatcher]],
+    ) -> None:
+        """``start`` of file-defined watchers that come a chunk at a time, soonest to poll first
+        (``config.loader.load_streamed``), without an ownership: each chunk is started before the
+        next is read, all from one base time, so one whose phase passed while earlier chunks
+        were started runs at once. ``then`` is given every watcher once all were read and
+        answers the API-created ones, started last."""
+        base = self._deps.clock.now()
+        loaded: list[LoadedWatcher] = []
+        async with self._lock:
+            for chunk in chunks:
+                loaded.extend(chunk)
+                await self._launch(chunk, self._runnable, initial=True, freeze=True, base=base)
+            api_watchers = then(loaded)
+            self._api_defined = {w.spec.id for w in api_watchers}
+            await self._launch(api_watchers, self._runnable, initial=True, freeze=True, base=base)
         log.info("started %d watcher(s)", len(self._runners))
 
     def _runnable(self, loaded: LoadedWatcher) -> WatcherRunner | None:
@@ -214,7 +238,11 @@ class WatcherManager:
         tracked for a lease, fenced when this replica holds it already); not started."""
         watcher_id = loaded.spec.id
         runner = WatcherRunner(loaded, WatcherState.from_json(stored), self._deps)
+        replaced = self._runners.get(watcher_id)
+        if replaced is not None:
+            replaced.counted(None)
         self._runners[watcher_id] = runner
+        runner.counted(self.tally)
         if isinstance(loaded.spec, HeartbeatWatcher):
             self._ping_keys.add(watcher_id, loaded.spec.ping_key.get_secret_value())
         if self._ownership is not None and not isinstance(loaded.spec, WebhookWatcher):
@@ -236,12 +264,13 @@ class WatcherManager:
         *,
         initial: bool,
         freeze: bool,
+        base: datetime | None = None,
     ) -> None:
         """Start the runner ``runner_of`` gives for each item (None: none to start here), in the
-        order of their first runs from one base, a slice at a time, yielding between slices (see
-        the module docstring); ``initial``: at the service's start, so a run missed while it was
-        down is made up (misfire); ``freeze``: at a start, each slice's survivors frozen
-        (``heap.freeze_young``).
+        order of their first runs from one ``base`` (default: now), a slice at a time, yielding
+        between slices (see the module docstring); ``initial``: at the service's start, so a run
+        missed while it was down is made up (misfire); ``freeze``: at a start, each slice's
+        survivors frozen (``heap.freeze_young``).
 
         Runners are built, and take their stored states and the last observations of the polled
         and subscribed ones (one store call each), a slice at a time: the first slice is small,
@@ -251,7 +280,7 @@ class WatcherManager:
         last observation instead, as replicas may share one). ``start`` takes the manager's lock
         first, so no reload or API change sees a half-started set.
         """
-        base = self._deps.clock.now()
+        base = base or self._deps.clock.now()
         order = start_order(base)
         ordered = sorted(items, key=lambda item: order(item.spec))
         scheduler = self._deps.scheduler
@@ -289,6 +318,7 @@ class WatcherManager:
         runner = self._runners.pop(watcher_id, None)
         self._ping_keys.remove(watcher_id)
         if runner is not None:
+            runner.counted(None)
             await runner.stop()
             if self._ownership is not None and runner.needs_lease:
                 await self._ownership.untrack(watcher_id)  # a changed one is tracked again by _add
@@ -339,6 +369,10 @@ class WatcherManager:
     def runners(self) -> Iterable[WatcherRunner]:
         return self._runners.values()
 
+    def count(self) -> int:
+        """How many runners there are (file-defined and API-created watchers)."""
+        return len(self._runners)
+
     def get(self, watcher_id: str) -> WatcherRunner:
         runner = self._runners.get(watcher_id)
         if runner is None:
@@ -348,30 +382,17 @@ class WatcherManager:
     def status(self, runner: WatcherRunner) -> dict[str, Any]:
         spec = runner.spec
         status = status_json(
-            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=_lasting(spec)
+            runner.state, declared_enabled=spec.enabled, running=runner.running, lasting=lasting(spec)
         )
         if isinstance(spec, HeartbeatWatcher):
             status.update(beat_status(spec, runner.state, self._deps.clock.now()))
         return status
 
-    def status_tally(
-        self, runners: Iterable[WatcherRunner], counts: dict[str, int], trouble: list[str] | None
-    ) -> None:
-        """Count ``runners`` by status state into ``counts``; when ``trouble`` is a list, append
-        the ids of those failing or firing (what /metrics exports per watcher above its limit)."""
-        for runner in runners:
-            spec, state = runner.loaded.spec, runner.state
-            name = status_state(state, declared_enabled=spec.enabled, running=runner.running)
-            counts[name] += 1
-            if trouble is not None and (
-                name == "failing"
-                or (
-                    name == "ok"
-                    and is_firing(state, lasting=True)  # what lasting=False finds, and more: quicker first
-                    and is_firing(state, lasting=_lasting(spec))
-                )
-            ):
-                trouble.append(spec.id)
+    def status_counts(self, *, trouble: bool) -> tuple[dict[str, int], list[str] | None]:
+        """The runners by status state and, with ``trouble``, the ids of those failing or
+        firing (what /metrics exports per watcher above its limit), sorted; read from the tally
+        the runners keep (``watchers.tally``), not by walking them."""
+        return self.tally.snapshot(), sorted(self.tally.trouble) if trouble else None
 
     def api_watchers(self) -> list[LoadedWatcher]:
         """The watchers created through the API, as loaded."""
@@ -484,8 +505,3 @@ def _missed(spec: Any, state: WatcherState, deps: RunnerDeps) -> bool:
 def api_source(watcher_id: str) -> WatcherSource:
     """Where an API-created watcher is said to come from."""
     return WatcherSource(f"{API_SOURCE_PREFIX}{watcher_id}", None)
-
-
-def _lasting(spec: AnyWatcher) -> bool:
-    """Whether the watcher's conditions describe a lasting state (``state.is_firing``)."""
-    return spec.trigger_mode == "edge" or spec.strategy_name in POLLED

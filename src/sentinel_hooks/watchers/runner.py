@@ -63,6 +63,7 @@ from sentinel_hooks.watchers.strategy import (
     polls,
 )
 from sentinel_hooks.watchers.subscription import Subscription
+from sentinel_hooks.watchers.tally import Status, StatusTally, classify
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,11 @@ class WatcherRunner:
 
     def __init__(self, loaded: LoadedWatcher, state: WatcherState, deps: RunnerDeps) -> None:
         self.loaded = loaded
-        self.state = state
+        self._state = state
+        self._running = False
+        # what the manager's tally counts this runner as (``tally.classify``), while registered
+        self.tally: StatusTally | None = None
+        self._status: Status | None = None
         self.deps = deps
         self._lock = asyncio.Lock()
         self._pushes = PushBatches()  # json pushes waiting for the lock
@@ -93,13 +98,46 @@ class WatcherRunner:
         self._saved: tuple[Any, ...] | None = None  # the durable fields last written
         self._saved_at = 0.0
         self._stopper: asyncio.Task[None] | None = None
-        self.running = False
         self.needs_lease = False  # cluster mode, set by the manager: start only with a fence
         self.fence: Fence | None = None  # set by the manager while this replica holds the lease
 
     @property
     def spec(self) -> AnyWatcher:
         return self.loaded.spec
+
+    @property
+    def state(self) -> WatcherState:
+        return self._state
+
+    @state.setter
+    def state(self, state: WatcherState) -> None:
+        self._state = state
+        self._report()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @running.setter
+    def running(self, running: bool) -> None:
+        self._running = running
+        self._report()
+
+    def counted(self, tally: StatusTally | None) -> None:
+        """Be counted in ``tally`` from now on (None: no longer counted where it was)."""
+        if self.tally is not None:
+            self.tally.move(self.id, self._status, None)
+        self.tally, self._status = tally, None
+        self._report()
+
+    def _report(self) -> None:
+        """Move this runner's count in its tally if its class changed (about 1 µs a set)."""
+        tally = self.tally
+        if tally is not None:
+            status = classify(self.loaded.spec, self._state, self._running)
+            if status is not self._status:
+                tally.move(self.id, self._status, status)
+                self._status = status
 
     @property
     def id(self) -> str:

@@ -16,7 +16,6 @@ APScheduler's per-job validation, which costs more than the rest of starting a w
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import heapq
 import itertools
 import logging
@@ -36,6 +35,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from croniter import croniter
 
 from sentinel_hooks.config.watcher import Scheduled
+from sentinel_hooks.core.phase import PHASE_STEP_US, phase_us
 
 MIN_MISFIRE_GRACE = timedelta(minutes=1)
 
@@ -271,8 +271,7 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _US = timedelta(microseconds=1)
 
 
-PHASE_STEP = timedelta(milliseconds=10)
-_PHASE_STEP_US = PHASE_STEP // _US
+PHASE_STEP = timedelta(microseconds=PHASE_STEP_US)
 
 
 def phase(watcher_id: str, interval: timedelta) -> timedelta:
@@ -283,12 +282,7 @@ def phase(watcher_id: str, interval: timedelta) -> timedelta:
     wake-up of the process and a scheduler pass (measured: ~120 µs of CPU, as much as running
     the job); with 10,000 watchers at 10 s, steps put ~10 polls in each instead of one.
     """
-    return _phase_us(watcher_id, interval // _US) * _US
-
-
-def _phase_us(watcher_id: str, interval_us: int) -> int:
-    digest = hashlib.blake2b(watcher_id.encode(), digest_size=8).digest()
-    return (int.from_bytes(digest, "big") % max(1, interval_us // _PHASE_STEP_US)) * _PHASE_STEP_US
+    return phase_us(watcher_id, interval // _US) * _US
 
 
 def first_run(watcher_id: str, interval: timedelta, base: datetime) -> datetime:
@@ -299,7 +293,7 @@ def first_run(watcher_id: str, interval: timedelta, base: datetime) -> datetime:
 def _wait_us(watcher_id: str, interval_us: int, base: datetime) -> int:
     """Microseconds from ``base`` to ``first_run`` (integers: start sorts thousands by it)."""
     since_epoch = (base - _EPOCH) // _US
-    return (_phase_us(watcher_id, interval_us) - since_epoch) % max(1, interval_us)
+    return (phase_us(watcher_id, interval_us) - since_epoch) % max(1, interval_us)
 
 
 def trigger_for(watcher: Scheduled, base: datetime) -> BaseTrigger:
@@ -341,7 +335,7 @@ def start_order(base: datetime) -> Callable[[Any], int]:
     def key(watcher: Any) -> int:
         if isinstance(watcher, Scheduled) and watcher.schedule is None:
             interval_us = (watcher.interval_ms or 1000) * 1000
-            return (_phase_us(watcher.id, interval_us) - since_epoch) % max(1, interval_us)
+            return (phase_us(watcher.id, interval_us) - since_epoch) % max(1, interval_us)
         return 0
 
     return key
