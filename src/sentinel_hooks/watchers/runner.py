@@ -71,7 +71,33 @@ STATE_FLUSH_S = 30.0  # a 10 s watcher writes its state at most every third poll
 
 
 class WatcherRunner:
-    """One watcher at run time."""
+    """One watcher at run time.
+
+    Slotted, and its lock and push batches made when first used: at 100,000 idle watchers
+    every per-runner byte is about 100 KB of the service's memory (issue 34.5).
+    """
+
+    __slots__ = (
+        "_beat",
+        "_driver",
+        "_lock",
+        "_previous",
+        "_pushes",
+        "_quiet",
+        "_redis_trouble",
+        "_saved",
+        "_saved_at",
+        "_stop_event",
+        "_stopper",
+        "_stopping",
+        "_tasks",
+        "deps",
+        "fence",
+        "loaded",
+        "needs_lease",
+        "running",
+        "state",
+    )
 
     def __init__(self, loaded: LoadedWatcher, state: WatcherState, deps: RunnerDeps) -> None:
         self.loaded = loaded
@@ -81,8 +107,8 @@ class WatcherRunner:
         self.tally: StatusTally | None = None
         self._status: Status | None = None
         self.deps = deps
-        self._lock = asyncio.Lock()
-        self._pushes = PushBatches()  # json pushes waiting for the lock
+        self._lock: asyncio.Lock | None = None  # made when first taken (``lock``)
+        self._pushes: PushBatches | None = None  # json pushes waiting for the lock, from the first
         # the last failures were the store's or its lease checks' (logged once for every runner by
         # ``deps.unrecorded`` and ``deps.unfenced``, so its recovery is not a line of its own either)
         self._redis_trouble = False
@@ -271,7 +297,7 @@ class WatcherRunner:
         """The quiet watch's fire (``no_progress``); False when it was not made: the lease not
         confirmed, or the store did not take it (on the status)."""
         try:
-            async with self._lock:
+            async with self.lock:
                 if self.needs_lease and not await self.fenced():
                     return False
                 await self._run(self.deps.pipeline.quiet(self.spec, self.state), self.state)
@@ -281,7 +307,10 @@ class WatcherRunner:
 
     @property
     def lock(self) -> asyncio.Lock:
-        """The lock every change of the state is made under (``watchers.beats`` takes it too)."""
+        """The lock every change of the state is made under (``watchers.beats`` takes it too);
+        made when first asked for, as most idle runners never take it."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         return self._lock
 
     async def take(self, step: Awaitable[Outcome]) -> Outcome:
@@ -303,7 +332,7 @@ class WatcherRunner:
         message = self.deps.redactor.text(str(exc))
         level = logging.DEBUG if self.state.consecutive_failures else logging.WARNING
         log.log(level, "watcher %s: %s", self.id, message, extra={"watcherId": self.id})
-        async with self._lock:
+        async with self.lock:
             self.state = self.state.failed(self.deps.clock.now(), message).evolve(next_check_at=next_at)
             await self._save()
 
@@ -313,7 +342,7 @@ class WatcherRunner:
         """Run an observation through the pipeline; a store that does not take it raises
         ``StoreError`` after the watcher was marked failing (``_store_failed``). ``prompt``: a
         pushed event, whose writes wait for no gathering window (``watchers.writeback``)."""
-        async with self._lock:
+        async with self.lock:
             if self.needs_lease and not await self.fenced():
                 return Outcome(state=self.state, skipped=NOT_LEASED)
             before = self.state
@@ -371,7 +400,7 @@ class WatcherRunner:
     async def lease_confirmed(self) -> bool:
         """Cluster mode, before a poll's request: the fencing check (``fenced``) made first, so
         a replica that cannot vouch for its lease does not even ask (see ``Polling._request``)."""
-        async with self._lock:
+        async with self.lock:
             return await self.fenced()
 
     async def fenced(self) -> bool:
@@ -421,7 +450,9 @@ class WatcherRunner:
         """A pushed event (``format: json`` webhook watchers), taken with the others that queued
         for the lock meanwhile (``watchers.pushes``); its outcome once its batch is stored."""
         observed = Observed(value=value, at=self.deps.clock.now())
-        return await self._pushes.push(observed, self._lock, self._judge_pushes)
+        if self._pushes is None:
+            self._pushes = PushBatches()
+        return await self._pushes.push(observed, self.lock, self._judge_pushes)
 
     async def _judge_pushes(self, batch: list[Observed]) -> list[Outcome | StoreError]:
         """Pushes that queued for the lock (the caller holds it): each judged in order, as
@@ -465,7 +496,7 @@ class WatcherRunner:
         202 is not sent, so the source sends the notification again: fired alerts find their
         callbacks and are repeats).
         """
-        async with self._lock:
+        async with self.lock:
             if self.needs_lease and not await self.fenced():
                 return [Outcome(state=self.state, skipped=NOT_LEASED) for _ in alerts]
             at = self.deps.clock.now()
@@ -518,7 +549,7 @@ class WatcherRunner:
 
     async def fire_manual(self, payload: Any) -> Outcome:
         """A manual fire (API/CLI)."""
-        async with self._lock:
+        async with self.lock:
             step = self.deps.pipeline.fire_manual(self.spec, payload, self.state)
             return await self._run(step, self.state, prompt=True)
 
@@ -560,7 +591,7 @@ class WatcherRunner:
     async def adopt(self, change: Callable[[WatcherState], WatcherState]) -> None:
         """Apply ``change`` to the state under the lock, and store it (another replica's API
         call, an enable or disable, a subscription's reconnect)."""
-        async with self._lock:
+        async with self.lock:
             self.state = change(self.state)
             await self._save()
 
