@@ -85,8 +85,11 @@ class WatcherRunner:
         "_pushes",
         "_quiet",
         "_redis_trouble",
+        "_running",
         "_saved",
         "_saved_at",
+        "_state",
+        "_status",
         "_stop_event",
         "_stopper",
         "_stopping",
@@ -95,8 +98,7 @@ class WatcherRunner:
         "fence",
         "loaded",
         "needs_lease",
-        "running",
-        "state",
+        "tally",
     )
 
     def __init__(self, loaded: LoadedWatcher, state: WatcherState, deps: RunnerDeps) -> None:
