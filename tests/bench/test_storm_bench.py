@@ -31,5 +31,7 @@ def test_a_tiny_storm_loses_nothing_and_pages_each_fire_or_group() -> None:
     assert (30, 0, 10, 0) == (storm["alerts_sent"], storm["lost"], steady["alerts_sent"], steady["lost"])
     assert storm["pages"] == (3 if storm["grouped"] else storm["fired"])
     assert storm["first_page_ms"] is not None
-    assert storm["cpu_ratio_to_bare"] > 0
+    assert storm["cpu_ms_per_alert"] > 0
+    # 30 alerts cost the bare handler about 1.5 ms, below the 10 ms CPU clock: no ratio then
+    assert storm["cpu_ratio_to_bare"] is None or storm["cpu_ratio_to_bare"] > 0
     assert all(not row["errors"] and not row["deliveries_repeated"] for row in report["rows"])

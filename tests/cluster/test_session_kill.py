@@ -96,7 +96,11 @@ async def test_killing_the_replica_running_a_session_lets_the_other_finish_it(
             victim.wait(timeout=10)
             assert ["once"] == ran.read_text().split()
 
-            await wait_for(lambda: out.exists(), timeout_s=4 * LEASE_MS / 1000 + 15, what="the notify")
+            await wait_for(  # the line, not the file: the target creates it before it writes
+                lambda: out.exists() and out.read_text().endswith("\n"),
+                timeout_s=4 * LEASE_MS / 1000 + 15,
+                what="the notify",
+            )
             # one notify (the dispatcher may send one delivery twice, under its one Idempotency-Key)
             sent = {
                 (r["idempotencyKey"], r["kind"], r["message"])

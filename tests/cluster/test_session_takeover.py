@@ -123,6 +123,8 @@ async def test_a_session_cut_off_on_one_replica_is_finished_by_another_from_its_
     assert ["once"] == ran.read_text().split()
     assert ["checked, all fine"] == project.notified()
     assert 2 == len(await tool_results(b, contract))  # run_command once (on A), notify once (on B)
+    # the queue notes the outcome after the session's last step is stored (status "done" above)
+    await wait_for(lambda: contract.callback_id in queue(b).finished, what="B's queue to note it")
     assert {contract.callback_id: "done"} == queue(b).finished
 
 
