@@ -156,3 +156,23 @@ async def test_unopened_leases_say_how_to_open(make_leases: MakeLeases) -> None:
     """Using Leases before ``open`` raises StoreUnavailable with the way out."""
     with pytest.raises(StoreUnavailable, match=r"leases\.open"):
         await make_leases("a").holds("w1", 1)
+
+
+async def test_leases_survive_a_server_that_forgot_their_scripts(a: Leases, raw: redis.asyncio.Redis) -> None:
+    """After SCRIPT FLUSH (a restarted server) an acquisition answered NOSCRIPT loads the script
+    and runs again, once: the lease is taken with the first token."""
+    await raw.script_flush()
+    assert {"w1": 1} == await a.acquire(["w1"])
+    assert "replica-a:1" == await raw.get(f"{PREFIX}lease:w1")
+
+
+async def test_renewals_ask_no_script_exists(a: Leases, raw: redis.asyncio.Redis) -> None:
+    """A renewal is one pipelined round trip of EVALSHA, with no SCRIPT EXISTS before it."""
+    tokens = await a.acquire(["w1", "w2"])
+    before = await raw.info("commandstats")
+    await a.renew(tokens)
+    after = await raw.info("commandstats")
+    asked = after.get("cmdstat_script|exists", {}).get("calls", 0) - before.get(
+        "cmdstat_script|exists", {}
+    ).get("calls", 0)
+    assert 0 == asked

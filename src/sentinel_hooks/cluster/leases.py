@@ -32,6 +32,7 @@ from redis.commands.core import AsyncScript
 
 from sentinel_hooks.cluster.connection import bounded, command_timeout_s, open_client
 from sentinel_hooks.errors import StoreUnavailable
+from sentinel_hooks.store.redis.connection import evalsha_each
 
 CHUNK = 500
 
@@ -209,12 +210,9 @@ class Leases:
         """Run ``script`` once per (keys, args) call, all in one pipeline; the replies in order."""
         if not calls:
             return []
-        client, run = self.client, self._scripts[script]
-        async with (
-            bounded(self.url, what, timeout_s=timeout_s or self.timeout_s),
-            client.pipeline(transaction=False) as pipe,
-        ):
-            for keys, args in calls:
-                await run(keys=keys, args=args, client=pipe)
-            replies: list[Any] = await pipe.execute()
+        async with bounded(self.url, what, timeout_s=timeout_s or self.timeout_s):
+            replies = await evalsha_each(self.client, self._scripts[script], calls)
+            failed = next((reply for reply in replies if isinstance(reply, Exception)), None)
+            if failed is not None:
+                raise failed
         return replies

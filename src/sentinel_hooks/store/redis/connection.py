@@ -163,31 +163,11 @@ class RedisConnection:
     async def run_pipelined(
         self, what: str, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
     ) -> list[Any]:
-        """Run ``script`` once per ``(keys, args)`` in one pipelined round trip (no MULTI); each
-        call's raw reply or its error (``failure``), in order.
-
-        Sent as plain EVALSHA: redis-py's ``Script`` on a pipeline asks SCRIPT EXISTS first, one
-        more round trip on every batch. Calls the server answers NOSCRIPT (it restarted or was
-        flushed since ``start`` registered the script) are run again, once, after SCRIPT LOAD:
-        a NOSCRIPT call ran nothing, so the retry cannot apply twice."""
-        replies = await self._evalsha_all(what, script, calls)
-        missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
-        if missing:
-            async with self.translated(what):
-                script.sha = await self.client.script_load(script.script)
-            again = await self._evalsha_all(what, script, [calls[i] for i in missing])
-            for i, reply in zip(missing, again, strict=True):
-                replies[i] = reply
+        """Run ``script`` once per ``(keys, args)`` in one pipelined round trip (``evalsha_each``);
+        each call's raw reply or its error (``failure``), in order."""
+        async with self.translated(what):
+            replies = await evalsha_each(self.client, script, calls)
         return [await self.failure(what, r) if isinstance(r, Exception) else r for r in replies]
-
-    async def _evalsha_all(
-        self, what: str, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
-    ) -> list[Any]:
-        """EVALSHA of each call in one pipeline; replies and errors as they came."""
-        async with self.translated(what), self.client.pipeline(transaction=False) as pipe:
-            for keys, args in calls:
-                pipe.evalsha(script.sha, len(keys), *keys, *args)
-            return list(await pipe.execute(raise_on_error=False))
 
     async def start(self) -> None:
         """Connect, check the server answers (PING), register the scripts; idempotent."""
@@ -216,3 +196,33 @@ class RedisConnection:
         if client is not None:
             async with self.translated("close"):
                 await client.aclose()
+
+
+async def evalsha_each(
+    client: Redis, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """Run ``script`` once per ``(keys, args)`` in one pipeline (no MULTI); each call's reply or
+    the error it got, in order.
+
+    Sent as plain EVALSHA: redis-py's ``Script`` on a pipeline asks SCRIPT EXISTS first, one more
+    round trip on every batch. Calls the server answers NOSCRIPT (it restarted or was flushed
+    since the script was registered) are run again, once, after SCRIPT LOAD: a NOSCRIPT call ran
+    nothing, so the retry cannot apply twice."""
+    replies = await _evalsha_all(client, script, calls)
+    missing = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+    if missing:
+        script.sha = await client.script_load(script.script)
+        again = await _evalsha_all(client, script, [calls[i] for i in missing])
+        for i, reply in zip(missing, again, strict=True):
+            replies[i] = reply
+    return replies
+
+
+async def _evalsha_all(
+    client: Redis, script: AsyncScript, calls: list[tuple[list[str], list[Any]]]
+) -> list[Any]:
+    """EVALSHA of each call in one pipeline; replies and errors as they came."""
+    async with client.pipeline(transaction=False) as pipe:
+        for keys, args in calls:
+            pipe.evalsha(script.sha, len(keys), *keys, *args)
+        return list(await pipe.execute(raise_on_error=False))
