@@ -103,9 +103,9 @@ def delivery_targets(envelope: Envelope | None, contract: Contract) -> list[str]
     return list(contract.targets)
 
 
-def _held_won(settlements: Sequence[Settlement], won: set[str], now: datetime) -> list[Delivery]:
-    """The held deliveries (due after ``now``: ``Relay._held``) of the settlements that won."""
-    return [d for s in settlements if s.callback_id in won for d in s.deliveries if d.next_attempt_at > now]
+def _held_won(settlements: Sequence[Settlement], won: set[str], held: set[str]) -> list[Delivery]:
+    """The deliveries stored held (their keys ``held``: ``Relay._held``) of the settlements that won."""
+    return [d for s in settlements if s.callback_id in won for d in s.deliveries if d.key in held]
 
 
 @dataclass(frozen=True)
@@ -399,22 +399,23 @@ class Relay:
             )
             for c, envelope in claimed
         ]
-        settlements, reserved = self._held(settlements, now)
+        settlements, held = self._held(settlements, now)
+        reserved = len(held)
         try:
             won = await self._store.settle_contracts(settlements, at=now)
         except BaseException:
             self._dispatcher.start_held([], reserved)
             raise
-        self._dispatcher.start_held(_held_won(settlements, won, now), reserved)
+        self._dispatcher.start_held(_held_won(settlements, won, held), reserved)
         if reserved < sum(len(s.deliveries) for s in settlements):
             self._dispatcher.wake()  # the rest are stored due now, for the worker's claim
         self._report([c for c, _ in claimed], settlements, won, now)
         return len(claimed)
 
-    def _held(self, settlements: list[Settlement], now: datetime) -> tuple[list[Settlement], int]:
+    def _held(self, settlements: list[Settlement], now: datetime) -> tuple[list[Settlement], set[str]]:
         """``settlements`` with as many of their deliveries as the outbox has free slots for
         stored held by this process (due after the outbox's lease, as a claim would leave them),
-        and how many slots were promised: ``settle_due`` starts those of the contracts that won
+        and the keys of those (one promised slot each): ``settle_due`` starts those of the contracts that won
         at once (``Dispatcher.start_held``), so a fallback needs no claim and no re-read. The
         rest are stored due now and go out through the worker's claim. A crash before the send
         leaves a held fallback to be sent after the lease, as a crash after a claim would."""
@@ -423,17 +424,19 @@ class Relay:
         left = reserved
         held_until = utc_ms(now + timedelta(milliseconds=self._dispatcher.lease_ms))
         out: list[Settlement] = []
+        held: set[str] = set()
         for settlement in settlements:
             if left and settlement.deliveries:
                 take = settlement.deliveries[:left]
                 left -= len(take)
+                held.update(d.key for d in take)
                 kept = settlement.deliveries[len(take) :]
                 settlement = replace(
                     settlement,
                     deliveries=(*(d.model_copy(update={"next_attempt_at": held_until}) for d in take), *kept),
                 )
             out.append(settlement)
-        return out, reserved
+        return out, held
 
     def _settlement(
         self,
