@@ -9,9 +9,6 @@ and the tally moves one count; a scrape reads four numbers and a set.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from sentinel_hooks.config.watcher import POLLED, AnyWatcher
 from sentinel_hooks.watchers.state import StatusState, WatcherState, is_firing, status_state
 
@@ -61,7 +58,3 @@ class StatusTally:
     def snapshot(self) -> dict[str, int]:
         """The counts by state (a copy: the caller may add to it)."""
         return dict(self.counts)
-
-
-Reporter = Callable[[str, Status | None, Status | None], Any]
-"""``StatusTally.move`` as a runner holds it."""

@@ -22,6 +22,8 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.grouping import GroupRule, by_values, group_key, group_session_key
 from sentinel_hooks.store.records import Contract, GroupInfo, GroupRequest
 
+log = logging.getLogger(__name__)
+
 
 class Submits(Protocol):
     async def submit(self, envelope: Envelope, contract: Contract) -> None: ...
@@ -48,9 +50,6 @@ def group_contract(pending: Contract, envelope: Envelope, rule: GroupRule, prefi
 def group_request(group: GroupInfo, rule: GroupRule) -> GroupRequest:
     """What the store needs to open or join the group of ``group.key``."""
     return GroupRequest(key=group.key, interval_ms=rule.interval_ms, max_fires=rule.max_fires)
-
-
-log = logging.getLogger(__name__)
 
 
 def group_starts_at(contract: Contract, timeout_ms: int) -> datetime | None:
