@@ -5,6 +5,7 @@ same storm. Groups live in the store, so a restart or another replica finds them
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections import Counter
@@ -47,9 +48,25 @@ async def push(base: str, name: str, n: int) -> None:
     assert 202 == status, answer
 
 
+def delivered(sink: Sink) -> list[dict[str, Any]]:
+    """The messages at the sink, one per Idempotency-Key in arrival order: a delivery retried after
+    an answer that came too late (or a kill -9 during the request) resends the same key, which a
+    receiver drops (SPEC §6.2); two keys for one callback's page would be two pages."""
+    by_key: dict[str, dict[str, Any]] = {}
+    for request in sink.received:
+        if request["status"] < 300:
+            by_key.setdefault(request["headers"].get("Idempotency-Key", ""), json.loads(request["raw"]))
+    return list(by_key.values())
+
+
+def page_bodies(sink: Sink) -> list[dict[str, Any]]:
+    """The pages at the sink, once each."""
+    return [body for body in delivered(sink) if body.get("page")]
+
+
 def pages(sink: Sink) -> Counter[str]:
     """Pages at the sink, by callback id."""
-    return Counter(str(body["callbackId"]) for body in sink.bodies() if body.get("page"))
+    return Counter(str(body["callbackId"]) for body in page_bodies(sink))
 
 
 async def no_pending(base: str) -> bool:
@@ -57,9 +74,12 @@ async def no_pending(base: str) -> bool:
     return not page["items"]  # type: ignore[index]
 
 
-def cli(base: str, *args: str) -> str:
-    done = subprocess.run(
-        [*sentinel_command(), *args, "--url", base], capture_output=True, text=True, timeout=60, check=False
+async def cli(base: str, *args: str) -> str:
+    """`sentinel ARGS --url BASE`'s output, run in a thread: the sink shares this event loop, and a
+    loop blocked for the CLI's run would make a delivery time out and be sent again."""
+    command = [*sentinel_command(), *args, "--url", base]
+    done = await asyncio.to_thread(
+        subprocess.run, command, capture_output=True, text=True, timeout=60, check=False
     )
     assert 0 == done.returncode, done.stderr
     return done.stdout
@@ -95,7 +115,7 @@ async def test_kill_9_before_the_wait_ends_still_pages_each_group_once(tmp_path:
         await asyncio.sleep(0)  # nothing else to wait for: the pending contracts are settled
         paged = pages(sink)
         assert [1, 1] == sorted(paged.values())
-        firsts = sorted(str(b["message"]).split(" fires of ")[0] for b in sink.bodies() if b.get("page"))
+        firsts = sorted(str(b["message"]).split(" fires of ")[0] for b in page_bodies(sink))
         # the fire after the restart joined before the page (a slow restart: after it, as a follow-up)
         assert firsts in (["Sentinel: 1", "Sentinel: 4"], ["Sentinel: 1", "Sentinel: 3"])
         _, listed = await http("GET", f"{base}/api/v1/callbacks?limit=500&state=grouped")
@@ -103,9 +123,9 @@ async def test_kill_9_before_the_wait_ends_still_pages_each_group_once(tmp_path:
         assert 3 == len(members)
         group_id = str(members[0]["groupId"])
         assert group_id in paged
-        shown_member = cli(base, "callbacks", "show", str(members[0]["callbackId"]))
+        shown_member = await cli(base, "callbacks", "show", str(members[0]["callbackId"]))
         assert f"groupId: {group_id}" in shown_member
-        shown_group = cli(base, "callbacks", "show", group_id)
+        shown_group = await cli(base, "callbacks", "show", group_id)
         assert '4 fires, grouped by payload.name="db"' in shown_group
         assert all(str(m["callbackId"]) in shown_group for m in members)
     finally:
@@ -185,7 +205,7 @@ async def test_the_replica_that_opened_a_group_killed_inside_wait_ms_another_sta
         await wait_for(lambda: len(pages(sink)) >= 1 or None, timeout_s=14, what="the group's page from b")
         await wait_for(lambda: no_pending(bases[1]), timeout_s=20, what="the group settled")
         await asyncio.sleep(0)
-        page = next(body for body in sink.bodies() if body.get("page"))
+        page = page_bodies(sink)[0]
         assert "no response from the agent" not in str(page["message"]), "the notify, not the fallback"
         _, listed = await http("GET", f"{bases[1]}/api/v1/callbacks?limit=500&state=grouped")
         assert {str(page["callbackId"])} == {str(m["groupId"]) for m in listed["items"]}  # type: ignore[index]
@@ -200,7 +220,8 @@ AFTER_THE_PAGE = WATCHER.replace("waitMs: 8000, intervalMs: 60000", "waitMs: 500
 
 def follow_ups(sink: Sink, group_id: str) -> list[str]:
     """The messages in reply to the group's page, in arrival order."""
-    return [str(b["message"]) for b in sink.bodies() if not b.get("page") and b.get("inReplyTo") == group_id]
+    replies = (b for b in delivered(sink) if not b.get("page") and b.get("inReplyTo") == group_id)
+    return [str(b["message"]) for b in replies]
 
 
 @pytest.mark.parametrize("store", ["sqlite", pytest.param("redis", marks=pytest.mark.redis)])
@@ -225,7 +246,7 @@ async def test_kill_9_inside_interval_ms_delivers_the_pending_joins_as_one_follo
         proc = start(config, log)
         await wait_for(lambda: ready(base), timeout_s=60, what="the restarted service")
         await wait_for(lambda: follow_ups(sink, group_id) or None, timeout_s=30, what="the joins' follow-up")
-        shown = cli(base, "callbacks", "show", group_id)
+        shown = await cli(base, "callbacks", "show", group_id)
         assert '4 fires, grouped by payload.name="db"' in shown
     finally:
         proc.send_signal(signal.SIGTERM)
