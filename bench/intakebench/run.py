@@ -283,8 +283,8 @@ def _numbers(
         "max_ms": round(max(lat) * 1000, 1) if lat else None,
         "errors": answers.errors,
         "fired": answers.fired,
-        "cpu_ms_per_alert_intake": round(cpu_intake * 1000 / accepted, 2) if accepted else None,
-        "cpu_ms_per_alert": round(cpu * 1000 / accepted, 2) if accepted else None,  # of answered alerts
+        "cpu_ms_per_alert_intake": round(cpu_intake * 1000 / accepted, 4) if accepted else None,
+        "cpu_ms_per_alert": round(cpu * 1000 / accepted, 4) if accepted else None,  # of answered alerts
         "deliveries_missing": max(0, expected - delivered.keys) if row.drain else None,
         "deliveries_repeated": delivered.repeated,
         "pages": delivered.pages,
