@@ -290,3 +290,46 @@ async def test_a_fire_whose_group_closed_meanwhile_opens_the_next_one_whole(
             assert 2 == len(contract.group.members)
     finally:
         await service.stop()
+
+
+SHARED = """\
+id: {id}
+strategy: webhook
+format: alertmanager
+deliveryTargets: [hook]
+fire:
+  eventName: alert
+  priority: {priority}
+  group: {{name: storm, by: [payload.labels.alertname], waitMs: 300, intervalMs: 60000}}
+"""
+
+
+async def test_a_group_pages_with_the_most_urgent_priority_of_its_members(tmp_path: Path, sink: Sink) -> None:
+    """Two watchers share a group (`name`): a normal fire opens it and a critical one joins. The group's
+    fallback says critical on its first line and is delivered as critical (what PagerDuty's severity
+    and Slack's colour follow), not as the first fire's normal."""
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+    (tmp_path / "watchers").mkdir()
+    for watcher_id, priority in (("calm", "normal"), ("loud", "critical")):
+        (tmp_path / "watchers" / f"{watcher_id}.yaml").write_text(
+            SHARED.format(id=watcher_id, priority=priority)
+        )
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await service.start()
+    body = {"version": "4", "status": "firing", "receiver": "sentinel"}
+    try:
+        for n, watcher_id in enumerate(("calm", "loud")):
+            status, _ = await call(
+                service, "POST", f"/hooks/ingest/{watcher_id}", body={**body, "alerts": [alert(n, "HighCPU")]}
+            )
+            assert 202 == status
+        [page] = await wait_for(lambda: sink.bodies("fallback") or None, what="the group's page")
+        assert "critical" == page["priority"]
+        assert page["message"].startswith("Sentinel: 2 fires of alert on calm grouped by ")
+        assert "(critical) — no response from the agent" in page["message"].split("\n")[0]
+        members = page["message"].split("\n")[1:]
+        assert 2 == len(members)
+        assert members[0].startswith("• normal: ")
+        assert members[1].startswith("• critical: ")
+    finally:
+        await service.stop()

@@ -111,15 +111,26 @@ def fallback_text(
         f"Sentinel: {fired_on(event_name, watcher_id)} ({priority}) — no response from the agent "
         f"within {format_timeout(timeout_ms)}."
     )
-    if stopped:
-        first = f"{first[:-1]} — the agent's budget ran out ({stopped})."
-    lines = [first, payload_line(payload)]
+    lines = [budget_ran_out(first, stopped), payload_line(payload)]
+    return "\n".join([*lines, *after_payload(escalation, investigating)])
+
+
+def budget_ran_out(first: str, stopped: str | None) -> str:
+    """A fallback's first line, with `` — the agent's budget ran out ({which}).`` in place of its
+    final full stop when the budget ``stopped`` the session (SPEC §20)."""
+    return f"{first[:-1]} — the agent's budget ran out ({stopped})." if stopped else first
+
+
+def after_payload(escalation: tuple[str, str] | None, investigating: bool) -> list[str]:
+    """The lines a fallback carries after what it says of the fire or group: the escalation, and
+    that the agent is still investigating."""
+    lines = []
     if escalation is not None:
         severity, reason = escalation
         lines.append(f"Escalated ({severity}): {reason}")
     if investigating:
         lines.append(STILL_INVESTIGATING)
-    return "\n".join(lines)
+    return lines
 
 
 def fired_on(event_name: str, watcher_id: str) -> str:

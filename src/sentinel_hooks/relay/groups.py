@@ -19,7 +19,7 @@ from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.core.grouping import MEMBER_LINES, group_fallback_text, highest_priority, joined_text
 from sentinel_hooks.delivery.dispatch import Dispatcher
 from sentinel_hooks.delivery.targets.base import Message
-from sentinel_hooks.relay.fallback import member_line
+from sentinel_hooks.relay.fallback import after_payload, budget_ran_out, member_line
 from sentinel_hooks.store.base import ContractStore, GroupStore
 from sentinel_hooks.store.records import Contract, Delivery, GroupInfo, JoinBatch
 
@@ -29,36 +29,48 @@ class JoinRoles(GroupStore, ContractStore, Protocol):
 
 
 def group_fallback(
-    contract: Contract, group: GroupInfo, event_name: str, members: Mapping[str, Envelope], single: str
-) -> str:
-    """The group's fallback: its first line and member lines (``core.grouping``), then what the
-    single fire's fallback ``single`` adds after its payload line (escalation, still investigating)."""
+    contract: Contract,
+    group: GroupInfo,
+    event_name: str,
+    members: Mapping[str, Envelope],
+    *,
+    escalation: tuple[str, str] | None = None,
+    investigating: bool = False,
+    stopped: str | None = None,
+) -> tuple[str, str]:
+    """The group's fallback and the priority it pages with: the most urgent of its members'
+    (SPEC §19; watchers sharing a group ``name`` may differ), as its first line says. The lines
+    after the members' are a single fire's (``fallback.after_payload``), and a budget that
+    stopped the session is named on the first line as for a single fire."""
     found = [members[m] for m in group.members if m in members]
+    priority = highest_priority([contract.trigger.priority, *(e.trigger.priority for e in found)])
     first = group_fallback_text(
         fires=group.fires,
         event_name=event_name,
         watcher_id=contract.watcher_id,
         by=[path for path, _ in group.by],
         values=[value for _, value in group.by],
-        priority=highest_priority([contract.trigger.priority, *(e.trigger.priority for e in found)]),
+        priority=priority,
         timeout_ms=(contract.deadline - contract.created_at) // timedelta(milliseconds=1),
         lines=[member_line(e) for e in found[:MEMBER_LINES]],
-    )
-    return "\n".join([first, *single.split("\n")[2:]])
+    ).split("\n")
+    lines = [budget_ran_out(first[0], stopped), *first[1:], *after_payload(escalation, investigating)]
+    return "\n".join(lines), priority
 
 
 def joins_message(
     group: Contract, first: Envelope | None, batch: JoinBatch, members: Mapping[str, Envelope]
 ) -> Message:
-    """The follow-up carrying ``batch``: ``{K} more fires:`` and the first members' lines."""
-    shown = [member_line(members[m]) for m in batch.members[:MEMBER_LINES] if m in members]
+    """The follow-up carrying ``batch``: ``{K} more fires:`` and the first members' lines, with the
+    most urgent priority of the group's first fire and the members it lists."""
+    listed = [members[m] for m in batch.members[:MEMBER_LINES] if m in members]
     return Message(
         callback_id=group.callback_id,
         watcher_id=group.watcher_id,
         event_name=group.watcher_id if first is None else first.watcher.event_name,
-        priority=group.trigger.priority,
+        priority=highest_priority([group.trigger.priority, *(e.trigger.priority for e in listed)]),
         kind=f"joined.{batch.ordinal}",
-        text=joined_text(len(batch.members), shown),
+        text=joined_text(len(batch.members), [member_line(e) for e in listed]),
         follow_up=True,
     )
 

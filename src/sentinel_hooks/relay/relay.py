@@ -456,25 +456,39 @@ class Relay:
         if envelope is not None and envelope.delivery.fallback_mode == "none":
             return Settlement(contract.callback_id, "expired", claimed=contract)
         event_name = contract.watcher_id if envelope is None else envelope.watcher.event_name
-        text = fallback_text(
-            event_name=event_name,
-            watcher_id=contract.watcher_id,
-            priority=contract.trigger.priority,
-            timeout_ms=0 if envelope is None else envelope.delivery.timeout_ms,
-            payload=None if envelope is None else envelope.payload,
-            escalation=None
+        escalated = (
+            None
             if escalation is None
-            else (str(escalation.get("severity", "warning")), str(escalation.get("reason", ""))),
-            investigating=investigating,
-            stopped=None if stopped is None else str(stopped.get("reason", "")),
+            else (str(escalation.get("severity", "warning")), str(escalation.get("reason", "")))
         )
+        ran_out = None if stopped is None else str(stopped.get("reason", ""))
+        priority: str = contract.trigger.priority
         if contract.group is not None:
-            text = group_fallback(contract, contract.group, event_name, members or {}, text)
+            text, priority = group_fallback(
+                contract,
+                contract.group,
+                event_name,
+                members or {},
+                escalation=escalated,
+                investigating=investigating,
+                stopped=ran_out,
+            )
+        else:
+            text = fallback_text(
+                event_name=event_name,
+                watcher_id=contract.watcher_id,
+                priority=priority,
+                timeout_ms=0 if envelope is None else envelope.delivery.timeout_ms,
+                payload=None if envelope is None else envelope.payload,
+                escalation=escalated,
+                investigating=investigating,
+                stopped=ran_out,
+            )
         message = Message(
             callback_id=contract.callback_id,
             watcher_id=contract.watcher_id,
             event_name=event_name,
-            priority=contract.trigger.priority,
+            priority=priority,
             kind="fallback",
             text=text,
             payload=None if envelope is None else details_payload(envelope.payload),
