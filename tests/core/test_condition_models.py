@@ -312,3 +312,25 @@ def test_non_finite_values_refused(op: str, value: Any) -> None:
     is JSON, so a watcher holding one could not be stored."""
     [(location, message)] = _errors([{"path": "a", "op": op, "value": value}])
     assert ((0, "condition", "value"), True) == (location, "holds NaN or an infinity" in message)
+
+
+def test_conditions_that_ran_still_pickle_and_compile_again_after() -> None:
+    """A node's compiled check is a closure: after it ran, the node still pickles (the compiled
+    cache writes watchers a running process already polled with), without it, and the copy read
+    back compiles again to the same answers."""
+    import pickle
+
+    [node] = NODES.validate_python(
+        [{"any": [{"path": "a", "op": "changed"}, {"all": [{"path": "b", "op": "matches", "value": "x+"}]}]}]
+    )
+    assert node.check({"a": 1, "b": "y"}, {"a": 2, "b": "y"})
+    assert node.trace
+    copy = pickle.loads(pickle.dumps(node))
+    assert copy == node
+    assert "check" not in copy.__dict__, "compiled again on first use, not carried"
+    for now, before in (
+        ({"a": 1, "b": "y"}, {"a": 2, "b": "y"}),
+        ({"a": 1, "b": "y"}, {"a": 1}),
+        ({"b": "xx"}, {}),
+    ):
+        assert node.check(now, before) == copy.check(now, before)

@@ -103,7 +103,21 @@ def _has_non_finite(value: Any) -> bool:
     return False
 
 
-class Condition(BaseModel):
+class _CompiledOnUse(BaseModel):
+    """A condition node whose compiled forms (``functools.cached_property``, kept in the
+    instance's ``__dict__`` beside its fields) are made on first use. They are closures, which
+    pickle cannot carry, so a node is pickled with its fields only (the compiled cache,
+    ``config.compiled``, may write watchers whose conditions this process already ran) and
+    compiles again on first use after it is read."""
+
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        fields = type(self).model_fields
+        state["__dict__"] = {key: value for key, value in state["__dict__"].items() if key in fields}
+        return state
+
+
+class Condition(_CompiledOnUse):
     """``{path, op, value?}``: one test of the value at ``path``."""
 
     model_config = _MODEL_CONFIG
@@ -166,7 +180,7 @@ class Condition(BaseModel):
         return leaf_trace(self.path, self.op, self.value, self.segments, self.check)
 
 
-class AnyGroup(BaseModel):
+class AnyGroup(_CompiledOnUse):
     """``{any: [...]}``: true when at least one child is true."""
 
     model_config = _MODEL_CONFIG
@@ -184,7 +198,7 @@ class AnyGroup(BaseModel):
         return group_trace([child.trace for child in self.any], any_of=True)
 
 
-class AllGroup(BaseModel):
+class AllGroup(_CompiledOnUse):
     """``{all: [...]}``: true when every child is true."""
 
     model_config = _MODEL_CONFIG
