@@ -99,3 +99,26 @@ async def test_writes_after_stop_are_refused(tmp_path: Path) -> None:
     await db.stop()
     with pytest.raises(StoreError, match="not open"):
         await db.write("insert", _insert(1))
+
+
+async def test_an_accept_step_failing_with_any_error_fails_alone(worker: SqliteWorker) -> None:
+    """The accepts of one notification share a transaction (``accept_contracts``): a step that
+    fails with an error other than SQLite's (a fault in building its rows) is undone and answered
+    alone; the fires before and after it are stored."""
+    from sentinel_hooks.store.sqlite.queries import accept_contracts
+
+    def step(item: int, *, fail: bool = False) -> Callable[..., Any]:
+        def run(c: sqlite3.Connection, *, listed: dict[str, list[str]]) -> tuple[str, None]:
+            c.execute("INSERT INTO items (id) VALUES (?)", (item,))
+            if fail:
+                raise ValueError(f"item {item} cannot be stored")
+            return "pending", None
+
+        return run
+
+    results = await worker.write(
+        "accept", lambda c: accept_contracts(c, [step(1), step(2, fail=True), step(3)])
+    )
+    assert ("pending", None) == results[0] == results[2]
+    assert isinstance(results[1], ValueError)
+    assert [1, 3] == await _stored(worker)

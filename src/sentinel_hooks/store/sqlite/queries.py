@@ -234,19 +234,18 @@ AcceptStep = Callable[..., Accepted]
 """``accept_contract`` with every argument but the connection and ``listed`` bound."""
 
 
-def accept_contracts(
-    c: Conn, steps: Sequence[AcceptStep]
-) -> list[tuple[str, str | None] | sqlite3.Error | None]:
+def accept_contracts(c: Conn, steps: Sequence[AcceptStep]) -> list[Accepted | Exception]:
     """Several ``accept_contract`` steps in one transaction, in order, each in its own savepoint
-    (one that fails is undone alone and answered with its error), the members that joined a
-    group listed in its contract once at the end (``groups.list_members``)."""
+    (one that fails, whatever its error, is undone alone and answered with it: one fire's fault
+    must not fail the others of its notification), the members that joined a group listed in its
+    contract once at the end (``groups.list_members``)."""
     listed: dict[str, list[str]] = {}
-    results: list[tuple[str, str | None] | sqlite3.Error | None] = []
+    results: list[Accepted | Exception] = []
     for step in steps:
         joined: dict[str, list[str]] = {}
         try:
             results.append(savepoint(c, partial(step, listed=joined), "accept"))
-        except sqlite3.Error as exc:
+        except Exception as exc:
             if not c.in_transaction:  # SQLite ended the transaction: the whole batch fails
                 raise
             results.append(exc)
