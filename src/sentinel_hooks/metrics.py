@@ -23,6 +23,7 @@ trouble, not the fleet: two lines per watcher are about 100 MB at a million. The
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Collection, Iterator
 
 from prometheus_client import (
@@ -45,6 +46,7 @@ LAG_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5
 POLLS_HELP = "Observations attempted, by watcher"
 LAST_LAG_HELP = "Lag of the latest scheduled poll, by watcher"
 POLLS_ALL_HELP = "Observations attempted, all watchers together"
+SUM_PER_PART = 100_000  # watchers whose polls one piece of a scrape sums (about 2 ms)
 
 
 class WatcherSeries:
@@ -95,42 +97,45 @@ class WatcherSeriesCollector:
         return "".join(self.text_parts())
 
     def text_parts(self, per_part: int = 2_000, only: Collection[str] | None = None) -> Iterator[str]:
-        """``text`` in pieces of at most ``per_part`` lines (or watchers summed), from one copy of
-        the series taken when the iteration starts (a caller on the event loop may yield between
-        pieces). With ``only``, the two per-watcher families name those watchers alone (the ones
-        that have series); the aggregate counts every watcher."""
+        """``text`` in pieces of at most ``per_part`` lines (or ``SUM_PER_PART`` watchers summed),
+        from one copy of the series taken when the iteration starts (a caller on the event loop
+        may yield between pieces). With ``only``, the two per-watcher families name those watchers
+        alone (the ones that have series); the aggregate counts every watcher.
+
+        Nothing here makes an object per watcher beyond the copy: a list of a million (id, series)
+        pairs took 0.4 s to build (the collector's passes over the new tuples), in one piece."""
         snapshot = self._series.copy()
-        everything = list(snapshot.items())
         total = 0
-        for begin in range(0, len(everything), per_part):
-            total += sum(series.polls for _, series in everything[begin : begin + per_part])
+        values = iter(snapshot.values())
+        for _ in range(0, len(snapshot), SUM_PER_PART):
+            total += sum(series.polls for series in itertools.islice(values, SUM_PER_PART))
             yield ""
-        if only is None:
-            items = everything
-        else:
-            items = [(watcher_id, snapshot[watcher_id]) for watcher_id in only if watcher_id in snapshot]
-        labels = [f'{{watcher="{_label_value(watcher_id)}"}} ' for watcher_id, _ in items]
+
+        def chosen() -> Iterator[tuple[str, WatcherSeries]]:
+            if only is None:
+                return iter(snapshot.items())
+            return ((watcher_id, snapshot[watcher_id]) for watcher_id in only if watcher_id in snapshot)
+
         yield f"# HELP sentinel_polls_total {POLLS_HELP}\n# TYPE sentinel_polls_total counter\n"
-        for begin in range(0, len(items), per_part):
+        pairs = chosen()
+        while piece := list(itertools.islice(pairs, per_part)):
             yield "".join(
                 [
-                    f"sentinel_polls_total{label}{_number(series.polls)}\n"
-                    for label, (_, series) in zip(
-                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
-                    )
+                    f'sentinel_polls_total{{watcher="{_label_value(watcher_id)}"}} {_number(series.polls)}\n'
+                    for watcher_id, series in piece
                 ]
             )
         yield (
             f"# HELP sentinel_watcher_poll_lag_seconds {LAST_LAG_HELP}\n"
             "# TYPE sentinel_watcher_poll_lag_seconds gauge\n"
         )
-        for begin in range(0, len(items), per_part):
+        pairs = chosen()
+        while piece := list(itertools.islice(pairs, per_part)):
             yield "".join(
                 [
-                    f"sentinel_watcher_poll_lag_seconds{label}{_number(series.last_lag)}\n"
-                    for label, (_, series) in zip(
-                        labels[begin : begin + per_part], items[begin : begin + per_part], strict=True
-                    )
+                    f'sentinel_watcher_poll_lag_seconds{{watcher="{_label_value(watcher_id)}"}} '
+                    f"{_number(series.last_lag)}\n"
+                    for watcher_id, series in piece
                 ]
             )
         yield (

@@ -6,7 +6,7 @@ import math
 
 from prometheus_client import generate_latest
 
-from sentinel_hooks.metrics import Metrics
+from sentinel_hooks.metrics import SUM_PER_PART, Metrics
 
 
 def test_render_is_generate_latest_of_the_whole_registry() -> None:
@@ -53,3 +53,15 @@ def test_only_names_the_watchers_given_and_the_aggregate_counts_all() -> None:
     assert 1 == text.count("sentinel_polls_total{")
     assert 1 == text.count("sentinel_watcher_poll_lag_seconds{")
     assert text.endswith("sentinel_polls_all_total 15.0\n")
+
+
+def test_the_aggregate_sums_every_watcher_in_pieces_past_one_sum_part() -> None:
+    """More watchers than one piece sums (``SUM_PER_PART``): the aggregate still counts each of
+    them once, and the sum is spread over pieces the event loop can yield between."""
+    metrics = Metrics()
+    n = 2 * SUM_PER_PART + 1
+    for i in range(n):
+        metrics.watcher_series(f"w{i}").polls = 1
+    pieces = list(metrics.watcher_text_parts(2_000, only=["w0"]))
+    assert 3 == pieces.count(""), "one empty piece per part of the sum"
+    assert "".join(pieces).endswith(f"sentinel_polls_all_total {n}.0\n")
