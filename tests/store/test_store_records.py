@@ -134,3 +134,13 @@ def test_new_delivery_equals_a_validated_one() -> None:
         made.created_at.tzinfo,
     )
     assert {"text": "x", "extra": {}} == made.message
+
+
+def test_new_delivery_due_later_equals_a_validated_one() -> None:
+    """``Delivery.new(due=...)`` (a held delivery) normalises its due time as validation would."""
+    at = datetime(2026, 1, 1, 0, 0, 0, tzinfo=UTC)
+    due = datetime(2026, 1, 1, 2, 0, 30, 654_321, tzinfo=timezone(timedelta(hours=2)))
+    made = Delivery.new("cb-1", "oncall", "notify", {"text": "x"}, at=at, due=due)
+    validated = Delivery.model_validate_json(made.model_dump_json(by_alias=True))
+    expected_due = datetime(2026, 1, 1, 0, 0, 30, 654_000, tzinfo=UTC)
+    assert (validated, expected_due, at) == (made, made.next_attempt_at, made.created_at)

@@ -149,15 +149,16 @@ class Dispatcher:
         *,
         at: datetime,
         key_id: str | None = None,
+        due: datetime | None = None,
     ) -> list[Delivery]:
         """One pending delivery of ``message`` per target (not yet stored), secrets masked, keyed
         ``{key_id}:{target}:{kind}``; ``key_id`` is the message's callback id unless given (an
-        inbox item's id for its escalation steps)."""
+        inbox item's id for its escalation steps); due at ``at`` unless ``due`` is given."""
         body = message.to_json()
         if self._redactor.found_in(body):  # else the fresh dict as it is: no masked copy per fire
             body = self._redactor.data(body)
         first = key_id or message.callback_id
-        return [Delivery.new(first, target, kind, body, at=at) for target in dict.fromkeys(targets)]
+        return [Delivery.new(first, target, kind, body, at=at, due=due) for target in dict.fromkeys(targets)]
 
     def held_deliveries(
         self, message: Message, targets: Sequence[str], kind: DeliveryKind, *, at: datetime
@@ -167,10 +168,7 @@ class Dispatcher:
         replica) could claim one while that attempt is under way and send it twice; if the
         process dies mid-attempt, the worker sends it after the lease, with the same key."""
         held_until = at + timedelta(milliseconds=self._lease_ms)
-        return [
-            d.model_copy(update={"next_attempt_at": held_until})
-            for d in self.new_deliveries(message, targets, kind, at=at)
-        ]
+        return self.new_deliveries(message, targets, kind, at=at, due=held_until)
 
     def follow_up_targets(self, targets: Sequence[str]) -> list[str]:
         """Those of ``targets`` that get follow-ups (SPEC §6.4; an unknown name is kept, so its

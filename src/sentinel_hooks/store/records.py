@@ -257,11 +257,12 @@ class Delivery(Record):
         message: dict[str, Any],
         *,
         at: datetime,
+        due: datetime | None = None,
     ) -> Delivery:
-        """A pending delivery with no attempts yet, due at ``at``.
+        """A pending delivery with no attempts yet, made at ``at`` and due then (or at ``due``).
 
         Built without re-validation (the relay makes thousands a second): the arguments are
-        typed, the key is derived here and ``at`` is normalised as validation would.
+        typed, the key is derived here and the times are normalised as validation would.
         """
         at = utc_ms(at)
         return cls.model_construct(
@@ -272,7 +273,7 @@ class Delivery(Record):
             message=dict(message),
             state="pending",
             attempts=0,
-            next_attempt_at=at,
+            next_attempt_at=at if due is None else utc_ms(due),
             created_at=at,
             updated_at=at,
         )

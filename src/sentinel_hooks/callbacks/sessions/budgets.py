@@ -149,15 +149,21 @@ class Meter:
     session_key: str
     watcher_budget: WatcherBudget | None = None
     fire_used: Usage | None = field(default=None)
+    _day_budgets: tuple[str, list[Budget]] | None = field(default=None, init=False, repr=False)
 
     def _budgets(self, day: str) -> list[Budget]:
-        return budgets_for(
-            callback_id=self.callback_id,
-            watcher_id=self.watcher_id,
-            day=day,
-            service=self.service.budgets,
-            watcher=self.watcher_budget,
-        )
+        """The budgets that apply on ``day``: computed at a day's first check, kept for the rest
+        of it (a session checks before every model call)."""
+        if self._day_budgets is None or self._day_budgets[0] != day:
+            found = budgets_for(
+                callback_id=self.callback_id,
+                watcher_id=self.watcher_id,
+                day=day,
+                service=self.service.budgets,
+                watcher=self.watcher_budget,
+            )
+            self._day_budgets = (day, found)
+        return self._day_budgets[1]
 
     async def check(self) -> None:
         """Raise ``BudgetExhausted`` when a budget that applies is spent (one store read of the

@@ -490,11 +490,7 @@ class SessionRunner:
         state = memory.fold(state, entries, exclude=contract.callback_id)
         wanted = memory.wanted_envelopes(state)
         unsettled = memory.unsettled(state)
-        # asked together: the store's thread runs them back to back (Redis: in parallel)
-        envelopes_read = store.get_envelopes(wanted) if wanted else _nothing()
-        read = await asyncio.gather(envelopes_read, *(store.get_contract(cid) for cid in unsettled))
-        envelopes = cast(dict[str, Envelope], read[0])
-        contracts = {c.callback_id: c.state for c in cast(list[Contract | None], read[1:]) if c is not None}
+        envelopes, contracts = await _read_for_memory(store, wanted, unsettled)
         now = self._deps.clock.now()
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
         stored = state.to_json()
@@ -699,8 +695,25 @@ class SessionRunner:
         await self.append_all(contract, [entry], progress(contract, "failed", error=error))
 
 
-async def _nothing() -> dict[str, Envelope]:
-    return {}
+async def _read_for_memory(
+    store: SessionRoles, wanted: list[str], unsettled: list[str]
+) -> tuple[dict[str, Envelope], dict[str, str]]:
+    """The envelopes and contract states memory asks for (``_recall``). Several reads are
+    asked together (the store's thread runs them back to back; Redis: in parallel); a lone
+    read, or none (a session's first callback), is awaited in the caller's task: no gather
+    and no task for it."""
+    envelopes_read = store.get_envelopes(wanted) if wanted else None
+    contract_reads = [store.get_contract(cid) for cid in unsettled]
+    if envelopes_read is not None and contract_reads:
+        read = await asyncio.gather(envelopes_read, *contract_reads)
+        envelopes, found = cast(dict[str, Envelope], read[0]), cast(list[Contract | None], read[1:])
+    elif envelopes_read is not None:
+        envelopes, found = await envelopes_read, []
+    elif len(contract_reads) == 1:
+        envelopes, found = {}, [await contract_reads[0]]
+    else:
+        envelopes, found = {}, list(await asyncio.gather(*contract_reads))
+    return envelopes, {c.callback_id: c.state for c in found if c is not None}
 
 
 def _recovered(reply: ModelReply, names: list[str]) -> ModelReply:
