@@ -29,6 +29,17 @@ async def test_get_envelopes_of_nothing_is_empty(store: Store) -> None:
     assert ({}, {}) == (await store.get_envelopes([]), await store.get_checkpoints([]))
 
 
+async def test_get_contracts_returns_the_known_ones_by_id(store: Store, make) -> None:
+    """Contracts come back by callback id as ``get_contract`` reads them; unknown ids are left
+    out, an id asked twice is one entry, an empty batch is an empty answer."""
+    ids = [f"cb-{i:04d}" for i in range(1_203)]  # more than SQLite's IN chunk
+    await asyncio.gather(*(create(store, make.contract(cid)) for cid in ids))
+    found = await store.get_contracts([*ids, "nope", ids[0]])
+    assert sorted(found) == ids
+    assert found[ids[7]] == await store.get_contract(ids[7])
+    assert {} == await store.get_contracts([])
+
+
 async def test_get_checkpoints_returns_the_existing_ones(store: Store) -> None:
     """Checkpoints come back by key; keys without one are left out."""
     await store.put_checkpoint("escalation:a", {"severity": "critical"})

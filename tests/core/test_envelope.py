@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -154,13 +155,13 @@ def test_an_envelope_without_a_secret_in_it_is_not_validated_again(monkeypatch: 
 def test_an_envelope_is_serialised_once_per_fire(monkeypatch: pytest.MonkeyPatch) -> None:
     """Its secret check, the store's record and the prompt use one wire text, made once."""
     made: list[str] = []
-    original = Envelope.to_json
+    original = Envelope.model_dump_json
 
-    def counting(self: Envelope) -> dict[str, Any]:
+    def counting(self: Envelope, **kwargs: Any) -> str:
         made.append(self.callback_id)
-        return original(self)
+        return original(self, **kwargs)
 
-    monkeypatch.setattr(Envelope, "to_json", counting)
+    monkeypatch.setattr(Envelope, "model_dump_json", counting)
     redactor = Redactor(["s3cret-value"])
     envelope = build_envelope(
         watcher(), ServiceConfig(), Firing("match", {"usd": 1999}, AT), redactor=redactor
@@ -169,6 +170,29 @@ def test_an_envelope_is_serialised_once_per_fire(monkeypatch: pytest.MonkeyPatch
     prompt = user_message(envelope, skill=None, tools=[])["content"]
     assert ([envelope.callback_id], envelope) == (made, codec.load_envelope(stored))
     assert stored in prompt
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        {"usd": 1999, "name": "é ü \u2028 </x>", "list": [1, 2.5, None, True], "big": 2**70},
+        {"at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC), "tuple": (1, 2), "tiny": 1e-7, "huge": 1e16},
+        {"text": "NaN and Infinity are words here"},
+        {"lone": "\ud800"},
+    ],
+)
+def test_the_wire_text_is_json_of_the_envelope(payload: dict[str, Any]) -> None:
+    """Whichever serialiser writes it, the wire text reads back as the envelope's JSON form."""
+    envelope = build_envelope(watcher(), ServiceConfig(), Firing("match", payload, AT))
+    assert json.loads(envelope.wire_text()) == envelope.to_json()
+
+
+def test_a_non_finite_number_in_the_payload_is_not_json() -> None:
+    """NaN and the infinities have no JSON: the wire text is refused (the store says so)."""
+    for value in (float("nan"), float("inf"), float("-inf")):
+        envelope = build_envelope(watcher(), ServiceConfig(), Firing("match", {"v": value}, AT))
+        with pytest.raises(ValueError, match="not JSON compliant"):
+            envelope.wire_text()
 
 
 def test_an_envelope_s_wire_text_is_not_part_of_its_value() -> None:

@@ -235,6 +235,10 @@ class ContractStore(Protocol):
     async def get_contract(self, callback_id: str) -> Contract | None:
         """The contract, or None."""
 
+    async def get_contracts(self, callback_ids: Sequence[str]) -> dict[str, Contract]:
+        """The contracts that exist, by callback id (unknown ids are left out): one read for a
+        batch (a notification's alerts looking up their fires)."""
+
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """The envelopes of the contracts that exist, by callback id (unknown ids are left out)."""
 

@@ -44,7 +44,6 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import fields
 from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
@@ -148,8 +147,8 @@ class AlertStreams:
         left out (its second judgement reads the fire of its first)."""
         counts = Counter(alert_callback_id(watcher_id, alert.value) for alert in alerts)
         once = [callback_id for callback_id, count in counts.items() if count == 1]
-        found = await asyncio.gather(*(self._store.get_contract(callback_id) for callback_id in once))
-        return dict(zip(once, found, strict=True))
+        found = await self._store.get_contracts(once) if once else {}
+        return {callback_id: found.get(callback_id) for callback_id in once}
 
     async def judge(
         self,
@@ -261,10 +260,11 @@ def merged_state(before: WatcherState, afters: Sequence[WatcherState]) -> Watche
     """The state that judgements which each started from ``before`` leave together: their fires
     counted, every other field as the last judgement that changed it left it."""
     changed: dict[str, Any] = {}
+    was = before.__dict__
     for after in afters:
-        for field in fields(WatcherState):
-            value = getattr(after, field.name)
-            if field.name != "fires" and value != getattr(before, field.name):
-                changed[field.name] = value
+        for name, value in after.__dict__.items():
+            if value is not was[name] and value != was[name]:  # most are the very same objects
+                changed[name] = value
+    changed.pop("fires", None)
     fires = before.fires + sum(after.fires - before.fires for after in afters)
     return before.evolve(fires=fires, **changed)

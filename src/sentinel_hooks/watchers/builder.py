@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, get_args
 
 from sentinel_hooks.clock import iso
 from sentinel_hooks.config.secrets import Redactor, masked_url
@@ -82,20 +82,40 @@ def condition_dump(watcher: AnyWatcher) -> list[Any]:
     return [node.model_dump(mode="json", by_alias=True, exclude_none=True) for node in watcher.conditions]
 
 
-def build_envelope(
-    watcher: AnyWatcher,
-    service: ServiceConfig,
-    firing: Firing,
-    *,
-    redactor: Redactor | None = None,
-    callback_id: str | None = None,
-) -> Envelope:
-    """The envelope for one fire. Raises TemplateError when a template does not render."""
-    variables = render_variables(watcher, firing)
-    context = render_context(watcher, variables)
+@dataclass(frozen=True)
+class _Fixed:
+    """The parts of a watcher's envelopes that every fire shares, made once: validated models,
+    which an envelope takes as they are (no copy, no second validation)."""
+
+    watcher: EnvelopeWatcher
+    mode: EnvelopeMode
+    delivery: EnvelopeDelivery
+
+
+class _FixedParts:
+    """``_Fixed`` of each watcher spec and service config, kept by their identity (a reloaded
+    watcher is a new spec, so it gets new parts), at most ``KEPT`` at once."""
+
+    KEPT = 10_000
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[int, int], tuple[AnyWatcher, ServiceConfig, _Fixed]] = {}
+
+    def of(self, watcher: AnyWatcher, service: ServiceConfig) -> _Fixed:
+        key = (id(watcher), id(service))
+        kept = self._kept.get(key)
+        if kept is not None and kept[0] is watcher and kept[1] is service:
+            return kept[2]
+        fixed = _fixed(watcher, service)
+        if len(self._kept) >= self.KEPT:
+            self._kept.clear()
+        self._kept[key] = (watcher, service, fixed)
+        return fixed
+
+
+def _fixed(watcher: AnyWatcher, service: ServiceConfig) -> _Fixed:
     urls = watcher.endpoint_urls()
-    envelope = Envelope(
-        callback_id=callback_id or new_callback_id(),
+    return _Fixed(
         watcher=EnvelopeWatcher(
             id=watcher.id,
             skill_id=watcher.skill_id,
@@ -108,26 +128,50 @@ def build_envelope(
             fire_once=watcher.fire_once,
             tags=list(watcher.tags),
         ),
+        mode=EnvelopeMode(
+            environment=watcher.environment,
+            operator_goal=watcher.fire.operator_goal,
+            autonomy=watcher.autonomy,
+        ),
+        delivery=EnvelopeDelivery(
+            targets=list(watcher.delivery_targets),
+            timeout_ms=service.hook_response_timeout_ms,
+            fallback_mode=service.hook_response_fallback_mode,
+        ),
+    )
+
+
+_FIXED = _FixedParts()
+_SOURCES = {route: EnvelopeSource(route=route) for route in get_args(Route)}
+
+
+def build_envelope(
+    watcher: AnyWatcher,
+    service: ServiceConfig,
+    firing: Firing,
+    *,
+    redactor: Redactor | None = None,
+    callback_id: str | None = None,
+) -> Envelope:
+    """The envelope for one fire. Raises TemplateError when a template does not render."""
+    variables = render_variables(watcher, firing)
+    context = render_context(watcher, variables)
+    fixed = _FIXED.of(watcher, service)
+    envelope = Envelope(
+        callback_id=callback_id or new_callback_id(),
+        watcher=fixed.watcher,
         trigger=EnvelopeTrigger(
             kind=firing.kind,
             matched_at=iso(firing.at),
             dedupe_key=dedupe_key(watcher, firing, variables),
             priority=watcher.fire.priority,
         ),
-        mode=EnvelopeMode(
-            environment=watcher.environment,
-            operator_goal=watcher.fire.operator_goal,
-            autonomy=watcher.autonomy,
-        ),
+        mode=fixed.mode,
         operator_goal_runtime_context=firing.runtime_context,
         context=context,
         payload=truncate_payload(firing.payload, service.limits.max_payload_chars),
-        delivery=EnvelopeDelivery(
-            targets=list(watcher.delivery_targets),
-            timeout_ms=service.hook_response_timeout_ms,
-            fallback_mode=service.hook_response_fallback_mode,
-        ),
-        source=EnvelopeSource(route=firing.route),
+        delivery=fixed.delivery,
+        source=_SOURCES[firing.route],
     )
     if redactor is None or not redactor.secrets:
         return envelope

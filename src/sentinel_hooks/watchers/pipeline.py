@@ -39,6 +39,7 @@ from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
 from sentinel_hooks.core.checks import evaluate, holds
 from sentinel_hooks.core.envelope import Route, TriggerKind
+from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import TemplateError
 from sentinel_hooks.events import Events
@@ -73,6 +74,7 @@ class ResolvedHook(Protocol):
 
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
+RULES_KEPT = 10_000  # FiringPipeline._group_rule: watchers' group rules kept at once
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
 SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is recorded under
 
@@ -172,6 +174,7 @@ class FiringPipeline:
         self._redactor = redactor
         self._on_resolved = on_resolved or _no_resolved_hook
         self._events = events
+        self._rules: dict[tuple[int, str], tuple[Any, GroupRule | None]] = {}  # _group_rule
 
     async def observe(
         self,
@@ -383,6 +386,20 @@ class FiringPipeline:
             watcher, "manual", payload, MISSING, state, repeat=False, route="manual", manual=True
         )
 
+    def _group_rule(self, watcher: AnyWatcher) -> GroupRule | None:
+        """``group_rule`` of the watcher, made once per watcher spec rather than per fire (a storm's
+        every alert asks): kept by its ``fire`` section (which holds ``group``), at most
+        ``RULES_KEPT`` at once."""
+        key = (id(watcher.fire), watcher.id)
+        kept = self._rules.get(key)
+        if kept is not None and kept[0] is watcher.fire:
+            return kept[1]
+        rule = group_rule(watcher.id, self._service.grouping, watcher.fire.group)
+        if len(self._rules) >= RULES_KEPT:
+            self._rules.clear()
+        self._rules[key] = (watcher.fire, rule)
+        return rule
+
     async def _fire(
         self,
         watcher: AnyWatcher,
@@ -427,7 +444,7 @@ class FiringPipeline:
             errors.extend([message_error] if message_error is not None else [])
             return fanout, self._explained(watcher, payload, previous) if kind == "match" else None
 
-        rule = group_rule(watcher.id, self._service.grouping, watcher.fire.group)
+        rule = self._group_rule(watcher)
         fanout, conditions = (None, None) if rule is not None and silenced_by is None else details()
         if errors:
             state = state.evolve(last_error=errors[0])

@@ -278,6 +278,16 @@ class RedisStore(RedisAudit):
                 return [await self._db.client.hget(keys[0], "doc")]
         return await self._hget_many("get records", keys, "doc")
 
+    async def get_contracts(self, callback_ids: Sequence[str]) -> dict[str, Contract]:
+        """See ``Store.get_contracts``."""
+        ids = list(dict.fromkeys(callback_ids))
+        texts = await self._hget_many("get contracts", [self.keys.contract(cid) for cid in ids], "doc")
+        return {
+            cid: codec.load_record(Contract, as_text(text))
+            for cid, text in zip(ids, texts, strict=True)
+            if text is not None
+        }
+
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""
         ids = list(dict.fromkeys(callback_ids))

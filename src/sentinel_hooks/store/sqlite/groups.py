@@ -65,18 +65,18 @@ def join_group(
         list_members(c, {group_id: [member_id]})
     else:
         listed.setdefault(group_id, []).append(member_id)
-    state = c.execute("SELECT state FROM contracts WHERE callback_id = ?", (group_id,)).fetchone()
-    paged = state is not None and state[0] not in BEFORE_PAGE
-    c.execute(
-        """UPDATE groups SET fires = fires + 1, last_ms = ?,
-            unreported = CASE WHEN ? THEN json_insert(unreported, '$[#]', ?) ELSE unreported END,
-            due_ms = CASE WHEN ? AND due_ms IS NULL THEN MAX(?, sent_ms + interval_ms) ELSE due_ms END
-            WHERE group_id = ?""",
-        (now_ms, paged, member_id, paged, now_ms, group_id),
-    )
-    full = c.execute("SELECT fires >= max_fires FROM groups WHERE group_id = ?", (group_id,)).fetchone()
+    full = c.execute(_JOIN, {"now": now_ms, "member": member_id, "group": group_id}).fetchone()
     if full is not None and full[0]:
         close_group(c, group_id)
+
+
+_PAGED = f"""COALESCE((SELECT state NOT IN {BEFORE_PAGE!r} FROM contracts WHERE callback_id = :group), 0)"""
+_JOIN = f"""UPDATE groups SET fires = fires + 1, last_ms = :now,
+    unreported = CASE WHEN {_PAGED} THEN json_insert(unreported, '$[#]', :member) ELSE unreported END,
+    due_ms = CASE WHEN {_PAGED} AND due_ms IS NULL THEN MAX(:now, sent_ms + interval_ms) ELSE due_ms END
+    WHERE group_id = :group RETURNING fires >= max_fires"""
+"""``join_group`` in one statement: the member counted, listed for the next follow-up when the
+group's contract is past its page, and whether the group is full now."""
 
 
 LIST_CHUNK = 200  # members appended per statement (two parameters each)

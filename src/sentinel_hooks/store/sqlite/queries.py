@@ -184,7 +184,8 @@ _INSERT_CONTRACT = """INSERT OR IGNORE INTO contracts
 
 def accept_contract(
     c: Conn,
-    pending: ContractRow,
+    fire: tuple[str, int],
+    pending: Callable[[], ContractRow],
     deduped: Callable[[], ContractRow],
     dedupe: tuple[str, int, int] | None,
     checkpoints: Sequence[tuple[str, str]],
@@ -194,18 +195,21 @@ def accept_contract(
 ) -> tuple[str, str | None] | None:
     """Dedupe check, grouping, contract, checkpoints and deliveries of a new callback; the state
     stored and the group a ``grouped`` fire joined, or None (nothing written) when the callback id
-    exists. A silenced contract comes with no dedupe key, checkpoints or deliveries, and is stored
-    as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``; ``deduped`` makes the row stored when the
-    key is live (built only then). ``group`` is the fire's group and the row of a member of a group
+    exists. ``fire`` is the callback id and its creation in epoch ms; ``pending`` makes the row
+    stored when the fire neither joins a group nor is deduped (built only then: a storm's joins
+    never need it). A silenced contract comes with no dedupe key, checkpoints or deliveries, and
+    is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``; ``deduped`` makes the row stored
+    when the key is live (built only then). ``group`` is the fire's group and the row of a member of a group
     (by its id); after the dedupe check the fire joins the open group of its key (stored
     ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19); with ``listed``, the
     group's contract lists the member when the batch ends (``accept_contracts``). A ``join_only``
     request with no open group is answered ``(REFUSED, None)`` before any write."""
-    if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (pending[0],)).fetchone():
+    callback_id, now_ms = fire
+    if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone():
         return None
     open_id = None
     if group is not None and group[0].join_only:  # before the dedupe key: refused, nothing written
-        open_id = groups.open_group(c, group[0].key, pending[3])
+        open_id = groups.open_group(c, group[0].key, now_ms)
         if open_id is None:
             return REFUSED, None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
@@ -214,18 +218,18 @@ def accept_contract(
         return "deduped", None
     if group is not None:
         request, member = group
-        now_ms = pending[3]
         group_id = open_id or groups.open_group(c, request.key, now_ms)
         if group_id is not None:
             c.execute(_INSERT_CONTRACT, member(group_id))
-            groups.join_group(c, group_id, pending[0], now_ms, listed)
+            groups.join_group(c, group_id, callback_id, now_ms, listed)
             return "grouped", group_id
-        groups.start_group(c, pending[0], request.key, now_ms, request.interval_ms, request.max_fires)
-    c.execute(_INSERT_CONTRACT, pending)
+        groups.start_group(c, callback_id, request.key, now_ms, request.interval_ms, request.max_fires)
+    row = pending()
+    c.execute(_INSERT_CONTRACT, row)
     c.executemany("INSERT OR REPLACE INTO checkpoints (session_key, data) VALUES (?, ?)", checkpoints)
-    for row in deliveries:
-        insert_delivery(c, row)
-    return str(pending[2]), None
+    for delivery in deliveries:
+        insert_delivery(c, delivery)
+    return str(row[2]), None
 
 
 Accepted = tuple[str, str | None] | None

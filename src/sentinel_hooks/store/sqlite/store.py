@@ -233,12 +233,16 @@ class SqliteStore(SqliteAudit):
         texts = [(k, codec.dumps(v, what=f"checkpoint of {k!r}")) for k, v in (checkpoints or {}).items()]
         dedupe = None if dedupe_key is None else (dedupe_key, to_epoch_ms(contract.created_at), dedupe_ttl_ms)
 
+        members: list[Contract] = []  # the member made on the store's thread, handed back as is
+
         def member(group_id: str) -> q.ContractRow:
-            return q.contract_row(as_member(contract, group_id), envelope_text)
+            members.append(as_member(contract, group_id))
+            return q.contract_row(members[-1], envelope_text)
 
         tx = partial(
             q.accept_contract,
-            pending=q.contract_row(contract, envelope_text),
+            fire=(contract.callback_id, to_epoch_ms(contract.created_at)),
+            pending=lambda: q.contract_row(contract, envelope_text),  # made only when stored so
             deduped=lambda: q.contract_row(as_deduped(contract), envelope_text),  # made only when deduped
             dedupe=dedupe,
             checkpoints=texts,
@@ -252,7 +256,7 @@ class SqliteStore(SqliteAudit):
         if state == q.REFUSED:
             raise NoOpenGroup(contract.callback_id)
         if group_id is not None:
-            return as_member(contract, group_id)
+            return members[-1] if members else as_member(contract, group_id)
         return contract if state == contract.state else as_deduped(contract)
 
     async def _accept_batch(self, steps: list[q.AcceptStep]) -> list[q.Accepted | BaseException]:
@@ -297,6 +301,12 @@ class SqliteStore(SqliteAudit):
         """See ``Store.get_contract``."""
         sql = "SELECT doc FROM contracts WHERE callback_id = ?"
         return await self._record("get contract", Contract, sql, callback_id)
+
+    async def get_contracts(self, callback_ids: Sequence[str]) -> dict[str, Contract]:
+        """See ``Store.get_contracts``."""
+        sql = "SELECT callback_id, doc FROM contracts WHERE callback_id IN"
+        rows = await self._db.read("get contracts", partial(q.select_in, sql=sql, ids=callback_ids))
+        return {cid: codec.load_record(Contract, text) for cid, text in rows}
 
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""
