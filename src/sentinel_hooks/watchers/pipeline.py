@@ -37,6 +37,7 @@ from sentinel_hooks.config.grouping import group_rule
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher, CommandWatcher
+from sentinel_hooks.core.alertmanager import alert_dedupe_basis
 from sentinel_hooks.core.checks import evaluate, holds
 from sentinel_hooks.core.envelope import Route, TriggerKind
 from sentinel_hooks.core.grouping import GroupRule
@@ -288,14 +289,20 @@ class FiringPipeline:
         """A ``match`` fire under ``callback_id`` outside the firing lifecycle (an alert of a
         ``format: alertmanager`` watcher, ``watchers.alerts``); cooldown, dedupe, silences and
         fireOnce apply. A silenced fire is recorded under ``{callback_id}.silenced``, leaving the id
-        to the alert's fire after the silence. ``CallbackExists`` when the id it needs is taken."""
+        to the alert's fire after the silence. ``CallbackExists`` when the id it needs is taken.
+
+        With no ``dedupeKeyTemplate`` the store keeps no dedupe key for the fire: the default key
+        hashes the alert's identity (``alert_dedupe_basis``), which names its callback too
+        (``alert_callback_id``), so the store refusing a taken id already refuses every fire the
+        key would, and for longer (callbacks outlive the dedupe window). A storm's every alert
+        saves a write to a randomly placed key."""
         return await self._fire(
             watcher,
             "match",
             payload,
             previous,
             state,
-            repeat=False,
+            repeat=watcher.fire.dedupe_key_template is None and alert_dedupe_basis(payload) is not payload,
             callback_id=callback_id,
             silenced_callback_id=f"{callback_id}{SILENCED_SUFFIX}",
         )
