@@ -8,7 +8,9 @@ the caller's (a value that is not JSON) and decoding problems are corrupt data; 
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections import OrderedDict
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -95,13 +97,16 @@ class _WrittenEnvelopes:
 
     def __init__(self, size: int) -> None:
         self._size = size
-        self._by_text: dict[str, Envelope] = {}
+        # an OrderedDict forgets its oldest in O(1); a dict's first live entry is found by
+        # walking past the slots of those already forgotten, which grow until it resizes
+        self._by_text: OrderedDict[str, Envelope] = OrderedDict()
 
     def remember(self, text: str, envelope: Envelope) -> None:
         by_text = self._by_text
         by_text[text] = envelope
         if len(by_text) > self._size:
-            by_text.pop(next(iter(by_text)), None)  # None: another thread may have taken it
+            with contextlib.suppress(KeyError):  # another thread may have emptied it
+                by_text.popitem(last=False)
 
     def get(self, text: str) -> Envelope | None:
         return self._by_text.get(text)
