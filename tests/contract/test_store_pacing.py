@@ -50,6 +50,20 @@ async def test_a_late_send_on_a_reservation_counts_when_it_happens(store: Store)
     assert at(160) == await take(store, "c", 121, limit=1)  # not free at once at 121
 
 
+async def test_late_sends_never_crowd_a_window_with_the_slots_handed_out_meanwhile(store: Store) -> None:
+    """Two holders come 50 s after their slot, when a newer holder has sent and another has a
+    slot reserved: the first late one fits and sends, the second would make four sends in one
+    window and is given the earliest slot that keeps three (hypothesis found the crowding when a
+    late send was let through whatever the window held)."""
+    assert [None, None, None] == [await take(store, h, s) for h, s in (("a", 0), ("b", 0), ("c", 50))]
+    assert [at(60), at(60)] == [await take(store, "d", 50), await take(store, "e", 50)]
+    assert [None, at(120)] == [await take(store, "f", 110), await take(store, "g", 110)]
+    assert await take(store, "d", 110) is None  # 50 s late; 110, 110 and g's 120 fit in a window
+    assert at(170) == await take(store, "e", 110)  # a fourth would not: after f's and d's leave
+    assert await take(store, "g", 120) is None
+    assert await take(store, "e", 170) is None
+
+
 async def test_keys_are_paced_apart(store: Store) -> None:
     """One key's full window does not hold another's."""
     assert await take(store, "x", 0, key="a", limit=1) is None

@@ -3,9 +3,12 @@ restarts of the store (a new SqliteStore over the same file, as after a kill -9:
 committed before the call returns).
 
 The model: a key's slots are kept while their window lasts, some reserved ahead for a holder. A
-holder with a reservation is told its slot until it comes, then sends (the slot is used); another
-gets a slot at once, or one a window after the ``LIMIT``-th latest. Besides matching the model at
-every step, no ``WINDOW_MS`` span ever holds more than ``LIMIT`` sends of one key.
+holder with a reservation is told its slot until it comes; then it sends at once if one more slot
+now leaves every ``WINDOW_MS`` span holding now at ``LIMIT`` or fewer (tried span by span), else it
+is told the earliest instant that does. A first ask gets the earliest such instant after every
+slot handed out. Besides matching the model at every step, no ``WINDOW_MS`` span ever holds more
+than ``LIMIT`` sends of one key (a late send counted where it happened, not at its old slot: the
+example pinned below crowded four sends into one window that way).
 """
 
 from __future__ import annotations
@@ -58,16 +61,16 @@ class PaceMachine(RuleBasedStateMachine):
         slots = self.slots[key]
         slots[:] = [s for s in slots if s[0] > self.now_ms - WINDOW_MS]
         mine = [i for i, (_, h) in enumerate(slots) if h == holder]
-        if mine:
-            slot_ms, _ = slots[mine[0]]
-            if slot_ms > self.now_ms:
-                expected = slot_ms
-            else:
-                slots[mine[0]] = (self.now_ms, None)  # the send counts where it happens
-                expected = None
+        if mine and slots[mine[0]][0] > self.now_ms:
+            expected: int | None = slots[mine[0]][0]  # its reserved slot has not come
         else:
-            times = sorted(s[0] for s in slots)
-            slot_ms = self.now_ms if len(times) < LIMIT else max(self.now_ms, times[-LIMIT] + WINDOW_MS)
+            if mine:  # its slot has come: it sends now if that fits, else at the earliest that does
+                others = [s[0] for i, s in enumerate(slots) if i != mine[0]]
+                slot_ms = _earliest(others, self.now_ms)
+                del slots[mine[0]]
+            else:  # a first ask: after every slot handed out (in the order asked)
+                others = [s[0] for s in slots]
+                slot_ms = _earliest(others, max([self.now_ms, *others]))
             reserved = slot_ms > self.now_ms
             slots.append((slot_ms, holder if reserved else None))
             expected = slot_ms if reserved else None
@@ -91,6 +94,20 @@ class PaceMachine(RuleBasedStateMachine):
         self.loop.run_until_complete(self.store.close())
         self.loop.close()
         self.dir.cleanup()
+
+
+def _fits(times: list[int], at_ms: int) -> bool:
+    """Every span of WINDOW_MS that holds ``at_ms``, each tried, has room for one more."""
+    starts = range(at_ms - WINDOW_MS + 1, at_ms + 1)
+    return all(sum(1 for t in times if a <= t < a + WINDOW_MS) < LIMIT for a in starts)
+
+
+def _earliest(times: list[int], from_ms: int) -> int:
+    """The first instant from ``from_ms`` on, in steps of 1 ms up to the next slot's leaving, that fits."""
+    at = from_ms
+    while not _fits(times, at):
+        at = min(t + WINDOW_MS for t in times if t + WINDOW_MS > at)  # nothing in between changes
+    return at
 
 
 TestPaceModel = PaceMachine.TestCase

@@ -205,6 +205,8 @@ def accept_contract(
     group's contract lists the member when the batch ends (``accept_contracts``). A ``join_only``
     request with no open group is answered ``(REFUSED, None)`` before any write."""
     callback_id, now_ms = fire
+    if group is not None and group[0].join_only and dedupe is None:  # a storm's join: its own path
+        return _join_only(c, callback_id, now_ms, group, listed)
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone():
         return None
     open_id = None
@@ -230,6 +232,26 @@ def accept_contract(
     for delivery in deliveries:
         insert_delivery(c, delivery)
     return str(row[2]), None
+
+
+def _join_only(
+    c: Conn,
+    callback_id: str,
+    now_ms: int,
+    group: tuple[GroupRequest, Callable[[str], ContractRow]],
+    listed: dict[str, list[str]] | None,
+) -> tuple[str, str | None] | None:
+    """``accept_contract`` of a ``join_only`` fire with no dedupe key, in three statements: the
+    open group, the member inserted unless its id exists (then None, nothing written: the group is
+    only read), the group counting it."""
+    request, member = group
+    group_id = groups.open_group(c, request.key, now_ms)
+    if group_id is None:
+        return REFUSED, None
+    if c.execute(_INSERT_CONTRACT, member(group_id)).rowcount != 1:
+        return None
+    groups.join_group(c, group_id, callback_id, now_ms, listed)
+    return "grouped", group_id
 
 
 Accepted = tuple[str, str | None] | None
