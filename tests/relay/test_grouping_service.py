@@ -333,3 +333,32 @@ async def test_a_group_pages_with_the_most_urgent_priority_of_its_members(tmp_pa
         assert members[1].startswith("• critical: ")
     finally:
         await service.stop()
+
+
+async def test_a_group_session_s_notify_pages_with_the_most_urgent_priority(
+    tmp_path: Path, sink: Sink, model: FakeOpenAIServer
+) -> None:
+    """As the fallback does, the group's agent pages with the priority of its most urgent member
+    (a critical fire that joined a group a normal one opened), not the first fire's."""
+    model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
+    config = CONFIG.format(url=sink.url("/in")).replace("TimeoutMs: 200\n", "TimeoutMs: 20000\n")
+    config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
+    (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
+    (tmp_path / "watchers").mkdir()
+    for watcher_id, priority in (("calm", "normal"), ("loud", "critical")):
+        (tmp_path / "watchers" / f"{watcher_id}.yaml").write_text(
+            SHARED.format(id=watcher_id, priority=priority)
+        )
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
+    await service.start()
+    body = {"version": "4", "status": "firing", "receiver": "sentinel"}
+    try:
+        for n, watcher_id in enumerate(("calm", "loud")):
+            status, _ = await call(
+                service, "POST", f"/hooks/ingest/{watcher_id}", body={**body, "alerts": [alert(n, "HighCPU")]}
+            )
+            assert 202 == status
+        [page] = await wait_for(lambda: sink.bodies("notify") or None, what="the agent's page")
+        assert ("CPU storm", "critical") == (page["message"], page["priority"])
+    finally:
+        await service.stop()

@@ -23,12 +23,13 @@ from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
+from sentinel_hooks.core.grouping import highest_priority
 from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
 from sentinel_hooks.inbox.severity import severity_for
 from sentinel_hooks.relay.relay import NotifyOutcome, Relay, escalation_key
-from sentinel_hooks.store.base import CheckpointStore, WatcherStore
+from sentinel_hooks.store.base import CheckpointStore, ContractStore, WatcherStore
 from sentinel_hooks.store.records import Contract, Severity, notify_kind
 
 CONTROL_TOKENS = ("NO_REPLY", "HEARTBEAT_OK", "ANNOUNCE_SKIP", "REPLY_SKIP")
@@ -261,8 +262,9 @@ def follow_up_result(ordinal: int, outcome: NotifyOutcome) -> dict[str, Any]:
     return result
 
 
-class ToolRoles(WatcherStore, CheckpointStore, Protocol):
-    """The store roles the tools call: a watcher's observations, and the escalation note."""
+class ToolRoles(WatcherStore, CheckpointStore, ContractStore, Protocol):
+    """The store roles the tools call: a watcher's observations, the escalation note, and a
+    group's members (the priority its messages page with)."""
 
 
 @dataclass
@@ -364,7 +366,7 @@ class ToolBox:
             callback_id=self.contract.callback_id,
             watcher_id=self.contract.watcher_id,
             event_name=self.envelope.watcher.event_name,
-            priority=self.contract.trigger.priority,
+            priority=await self._priority(),
             kind=notify_kind(ordinal),
             text=text,
             payload=details_payload(self.envelope.payload),
@@ -400,6 +402,18 @@ class ToolBox:
             )
         return result
 
+    async def _priority(self) -> str:
+        """The fire's priority; a group's is the most urgent of its members' (SPEC §19: watchers
+        sharing a group ``name`` may differ), read as the group stands now, as its fallback and
+        follow-ups page with it."""
+        contract = self.contract
+        if contract.group is None:
+            return contract.trigger.priority
+        now = await self.store.get_contract(contract.callback_id)
+        group = now.group if now is not None and now.group is not None else contract.group
+        members = await self.store.get_envelopes(group.members)
+        return highest_priority([contract.trigger.priority, *(e.trigger.priority for e in members.values())])
+
     async def _judge_notify(self, text: str, targets: list[str]) -> PolicyDecision | None:
         """The judge rules' decision about this message (None when no rule checks notifies here)."""
         if not self.judges:
@@ -418,7 +432,7 @@ class ToolBox:
         return await self._escalate(EscalateArgs(reason=reason), actor=actor)
 
     async def _escalate(self, args: EscalateArgs, *, actor: str = "agent") -> dict[str, Any]:
-        severity = args.severity or severity_for(self.contract.trigger.priority)
+        severity = args.severity or severity_for(await self._priority())
         item = await self.inbox.create(
             "escalation",
             severity=severity,
