@@ -271,13 +271,22 @@ local function open_group(prefix, openkey, now_ms)
   close_group(prefix, gid, openkey)
   return nil
 end
--- The group's contract text in its three parts, or nil when Sentinel did not write it.
+-- The group's contract text in its three parts (before ,"fires":N; N; the members' text), or nil
+-- when Sentinel did not write it. Found with plain finds: a pattern such as '^(.*),"fires":'
+-- backtracks through the whole text, 0.45 ms per join at 1,000 members (a storm's every alert).
 local function group_text(prefix, gid)
   local doc = redis.call('HGET', prefix .. 'contract:' .. gid, 'doc')
-  if not doc then return nil end
-  local head, n, members = string.match(doc, '^(.*),"fires":(%d+),"members":%[(.*)%]}}$')
-  if not head then return nil end
-  return {head, n, members}
+  if not doc or string.sub(doc, -3) ~= ']}}' then return nil end
+  local at, found = 1, nil
+  while true do  -- the last ,"members":[ is the group's (a member id holds no quote)
+    local i = string.find(doc, ',"members":[', at, true)
+    if not i then break end
+    found, at = i, i + 1
+  end
+  if not found then return nil end
+  local n = string.match(string.sub(doc, math.max(1, found - 32), found - 1), ',"fires":(%d+)$')
+  if not n then return nil end
+  return {string.sub(doc, 1, found - 1 - #(',"fires":' .. n)), n, string.sub(doc, found + 12, #doc - 3)}
 end
 -- Member cid joins group gid: the group's record counts and lists it (its text edited in place:
 -- fires and members are its last keys), after the page it waits for a follow-up, full closes it.
