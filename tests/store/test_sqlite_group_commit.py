@@ -108,7 +108,7 @@ async def test_an_accept_step_failing_with_any_error_fails_alone(worker: SqliteW
     from sentinel_hooks.store.sqlite.queries import accept_contracts
 
     def step(item: int, *, fail: bool = False) -> Callable[..., Any]:
-        def run(c: sqlite3.Connection, *, listed: dict[str, list[str]]) -> tuple[str, None]:
+        def run(c: sqlite3.Connection, *, joins: object) -> tuple[str, None]:
             c.execute("INSERT INTO items (id) VALUES (?)", (item,))
             if fail:
                 raise ValueError(f"item {item} cannot be stored")
@@ -122,3 +122,36 @@ async def test_an_accept_step_failing_with_any_error_fails_alone(worker: SqliteW
     assert ("pending", None) == results[0] == results[2]
     assert isinstance(results[1], ValueError)
     assert [1, 3] == await _stored(worker)
+
+
+async def test_the_joins_of_an_accept_step_undone_are_not_counted(tmp_path: Path) -> None:
+    """A batch's joins are counted in their group when the batch ends (``groups.count_joins``): a
+    step that joined and then failed is undone with its join, so the group counts and lists only
+    the fires stored."""
+    from sentinel_hooks.store.sqlite import SqliteStore, groups
+    from sentinel_hooks.store.sqlite.queries import accept_contracts
+    from tests.contract.test_store_groups import KEY, accept, group_of
+
+    store = SqliteStore(tmp_path / "state.db")
+    await store.open()
+    try:
+        await accept(store, "g-0")
+
+        def join(member: str, *, fail: bool = False) -> Callable[..., Any]:
+            def run(c: sqlite3.Connection, *, joins: groups.BatchJoins) -> tuple[str, str]:
+                group_id = groups.open_group(c, KEY, 1, joins)
+                assert group_id is not None
+                groups.join_group(c, group_id, member, 1, joins)
+                if fail:
+                    raise ValueError(f"{member} cannot be stored")
+                return "grouped", group_id
+
+            return run
+
+        steps = [join("g-1"), join("g-2", fail=True), join("g-3")]
+        results = await store._db.write("accept", lambda c: accept_contracts(c, steps))
+        assert isinstance(results[1], ValueError)
+        group = await group_of(store, "g-0")
+        assert (3, ["g-0", "g-1", "g-3"]) == (group.fires, group.members)
+    finally:
+        await store.close()

@@ -22,8 +22,37 @@ BEFORE_PAGE = ("pending", "awaiting_approval")
 """Group contract states in which a join still reaches people with the page (the fallback lists it)."""
 
 
-def open_group(c: Conn, key: str, now_ms: int) -> str | None:
-    """The id of the group of ``key`` that takes a fire at ``now_ms``, closing one that went quiet."""
+class BatchJoins:
+    """The joins of one batch of accepts (``queries.accept_contracts``) not yet counted in their
+    groups' rows: ``count_joins`` writes each group's once, when the batch ends, instead of one
+    update per join (a storm's notification brings fifty). Until then ``open_group`` and
+    ``join_group`` add them to what the rows say. A step's joins join the batch's only when the
+    step succeeded (``step_done``); a step undone takes its own with it (``step_undone``)."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, list[tuple[str, int]]] = {}
+        self._step: dict[str, list[tuple[str, int]]] = {}
+
+    def add(self, group_id: str, member_id: str, now_ms: int) -> None:
+        self._step.setdefault(group_id, []).append((member_id, now_ms))
+
+    def pending(self, group_id: str) -> tuple[int, int]:
+        """How many joins of ``group_id`` are not counted yet, and the latest one's instant (0)."""
+        joins = [*self.done.get(group_id, ()), *self._step.get(group_id, ())]
+        return len(joins), max((at for _, at in joins), default=0)
+
+    def step_done(self) -> None:
+        for group_id, joins in self._step.items():
+            self.done.setdefault(group_id, []).extend(joins)
+        self._step = {}
+
+    def step_undone(self) -> None:
+        self._step = {}
+
+
+def open_group(c: Conn, key: str, now_ms: int, joins: BatchJoins | None = None) -> str | None:
+    """The id of the group of ``key`` that takes a fire at ``now_ms``, closing one that went quiet
+    (its row's count and last fire with the batch's ``joins`` not yet written)."""
     row = c.execute(
         "SELECT group_id, last_ms, interval_ms, fires, max_fires FROM groups WHERE key = ? AND closed = 0",
         (key,),
@@ -31,7 +60,9 @@ def open_group(c: Conn, key: str, now_ms: int) -> str | None:
     if row is None:
         return None
     group_id, last_ms, interval_ms, fires, max_fires = row
-    if now_ms - int(last_ms) < int(interval_ms) and int(fires) < int(max_fires):
+    added, added_ms = joins.pending(str(group_id)) if joins is not None else (0, 0)
+    last = max(int(last_ms), added_ms)
+    if now_ms - last < int(interval_ms) and int(fires) + added < int(max_fires):
         return str(group_id)
     close_group(c, str(group_id))
     return None
@@ -54,20 +85,52 @@ def start_group(c: Conn, group_id: str, key: str, now_ms: int, interval_ms: int,
         close_group(c, group_id)
 
 
-def join_group(
-    c: Conn, group_id: str, member_id: str, now_ms: int, listed: dict[str, list[str]] | None = None
-) -> None:
+def join_group(c: Conn, group_id: str, member_id: str, now_ms: int, joins: BatchJoins | None = None) -> None:
     """``member_id`` joins: the group's contract counts it and lists it; after the page it waits
-    for the next follow-up; at ``max_fires`` the group closes. With ``listed`` the contract's
-    count and list are left to ``list_members`` (the joins of one batch, in one rewrite of the
-    group's contract rather than one per join: the list grows to ``max_fires``)."""
-    if listed is None:
+    for the next follow-up; at ``max_fires`` the group closes. With ``joins`` (a batch of accepts)
+    the counting and listing wait for ``count_joins``; only the close is made now, so that the
+    batch's next fire of the key opens a new group."""
+    if joins is None:
         list_members(c, {group_id: [member_id]})
+        full = c.execute(_JOIN, {"now": now_ms, "member": member_id, "group": group_id}).fetchone()
     else:
-        listed.setdefault(group_id, []).append(member_id)
-    full = c.execute(_JOIN, {"now": now_ms, "member": member_id, "group": group_id}).fetchone()
+        joins.add(group_id, member_id, now_ms)
+        added, _ = joins.pending(group_id)
+        full = c.execute(
+            "SELECT fires + ? >= max_fires FROM groups WHERE group_id = ?", (added, group_id)
+        ).fetchone()
     if full is not None and full[0]:
         close_group(c, group_id)
+
+
+def count_joins(c: Conn, joins: BatchJoins) -> None:
+    """Write the batch's joins in their groups: each group's row counts them (its last fire the
+    latest of them), lists them for the next follow-up when its contract is past its page (due
+    then as a single join would have made it), and its contract lists them, in order."""
+    for group_id, members in joins.done.items():
+        first_ms, last_ms = members[0][1], max(at for _, at in members)
+        row = c.execute(
+            f"SELECT unreported, {_PAGED} FROM groups WHERE group_id = :group", {"group": group_id}
+        ).fetchone()
+        if row is None:
+            continue
+        unreported = json.loads(row[0]) + [m for m, _ in members] if row[1] else None
+        c.execute(
+            """UPDATE groups SET fires = fires + :n, last_ms = MAX(last_ms, :last),
+                unreported = COALESCE(:unreported, unreported),
+                due_ms = CASE WHEN :paged AND due_ms IS NULL THEN MAX(:first, sent_ms + interval_ms)
+                    ELSE due_ms END
+                WHERE group_id = :group""",
+            {
+                "n": len(members),
+                "last": last_ms,
+                "first": first_ms,
+                "unreported": None if unreported is None else json.dumps(unreported),
+                "paged": bool(row[1]),
+                "group": group_id,
+            },
+        )
+    list_members(c, {group_id: [m for m, _ in members] for group_id, members in joins.done.items()})
 
 
 _PAGED = f"""COALESCE((SELECT state NOT IN {BEFORE_PAGE!r} FROM contracts WHERE callback_id = :group), 0)"""

@@ -191,7 +191,7 @@ def accept_contract(
     checkpoints: Sequence[tuple[str, str]],
     deliveries: Sequence[DeliveryRow] = (),
     group: tuple[GroupRequest, Callable[[str], ContractRow]] | None = None,
-    listed: dict[str, list[str]] | None = None,
+    joins: groups.BatchJoins | None = None,
 ) -> tuple[str, str | None] | None:
     """Dedupe check, grouping, contract, checkpoints and deliveries of a new callback; the state
     stored and the group a ``grouped`` fire joined, or None (nothing written) when the callback id
@@ -201,17 +201,17 @@ def accept_contract(
     is stored as it is. ``dedupe`` is ``(key, now_ms, ttl_ms)``; ``deduped`` makes the row stored
     when the key is live (built only then). ``group`` is the fire's group and the row of a member of a group
     (by its id); after the dedupe check the fire joins the open group of its key (stored
-    ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19); with ``listed``, the
-    group's contract lists the member when the batch ends (``accept_contracts``). A ``join_only``
+    ``grouped``, with no checkpoints or deliveries) or opens one (SPEC §19); with ``joins``, the
+    group counts and lists the member when the batch ends (``accept_contracts``). A ``join_only``
     request with no open group is answered ``(REFUSED, None)`` before any write."""
     callback_id, now_ms = fire
     if group is not None and group[0].join_only and dedupe is None:  # a storm's join: its own path
-        return _join_only(c, callback_id, now_ms, group, listed)
+        return _join_only(c, callback_id, now_ms, group, joins)
     if c.execute("SELECT 1 FROM contracts WHERE callback_id = ?", (callback_id,)).fetchone():
         return None
     open_id = None
     if group is not None and group[0].join_only:  # before the dedupe key: refused, nothing written
-        open_id = groups.open_group(c, group[0].key, now_ms)
+        open_id = groups.open_group(c, group[0].key, now_ms, joins)
         if open_id is None:
             return REFUSED, None
     fresh = dedupe is None or _add_dedupe(c, *dedupe)
@@ -220,10 +220,10 @@ def accept_contract(
         return "deduped", None
     if group is not None:
         request, member = group
-        group_id = open_id or groups.open_group(c, request.key, now_ms)
+        group_id = open_id or groups.open_group(c, request.key, now_ms, joins)
         if group_id is not None:
             c.execute(_INSERT_CONTRACT, member(group_id))
-            groups.join_group(c, group_id, callback_id, now_ms, listed)
+            groups.join_group(c, group_id, callback_id, now_ms, joins)
             return "grouped", group_id
         groups.start_group(c, callback_id, request.key, now_ms, request.interval_ms, request.max_fires)
     row = pending()
@@ -239,46 +239,45 @@ def _join_only(
     callback_id: str,
     now_ms: int,
     group: tuple[GroupRequest, Callable[[str], ContractRow]],
-    listed: dict[str, list[str]] | None,
+    joins: groups.BatchJoins | None,
 ) -> tuple[str, str | None] | None:
     """``accept_contract`` of a ``join_only`` fire with no dedupe key, in three statements: the
     open group, the member inserted unless its id exists (then None, nothing written: the group is
     only read), the group counting it."""
     request, member = group
-    group_id = groups.open_group(c, request.key, now_ms)
+    group_id = groups.open_group(c, request.key, now_ms, joins)
     if group_id is None:
         return REFUSED, None
     if c.execute(_INSERT_CONTRACT, member(group_id)).rowcount != 1:
         return None
-    groups.join_group(c, group_id, callback_id, now_ms, listed)
+    groups.join_group(c, group_id, callback_id, now_ms, joins)
     return "grouped", group_id
 
 
 Accepted = tuple[str, str | None] | None
 """``accept_contract``'s answer: the state stored and the group joined, or None (the id exists)."""
 AcceptStep = Callable[..., Accepted]
-"""``accept_contract`` with every argument but the connection and ``listed`` bound."""
+"""``accept_contract`` with every argument but the connection and ``joins`` bound."""
 
 
 def accept_contracts(c: Conn, steps: Sequence[AcceptStep]) -> list[Accepted | Exception]:
     """Several ``accept_contract`` steps in one transaction, in order, each in its own savepoint
     (one that fails, whatever its error, is undone alone and answered with it: one fire's fault
-    must not fail the others of its notification), the members that joined a group listed in its
-    contract once at the end (``groups.list_members``)."""
-    listed: dict[str, list[str]] = {}
+    must not fail the others of its notification), the joins counted in their groups and listed
+    in their contracts once at the end (``groups.count_joins``)."""
+    joins = groups.BatchJoins()
     results: list[Accepted | Exception] = []
     for step in steps:
-        joined: dict[str, list[str]] = {}
         try:
-            results.append(savepoint(c, partial(step, listed=joined), "accept"))
+            results.append(savepoint(c, partial(step, joins=joins), "accept"))
         except Exception as exc:
             if not c.in_transaction:  # SQLite ended the transaction: the whole batch fails
                 raise
+            joins.step_undone()  # undone: none of its joins happened
             results.append(exc)
-            continue  # undone: none of its joins happened
-        for group_id, members in joined.items():
-            listed.setdefault(group_id, []).extend(members)
-    groups.list_members(c, listed)
+            continue
+        joins.step_done()
+    groups.count_joins(c, joins)
     return results
 
 
