@@ -11,6 +11,7 @@ and the bound on how many members a session is shown.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
@@ -85,7 +86,16 @@ def by_values(rule: GroupRule, envelope: Any) -> list[Any]:
 
 
 def group_key(name: str, values: Sequence[Any]) -> str:
-    """The group key: ``[name, [values…]]`` as canonical JSON."""
+    """The group key: ``[name, [values…]]`` as canonical JSON, kept for the last 1,024 names and
+    values made only of text, integers and null (a storm's alerts share a few; not booleans or
+    floats, which a cache would take for the equal 1 and 1.0)."""
+    if all(value is None or type(value) in (str, int) for value in values):
+        return _plain_key(name, tuple(values))
+    return canonical_json([name, list(values)])
+
+
+@functools.lru_cache(maxsize=1024)
+def _plain_key(name: str, values: tuple[Any, ...]) -> str:
     return canonical_json([name, list(values)])
 
 

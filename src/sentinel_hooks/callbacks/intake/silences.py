@@ -145,8 +145,10 @@ class Silences:
 
     async def silenced_by(self, envelope: Envelope) -> str | None:
         """The id of the silence, or the name of the window, that mutes the fire of ``envelope``
-        now; None when none does."""
-        return await self.match(fire_facts(envelope))
+        now; None when none does (the fire's facts are made only when something could match:
+        a storm's every alert asks)."""
+        muting = await self.snapshot()
+        return muting.match(fire_facts(envelope)) if muting.silences or muting.windows else None
 
     async def match(self, facts: dict[str, Any]) -> str | None:
         """Like ``silenced_by`` for a fire's facts (``fire_facts``, ``watcher_facts``)."""
