@@ -304,25 +304,33 @@ fire:
 """
 
 
-async def test_a_group_pages_with_the_most_urgent_priority_of_its_members(tmp_path: Path, sink: Sink) -> None:
-    """Two watchers share a group (`name`): a normal fire opens it and a critical one joins. The group's
-    fallback says critical on its first line and is delivered as critical (what PagerDuty's severity
-    and Slack's colour follow), not as the first fire's normal."""
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+async def normal_then_critical(tmp_path: Path, config: str, *, sink: LoggingSink | None = None) -> Service:
+    """A started service with two watchers sharing a group (`name`), ``calm`` (normal) and ``loud``
+    (critical), into which a normal fire of ``calm`` opens the group and a critical one of ``loud``
+    joins it (each POSTed over HTTP, taken with 202)."""
+    (tmp_path / "sentinel.yaml").write_text(config)
     (tmp_path / "watchers").mkdir()
     for watcher_id, priority in (("calm", "normal"), ("loud", "critical")):
         (tmp_path / "watchers" / f"{watcher_id}.yaml").write_text(
             SHARED.format(id=watcher_id, priority=priority)
         )
-    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=sink)
     await service.start()
     body = {"version": "4", "status": "firing", "receiver": "sentinel"}
+    for n, watcher_id in enumerate(("calm", "loud")):
+        alerts = {**body, "alerts": [alert(n, "HighCPU")]}
+        status, _ = await call(service, "POST", f"/hooks/ingest/{watcher_id}", body=alerts)
+        assert 202 == status
+    return service
+
+
+async def test_a_group_pages_with_the_most_urgent_priority_of_its_members(tmp_path: Path, sink: Sink) -> None:
+    """Two watchers share a group (`name`): a normal fire opens it and a critical one joins. The group's
+    fallback says critical on its first line and is delivered as critical (what PagerDuty's severity
+    and Slack's colour follow), not as the first fire's normal."""
+    config = CONFIG.format(url=sink.url("/in"))
+    service = await normal_then_critical(tmp_path, config, sink=LoggingSink())
     try:
-        for n, watcher_id in enumerate(("calm", "loud")):
-            status, _ = await call(
-                service, "POST", f"/hooks/ingest/{watcher_id}", body={**body, "alerts": [alert(n, "HighCPU")]}
-            )
-            assert 202 == status
         [page] = await wait_for(lambda: sink.bodies("fallback") or None, what="the group's page")
         assert "critical" == page["priority"]
         assert page["message"].startswith("Sentinel: 2 fires of alert on calm grouped by ")
@@ -343,21 +351,8 @@ async def test_a_group_session_s_notify_pages_with_the_most_urgent_priority(
     model.reply_tool_call("sentinel_act", {"action": "notify", "message": "CPU storm"}).reply_text("done")
     config = CONFIG.format(url=sink.url("/in")).replace("TimeoutMs: 200\n", "TimeoutMs: 20000\n")
     config += f'models:\n  agent: {{type: openai, baseUrl: "{model.url}", model: m, timeoutMs: 10000}}\n'
-    (tmp_path / "sentinel.yaml").write_text(config + "defaultHookModel: agent\n")
-    (tmp_path / "watchers").mkdir()
-    for watcher_id, priority in (("calm", "normal"), ("loud", "critical")):
-        (tmp_path / "watchers" / f"{watcher_id}.yaml").write_text(
-            SHARED.format(id=watcher_id, priority=priority)
-        )
-    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}))
-    await service.start()
-    body = {"version": "4", "status": "firing", "receiver": "sentinel"}
+    service = await normal_then_critical(tmp_path, config + "defaultHookModel: agent\n")
     try:
-        for n, watcher_id in enumerate(("calm", "loud")):
-            status, _ = await call(
-                service, "POST", f"/hooks/ingest/{watcher_id}", body={**body, "alerts": [alert(n, "HighCPU")]}
-            )
-            assert 202 == status
         [page] = await wait_for(lambda: sink.bodies("notify") or None, what="the agent's page")
         assert ("CPU storm", "critical") == (page["message"], page["priority"])
     finally:
