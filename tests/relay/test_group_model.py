@@ -10,6 +10,11 @@ passes); the source reporting a group's first fire over (before the page the gro
 ``resolved``, no page); a restart that rebuilds every component from the store; a process killed
 holding due joins (it claimed their follow-up, as ``send_joins`` does, and died before recording it).
 
+The sink counts a message once per ``Idempotency-Key`` (SPEC §6.2: a delivery sent again with its
+key, its outcome lost with the killed process, is the same message; counting both made a busy
+machine's runs fail now and then with "8 fires told of, 4 held"), and a key sent again with
+another text fails the run.
+
 Invariants, after every step: at most one page per group, and none for a member (a member has no
 deliveries of its own); every member is ``grouped``, names an opened group and has no session of
 its own (its contract is never pending); every fire is in exactly one group (its opener or one of
@@ -110,16 +115,34 @@ class Received:
 
 
 class RecordingSink(Endpoint):
+    """Records each message once, as a receiver that honours ``Idempotency-Key`` sees it (SPEC
+    §6.2): a delivery sent again with its key (its outcome not recorded when the process was
+    killed) is the same message. A resend that differs from the first is kept in ``conflicts``."""
+
     def __init__(self) -> None:
         super().__init__()
         self.received: list[Received] = []
+        self.by_key: dict[str, Received] = {}
+        self.conflicts: list[tuple[str, str, str]] = []
         self.clock: FakeClock | None = None
         self.handler = self._record
+
+    def clear(self) -> None:
+        self.received.clear()
+        self.by_key.clear()
+        self.conflicts.clear()
 
     async def _record(self, request: web.Request) -> web.StreamResponse:
         body = json.loads(await request.read())
         assert self.clock is not None
-        self.received.append(Received(body, request.headers.get("Idempotency-Key", ""), self.clock.now()))
+        key = request.headers.get("Idempotency-Key", "")
+        received = Received(body, key, self.clock.now())
+        first = self.by_key.get(key) if key else None
+        if first is None:
+            self.received.append(received)
+            self.by_key[key] = received
+        elif (first.callback_id, first.text) != (received.callback_id, received.text):
+            self.conflicts.append((key, first.text, received.text))
         return web.json_response({"ok": True})
 
 
@@ -156,7 +179,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.loop = self.world.loop
         self.clock = ModelClock(T0)
         self.sink = self.world.sink
-        self.sink.received.clear()
+        self.sink.clear()
         self.sink.clock = self.clock
         forget_store(self.world.redis_url, self.world.dir)
         self.fires: list[str] = []
@@ -250,6 +273,7 @@ class GroupMachine(RuleBasedStateMachine):
 
     @invariant()
     def one_page_per_group_and_none_for_a_member(self) -> None:
+        assert not self.sink.conflicts, f"a key sent again with another message: {self.sink.conflicts}"
         contracts = self.run(self.contracts())
         pages = [r.callback_id for r in self.sink.received if r.page]
         assert len(pages) == len(set(pages)), f"a group paged twice: {pages}"
