@@ -11,6 +11,7 @@ dropped without a word.
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -26,11 +27,13 @@ class InvalidJson(ValueError):
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
+    result = dict(pairs)  # in C; only an object whose keys repeat is looked at key by key
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {key!r}")
+            seen.add(key)
     return result
 
 
@@ -82,38 +85,31 @@ def loads_strict(raw: bytes, what: str = "the body") -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidJson(f"{what} is not UTF-8: {exc.reason}") from exc
-    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep_fast(text):
-        raise InvalidJson(TOO_DEEP)
     if not text.strip():
         raise InvalidJson(f"{what} is empty; send a JSON value")
     try:
         value = json.loads(text, object_pairs_hook=_pairs, parse_float=_float, parse_constant=_constant)
-    except RecursionError as exc:
+    except RecursionError as exc:  # the C parser stops at the interpreter's recursion limit
         raise InvalidJson(TOO_DEEP) from exc
     except ValueError as exc:
         raise InvalidJson(f"invalid JSON: {exc}") from exc
+    if text.count("[") + text.count("{") > MAX_DEPTH and _too_deep(text):
+        raise InvalidJson(TOO_DEEP)
     # a lone surrogate can only come from a \u escape: the text itself is strict UTF-8
-    _check_value(value, strings="\\u" in text)
+    if "\\u" in text:
+        _check_value(value, strings=True)
     return value
 
 
-def _too_deep_fast(text: str) -> bool:
-    """A character scan (strings skipped) so pathological nesting never reaches the parser."""
-    depth, in_string, escaped = 0, False, False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif char in "]}":
-            depth -= 1
-    return False
+_BRACKET = re.compile(r"[\[\]{}]")  # one character class: linear on any text
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def _too_deep(text: str) -> bool:
+    """Whether the brackets of ``text``, valid JSON, nest deeper than ``MAX_DEPTH``, counted in C:
+    with its escaped backslashes and quotes taken out, the pieces between its quotes alternate
+    outside and inside strings, and only the brackets outside count (a character loop took
+    1.0 ms for an Alertmanager notification of 50 alerts, 18 KB)."""
+    plain = text.replace("\\\\", "").replace('\\"', "")
+    steps = map(_STEP.__getitem__, _BRACKET.findall("".join(plain.split('"')[::2])))
+    return max(itertools.accumulate(steps), default=0) > MAX_DEPTH
