@@ -31,6 +31,7 @@ class BatchJoins:
 
     def __init__(self) -> None:
         self.done: dict[str, list[tuple[str, int]]] = {}
+        self._done_sum: dict[str, tuple[int, int]] = {}  # per group: how many done, the latest
         self._step: dict[str, list[tuple[str, int]]] = {}
 
     def add(self, group_id: str, member_id: str, now_ms: int) -> None:
@@ -38,12 +39,15 @@ class BatchJoins:
 
     def pending(self, group_id: str) -> tuple[int, int]:
         """How many joins of ``group_id`` are not counted yet, and the latest one's instant (0)."""
-        joins = [*self.done.get(group_id, ()), *self._step.get(group_id, ())]
-        return len(joins), max((at for _, at in joins), default=0)
+        count, latest = self._done_sum.get(group_id, (0, 0))
+        step = self._step.get(group_id, ())
+        return count + len(step), max([latest, *(at for _, at in step)])
 
     def step_done(self) -> None:
         for group_id, joins in self._step.items():
             self.done.setdefault(group_id, []).extend(joins)
+            count, latest = self._done_sum.get(group_id, (0, 0))
+            self._done_sum[group_id] = (count + len(joins), max([latest, *(at for _, at in joins)]))
         self._step = {}
 
     def step_undone(self) -> None:
