@@ -32,7 +32,9 @@ def fits(ordered: list[int], at_ms: int, limit: int, window_ms: int) -> bool:
 
 def earliest(slots: Sequence[int], from_ms: int, limit: int, window_ms: int) -> int:
     """The earliest instant at or after ``from_ms`` where one more slot ``fits``: ``from_ms``, or
-    the instant a slot leaves the window (``slot + window_ms``); the last slot's always does."""
+    the instant a slot leaves the window (``slot + window_ms``); the last slot's always does. A
+    holder whose reserved slot has come asks it from now, among the other slots (it keeps its
+    place before those who asked after it, as far as the rule allows)."""
     ordered = sorted(slots)
     candidates = sorted({from_ms, *(s + window_ms for s in ordered if s + window_ms > from_ms)})
     return next(at for at in candidates if fits(ordered, at, limit, window_ms))
@@ -42,10 +44,3 @@ def new_slot(slots: Sequence[int], at_ms: int, limit: int, window_ms: int) -> in
     """The slot of a holder asking for the first time: the earliest that fits, after every slot
     handed out so far (slots go in the order asked); ``at_ms`` when it may send now."""
     return earliest(slots, max([at_ms, *slots]), limit, window_ms)
-
-
-def late_slot(others: Sequence[int], at_ms: int, limit: int, window_ms: int) -> int:
-    """Where a holder whose reserved slot has come (or passed) sends: ``at_ms`` when that fits
-    among the ``others``, else the earliest instant that does (it keeps its place before the
-    holders that asked after it, as far as the rule allows)."""
-    return earliest(others, at_ms, limit, window_ms)

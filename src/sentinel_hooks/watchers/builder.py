@@ -26,6 +26,7 @@ from sentinel_hooks.core.envelope import (
 )
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.templates.variables import template_variables
+from sentinel_hooks.watchers.kept import KeptByIdentity
 
 
 @dataclass(frozen=True)
@@ -92,27 +93,6 @@ class _Fixed:
     delivery: EnvelopeDelivery
 
 
-class _FixedParts:
-    """``_Fixed`` of each watcher spec and service config, kept by their identity (a reloaded
-    watcher is a new spec, so it gets new parts), at most ``KEPT`` at once."""
-
-    KEPT = 10_000
-
-    def __init__(self) -> None:
-        self._kept: dict[tuple[int, int], tuple[AnyWatcher, ServiceConfig, _Fixed]] = {}
-
-    def of(self, watcher: AnyWatcher, service: ServiceConfig) -> _Fixed:
-        key = (id(watcher), id(service))
-        kept = self._kept.get(key)
-        if kept is not None and kept[0] is watcher and kept[1] is service:
-            return kept[2]
-        fixed = _fixed(watcher, service)
-        if len(self._kept) >= self.KEPT:
-            self._kept.clear()
-        self._kept[key] = (watcher, service, fixed)
-        return fixed
-
-
 def _fixed(watcher: AnyWatcher, service: ServiceConfig) -> _Fixed:
     urls = watcher.endpoint_urls()
     return _Fixed(
@@ -141,7 +121,7 @@ def _fixed(watcher: AnyWatcher, service: ServiceConfig) -> _Fixed:
     )
 
 
-_FIXED = _FixedParts()
+_FIXED: KeptByIdentity[_Fixed] = KeptByIdentity()  # by watcher spec and service config
 _SOURCES = {route: EnvelopeSource(route=route) for route in get_args(Route)}
 
 
@@ -156,7 +136,7 @@ def build_envelope(
     """The envelope for one fire. Raises TemplateError when a template does not render."""
     variables = render_variables(watcher, firing)
     context = render_context(watcher, variables)
-    fixed = _FIXED.of(watcher, service)
+    fixed = _FIXED.get((watcher, service), lambda: _fixed(watcher, service))
     envelope = Envelope(
         callback_id=callback_id or new_callback_id(),
         watcher=fixed.watcher,

@@ -51,6 +51,7 @@ from sentinel_hooks.store.shortcuts import last_observation
 from sentinel_hooks.watchers.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
 from sentinel_hooks.watchers.goalfile import GoalFileError, read_goal_file
+from sentinel_hooks.watchers.kept import KeptByIdentity
 from sentinel_hooks.watchers.lifecycle import Decision, resolved_message, step
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure
@@ -75,7 +76,6 @@ class ResolvedHook(Protocol):
 
 _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
-RULES_KEPT = 10_000  # FiringPipeline._group_rule: watchers' group rules kept at once
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
 SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is recorded under
 
@@ -175,7 +175,7 @@ class FiringPipeline:
         self._redactor = redactor
         self._on_resolved = on_resolved or _no_resolved_hook
         self._events = events
-        self._rules: dict[tuple[int, str], tuple[Any, GroupRule | None]] = {}  # _group_rule
+        self._rules: KeptByIdentity[GroupRule | None] = KeptByIdentity()  # _group_rule
 
     async def observe(
         self,
@@ -395,17 +395,9 @@ class FiringPipeline:
 
     def _group_rule(self, watcher: AnyWatcher) -> GroupRule | None:
         """``group_rule`` of the watcher, made once per watcher spec rather than per fire (a storm's
-        every alert asks): kept by its ``fire`` section (which holds ``group``), at most
-        ``RULES_KEPT`` at once."""
-        key = (id(watcher.fire), watcher.id)
-        kept = self._rules.get(key)
-        if kept is not None and kept[0] is watcher.fire:
-            return kept[1]
-        rule = group_rule(watcher.id, self._service.grouping, watcher.fire.group)
-        if len(self._rules) >= RULES_KEPT:
-            self._rules.clear()
-        self._rules[key] = (watcher.fire, rule)
-        return rule
+        every alert asks)."""
+        grouping = self._service.grouping
+        return self._rules.get((watcher,), lambda: group_rule(watcher.id, grouping, watcher.fire.group))
 
     async def _fire(
         self,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from sentinel_hooks.store.pace_slots import late_slot, new_slot
+from sentinel_hooks.store.pace_slots import earliest, new_slot
 
 
 def take_pace_slot(
@@ -25,7 +25,7 @@ def take_pace_slot(
         if int(slot_ms) > at_ms:
             return int(slot_ms)
         others = [int(row[1]) for row in rows if row is not held]
-        slot_ms = late_slot(others, at_ms, limit, window_ms)
+        slot_ms = earliest(others, at_ms, limit, window_ms)
         c.execute(
             "UPDATE pace_slots SET at_ms = ?, holder = ? WHERE id = ?",
             (slot_ms, holder if slot_ms > at_ms else None, slot_id),
