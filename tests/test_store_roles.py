@@ -31,7 +31,7 @@ ROLES: dict[str, set[str]] = {
         "write_watcher_batch",
     },
     "ContractStore": {"accept_contract", "get_contract", "get_contracts", "get_envelopes", "list_contracts"},
-    "GroupStore": {"claim_joins", "joins_reported", "member_resolved"},
+    "GroupStore": {"claim_joins", "joins_reported", "join_members", "member_resolved"},
     "TransitionStore": {
         "claim_due",
         "settle_contracts",

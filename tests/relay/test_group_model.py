@@ -5,10 +5,12 @@
 its intake, relay and outbox driven without their loops, a real webhook sink on 127.0.0.1. The
 agent stays silent (sessions are only noted), so each group's page is its fallback.
 
-Rules: fires of a few group keys; time passing (relay passes: deadlines, joins' follow-ups; outbox
-passes); the source reporting a group's first fire over (before the page the group settles
-``resolved``, no page); a restart that rebuilds every component from the store; a process killed
-holding due joins (it claimed their follow-up, as ``send_joins`` does, and died before recording it).
+Rules: fires of a few group keys, accepted whole or offered to their open group written out (as a
+storm's alerts are, ``GroupStore.join_members``; those no group takes are then accepted whole);
+time passing (relay passes: deadlines, joins' follow-ups; outbox passes); the source reporting a
+group's first fire over (before the page the group settles ``resolved``, no page); a restart that
+rebuilds every component from the store; a process killed holding due joins (it claimed their
+follow-up, as ``send_joins`` does, and died before recording it).
 
 The sink counts a message once per ``Idempotency-Key`` (SPEC §6.2: a delivery sent again with its
 key, its outcome lost with the killed process, is the same message; counting both made a busy
@@ -52,9 +54,11 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_stat
 from sentinel_hooks.clock import FakeClock, iso
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.core.envelope import Envelope, new_callback_id
-from sentinel_hooks.core.grouping import GroupRule
+from sentinel_hooks.core.grouping import GroupRule, by_values, group_key
 from sentinel_hooks.relay.relay import CLAIM_BATCH, CLAIM_LEASE_MS
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.codec import dump_record
+from sentinel_hooks.store.records import GroupRequest, MemberJoin, to_epoch_ms, utc_ms
 from tests.relay.contract_model import forget_store, model_service, outbox_pass
 from tests.support import Endpoint
 
@@ -204,19 +208,47 @@ class GroupMachine(RuleBasedStateMachine):
     def fire(self, key: str, count: int) -> None:
         """``count`` fires of group key ``key`` in a row."""
         for _ in range(count):
-            cid = new_callback_id()
-            envelope = Envelope.model_validate(
-                {
-                    "callbackId": cid,
-                    "watcher": {"id": "w", "eventName": "alert"},
-                    "trigger": {"kind": "match", "matchedAt": iso(self.clock.now()), "priority": "high"},
-                    "payload": {"key": key, "n": len(self.fires)},
-                    "delivery": {"targets": ["a"], "timeoutMs": int(TIMEOUT_S * 1000)},
-                }
-            )
+            envelope = self.envelope(key)
             contract = self.run(self.service.intake.accept(envelope, group=RULE))
             assert contract.state in ("pending", "grouped")
-            self.fires.append(cid)
+            self.fires.append(envelope.callback_id)
+
+    @rule(key=st.sampled_from(KEYS), count=st.integers(1, 4))
+    def fire_written(self, key: str, count: int) -> None:
+        """``count`` fires of group key ``key`` offered to its open group written out, as a storm's
+        alerts are (``GroupStore.join_members``); those no group took are accepted whole."""
+        envelopes = [self.envelope(key) for _ in range(count)]
+        now = utc_ms(self.clock.now())
+        members = [
+            MemberJoin(
+                callback_id=e.callback_id,
+                watcher_id="w",
+                created_ms=to_epoch_ms(now),
+                doc=dump_record(self.service.intake.member_record(e, RULE, None, now=now)),
+                envelope=e.wire_text(),
+            )
+            for e in envelopes
+        ]
+        group = GroupRequest(
+            group_key(RULE.name, by_values(RULE, envelopes[0])), RULE.interval_ms, RULE.max_fires
+        )
+        answers = self.run(self.service.intake.join_written(group, members))
+        for envelope in envelopes[len(answers) :]:
+            contract = self.run(self.service.intake.accept(envelope, group=RULE))
+            assert contract.state in ("pending", "grouped")
+        assert None not in answers, "a new callback id found taken"
+        self.fires += [e.callback_id for e in envelopes]
+
+    def envelope(self, key: str) -> Envelope:
+        return Envelope.model_validate(
+            {
+                "callbackId": new_callback_id(),
+                "watcher": {"id": "w", "eventName": "alert"},
+                "trigger": {"kind": "match", "matchedAt": iso(self.clock.now()), "priority": "high"},
+                "payload": {"key": key, "n": len(self.fires)},
+                "delivery": {"targets": ["a"], "timeoutMs": int(TIMEOUT_S * 1000)},
+            }
+        )
 
     @rule(seconds=st.sampled_from([0.5, 1.0, 2.5, 3.5]))
     def time_passes(self, seconds: float) -> None:

@@ -6,12 +6,14 @@ groups' fallbacks)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sentinel_hooks.callbacks.intake.intake import LoggingSink, message_key
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.records import GroupRequest, MemberJoin
 from sentinel_hooks.testing import FakeOpenAIServer
 from tests.service.test_api import call
 from tests.support import HeldModel, Sink, wait_for
@@ -81,14 +83,31 @@ async def with_agent(tmp_path: Path, sink: Sink, model: FakeOpenAIServer, *, int
     return service
 
 
+def count_written(service: Service) -> list[int]:
+    """The members each ``join_members`` call stored (the store's own method, counted on the way)."""
+    written: list[int] = []
+    join_members = service.store.join_members
+
+    async def counted(group: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+        answers = await join_members(group, members)
+        written.append(sum(answer is not None for answer in answers))
+        return answers
+
+    service.store.join_members = counted  # type: ignore[method-assign]
+    return written
+
+
 async def test_a_storm_of_200_alerts_over_5_alertnames_is_5_pages(tmp_path: Path, sink: Sink) -> None:
     """200 alerts in 10 notifications, grouped by alertname: five pages, each a group fallback that
-    counts its 40 fires; 195 members read `grouped` with their group's id."""
+    counts its 40 fires; 195 members read `grouped` with their group's id, the 180 of the nine
+    notifications after the first (their groups open) joined written out (``watchers.written``)."""
     service = await started(tmp_path, sink)
+    written = count_written(service)
     try:
         for batch in range(10):
             alerts = [alert(n, NAMES[n % 5]) for n in range(batch * 20, batch * 20 + 20)]
             await post(service, alerts)
+        assert 180 == sum(written), "every notification after the first joins its groups written out"
         pages = await wait_for(lambda: (len(sink.bodies()) >= 5 and sink.bodies()) or None, what="5 pages")
         assert [True] * 5 == [body["page"] for body in pages]
         firsts = sorted(body["message"].split("\n")[0] for body in pages)

@@ -53,6 +53,7 @@ from sentinel_hooks.store.records import (
     InboxKind,
     InboxStatus,
     JoinBatch,
+    MemberJoin,
     Moved,
     NotifyStart,
     Observation,
@@ -262,7 +263,20 @@ class GroupStore(Protocol):
     """Groups (SPEC §19) after their fires: the follow-ups that gather the fires that joined a
     group after its page, at most one per group every ``interval_ms`` (the relay sends them), and
     the members' resolutions (a group whose every member resolved closes). Fires open and join
-    groups in ``ContractStore.accept_contract``."""
+    groups in ``ContractStore.accept_contract``; a storm's fires that join one already written
+    out, in ``join_members``."""
+
+    async def join_members(self, group: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+        """``members`` (fires of ``group.key``'s group, each as ``accept_contract`` would store it
+        as a member) join the open group of the key, in order, in one atomic step, with no dedupe
+        key: each is stored ``grouped`` (its record naming the group) unless its callback id
+        exists (nothing written for it), and the group counts and lists it as ``accept_contract``'s
+        join would (after the page it waits for a follow-up; at ``max_fires`` the group closes).
+
+        The answers, in order: the group each member joined, or None when its callback id
+        exists. They stop at the first member no group took (none open, or it filled): that one
+        and every one after it are left for the caller to offer whole (``accept_contract``), none
+        of them written. Raises ``ValueError`` for members of more than one watcher."""
 
     async def claim_joins(self, now: datetime, *, limit: int = 100, lease_ms: int = 30000) -> list[JoinBatch]:
         """Atomically claim up to ``limit`` groups whose joins' follow-up is due at ``now``, hidden

@@ -457,6 +457,39 @@ class GroupRequest:
             raise ValueError("a group's interval_ms and max_fires are at least 1")
 
 
+UNSET_GROUP_ID = '"groupId":""'
+"""How a ``MemberJoin``'s record names its group until the store fills in the group it joined."""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberJoin:
+    """A fire offered to the open group of its key already written out (``GroupStore.join_members``,
+    a storm's lean join, SPEC §19): what ``accept_contract`` would store for it as a member,
+    without its models. ``doc`` is its contract record (``records.as_member``'s, as JSON text)
+    naming its group as ``UNSET_GROUP_ID``, which the store fills in; ``envelope`` its wire text."""
+
+    callback_id: str
+    watcher_id: str
+    created_ms: int
+    doc: str
+    envelope: str
+
+    def __post_init__(self) -> None:
+        if UNSET_GROUP_ID not in self.doc:
+            raise ValueError(f"member {self.callback_id!r}: its record must name its group {UNSET_GROUP_ID}")
+
+    def doc_in(self, group_id: str) -> str:
+        """The record as stored in the group of ``group_id`` (a callback id: no character to escape)."""
+        return self.doc.replace(UNSET_GROUP_ID, f'"groupId":"{group_id}"', 1)
+
+
+def check_one_watcher(members: Sequence[MemberJoin]) -> None:
+    """Raise ValueError for ``join_members`` members of more than one watcher."""
+    watchers = {member.watcher_id for member in members}
+    if len(watchers) > 1:
+        raise ValueError(f"members of one group step come from one watcher, not {sorted(watchers)}")
+
+
 @dataclass(frozen=True)
 class JoinBatch:
     """Fires that joined a group after its page and have not reached people yet

@@ -44,13 +44,14 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id, alert_duration_s, alert_name
 from sentinel_hooks.core.checks import holds
 from sentinel_hooks.core.paths import MISSING
-from sentinel_hooks.errors import CallbackExists, Conflict
+from sentinel_hooks.errors import CallbackExists, Conflict, StoreError
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox, ItemHook, callback_items
 from sentinel_hooks.store.base import ContractStore, InboxStore
@@ -204,19 +205,66 @@ class AlertStreams:
     ) -> tuple[list[Outcome], BaseException | None]:
         """``judge`` every alert (``independent`` ones) at once, each seeing the alert before it as
         ``previous``; the outcomes, in order, each with the state they left together, and the
-        first error (the others' fires are stored: a resent notification finds them repeats)."""
+        first error (the others' fires are stored: a resent notification finds them repeats).
+
+        Alerts that fire for the first time into a group this process saw open are first
+        offered to it written out (``FiringPipeline.join_written``: a storm's joins without the
+        models of a fire); the ones it did not take are judged as any other."""
         befores = [previous, *(alert.value for alert in alerts[:-1])]
-        results = await asyncio.gather(
-            *(
-                self.judge(watcher, alert, state, previous=before, known=known)
-                for alert, before in zip(alerts, befores, strict=True)
-            ),
+        try:
+            results = await self._join_written(watcher, alerts, befores, state, known)
+        except StoreError:  # nothing of the joins was stored: judged whole, they meet the error again
+            results = [None] * len(alerts)
+        left = [index for index, result in enumerate(results) if result is None]
+        judged = await asyncio.gather(
+            *(self.judge(watcher, alerts[i], state, previous=befores[i], known=known) for i in left),
             return_exceptions=True,
         )
+        for index, result in zip(left, judged, strict=True):
+            results[index] = result
         outcomes = [result for result in results if isinstance(result, Outcome)]
         merged = merged_state(state, [outcome.state for outcome in outcomes])
         error = next((result for result in results if isinstance(result, BaseException)), None)
-        return [Outcome(merged, outcome.contract, outcome.skipped) for outcome in outcomes], error
+        return [replace(outcome, state=merged) for outcome in outcomes], error
+
+    async def _join_written(
+        self,
+        watcher: AnyWatcher,
+        alerts: Sequence[Observed],
+        befores: Sequence[Any],
+        state: WatcherState,
+        known: Mapping[str, Contract | None],
+    ) -> list[Outcome | BaseException | None]:
+        """The outcome of each alert that joined its group written out, or that a repeat of it
+        took first; None for the others (judged as usual)."""
+        offered: dict[str, int] = {}
+        for index, (observed, before) in enumerate(zip(alerts, befores, strict=True)):
+            alert: dict[str, Any] = observed.value
+            if alert.get("status") == "resolved":
+                continue
+            callback_id = alert_callback_id(watcher.id, alert)
+            if (
+                callback_id in known
+                and known[callback_id] is None
+                and holds(watcher.conditions, watcher.match, alert, before)
+            ):
+                offered[callback_id] = index
+        results: list[Outcome | BaseException | None] = [None] * len(alerts)
+        if not offered:
+            return results
+        now, joined = await self._pipeline.join_written(
+            watcher, [(callback_id, alerts[index].value) for callback_id, index in offered.items()]
+        )
+        for callback_id, group_id in joined.items():
+            index = offered[callback_id]
+            seen = state.evolve(last_event_at=alerts[index].at, quiet_fired=False)
+            if group_id is None:  # taken meanwhile by another request or replica
+                results[index] = Outcome(seen, skipped="repeat")
+            else:
+                fired = seen.evolve(silenced_episode=None, fires=seen.fires + 1, last_fire_at=now)
+                results[index] = Outcome(fired, joined=group_id)
+            self._evaluated(watcher, matched=True, fired=False)
+        return results
 
     async def _fired(self, callback_id: str, known: Mapping[str, Contract | None] | None) -> Contract | None:
         """The callback of the alert's stream: from ``known`` when it holds it, else read now."""

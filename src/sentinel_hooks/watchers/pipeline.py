@@ -22,8 +22,10 @@ against the conditions: it says nothing about the job.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -46,7 +48,7 @@ from sentinel_hooks.errors import TemplateError
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fanout_text
 from sentinel_hooks.store.base import WatcherStore
-from sentinel_hooks.store.records import Contract, Observation
+from sentinel_hooks.store.records import Contract, GroupRequest, MemberJoin, Observation, utc_ms
 from sentinel_hooks.store.shortcuts import last_observation
 from sentinel_hooks.watchers.builder import Firing, build_envelope, render_variables
 from sentinel_hooks.watchers.episodes import EpisodeDecision, advance
@@ -57,6 +59,7 @@ from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategies.probe_state import ProbeFailure
 from sentinel_hooks.watchers.strategy import Observed
 from sentinel_hooks.watchers.writeback import WatcherWrites
+from sentinel_hooks.watchers.written import MemberTexts
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,7 @@ class Outcome:
     state: WatcherState
     contract: Contract | None = None
     skipped: str | None = None  # why a due fire was not sent (cooldown, template error)
+    joined: str | None = None  # the group a fire written out joined (``join_written``: no contract made)
 
     @property
     def fired(self) -> bool:
@@ -176,6 +180,7 @@ class FiringPipeline:
         self._on_resolved = on_resolved or _no_resolved_hook
         self._events = events
         self._rules: KeptByIdentity[GroupRule | None] = KeptByIdentity()  # _group_rule
+        self._texts: KeptByIdentity[MemberTexts | None] = KeptByIdentity()  # join_written
 
     async def observe(
         self,
@@ -306,6 +311,42 @@ class FiringPipeline:
             callback_id=callback_id,
             silenced_callback_id=f"{callback_id}{SILENCED_SUFFIX}",
         )
+
+    async def join_written(
+        self, watcher: AnyWatcher, alerts: Sequence[tuple[str, dict[str, Any]]]
+    ) -> tuple[datetime, dict[str, str | None]]:
+        """Alerts that match and fire for the first time (each ``(callback id, alert)``), offered to
+        the open groups of their keys written out (``watchers.written``): the instant of their
+        fires, and by callback id the group each joined, or None when its id exists (a repeat).
+        An alert left out (its key's group not seen open here, the watcher's or the alert's
+        texts not written out this way, a silence or window active, traces on, the group closed
+        or full) is for ``fire_match``, which accepts it whole."""
+        now = utc_ms(self._clock.now())
+        rule = self._group_rule(watcher)
+        if rule is None or not await self._intake.may_join_written():
+            return now, {}
+        intake, service = self._intake, self._service
+        texts = self._texts.get((watcher, service), lambda: MemberTexts.of(watcher, service, rule, intake))
+        if texts is None:
+            return now, {}
+        by_key: dict[str, list[MemberJoin]] = {}
+        for callback_id, alert in alerts:
+            key = texts.key(alert)
+            member = (
+                texts.member(alert, callback_id, key, now, self._redactor) if intake.group_open(key) else None
+            )
+            if member is not None:
+                by_key.setdefault(key, []).append(member)
+        answers = await asyncio.gather(
+            *(
+                intake.join_written(GroupRequest(key, rule.interval_ms, rule.max_fires), members)
+                for key, members in by_key.items()
+            )
+        )
+        joined: dict[str, str | None] = {}
+        for members, groups in zip(by_key.values(), answers, strict=True):
+            joined.update((m.callback_id, group_id) for m, group_id in zip(members, groups, strict=False))
+        return now, joined
 
     @staticmethod
     def _conditions(

@@ -570,6 +570,8 @@ class WatcherRunner:
                 self.deps.metrics.grouped.labels(self.id).inc()
             else:
                 self.deps.metrics.deduped.labels(self.id).inc()
+        elif outcome.joined is not None:
+            self.deps.metrics.grouped.labels(self.id).inc()
         try:
             if save:
                 await self._save(prompt=prompt)

@@ -31,11 +31,23 @@ from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.errors import CallbackExists
 from sentinel_hooks.events import Events
 from sentinel_hooks.relay.fallback import Fanout, fired_on
-from sentinel_hooks.store.base import ContractStore
-from sentinel_hooks.store.records import Contract, Delivery, NoOpenGroup, Trigger
+from sentinel_hooks.store.base import ContractStore, GroupStore
+from sentinel_hooks.store.records import (
+    Contract,
+    Delivery,
+    GroupRequest,
+    MemberJoin,
+    NoOpenGroup,
+    Trigger,
+    as_member,
+)
 from sentinel_hooks.tracing import fire_trace
 
 log = logging.getLogger(__name__)
+
+
+class IntakeRoles(ContractStore, GroupStore, Protocol):
+    """The store roles the intake calls: fires accepted, and a storm's fires joining their groups."""
 
 
 class _Ask(enum.Enum):
@@ -127,7 +139,7 @@ class CallbackIntake:
     def __init__(
         self,
         *,
-        store: ContractStore,
+        store: IntakeRoles,
         clock: Clock,
         service: ServiceConfig,
         sink: CallbackSink,
@@ -265,14 +277,58 @@ class CallbackIntake:
             return None
         return await self._recorded(stored, envelope.callback_id)
 
+    async def may_join_written(self) -> bool:
+        """Whether fires may join their groups written out now (``join_written``): only while no
+        silence or maintenance window is active (each fire would be matched) and fires are not
+        traced (each would start a trace)."""
+        if self._events is not None and self._events.tracing is not None:
+            return False
+        if self._silences is None:
+            return True
+        muting = await self._silences.snapshot()
+        return not muting.silences and not muting.windows
+
+    def group_open(self, key: str) -> bool:
+        """Whether this process last saw the group of ``key`` open (a hint: the store decides)."""
+        return self._open_groups.has(key)
+
+    def member_record(
+        self, envelope: Envelope, rule: GroupRule, session_group: str | None, *, now: datetime
+    ) -> Contract:
+        """The record ``accept`` stores for ``envelope``'s fire, created at ``now``, when it joins its
+        key's group (its ``group_id`` left empty for the store): what ``join_written``'s members
+        are written out from."""
+        pending = group_contract(
+            self._pending(envelope, session_group, now=now), envelope, rule, self._service.hook_session_prefix
+        )
+        return as_member(pending, "")
+
+    async def join_written(self, request: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+        """Fires written out beforehand (``member_record``, the envelope's wire text) join the open
+        group of ``request.key``, in one store step (``GroupStore.join_members``): each answer the
+        group joined, or None for a callback id that exists (a repeat). The answers stop at the
+        first fire no group took; the group is then forgotten as open, and the caller offers
+        that fire and the ones after it whole (``accept``)."""
+        answers = await self._store.join_members(request, members)
+        if len(answers) < len(members):
+            self._open_groups.forget(request.key)
+        if self._events is not None:
+            for member, group_id in zip(members, answers, strict=False):
+                if group_id is not None:
+                    self._events.fire(member.watcher_id, member.callback_id, state="grouped", kind="match")
+        return answers
+
     async def close(self) -> None:
         """Stop waiting to start groups' sessions (a restart's queue resumes them: their contracts
         are pending)."""
         await self._starts.close()
 
-    def _pending(self, envelope: Envelope, session_group: str | None) -> Contract:
-        """The pending contract of ``envelope``, created now, due ``delivery.timeoutMs`` from now."""
-        now = self._clock.now()
+    def _pending(
+        self, envelope: Envelope, session_group: str | None, *, now: datetime | None = None
+    ) -> Contract:
+        """The pending contract of ``envelope``, created ``now`` (default: the clock's), due
+        ``delivery.timeoutMs`` later."""
+        now = now or self._clock.now()
         return Contract(
             callback_id=envelope.callback_id,
             watcher_id=envelope.watcher.id,

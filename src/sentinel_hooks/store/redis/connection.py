@@ -129,6 +129,7 @@ class Scripts:
         self.claim_joins = client.register_script(groups.CLAIM_JOINS)
         self.joins_reported = client.register_script(groups.JOINS_REPORTED)
         self.member_resolved = client.register_script(groups.MEMBER_RESOLVED)
+        self.join_members = client.register_script(groups.JOIN_MEMBERS)
 
 
 class RedisConnection:

@@ -1,6 +1,7 @@
 """The Redis store's follow-up steps for groups (SPEC §19): claiming the groups whose joins are due
 for a follow-up, and recording that follow-up with its deliveries in one script. Fires open and
-join groups inside ACCEPT_CONTRACT (``scripts._GROUP_FNS``, which names the keys).
+join groups inside ACCEPT_CONTRACT (``scripts._GROUP_FNS``, which names the keys), and a storm's
+fires written out beforehand join in JOIN_MEMBERS.
 """
 
 from __future__ import annotations
@@ -9,9 +10,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from sentinel_hooks.store.records import Delivery, JoinBatch
+from sentinel_hooks.store.paging import sort_member
+from sentinel_hooks.store.records import Delivery, GroupRequest, JoinBatch, MemberJoin
 from sentinel_hooks.store.redis.keys import RedisKeys
-from sentinel_hooks.store.redis.scripts import _ENQUEUE_FN, Call, delivery_rows
+from sentinel_hooks.store.redis.scripts import _ENQUEUE_FN, _GROUP_FNS, Call, delivery_rows
 
 CLAIM_JOINS = """
 -- KEYS: group-due | ARGV: now_ms, limit, lease_ms, key prefix
@@ -54,6 +56,62 @@ return 1
 )
 
 
+JOIN_MEMBERS = (
+    _GROUP_FNS
+    + """
+-- KEYS: the key's open group, group-due, index all, by watcher, by state grouped, by state+watcher
+--       grouped
+-- ARGV: key prefix, then five per member: callback id, doc (its groupId ""), envelope, index
+--       member, created_ms
+-- Returns, in order, the group each member joined or '' when its callback id exists; it stops at
+-- the first member no group takes (none open, or it filled: closed then), nothing written for it
+-- or any after it. The group's contract text and counts are written once, after the members.
+local prefix, out, joined = ARGV[1], {}, {}
+local gid = open_group(prefix, KEYS[1], ARGV[6])
+local text = gid and group_text(prefix, gid)
+if not text then return out end
+local g, ckey = prefix .. 'group:' .. gid, prefix .. 'contract:' .. gid
+local f = redis.call('HMGET', g, 'fires', 'max')
+local fires, most, first_ms, last_ms = tonumber(f[1]), tonumber(f[2]), nil, nil
+for i = 2, #ARGV, 5 do
+  if fires >= most then break end
+  local cid, at = ARGV[i], ARGV[i + 4]
+  local key = prefix .. 'contract:' .. cid
+  if redis.call('EXISTS', key) == 1 then
+    out[#out + 1] = ''
+  else
+    local doc = string.gsub(ARGV[i + 1], '"groupId":""', '"groupId":"' .. gid .. '"', 1)
+    redis.call('HSET', key, 'doc', doc, 'envelope', ARGV[i + 2], 'state', 'grouped')
+    for k = 3, 6 do redis.call('ZADD', KEYS[k], 0, ARGV[i + 3]) end
+    fires = fires + 1
+    joined[#joined + 1] = cid
+    first_ms = first_ms or at
+    last_ms = at
+    out[#out + 1] = gid
+  end
+end
+if #joined == 0 then return out end
+local head, n, members = text[1], text[2], text[3]
+local sep = members == '' and '' or ','
+redis.call('HSET', ckey, 'doc', head .. ',"fires":' .. (tonumber(n) + #joined) .. ',"members":[' ..
+  members .. sep .. '"' .. table.concat(joined, '","') .. '"]}}')
+redis.call('HSET', g, 'fires', fires, 'last', last_ms)
+local state = redis.call('HGET', ckey, 'state')
+if state ~= 'pending' and state ~= 'awaiting_approval' then
+  for i = 1, #joined, 1000 do
+    redis.call('RPUSH', prefix .. 'group-joins:' .. gid, unpack(joined, i, math.min(i + 999, #joined)))
+  end
+  if not redis.call('ZSCORE', KEYS[2], gid) then
+    local h = redis.call('HMGET', g, 'sent', 'interval')
+    redis.call('ZADD', KEYS[2], math.max(tonumber(first_ms), tonumber(h[1]) + tonumber(h[2])), gid)
+  end
+end
+if fires >= most then close_group(prefix, gid, KEYS[1]) end
+return out
+"""
+)
+
+
 MEMBER_RESOLVED = """
 -- ARGV: key prefix, group id, member id
 -- Returns 1 once every member of the group was reported over (the group closes then), or for a
@@ -84,3 +142,19 @@ def joins_reported_call(k: RedisKeys, batch: JoinBatch, deliveries: Sequence[Del
     members = json.dumps(list(batch.members))
     rows = json.dumps(delivery_rows(k, deliveries), ensure_ascii=False, separators=(",", ":"))
     return [k.group_due, k.delivery_due], [k.prefix, batch.group_id, batch.ordinal, now_ms, members, rows]
+
+
+def join_members_call(k: RedisKeys, request: GroupRequest, members: Sequence[MemberJoin]) -> Call:
+    watcher_id = members[0].watcher_id
+    keys = [
+        k.group_open(request.key),
+        k.group_due,
+        k.contract_index(None, None),
+        k.contract_index(watcher_id, None),
+        k.contract_index(None, "grouped"),
+        k.contract_index(watcher_id, "grouped"),
+    ]
+    args: list[Any] = [k.prefix]
+    for m in members:
+        args += [m.callback_id, m.doc, m.envelope, sort_member(m.created_ms, m.callback_id), m.created_ms]
+    return keys, args

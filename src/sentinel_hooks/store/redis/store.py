@@ -49,6 +49,7 @@ from sentinel_hooks.store.records import (
     InboxKind,
     InboxStatus,
     JoinBatch,
+    MemberJoin,
     Moved,
     NoOpenGroup,
     NotifyStart,
@@ -62,6 +63,7 @@ from sentinel_hooks.store.records import (
     as_deduped,
     as_member,
     check_acceptable,
+    check_one_watcher,
     check_outcome,
     check_settlement,
     settle,
@@ -249,6 +251,15 @@ class RedisStore(RedisAudit):
         keys, args = groups.claim_joins_call(self.keys, to_epoch_ms(now), limit, lease_ms)
         rows = await self._db.run("claim joins", self._db.scripts.claim_joins, keys, args)
         return groups.batches([[as_text(v) for v in row] for row in rows])
+
+    async def join_members(self, group: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+        """See ``GroupStore.join_members`` (one script)."""
+        check_one_watcher(members)
+        if not members:
+            return []
+        keys, args = groups.join_members_call(self.keys, group, members)
+        answers = await self._db.run("join members", self._db.scripts.join_members, keys, args)
+        return [as_text(answer) or None for answer in answers]
 
     async def joins_reported(self, batch: JoinBatch, deliveries: Sequence[Delivery], *, at: datetime) -> bool:
         """See ``GroupStore.joins_reported`` (one script)."""

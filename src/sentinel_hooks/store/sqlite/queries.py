@@ -38,6 +38,7 @@ from sentinel_hooks.store.records import (
     GroupRequest,
     InboxItem,
     InboxStatus,
+    MemberJoin,
     first_history_entry,
     stored_state,
     to_epoch_ms,
@@ -252,6 +253,28 @@ def _join_only(
         return None
     groups.join_group(c, group_id, callback_id, now_ms, joins)
     return "grouped", group_id
+
+
+def join_members(c: Conn, request: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+    """``GroupStore.join_members`` inside the caller's transaction: per member the open group, its
+    row unless its id exists, the join noted; the batch's joins counted once at the end
+    (``groups.count_joins``). A member the group did not take ends the answers: the group is
+    closed then (quiet or full), so no later member would be taken either."""
+    joins = groups.BatchJoins()
+    answers: list[str | None] = []
+    for member in members:
+        group_id = groups.open_group(c, request.key, member.created_ms, joins)
+        if group_id is None:
+            break
+        row = (member.callback_id, member.watcher_id, "grouped", member.created_ms, None)
+        if c.execute(_INSERT_CONTRACT, (*row, member.doc_in(group_id), member.envelope)).rowcount != 1:
+            answers.append(None)
+            continue
+        groups.join_group(c, group_id, member.callback_id, member.created_ms, joins)
+        joins.step_done()
+        answers.append(group_id)
+    groups.count_joins(c, joins)
+    return answers
 
 
 Accepted = tuple[str, str | None] | None

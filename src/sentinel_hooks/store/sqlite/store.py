@@ -40,6 +40,7 @@ from sentinel_hooks.store.records import (
     InboxKind,
     InboxStatus,
     JoinBatch,
+    MemberJoin,
     Moved,
     NoOpenGroup,
     NotifyStart,
@@ -51,6 +52,7 @@ from sentinel_hooks.store.records import (
     as_deduped,
     as_member,
     check_acceptable,
+    check_one_watcher,
     check_outcome,
     check_settlement,
     stored_state,
@@ -277,6 +279,14 @@ class SqliteStore(SqliteAudit):
         check_positive(lease_ms, "lease_ms")
         tx = partial(groups.claim_joins, now_ms=to_epoch_ms(now), limit=limit, lease_ms=lease_ms)
         return await self._db.write("claim joins", tx)
+
+    async def join_members(self, group: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
+        """See ``GroupStore.join_members`` (one write, sharing the transaction of the writes made
+        in the same turn of the event loop)."""
+        check_one_watcher(members)
+        if not members:
+            return []
+        return await self._db.write("join members", partial(q.join_members, request=group, members=members))
 
     async def joins_reported(self, batch: JoinBatch, deliveries: Sequence[Delivery], *, at: datetime) -> bool:
         """See ``GroupStore.joins_reported``."""
