@@ -23,7 +23,7 @@ from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.grouping import highest_priority
+from sentinel_hooks.core.grouping import PRIORITY_ORDER, highest_priority
 from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -407,12 +407,12 @@ class ToolBox:
         sharing a group ``name`` may differ), read as the group stands now, as its fallback and
         follow-ups page with it."""
         contract = self.contract
-        if contract.group is None:
-            return contract.trigger.priority
+        if contract.group is None or contract.trigger.priority == PRIORITY_ORDER[-1]:
+            return contract.trigger.priority  # none is more urgent than the group's own
         now = await self.store.get_contract(contract.callback_id)
         group = now.group if now is not None and now.group is not None else contract.group
-        members = await self.store.get_envelopes(group.members)
-        return highest_priority([contract.trigger.priority, *(e.trigger.priority for e in members.values())])
+        members = await self.store.get_contracts(group.members)  # a storm's group: a thousand
+        return highest_priority([contract.trigger.priority, *(c.trigger.priority for c in members.values())])
 
     async def _judge_notify(self, text: str, targets: list[str]) -> PolicyDecision | None:
         """The judge rules' decision about this message (None when no rule checks notifies here)."""
