@@ -13,19 +13,22 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic_core import to_json
 
 from sentinel_hooks.callbacks.intake.intake import CallbackIntake, LoggingSink
+from sentinel_hooks.canonical import canonical_json
 from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.grouping import group_rule
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id
+from sentinel_hooks.core.envelope import truncate_payload
 from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.watchers.builder import Firing, build_envelope
-from sentinel_hooks.watchers.written import MemberTexts
+from sentinel_hooks.watchers.written import MemberTexts, _cut_at_most
 
 NOW = datetime(2026, 3, 1, 10, 0, 5, 123000, tzinfo=UTC)
 SERVICE = ServiceConfig()
@@ -146,3 +149,25 @@ def test_a_watcher_whose_envelope_depends_on_more_takes_the_full_path(
 ) -> None:
     spec = watcher(**fire)
     assert MemberTexts.of(spec, SERVICE, rule_of(spec), intake(tmp_path)) is None
+
+
+STRING_ALERTS = st.dictionaries(TEXT, st.one_of(TEXT, st.dictionaries(TEXT, TEXT, max_size=4)), max_size=6)
+
+
+@settings(max_examples=300, deadline=None)
+@given(alert=st.one_of(STRING_ALERTS, ALERTS), slack=st.integers(-3, 3))
+def test_the_payload_is_kept_whole_exactly_when_the_envelope_keeps_it(
+    alert: dict[str, Any], slack: int
+) -> None:
+    """Measured on the text already made (an alert of text and maps of text) or as the envelope
+    measures it, at limits around the payload's own length."""
+    text = to_json(alert).decode()
+    limit = max(1, len(canonical_json(alert)) + slack)
+    assert (truncate_payload(alert, limit) is alert) == _cut_at_most(alert, text, limit)
+
+
+def test_numbers_are_measured_as_the_envelope_measures_them() -> None:
+    alert = {"labels": {"alertname": "X"}, "values": {"B": 1e20}}
+    text = to_json(alert).decode()
+    assert len(text) < len(canonical_json(alert))
+    assert not _cut_at_most(alert, text, len(text))

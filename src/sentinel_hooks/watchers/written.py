@@ -151,7 +151,8 @@ class MemberTexts:
         watcher = self._watcher
         if alert_dedupe_basis(alert) is alert:  # not an alert's identity: the full path keeps a dedupe key
             return None
-        if truncate_payload(alert, self._service.limits.max_payload_chars) is not alert:
+        payload = to_json(alert).decode()
+        if not _cut_at_most(alert, payload, self._service.limits.max_payload_chars):
             return None
         dedupe = default_dedupe_key(watcher.id, watcher.event_name, alert_dedupe_basis(alert))
         values = {
@@ -159,7 +160,7 @@ class MemberTexts:
             "at": _text(iso(at)),
             "dedupe": _text(dedupe),
             "session": _text(group_session_key(self._service.hook_session_prefix, key)),
-            "payload": to_json(alert).decode(),
+            "payload": payload,
         }
         envelope = self._envelope.fill(values)
         if redactor.secrets and redactor.found_in(envelope):
@@ -171,6 +172,24 @@ class MemberTexts:
             doc=self._record.fill(values),
             envelope=envelope,
         )
+
+
+def _cut_at_most(alert: dict[str, Any], text: str, max_chars: int) -> bool:
+    """Whether the envelope keeps ``alert`` whole (``truncate_payload``), ``text`` being its JSON.
+
+    An alert of text and maps of text only (what Alertmanager sends) is as long in canonical
+    JSON as in ``text``: the same strings, escaped alike, in another key order. Only numbers are
+    spelt differently (``1e20`` is twenty-one digits in canonical JSON), so an alert holding
+    anything else is measured as ``truncate_payload`` measures it."""
+    for value in alert.values():
+        if type(value) is dict:
+            if not all(type(v) is str for v in value.values()):
+                break
+        elif type(value) is not str:
+            break
+    else:
+        return len(text) <= max_chars
+    return truncate_payload(alert, max_chars) is alert
 
 
 def _text(value: str) -> str:
