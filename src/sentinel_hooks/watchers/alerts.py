@@ -45,6 +45,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from sentinel_hooks.config.watcher import AnyWatcher, WebhookWatcher
@@ -255,13 +256,17 @@ class AlertStreams:
         now, joined = await self._pipeline.join_written(
             watcher, [(callback_id, alerts[index].value) for callback_id, index in offered.items()]
         )
+        states: dict[datetime, tuple[WatcherState, WatcherState]] = {}  # by instant: a batch shares one
         for callback_id, group_id in joined.items():
             index = offered[callback_id]
-            seen = state.evolve(last_event_at=alerts[index].at, quiet_fired=False)
+            at = alerts[index].at
+            if at not in states:
+                seen = state.evolve(last_event_at=at, quiet_fired=False)
+                states[at] = seen, seen.evolve(silenced_episode=None, fires=seen.fires + 1, last_fire_at=now)
+            seen, fired = states[at]
             if group_id is None:  # taken meanwhile by another request or replica
                 results[index] = Outcome(seen, skipped="repeat")
-            else:
-                fired = seen.evolve(silenced_episode=None, fires=seen.fires + 1, last_fire_at=now)
+            else:  # each counts its fire: ``merged_state`` adds them up
                 results[index] = Outcome(fired, joined=group_id)
             self._evaluated(watcher, matched=True, fired=False)
         return results

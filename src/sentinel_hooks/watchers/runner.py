@@ -518,8 +518,10 @@ class WatcherRunner:
                 outcomes, error = await streams.judge_together(
                     self.spec, observed, self.state, previous=previous, known=known
                 )
-                for outcome in outcomes:
-                    await self._apply(outcome, save=False)
+                for outcome in outcomes[:-1]:  # each left the same state: the batch's (merged)
+                    self._count(outcome)
+                if outcomes:
+                    await self._apply(outcomes[-1], save=False)
                 if isinstance(error, StoreError):
                     await self._store_failed(error, self.state, prompt=True)
                 if error is not None:
@@ -561,17 +563,7 @@ class WatcherRunner:
         driver = self._driver
         next_run = driver.next_run() if isinstance(driver, Polling) and self.running else None
         self.state = outcome.state.evolve(next_check_at=next_run)
-        if outcome.contract is not None:
-            if outcome.contract.state == "pending":
-                self.deps.metrics.fires.labels(self.id, outcome.contract.trigger.kind).inc()
-            elif outcome.contract.state == "silenced":
-                self.deps.metrics.silenced.labels(self.id).inc()
-            elif outcome.contract.state == "grouped":
-                self.deps.metrics.grouped.labels(self.id).inc()
-            else:
-                self.deps.metrics.deduped.labels(self.id).inc()
-        elif outcome.joined is not None:
-            self.deps.metrics.grouped.labels(self.id).inc()
+        self._count(outcome)
         try:
             if save:
                 await self._save(prompt=prompt)
@@ -580,6 +572,21 @@ class WatcherRunner:
             raise
         if not self.state.is_enabled(self.spec.enabled) and self.running:
             asyncio.get_running_loop().create_task(self.stop())
+
+    def _count(self, outcome: Outcome) -> None:
+        """Count the outcome's fire in the metrics (accepted, silenced, grouped or deduped)."""
+        metrics, contract = self.deps.metrics, outcome.contract
+        if contract is None:
+            if outcome.joined is not None:
+                metrics.grouped.labels(self.id).inc()
+        elif contract.state == "pending":
+            metrics.fires.labels(self.id, contract.trigger.kind).inc()
+        elif contract.state == "silenced":
+            metrics.silenced.labels(self.id).inc()
+        elif contract.state == "grouped":
+            metrics.grouped.labels(self.id).inc()
+        else:
+            metrics.deduped.labels(self.id).inc()
 
     async def set_enabled(self, enabled: bool) -> None:
         """Enable or disable durably (the override survives restarts and reloads)."""
