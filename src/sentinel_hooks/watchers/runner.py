@@ -506,9 +506,12 @@ class WatcherRunner:
             streams, before = self._alerts(), self.state
             self.state = before.succeeded(at)
             try:
-                previous, known = await asyncio.gather(
-                    streams.previous(self.id, self._previous), streams.callbacks(self.id, observed)
-                )
+                if self._previous is UNKNOWN:  # both reads at once
+                    previous, known = await asyncio.gather(
+                        streams.previous(self.id), streams.callbacks(self.id, observed)
+                    )
+                else:  # the one read alone: no task made for a value already here
+                    previous, known = self._previous, await streams.callbacks(self.id, observed)
             except StoreError as exc:
                 await self._store_failed(exc, before, prompt=True)
                 raise
