@@ -171,3 +171,19 @@ def test_numbers_are_measured_as_the_envelope_measures_them() -> None:
     text = to_json(alert).decode()
     assert len(text) < len(canonical_json(alert))
     assert not _cut_at_most(alert, text, len(text))
+
+
+def test_each_member_has_its_own_instant_and_group(tmp_path: Path) -> None:
+    """The texts kept between members (the instant's, the group's session key) follow each one."""
+    texts = MemberTexts.of(WATCHER, SERVICE, rule_of(WATCHER), intake(tmp_path))
+    assert texts is not None
+    later = NOW.replace(second=9)
+    made = []
+    for at, name in [(NOW, "A"), (NOW, "B"), (later, "A"), (later, "B")]:
+        alert = {**IDENTITY, "labels": {"alertname": name}}
+        member = texts.member(alert, f"cb-{name}", texts.key(alert), at, Redactor())
+        assert member is not None
+        made.append(json.loads(member.doc))
+    first, second = "2026-03-01T10:00:05.123Z", "2026-03-01T10:00:09.123Z"
+    assert [m["createdAt"] for m in made] == [first, first, second, second]
+    assert [m["sessionKey"].endswith('["am",["A","am"]]') for m in made] == [True, False, True, False]

@@ -105,6 +105,8 @@ class MemberTexts:
         self._sample = sample
         self._envelope = envelope
         self._record = record
+        self._at: tuple[datetime, str] | None = None  # the last instant's text: a batch shares one
+        self._sessions: dict[str, str] = {}  # session key texts by group key (a storm has a few)
 
     @classmethod
     def of(
@@ -149,17 +151,23 @@ class MemberTexts:
         the group of ``key``; None when the full path would write it otherwise (its payload cut,
         a secret in it masked)."""
         watcher = self._watcher
-        if alert_dedupe_basis(alert) is alert:  # not an alert's identity: the full path keeps a dedupe key
+        basis = alert_dedupe_basis(alert)
+        if basis is alert:  # not an alert's identity: the full path keeps a dedupe key
             return None
         payload = to_json(alert).decode()
         if not _cut_at_most(alert, payload, self._service.limits.max_payload_chars):
             return None
-        dedupe = default_dedupe_key(watcher.id, watcher.event_name, alert_dedupe_basis(alert))
+        if self._at is None or self._at[0] != at:
+            self._at = at, _text(iso(at))
+        if key not in self._sessions:
+            if len(self._sessions) >= 1024:
+                self._sessions.clear()
+            self._sessions[key] = _text(group_session_key(self._service.hook_session_prefix, key))
         values = {
             "callback": _text(callback_id),
-            "at": _text(iso(at)),
-            "dedupe": _text(dedupe),
-            "session": _text(group_session_key(self._service.hook_session_prefix, key)),
+            "at": self._at[1],
+            "dedupe": _text(default_dedupe_key(watcher.id, watcher.event_name, basis)),
+            "session": self._sessions[key],
             "payload": payload,
         }
         envelope = self._envelope.fill(values)
