@@ -12,25 +12,19 @@ the watcher counts each fire once; a resolved alert reaches exactly the fire it 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sentinel_hooks.callbacks.intake.intake import CallbackIntake, LoggingSink
 from sentinel_hooks.clock import FakeClock
-from sentinel_hooks.config.secrets import Redactor
-from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
 from sentinel_hooks.core.alertmanager import alert_callback_id
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.store.sqlite import SqliteStore
-from sentinel_hooks.watchers.alerts import AlertStreams
-from sentinel_hooks.watchers.pipeline import FiringPipeline, Outcome
-from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.strategy import Observed
+from tests.watchers.test_alert_streams import Replica
 
 WATCHER = WATCHER_ADAPTER.validate_python(
     {
@@ -62,31 +56,9 @@ def alert(instance: str, status: str, start: int) -> dict[str, Any]:
     }
 
 
-@dataclass
-class Streams:
-    """One service's alert streams over a store; records its resolved lines."""
-
-    store: SqliteStore
-    clock: FakeClock = field(default_factory=FakeClock)
-    resolved: list[str | None] = field(default_factory=list)
-    state: WatcherState = field(default_factory=WatcherState)
-
-    def __post_init__(self) -> None:
-        config = ServiceConfig()
-        intake = CallbackIntake(store=self.store, clock=self.clock, service=config, sink=LoggingSink())
-        pipeline = FiringPipeline(
-            store=self.store,
-            clock=self.clock,
-            service=config,
-            intake=intake,
-            base_dir=Path("."),
-            redactor=Redactor(),
-        )
-        self.streams = AlertStreams(store=self.store, pipeline=pipeline, on_resolved=self._resolved)
-        self.intake = intake
-
-    async def _resolved(self, watcher: Any, text: str, callback_id: str | None) -> None:
-        self.resolved.append(callback_id)
+class Streams(Replica):
+    """One service's alert streams over a store (``test_alert_streams.Replica``), taking whole
+    notifications."""
 
     async def notification(self, values: list[dict[str, Any]]) -> list[Outcome]:
         """One notification's alerts, as ``WatcherRunner.ingest_alerts`` takes them."""
@@ -124,7 +96,7 @@ async def _run(notifications: list[list[tuple[str, str, int]]]) -> None:
     store = SqliteStore.in_memory()
     await store.open()
     try:
-        streams = Streams(store)
+        streams = Streams(store, FakeClock())
         fired: set[tuple[str, int]] = set()
         expected_resolved: list[str | None] = []
         written = 0
