@@ -24,17 +24,12 @@ from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.strategy import Observed
+from tests.watchers.test_alert_streams import WATCHER as UNGROUPED
 from tests.watchers.test_alert_streams import Replica
 
-WATCHER = WATCHER_ADAPTER.validate_python(
-    {
-        "id": "am",
-        "strategy": "webhook",
-        "format": "alertmanager",
-        "conditions": [{"path": "labels.severity", "op": "eq", "value": "critical"}],
-        "deliveryTargets": ["console"],
-        "fire": {"group": {"by": ["payload.labels.alertname"], "waitMs": 60000, "maxFires": 4}},
-    }
+GROUP = {"by": ["payload.labels.alertname"], "waitMs": 60000, "maxFires": 4}
+WATCHER = WATCHER_ADAPTER.validate_python(  # test_alert_streams' watcher, grouped
+    {**UNGROUPED.model_dump(mode="json", by_alias=True, exclude_unset=True), "fire": {"group": GROUP}}
 )
 INSTANCES = ("web-1", "web-2", "web-3", "db-1", "db-2", "db-3")  # db-3 is a warning: it never matches
 NAMES = {"web": "HighLoad", "db": "DiskFull"}
