@@ -65,13 +65,12 @@ JOIN_MEMBERS = (
 --       member, created_ms
 -- Returns, in order, the group each member joined or '' when its callback id exists; it stops at
 -- the first member no group takes (none open, or it filled: closed then), nothing written for it
--- or any after it. The group's contract text and counts are written once, after the members.
+-- or any after it. The group counts and lists the members once, after them (join_group).
 local prefix, out, joined = ARGV[1], {}, {}
 local gid = open_group(prefix, KEYS[1], ARGV[6])
 local text = gid and group_text(prefix, gid)
 if not text then return out end
-local g, ckey = prefix .. 'group:' .. gid, prefix .. 'contract:' .. gid
-local f = redis.call('HMGET', g, 'fires', 'max')
+local f = redis.call('HMGET', prefix .. 'group:' .. gid, 'fires', 'max')
 local fires, most, first_ms, last_ms = tonumber(f[1]), tonumber(f[2]), nil, nil
 for i = 2, #ARGV, 5 do
   if fires >= most then break end
@@ -90,23 +89,7 @@ for i = 2, #ARGV, 5 do
     out[#out + 1] = gid
   end
 end
-if #joined == 0 then return out end
-local head, n, members = text[1], text[2], text[3]
-local sep = members == '' and '' or ','
-redis.call('HSET', ckey, 'doc', head .. ',"fires":' .. (tonumber(n) + #joined) .. ',"members":[' ..
-  members .. sep .. '"' .. table.concat(joined, '","') .. '"]}}')
-redis.call('HSET', g, 'fires', fires, 'last', last_ms)
-local state = redis.call('HGET', ckey, 'state')
-if state ~= 'pending' and state ~= 'awaiting_approval' then
-  for i = 1, #joined, 1000 do
-    redis.call('RPUSH', prefix .. 'group-joins:' .. gid, unpack(joined, i, math.min(i + 999, #joined)))
-  end
-  if not redis.call('ZSCORE', KEYS[2], gid) then
-    local h = redis.call('HMGET', g, 'sent', 'interval')
-    redis.call('ZADD', KEYS[2], math.max(tonumber(first_ms), tonumber(h[1]) + tonumber(h[2])), gid)
-  end
-end
-if fires >= most then close_group(prefix, gid, KEYS[1]) end
+if #joined > 0 then join_group(prefix, gid, joined, first_ms, last_ms, KEYS[1], KEYS[2], text) end
 return out
 """
 )

@@ -288,22 +288,25 @@ local function group_text(prefix, gid)
   if not n then return nil end
   return {string.sub(doc, 1, found - 1 - #(',"fires":' .. n)), n, string.sub(doc, found + 12, #doc - 3)}
 end
--- Member cid joins group gid: the group's record counts and lists it (its text edited in place:
--- fires and members are its last keys), after the page it waits for a follow-up, full closes it.
-local function join_group(prefix, gid, cid, now_ms, openkey, duekey, text)
+-- Members cids (joined from first_ms to last_ms) join group gid: the group's record counts and
+-- lists them, its text written once (edited in place: fires and members are its last keys); after
+-- the page they wait for a follow-up; full closes the group.
+local function join_group(prefix, gid, cids, first_ms, last_ms, openkey, duekey, text)
   local g, ckey = prefix .. 'group:' .. gid, prefix .. 'contract:' .. gid
   local head, n, members = text[1], text[2], text[3]
   local sep = members == '' and '' or ','
-  redis.call('HSET', ckey, 'doc',
-    head .. ',"fires":' .. (tonumber(n) + 1) .. ',"members":[' .. members .. sep .. '"' .. cid .. '"]}}')
-  local fires = redis.call('HINCRBY', g, 'fires', 1)
-  redis.call('HSET', g, 'last', now_ms)
+  redis.call('HSET', ckey, 'doc', head .. ',"fires":' .. (tonumber(n) + #cids) .. ',"members":[' ..
+    members .. sep .. '"' .. table.concat(cids, '","') .. '"]}}')
+  local fires = redis.call('HINCRBY', g, 'fires', #cids)
+  redis.call('HSET', g, 'last', last_ms)
   local state = redis.call('HGET', ckey, 'state')
   if state ~= 'pending' and state ~= 'awaiting_approval' then
-    redis.call('RPUSH', prefix .. 'group-joins:' .. gid, cid)
+    for i = 1, #cids, 1000 do
+      redis.call('RPUSH', prefix .. 'group-joins:' .. gid, unpack(cids, i, math.min(i + 999, #cids)))
+    end
     if not redis.call('ZSCORE', duekey, gid) then
       local f = redis.call('HMGET', g, 'sent', 'interval')
-      redis.call('ZADD', duekey, math.max(tonumber(now_ms), tonumber(f[1]) + tonumber(f[2])), gid)
+      redis.call('ZADD', duekey, math.max(tonumber(first_ms), tonumber(f[1]) + tonumber(f[2])), gid)
     end
   end
   if fires >= tonumber(redis.call('HGET', g, 'max')) then close_group(prefix, gid, openkey) end
@@ -361,7 +364,7 @@ for _, index in ipairs({KEYS[3], KEYS[4], by_state, by_both}) do
   redis.call('ZADD', index, 0, ARGV[5])
 end
 if gid then
-  join_group(prefix, gid, ARGV[1], ARGV[8], KEYS[11], KEYS[12], group_text_of)
+  join_group(prefix, gid, {ARGV[1]}, ARGV[8], ARGV[8], KEYS[11], KEYS[12], group_text_of)
   return {state, gid}
 end
 if ARGV[13] == '1' and fresh then

@@ -256,25 +256,35 @@ def _join_only(
 
 
 def join_members(c: Conn, request: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
-    """``GroupStore.join_members`` inside the caller's transaction: per member the open group, its
-    row unless its id exists, the join noted; the batch's joins counted once at the end
+    """``GroupStore.join_members`` inside the caller's transaction: each member a join-only fire
+    (``_join_only``) with its row written out already; the batch's joins counted once at the end
     (``groups.count_joins``). A member the group did not take ends the answers: the group is
     closed then (quiet or full), so no later member would be taken either."""
     joins = groups.BatchJoins()
     answers: list[str | None] = []
     for member in members:
-        group_id = groups.open_group(c, request.key, member.created_ms, joins)
-        if group_id is None:
+        joined = _join_only(
+            c, member.callback_id, member.created_ms, (request, partial(_member_row, member)), joins
+        )
+        if joined is not None and joined[0] == REFUSED:
             break
-        row = (member.callback_id, member.watcher_id, "grouped", member.created_ms, None)
-        if c.execute(_INSERT_CONTRACT, (*row, member.doc_in(group_id), member.envelope)).rowcount != 1:
-            answers.append(None)
-            continue
-        groups.join_group(c, group_id, member.callback_id, member.created_ms, joins)
         joins.step_done()
-        answers.append(group_id)
+        answers.append(None if joined is None else joined[1])
     groups.count_joins(c, joins)
     return answers
+
+
+def _member_row(member: MemberJoin, group_id: str) -> ContractRow:
+    """The row of a member written out, in the group of ``group_id``."""
+    return (
+        member.callback_id,
+        member.watcher_id,
+        "grouped",
+        member.created_ms,
+        None,
+        member.doc_in(group_id),
+        member.envelope,
+    )
 
 
 Accepted = tuple[str, str | None] | None
