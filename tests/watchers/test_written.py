@@ -23,12 +23,12 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
 from sentinel_hooks.core.alertmanager import alert_callback_id
-from sentinel_hooks.core.envelope import truncate_payload
+from sentinel_hooks.core.envelope import keeps_whole, truncate_payload
 from sentinel_hooks.core.grouping import GroupRule
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.watchers.builder import Firing, build_envelope
-from sentinel_hooks.watchers.written import MemberTexts, _cut_at_most
+from sentinel_hooks.watchers.written import MemberTexts
 
 NOW = datetime(2026, 3, 1, 10, 0, 5, 123000, tzinfo=UTC)
 SERVICE = ServiceConfig()
@@ -163,14 +163,14 @@ def test_the_payload_is_kept_whole_exactly_when_the_envelope_keeps_it(
     measures it, at limits around the payload's own length."""
     text = to_json(alert).decode()
     limit = max(1, len(canonical_json(alert)) + slack)
-    assert (truncate_payload(alert, limit) is alert) == _cut_at_most(alert, text, limit)
+    assert (truncate_payload(alert, limit) is alert) == keeps_whole(alert, text, limit)
 
 
 def test_numbers_are_measured_as_the_envelope_measures_them() -> None:
     alert = {"labels": {"alertname": "X"}, "values": {"B": 1e20}}
     text = to_json(alert).decode()
     assert len(text) < len(canonical_json(alert))
-    assert not _cut_at_most(alert, text, len(text))
+    assert not keeps_whole(alert, text, len(text))
 
 
 def test_each_member_has_its_own_instant_and_group(tmp_path: Path) -> None:
@@ -187,3 +187,17 @@ def test_each_member_has_its_own_instant_and_group(tmp_path: Path) -> None:
     first, second = "2026-03-01T10:00:05.123Z", "2026-03-01T10:00:09.123Z"
     assert [m["createdAt"] for m in made] == [first, first, second, second]
     assert [m["sessionKey"].endswith('["am",["A","am"]]') for m in made] == [True, False, True, False]
+
+
+def test_texts_that_fail_to_be_made_leave_the_alerts_to_the_full_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A fault in the shortcut (injected: the marker fire's envelope raises) is logged once per
+    watcher and answered None, so the intake takes each alert the whole way instead of failing."""
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr("sentinel_hooks.watchers.written.build_envelope", broken)
+    assert MemberTexts.of(WATCHER, SERVICE, rule_of(WATCHER), intake(tmp_path)) is None
+    assert "watcher am: its storm's joins cannot be written out" in caplog.text

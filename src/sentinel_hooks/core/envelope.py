@@ -215,6 +215,25 @@ def truncate_payload(payload: Any, max_chars: int) -> Any:
     return {TRUNCATED_KEY: True, "originalChars": len(text), "preview": text[:max_chars]}
 
 
+def keeps_whole(payload: dict[str, Any], text: str, max_chars: int) -> bool:
+    """Whether ``truncate_payload`` keeps ``payload`` whole, ``text`` being its JSON as pydantic
+    writes it (a storm's members, ``watchers.written``, have it already).
+
+    A payload of text and maps of text only (what Alertmanager sends) is as long in canonical
+    JSON as in ``text``: the same strings, escaped alike, in another key order. Only numbers are
+    spelt differently (``1e20`` is twenty-one digits in canonical JSON), so a payload holding
+    anything else is measured as ``truncate_payload`` measures it."""
+    for value in payload.values():
+        if type(value) is dict:
+            if not all(type(v) is str for v in value.values()):
+                break
+        elif type(value) is not str:
+            break
+    else:
+        return len(text) <= max_chars
+    return truncate_payload(payload, max_chars) is payload
+
+
 def envelope_json_schema() -> dict[str, Any]:
     """JSON Schema of the envelope, for receivers and for POST /hooks/sentinel clients."""
     return Envelope.model_json_schema(by_alias=True)

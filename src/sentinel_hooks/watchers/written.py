@@ -18,6 +18,7 @@ alert takes the full path, which does the same and more.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -30,11 +31,13 @@ from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher
 from sentinel_hooks.core.alertmanager import alert_dedupe_basis
-from sentinel_hooks.core.envelope import Envelope, default_dedupe_key, truncate_payload
+from sentinel_hooks.core.envelope import Envelope, default_dedupe_key, keeps_whole
 from sentinel_hooks.core.grouping import GroupRule, by_values, group_key, group_session_key
 from sentinel_hooks.store import codec
 from sentinel_hooks.store.records import MemberJoin, to_epoch_ms
 from sentinel_hooks.watchers.builder import Firing, build_envelope
+
+log = logging.getLogger(__name__)
 
 _AT: Final = datetime(2001, 2, 3, 4, 5, 6, 789000, tzinfo=UTC)
 _CALLBACK: Final = "sentinel-written-member-callback-7d1f"
@@ -113,7 +116,23 @@ class MemberTexts:
         cls, watcher: AnyWatcher, service: ServiceConfig, rule: GroupRule, intake: CallbackIntake
     ) -> MemberTexts | None:
         """The texts of ``watcher``'s members, cut from a marker fire's texts made as the full path
-        makes them; None when its members cannot be written out this way."""
+        makes them; None when its members cannot be written out this way. A shortcut that fails
+        to make them is logged and left: the full path takes the watcher's alerts."""
+        try:
+            return cls._of(watcher, service, rule, intake)
+        except Exception:
+            log.warning(
+                "watcher %s: its storm's joins cannot be written out; each takes the whole path",
+                watcher.id,
+                exc_info=True,
+                extra={"watcherId": watcher.id},
+            )
+            return None
+
+    @classmethod
+    def _of(
+        cls, watcher: AnyWatcher, service: ServiceConfig, rule: GroupRule, intake: CallbackIntake
+    ) -> MemberTexts | None:
         fire = watcher.fire
         if fire.compiled_payload is not None or fire.compiled_context is not None:
             return None
@@ -133,9 +152,9 @@ class MemberTexts:
         doc = _cut(codec.dump_record(record), markers)
         if envelope is None or doc is None or sample.context:
             return None
-        if sorted(set(envelope.slots)) != sorted({"callback", "at", "dedupe", "payload"}):
+        if set(envelope.slots) != {"callback", "at", "dedupe", "payload"}:
             return None
-        if sorted(set(doc.slots)) != sorted({"callback", "at", "dedupe", "session"}):
+        if set(doc.slots) != {"callback", "at", "dedupe", "session"}:
             return None
         return cls(watcher, service, rule, sample, envelope, doc)
 
@@ -155,7 +174,7 @@ class MemberTexts:
         if basis is alert:  # not an alert's identity: the full path keeps a dedupe key
             return None
         payload = to_json(alert).decode()
-        if not _cut_at_most(alert, payload, self._service.limits.max_payload_chars):
+        if not keeps_whole(alert, payload, self._service.limits.max_payload_chars):
             return None
         if self._at is None or self._at[0] != at:
             self._at = at, _text(iso(at))
@@ -180,24 +199,6 @@ class MemberTexts:
             doc=self._record.fill(values),
             envelope=envelope,
         )
-
-
-def _cut_at_most(alert: dict[str, Any], text: str, max_chars: int) -> bool:
-    """Whether the envelope keeps ``alert`` whole (``truncate_payload``), ``text`` being its JSON.
-
-    An alert of text and maps of text only (what Alertmanager sends) is as long in canonical
-    JSON as in ``text``: the same strings, escaped alike, in another key order. Only numbers are
-    spelt differently (``1e20`` is twenty-one digits in canonical JSON), so an alert holding
-    anything else is measured as ``truncate_payload`` measures it."""
-    for value in alert.values():
-        if type(value) is dict:
-            if not all(type(v) is str for v in value.values()):
-                break
-        elif type(value) is not str:
-            break
-    else:
-        return len(text) <= max_chars
-    return truncate_payload(alert, max_chars) is alert
 
 
 def _text(value: str) -> str:
