@@ -58,7 +58,7 @@ from sentinel_hooks.inbox.items import Inbox, ItemHook, callback_items
 from sentinel_hooks.store.base import ContractStore, InboxStore
 from sentinel_hooks.store.records import Contract, InboxItem
 from sentinel_hooks.watchers.lifecycle import resolved_message
-from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome, ResolvedHook
+from sentinel_hooks.watchers.pipeline import UNKNOWN, FiringPipeline, Outcome, ResolvedHook, WrittenJoins
 from sentinel_hooks.watchers.state import WatcherState
 from sentinel_hooks.watchers.strategy import Observed
 
@@ -212,10 +212,7 @@ class AlertStreams:
         offered to it written out (``FiringPipeline.join_written``: a storm's joins without the
         models of a fire); the ones it did not take are judged as any other."""
         befores = [previous, *(alert.value for alert in alerts[:-1])]
-        try:
-            results = await self._join_written(watcher, alerts, befores, state, known)
-        except StoreError:  # nothing of the joins was stored: judged whole, they meet the error again
-            results = [None] * len(alerts)
+        results = await self._join_written(watcher, alerts, befores, state, known)
         left = [index for index, result in enumerate(results) if result is None]
         judged = await asyncio.gather(
             *(self.judge(watcher, alerts[i], state, previous=befores[i], known=known) for i in left),
@@ -237,7 +234,12 @@ class AlertStreams:
         known: Mapping[str, Contract | None],
     ) -> list[Outcome | BaseException | None]:
         """The outcome of each alert that joined its group written out, or that a repeat of it
-        took first; None for the others (judged as usual)."""
+        took first; None for the others (judged as usual).
+
+        An alert whose key's group was not seen open is judged whole first, alone (it opens the
+        group, as the first alert of a storm's notification does), and the alerts after it that
+        were left out for the same reason are offered again: a storm's first notification of a
+        key then makes one whole fire, not fifty. The rounds stop when one takes nothing."""
         offered: dict[str, int] = {}
         for index, (observed, before) in enumerate(zip(alerts, befores, strict=True)):
             alert: dict[str, Any] = observed.value
@@ -251,25 +253,53 @@ class AlertStreams:
             ):
                 offered[callback_id] = index
         results: list[Outcome | BaseException | None] = [None] * len(alerts)
-        if not offered:
-            return results
-        now, joined = await self._pipeline.join_written(
-            watcher, [(callback_id, alerts[index].value) for callback_id, index in offered.items()]
-        )
+        first_round = True
+        while offered:
+            try:
+                written = await self._pipeline.join_written(
+                    watcher, [(callback_id, alerts[index].value) for callback_id, index in offered.items()]
+                )
+            except StoreError:  # nothing of this round was stored: judged whole, they meet the error again
+                break
+            self._joined(watcher, alerts, state, written, offered, results)
+            if not (written.unopened and (first_round or written.joined)):
+                break
+            first_round = False
+            opener, *rest = written.unopened
+            index = offered[opener]
+            try:
+                results[index] = await self.judge(
+                    watcher, alerts[index], state, previous=befores[index], known=known
+                )
+            except Exception as exc:  # as ``judge_together``'s gather would keep it
+                results[index] = exc
+            offered = {callback_id: offered[callback_id] for callback_id in rest}
+        return results
+
+    def _joined(
+        self,
+        watcher: AnyWatcher,
+        alerts: Sequence[Observed],
+        state: WatcherState,
+        written: WrittenJoins,
+        offered: Mapping[str, int],
+        results: list[Outcome | BaseException | None],
+    ) -> None:
+        """Each alert ``written`` took, as its outcome in ``results``."""
         states: dict[datetime, tuple[WatcherState, WatcherState]] = {}  # by instant: a batch shares one
-        for callback_id, group_id in joined.items():
+        for callback_id, group_id in written.joined.items():
             index = offered[callback_id]
             at = alerts[index].at
             if at not in states:
                 seen = state.evolve(last_event_at=at, quiet_fired=False)
-                states[at] = seen, seen.evolve(silenced_episode=None, fires=seen.fires + 1, last_fire_at=now)
+                fired = seen.evolve(silenced_episode=None, fires=seen.fires + 1, last_fire_at=written.now)
+                states[at] = seen, fired
             seen, fired = states[at]
             if group_id is None:  # taken meanwhile by another request or replica
                 results[index] = Outcome(seen, skipped="repeat")
             else:  # each counts its fire: ``merged_state`` adds them up
                 results[index] = Outcome(fired, joined=group_id)
             self._evaluated(watcher, matched=True, fired=False)
-        return results
 
     async def _fired(self, callback_id: str, known: Mapping[str, Contract | None] | None) -> Contract | None:
         """The callback of the alert's stream: from ``known`` when it holds it, else read now."""

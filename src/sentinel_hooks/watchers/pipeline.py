@@ -26,7 +26,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -81,6 +81,17 @@ _NO_DECISION = Decision()  # a probe error's: the conditions were not evaluated
 _NO_EPISODE = EpisodeDecision()  # not a probe's observation
 SILENCED = "silenced"  # Outcome.skipped: muted, and already recorded in this episode
 SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is recorded under
+
+
+@dataclass(frozen=True)
+class WrittenJoins:
+    """What ``FiringPipeline.join_written`` did with the alerts offered: the instant of their fires;
+    by callback id the group each joined, or None when its id exists (a repeat); and, in the
+    order offered, the ones left out only because their key's group was not seen open."""
+
+    now: datetime
+    joined: dict[str, str | None] = field(default_factory=dict)
+    unopened: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -314,27 +325,30 @@ class FiringPipeline:
 
     async def join_written(
         self, watcher: AnyWatcher, alerts: Sequence[tuple[str, dict[str, Any]]]
-    ) -> tuple[datetime, dict[str, str | None]]:
+    ) -> WrittenJoins:
         """Alerts that match and fire for the first time (each ``(callback id, alert)``), offered to
-        the open groups of their keys written out (``watchers.written``): the instant of their
-        fires, and by callback id the group each joined, or None when its id exists (a repeat).
-        An alert left out (its key's group not seen open here, the watcher's or the alert's
-        texts not written out this way, a silence or window active, traces on, the group closed
-        or full) is for ``fire_match``, which accepts it whole."""
+        the open groups of their keys written out (``watchers.written``). An alert left out (its
+        key's group not seen open here, the watcher's or the alert's texts not written out this
+        way, a silence or window active, traces on, the group closed or full) is for
+        ``fire_match``, which accepts it whole; those left out only because their key's group
+        was not seen open are named (``WrittenJoins.unopened``): once one of them has opened the
+        group, the others may join it written out."""
         now = utc_ms(self._clock.now())
         rule = self._group_rule(watcher)
         if rule is None or not await self._intake.may_join_written():
-            return now, {}
+            return WrittenJoins(now)
         intake, service = self._intake, self._service
         texts = self._texts.get((watcher, service), lambda: MemberTexts.of(watcher, service, rule, intake))
         if texts is None:
-            return now, {}
+            return WrittenJoins(now)
         by_key: dict[str, list[MemberJoin]] = {}
+        unopened: list[str] = []
         for callback_id, alert in alerts:
             key = texts.key(alert)
-            member = (
-                texts.member(alert, callback_id, key, now, self._redactor) if intake.group_open(key) else None
-            )
+            if not intake.group_open(key):
+                unopened.append(callback_id)
+                continue
+            member = texts.member(alert, callback_id, key, now, self._redactor)
             if member is not None:
                 by_key.setdefault(key, []).append(member)
         answers = await asyncio.gather(
@@ -346,7 +360,7 @@ class FiringPipeline:
         joined: dict[str, str | None] = {}
         for members, groups in zip(by_key.values(), answers, strict=True):
             joined.update((m.callback_id, group_id) for m, group_id in zip(members, groups, strict=False))
-        return now, joined
+        return WrittenJoins(now, joined, unopened)
 
     @staticmethod
     def _conditions(
