@@ -22,7 +22,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from sentinel_hooks.callbacks.backends.base import (
@@ -41,6 +41,7 @@ from sentinel_hooks.callbacks.sessions import compaction, memory
 from sentinel_hooks.callbacks.sessions.actions import ToolCalls, open_calls
 from sentinel_hooks.callbacks.sessions.budgets import METER, BudgetExhausted, Call, Measured, Meter
 from sentinel_hooks.callbacks.sessions.limits import Limit, limit_for
+from sentinel_hooks.callbacks.sessions.priorities import GroupPriorities
 from sentinel_hooks.callbacks.sessions.progress import FINAL, REJOINED, progress, progress_key
 from sentinel_hooks.callbacks.sessions.prompt import (
     group_fires_seen,
@@ -126,6 +127,7 @@ class SessionDeps:
     events: Events | None = None
     judges: Judges | None = None
     mcp: SessionMcp | None = None
+    priorities: GroupPriorities = field(default_factory=GroupPriorities)  # shared by every session's tools
 
 
 def choose_model(watcher: AnyWatcher | None, service: ServiceConfig) -> tuple[str | None, str]:
@@ -393,6 +395,7 @@ class SessionRunner:
             judges=deps.judges,
             mcp=deps.mcp,
             mcp_tools=await self._mcp_tools(watcher, envelope),
+            priorities=deps.priorities,
         )
 
     async def _out_of_budget(self, contract: Contract, exhausted: BudgetExhausted) -> str:

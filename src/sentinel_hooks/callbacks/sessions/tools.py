@@ -19,11 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, WithJsonSche
 from sentinel_hooks.callbacks.backends.base import ToolCall, ToolSpec
 from sentinel_hooks.callbacks.policy.judge import Judges, overrule
 from sentinel_hooks.callbacks.policy.rules import PolicyDecision
+from sentinel_hooks.callbacks.sessions.priorities import GroupPriorities
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
-from sentinel_hooks.core.grouping import PRIORITY_ORDER, highest_priority
+from sentinel_hooks.core.grouping import PRIORITY_ORDER
 from sentinel_hooks.delivery.targets.base import Message, details_payload
 from sentinel_hooks.events import Events
 from sentinel_hooks.inbox.items import Inbox
@@ -288,6 +289,7 @@ class ToolBox:
     settled: bool = False
     mcp: McpCaller | None = None
     mcp_tools: dict[str, McpTool] = field(default_factory=dict)  # by the name the model calls
+    priorities: GroupPriorities = field(default_factory=GroupPriorities)  # a group's, read so far
 
     @property
     def offered(self) -> list[str]:
@@ -411,8 +413,8 @@ class ToolBox:
             return contract.trigger.priority  # none is more urgent than the group's own
         now = await self.store.get_contract(contract.callback_id)
         group = now.group if now is not None and now.group is not None else contract.group
-        members = await self.store.get_contracts(group.members)  # a storm's group: a thousand
-        return highest_priority([contract.trigger.priority, *(c.trigger.priority for c in members.values())])
+        own = contract.trigger.priority
+        return await self.priorities.highest(self.store, contract.callback_id, own, group.members)
 
     async def _judge_notify(self, text: str, targets: list[str]) -> PolicyDecision | None:
         """The judge rules' decision about this message (None when no rule checks notifies here)."""
