@@ -54,9 +54,12 @@ class BatchJoins:
         self._step = {}
 
 
-def open_group(c: Conn, key: str, now_ms: int, joins: BatchJoins | None = None) -> str | None:
-    """The id of the group of ``key`` that takes a fire at ``now_ms``, closing one that went quiet
-    (its row's count and last fire with the batch's ``joins`` not yet written)."""
+OpenRow = tuple[str, int, int, int, int]
+"""An open group's ``(group_id, last_ms, interval_ms, fires, max_fires)``."""
+
+
+def open_row(c: Conn, key: str) -> OpenRow | None:
+    """The row of the group of ``key`` not closed yet, if any."""
     row = c.execute(
         "SELECT group_id, last_ms, interval_ms, fires, max_fires FROM groups WHERE key = ? AND closed = 0",
         (key,),
@@ -64,11 +67,26 @@ def open_group(c: Conn, key: str, now_ms: int, joins: BatchJoins | None = None) 
     if row is None:
         return None
     group_id, last_ms, interval_ms, fires, max_fires = row
-    added, added_ms = joins.pending(str(group_id)) if joins is not None else (0, 0)
-    last = max(int(last_ms), added_ms)
-    if now_ms - last < int(interval_ms) and int(fires) + added < int(max_fires):
-        return str(group_id)
-    close_group(c, str(group_id))
+    return str(group_id), int(last_ms), int(interval_ms), int(fires), int(max_fires)
+
+
+def takes(now_ms: int, last_ms: int, interval_ms: int, fires: int, max_fires: int) -> bool:
+    """Whether a group not closed yet takes a fire at ``now_ms``: it has not gone quiet (a fire
+    within ``interval_ms``) and is not full."""
+    return now_ms - last_ms < interval_ms and fires < max_fires
+
+
+def open_group(c: Conn, key: str, now_ms: int, joins: BatchJoins | None = None) -> str | None:
+    """The id of the group of ``key`` that takes a fire at ``now_ms``, closing one that went quiet
+    (its row's count and last fire with the batch's ``joins`` not yet written)."""
+    row = open_row(c, key)
+    if row is None:
+        return None
+    group_id, last_ms, interval_ms, fires, max_fires = row
+    added, added_ms = joins.pending(group_id) if joins is not None else (0, 0)
+    if takes(now_ms, max(last_ms, added_ms), interval_ms, fires + added, max_fires):
+        return group_id
+    close_group(c, group_id)
     return None
 
 

@@ -256,20 +256,44 @@ def _join_only(
 
 
 def join_members(c: Conn, request: GroupRequest, members: Sequence[MemberJoin]) -> list[str | None]:
-    """``GroupStore.join_members`` inside the caller's transaction: each member a join-only fire
-    (``_join_only``) with its row written out already; the batch's joins counted once at the end
-    (``groups.count_joins``). A member the group did not take ends the answers: the group is
-    closed then (quiet or full), so no later member would be taken either."""
+    """``GroupStore.join_members`` inside the caller's transaction: the open group of the key read
+    once, then each member in order as a join-only fire would be taken (``groups.takes``: the
+    group still open, neither quiet nor full), its row inserted unless its id exists (then None)
+    and counted; the rows written in one statement and the joins counted once at the end
+    (``groups.count_joins``). A member the group no longer takes closes it and ends the answers:
+    no later member would be taken either."""
+    found = groups.open_row(c, request.key)
+    if found is None:
+        return []
+    group_id, last_ms, interval_ms, fires, max_fires = found
+    taken = {
+        row[0]
+        for row in select_in(
+            c,
+            "SELECT callback_id FROM contracts WHERE callback_id IN",
+            [member.callback_id for member in members],
+        )
+    }
     joins = groups.BatchJoins()
     answers: list[str | None] = []
+    rows: list[ContractRow] = []
     for member in members:
-        joined = _join_only(
-            c, member.callback_id, member.created_ms, (request, partial(_member_row, member)), joins
-        )
-        if joined is not None and joined[0] == REFUSED:
+        if not groups.takes(member.created_ms, last_ms, interval_ms, fires, max_fires):
+            groups.close_group(c, group_id)
             break
-        joins.step_done()
-        answers.append(None if joined is None else joined[1])
+        if member.callback_id in taken:
+            answers.append(None)
+            continue
+        taken.add(member.callback_id)
+        rows.append(_member_row(member, group_id))
+        joins.add(group_id, member.callback_id, member.created_ms)
+        fires, last_ms = fires + 1, max(last_ms, member.created_ms)
+        answers.append(group_id)
+    else:
+        if fires >= max_fires:  # the last join filled it: the next fire of the key opens a new group
+            groups.close_group(c, group_id)
+    c.executemany(_INSERT_CONTRACT, rows)
+    joins.step_done()
     groups.count_joins(c, joins)
     return answers
 
