@@ -7,20 +7,19 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from sentinel_hooks.callbacks.sessions.priorities import GroupPriorities
-from sentinel_hooks.store import Contract
 from sentinel_hooks.store.sqlite import SqliteStore
 from sentinel_hooks.store.sqlite.worker import IN_MEMORY
 from tests.contract import stores as make
 
 
 class ReadsCounted(SqliteStore):
-    """A real in-memory store that lists the ids each ``get_contracts`` asked for."""
+    """A real in-memory store that lists the ids each ``trigger_priorities`` asked for."""
 
     asked: list[list[str]]
 
-    async def get_contracts(self, callback_ids: Sequence[str]) -> dict[str, Contract]:
+    async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
         self.asked.append(list(callback_ids))
-        return await super().get_contracts(callback_ids)
+        return await super().trigger_priorities(callback_ids)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """Store contract: the batched steps of the relay and the intake (``get_envelopes``,
-``get_checkpoints``, ``settle_contracts``, ``accept_contract``): each contract its own
+``get_checkpoints``, ``trigger_priorities``, ``settle_contracts``, ``accept_contract``): each contract its own
 compare-and-set, unknown records skipped."""
 
 from __future__ import annotations
@@ -38,6 +38,20 @@ async def test_get_contracts_returns_the_known_ones_by_id(store: Store, make) ->
     assert sorted(found) == ids
     assert found[ids[7]] == await store.get_contract(ids[7])
     assert {} == await store.get_contracts([])
+
+
+async def test_trigger_priorities_are_those_of_the_known_contracts(store: Store, make) -> None:
+    """The distinct priorities the existing contracts among the ids fired with; unknown ids add
+    nothing, an empty batch is an empty answer."""
+    fired = {"cb-low": "low", "cb-high": "high", "cb-high-2": "high"}
+    for cid, priority in fired.items():
+        contract = make.contract(cid)
+        trigger = contract.trigger.model_copy(update={"priority": priority})
+        await create(store, contract.model_copy(update={"trigger": trigger}))
+    assert {"low", "high"} == await store.trigger_priorities([*fired, "nope"])
+    assert {"high"} == await store.trigger_priorities(["cb-high", "nope"])
+    assert set() == await store.trigger_priorities(["nope"])
+    assert set() == await store.trigger_priorities([])
 
 
 async def test_get_checkpoints_returns_the_existing_ones(store: Store) -> None:

@@ -243,6 +243,11 @@ class ContractStore(Protocol):
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """The envelopes of the contracts that exist, by callback id (unknown ids are left out)."""
 
+    async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
+        """The priorities the contracts that exist among ``callback_ids`` fired with (each one's
+        ``trigger.priority``), read without making the records: a group's page asks it of its
+        members, a thousand in a storm."""
+
     async def list_contracts(
         self,
         *,

@@ -2,9 +2,10 @@
 member's contract read once per process.
 
 A storm's group holds a thousand members, and its session notifies once for the page and once
-per follow-up: reading every member's contract at each notify parsed a thousand records each
-time (a tenth of the event loop in a 5,000-alert storm). A member's priority never changes and a
-group's member list only grows at its end, so what was read of a group is kept: its count and
+per follow-up: making every member's contract at each notify parsed a thousand records each
+time (a tenth of the event loop in a 5,000-alert storm). Only their priorities are read
+(``ContractStore.trigger_priorities``), and since a member's priority never changes and a
+group's member list only grows at its end, what was read of a group is kept: its count and
 their most urgent priority, and a notify reads the members listed since.
 """
 
@@ -29,8 +30,7 @@ class GroupPriorities:
         if read > len(members):  # not the list read before (it only grows): read it all again
             read, highest = 0, own
         if highest != PRIORITY_ORDER[-1] and read < len(members):
-            found = await store.get_contracts(members[read:])
-            highest = highest_priority([highest, *(c.trigger.priority for c in found.values())])
+            highest = highest_priority([highest, *await store.trigger_priorities(members[read:])])
         if group_id not in self._read and len(self._read) >= self._limit:
             del self._read[next(iter(self._read))]  # the group noted longest ago
         self._read[group_id] = len(members), highest

@@ -14,6 +14,7 @@ rules that hold across kinds (a claim's due set, an index kept with its document
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -298,6 +299,12 @@ class RedisStore(RedisAudit):
             for cid, text in zip(ids, texts, strict=True)
             if text is not None
         }
+
+    async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
+        """See ``Store.trigger_priorities`` (each record's text parsed as plain JSON, not made)."""
+        ids = list(dict.fromkeys(callback_ids))
+        texts = await self._hget_many("trigger priorities", [self.keys.contract(cid) for cid in ids], "doc")
+        return {str(json.loads(as_text(text))["trigger"]["priority"]) for text in texts if text is not None}
 
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""

@@ -318,6 +318,12 @@ class SqliteStore(SqliteAudit):
         rows = await self._db.read("get contracts", partial(q.select_in, sql=sql, ids=callback_ids))
         return {cid: codec.load_record(Contract, text) for cid, text in rows}
 
+    async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
+        """See ``Store.trigger_priorities`` (taken out of each record's text by SQLite)."""
+        sql = "SELECT DISTINCT json_extract(doc, '$.trigger.priority') FROM contracts WHERE callback_id IN"
+        rows = await self._db.read("trigger priorities", partial(q.select_in, sql=sql, ids=callback_ids))
+        return {str(row[0]) for row in rows if row[0] is not None}
+
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""
         sql = "SELECT callback_id, envelope FROM contracts WHERE callback_id IN"
