@@ -105,7 +105,21 @@ def test_grafana_extras_are_kept_and_missing_keys_defaulted() -> None:
         ({"alerts": [{"status": "firing", "startsAt": 5}]}, "alerts[0].startsAt"),
         ({"alerts": [{"status": "firing", "startsAt": "t", "labels": {"a": 1}}]}, "alerts[0].labels.a"),
         ({"alerts": [{"status": "firing", "startsAt": "t", "labels": []}]}, "alerts[0].labels"),
+        (
+            {
+                "alerts": [
+                    {"status": "firing", "startsAt": "t"},
+                    {"status": "firing", "startsAt": "t", "endsAt": 1},
+                ]
+            },
+            "alerts[1].endsAt",
+        ),
+        (
+            {"alerts": [{"status": "resolved", "startsAt": "t", "annotations": {"s": 2}}]},
+            "alerts[0].annotations.s",
+        ),
         ({"alerts": [], "commonLabels": "x"}, "commonLabels"),
+        ({"alerts": [], "commonLabels": {"a": 1}}, "commonLabels.a"),
         ({"alerts": [], "receiver": 3}, "receiver"),
     ],
 )

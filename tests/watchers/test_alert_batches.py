@@ -61,11 +61,10 @@ class Streams(Replica):
         observed = [Observed(value=value, at=self.clock.now()) for value in values]
         known = await self.streams.callbacks(WATCHER.id, observed)
         if self.streams.independent(WATCHER, observed, known):
-            outcomes, error = await self.streams.judge_together(
+            outcomes, self.state, error = await self.streams.judge_together(
                 WATCHER, observed, self.state, previous=MISSING, known=known
             )
             assert error is None
-            self.state = outcomes[-1].state if outcomes else self.state
             return outcomes
         outcomes = []
         for item in observed:
@@ -145,3 +144,12 @@ def test_the_runs_above_took_the_written_path() -> None:
     that way (the examples above run first in this module)."""
     asyncio.run(_run([[("web-1", "firing", 0)], [("web-2", "firing", 0), ("web-3", "firing", 0)]]))
     assert WRITTEN[-1] == 2
+
+
+def test_a_notification_that_fills_its_group_makes_only_each_group_s_first_fire_whole() -> None:
+    """Six alerts of one key in one notification, groups full at four: the first opens a group
+    (whole), three join it written out, the fifth finds it full and opens the next (whole), the
+    sixth joins that one written out."""
+    sends = [(instance, "firing", start) for start in (0, 1) for instance in ("web-1", "web-2", "web-3")]
+    asyncio.run(_run([sends]))
+    assert WRITTEN[-1] == 4

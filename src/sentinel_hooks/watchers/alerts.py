@@ -44,7 +44,6 @@ import asyncio
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -203,10 +202,10 @@ class AlertStreams:
         *,
         previous: Any,
         known: Mapping[str, Contract | None],
-    ) -> tuple[list[Outcome], BaseException | None]:
+    ) -> tuple[list[Outcome], WatcherState, BaseException | None]:
         """``judge`` every alert (``independent`` ones) at once, each seeing the alert before it as
-        ``previous``; the outcomes, in order, each with the state they left together, and the
-        first error (the others' fires are stored: a resent notification finds them repeats).
+        ``previous``; the outcomes, in order, the state they left together (``merged_state``), and
+        the first error (the others' fires are stored: a resent notification finds them repeats).
 
         Alerts that fire for the first time into a group this process saw open are first
         offered to it written out (``FiringPipeline.join_written``: a storm's joins without the
@@ -223,7 +222,7 @@ class AlertStreams:
         outcomes = [result for result in results if isinstance(result, Outcome)]
         merged = merged_state(state, [outcome.state for outcome in outcomes])
         error = next((result for result in results if isinstance(result, BaseException)), None)
-        return [replace(outcome, state=merged) for outcome in outcomes], error
+        return outcomes, merged, error
 
     async def _join_written(
         self,
@@ -236,10 +235,12 @@ class AlertStreams:
         """The outcome of each alert that joined its group written out, or that a repeat of it
         took first; None for the others (judged as usual).
 
-        An alert whose key's group was not seen open is judged whole first, alone (it opens the
-        group, as the first alert of a storm's notification does), and the alerts after it that
-        were left out for the same reason are offered again: a storm's first notification of a
-        key then makes one whole fire, not fifty. The rounds stop when one takes nothing."""
+        An alert that found no group of its key open to it (none seen open, or the group closed
+        before it: quiet, or full at ``maxFires``) is judged whole first, alone: it opens the
+        key's next group, as the first alert of a storm's notification does. The others left out
+        for the same reason are offered again: a storm's first notification of a key then makes
+        one whole fire, not fifty, and so does the one that fills a group. The rounds stop when
+        one takes nothing."""
         offered: dict[str, int] = {}
         for index, (observed, before) in enumerate(zip(alerts, befores, strict=True)):
             alert: dict[str, Any] = observed.value
@@ -265,7 +266,7 @@ class AlertStreams:
             if not (written.unopened and (first_round or written.joined)):
                 break
             first_round = False
-            opener, *rest = written.unopened
+            opener = min(written.unopened, key=offered.__getitem__)  # the first of them in the notification
             index = offered[opener]
             try:
                 results[index] = await self.judge(
@@ -273,7 +274,8 @@ class AlertStreams:
                 )
             except Exception as exc:  # as ``judge_together``'s gather would keep it
                 results[index] = exc
-            offered = {callback_id: offered[callback_id] for callback_id in rest}
+            rest = sorted((offered[callback_id], callback_id) for callback_id in written.unopened)
+            offered = {callback_id: at for at, callback_id in rest if callback_id != opener}
         return results
 
     def _joined(

@@ -86,8 +86,8 @@ SILENCED_SUFFIX = ".silenced"  # fire_match: the callback id a muted alert is re
 @dataclass(frozen=True)
 class WrittenJoins:
     """What ``FiringPipeline.join_written`` did with the alerts offered: the instant of their fires;
-    by callback id the group each joined, or None when its id exists (a repeat); and, in the
-    order offered, the ones left out only because their key's group was not seen open."""
+    by callback id the group each joined, or None when its id exists (a repeat); and the ones
+    left out only because no group of their key was open to them."""
 
     now: datetime
     joined: dict[str, str | None] = field(default_factory=dict)
@@ -330,9 +330,10 @@ class FiringPipeline:
         the open groups of their keys written out (``watchers.written``). An alert left out (its
         key's group not seen open here, the watcher's or the alert's texts not written out this
         way, a silence or window active, traces on, the group closed or full) is for
-        ``fire_match``, which accepts it whole; those left out only because their key's group
-        was not seen open are named (``WrittenJoins.unopened``): once one of them has opened the
-        group, the others may join it written out."""
+        ``fire_match``, which accepts it whole; those left out only because no group of their
+        key was open to them (none seen open, or it closed before them: quiet or full) are named
+        (``WrittenJoins.unopened``): once one of them has opened a group, the others of its key
+        may join it written out."""
         now = utc_ms(self._clock.now())
         rule = self._group_rule(watcher)
         if rule is None or not await self._intake.may_join_written():
@@ -360,6 +361,7 @@ class FiringPipeline:
         joined: dict[str, str | None] = {}
         for members, groups in zip(by_key.values(), answers, strict=True):
             joined.update((m.callback_id, group_id) for m, group_id in zip(members, groups, strict=False))
+            unopened += (m.callback_id for m in members[len(groups) :])  # their group closed before them
         return WrittenJoins(now, joined, unopened)
 
     @staticmethod

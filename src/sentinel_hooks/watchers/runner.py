@@ -30,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -518,13 +519,12 @@ class WatcherRunner:
             if observed:
                 self._previous = observed[-1].value
             if streams.independent(self.spec, observed, known):
-                outcomes, error = await streams.judge_together(
+                outcomes, merged, error = await streams.judge_together(
                     self.spec, observed, self.state, previous=previous, known=known
                 )
-                for outcome in outcomes[:-1]:  # each left the same state: the batch's (merged)
-                    self._count(outcome)
-                if outcomes:
-                    await self._apply(outcomes[-1], save=False)
+                self._count_all(outcomes[:-1])
+                if outcomes:  # the last one counted and the state they left together adopted
+                    await self._apply(replace(outcomes[-1], state=merged), save=False)
                 if isinstance(error, StoreError):
                     await self._store_failed(error, self.state, prompt=True)
                 if error is not None:
@@ -575,6 +575,17 @@ class WatcherRunner:
             raise
         if not self.state.is_enabled(self.spec.enabled) and self.running:
             asyncio.get_running_loop().create_task(self.stop())
+
+    def _count_all(self, outcomes: Sequence[Outcome]) -> None:
+        """``_count`` of each outcome, the fires written out (a storm's) counted in one step."""
+        joined = 0
+        for outcome in outcomes:
+            if outcome.contract is None and outcome.joined is not None:
+                joined += 1
+            else:
+                self._count(outcome)
+        if joined:
+            self.deps.metrics.grouped.labels(self.id).inc(joined)
 
     def _count(self, outcome: Outcome) -> None:
         """Count the outcome's fire in the metrics (accepted, silenced, grouped or deduped)."""
