@@ -30,7 +30,14 @@ ROLES: dict[str, set[str]] = {
         "observations",
         "write_watcher_batch",
     },
-    "ContractStore": {"accept_contract", "get_contract", "get_contracts", "get_envelopes", "list_contracts"},
+    "ContractStore": {
+        "accept_contract",
+        "get_contract",
+        "get_contracts",
+        "get_envelopes",
+        "trigger_priorities",
+        "list_contracts",
+    },
     "GroupStore": {"claim_joins", "joins_reported", "join_members", "member_resolved"},
     "TransitionStore": {
         "claim_due",
