@@ -3,7 +3,9 @@ through ``service.ingest_alerts``, with no HTTP, load generator or sink around i
 intake is seen without ``bench/storm.py``'s ±20 % between runs. It reports the process's CPU per
 alert (its threads: the store's too) and the event loop's (``time.thread_time``), each
 notification's time from call to return (p50, p99, the slowest), and how many alerts joined their
-group written out (``GroupStore.join_members``).
+group written out (``GroupStore.join_members``). The groups' pages go to the webhook sink of
+``bench/storm.py`` (``relaybench.sink``), in a process of its own, so a run whose sessions page
+(``--rate``, ``--wait-ms``) measures deliveries that succeed, not retries.
 
     python bench/storm_inprocess.py                          100 notifications of 50, back to back
     python bench/storm_inprocess.py --per 20 --rate 50 --count 750 --wait-ms 5000
@@ -33,6 +35,7 @@ sys.path[:0] = [str(BENCH)]
 
 from intakebench.load import ALERTNAMES, notification  # noqa: E402  (after the path)
 from intakebench.project import TOKEN, TOKEN_ENV, write_project  # noqa: E402
+from relaybench.procs import Child  # noqa: E402
 
 
 async def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -45,15 +48,20 @@ async def measure(args: argparse.Namespace) -> dict[str, Any]:
         store = f"sqlite:///{folder}/state.db" if args.store == "sqlite" else args.store
         if args.store != "sqlite":
             await _flushed(args.store)
-        path = write_project(
-            folder, store=store, port=0, sink_port=9, group_wait_ms=args.wait_ms, fanout=False
-        )
-        service = Service(load_config(path), state_dir=folder / ".sentinel")
-        await service.start()
+        sink = await Child.start("sink", ["--out", str(folder / "sink.jsonl")], folder)
         try:
-            return await _run(service, args)
+            sink_port = int((await sink.expect("READY", timeout_s=30))["port"])
+            path = write_project(
+                folder, store=store, port=0, sink_port=sink_port, group_wait_ms=args.wait_ms, fanout=False
+            )
+            service = Service(load_config(path), state_dir=folder / ".sentinel")
+            await service.start()
+            try:
+                return await _run(service, args)
+            finally:
+                await service.stop()
         finally:
-            await service.stop()
+            await sink.stop()
 
 
 async def _run(service: Any, args: argparse.Namespace) -> dict[str, Any]:
