@@ -21,7 +21,9 @@ from sentinel_hooks.clock import FakeClock
 from sentinel_hooks.config.watcher import WATCHER_ADAPTER
 from sentinel_hooks.core.alertmanager import alert_callback_id
 from sentinel_hooks.core.paths import MISSING
+from sentinel_hooks.errors import StoreError
 from sentinel_hooks.store.sqlite import SqliteStore
+from sentinel_hooks.store.sqlite.worker import IN_MEMORY
 from sentinel_hooks.watchers.pipeline import Outcome
 from sentinel_hooks.watchers.strategy import Observed
 from tests.watchers.test_alert_streams import WATCHER as UNGROUPED
@@ -153,3 +155,46 @@ def test_a_notification_that_fills_its_group_makes_only_each_group_s_first_fire_
     sends = [(instance, "firing", start) for start in (0, 1) for instance in ("web-1", "web-2", "web-3")]
     asyncio.run(_run([sends]))
     assert WRITTEN[-1] == 4
+
+
+class FailsOnce(SqliteStore):
+    """A real in-memory store whose first ``accept_contract`` fails as a store outage would."""
+
+    failed = False
+
+    async def accept_contract(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.failed:
+            self.failed = True
+            raise StoreError("sqlite store :memory: accept contract failed: disk I/O error")
+        return await super().accept_contract(*args, **kwargs)
+
+
+async def _opener_fails() -> None:
+    store = FailsOnce(IN_MEMORY)
+    await store.open()
+    try:
+        streams = Streams(store, FakeClock())
+        values = [alert(instance, "firing", 0) for instance in ("web-1", "web-2", "web-3")]
+        observed = [Observed(value=value, at=streams.clock.now()) for value in values]
+        known = await streams.streams.callbacks(WATCHER.id, observed)
+        outcomes, _, error = await streams.streams.judge_together(
+            WATCHER, observed, streams.state, previous=MISSING, known=known
+        )
+        assert isinstance(error, StoreError), "the opener's error is the notification's"
+        assert 2 == sum(took(outcome) for outcome in outcomes), "the alerts after it are judged whole"
+        ids = [alert_callback_id("am", value) for value in values]
+        assert [None, True, True] == [await store.get_contract(i) and True for i in ids]
+        again = await streams.notification(values)  # the source sends it again: nothing lost or doubled
+        assert [True, False, False] == [took(outcome) for outcome in again]
+        contracts = (await store.list_contracts(watcher_id="am", limit=10)).items
+        group = next(c.group for c in contracts if c.group is not None)
+        assert group is not None
+        assert (sorted(ids), 3) == (sorted(group.members), group.fires)
+    finally:
+        await store.close()
+
+
+def test_an_opener_that_fails_is_the_notification_s_error_and_the_resend_loses_nothing() -> None:
+    """The first alert of a key fails to be stored: the error is answered (no 202), the alerts
+    after it are stored whole, and the notification sent again stores the first as a member."""
+    asyncio.run(_opener_fails())
