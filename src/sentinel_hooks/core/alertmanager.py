@@ -40,26 +40,23 @@ class AlertPayloadError(ValueError):
         self.path = path
 
 
-def _string_map(value: Any, path: str, index: int) -> dict[str, str]:
-    """A map of label or annotation names to text (absent or null: empty); ``path`` (formatted
-    with the alert's ``index``) names it in an error."""
+def _string_map(value: Any, path: str) -> dict[str, str]:
+    """A map of label or annotation names to text (absent or null: empty)."""
     if value is None:
         return {}
     if not isinstance(value, dict):
-        found = type(value).__name__
-        raise AlertPayloadError(path.format(index), f"must be an object of strings, not {found}")
+        raise AlertPayloadError(path, f"must be an object of strings, not {type(value).__name__}")
     for key, item in value.items():
         if not isinstance(item, str):
-            found = type(item).__name__
-            raise AlertPayloadError(f"{path.format(index)}.{key}", f"must be a string, not {found}")
+            raise AlertPayloadError(f"{path}.{key}", f"must be a string, not {type(item).__name__}")
     return dict(value)
 
 
-def _text(value: Any, path: str, index: int = 0) -> str:
+def _text(value: Any, path: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise AlertPayloadError(path.format(index), f"must be a string, not {type(value).__name__}")
+        raise AlertPayloadError(path, f"must be a string, not {type(value).__name__}")
     return value
 
 
@@ -69,28 +66,27 @@ def label_fingerprint(labels: dict[str, str]) -> str:
 
 
 def _alert(raw: Any, index: int, group: dict[str, Any]) -> dict[str, Any]:
-    """The alert at ``index`` of a notification, its texts and maps checked (the paths of errors
-    are only spelt out for an error: a storm's notification brings fifty alerts)."""
+    path = f"alerts[{index}]"
     if not isinstance(raw, dict):
-        raise AlertPayloadError(f"alerts[{index}]", f"must be an object, not {type(raw).__name__}")
+        raise AlertPayloadError(path, f"must be an object, not {type(raw).__name__}")
     status = raw.get("status")
     if status not in ALERT_STATUSES:
-        raise AlertPayloadError(f"alerts[{index}].status", f"must be 'firing' or 'resolved', not {status!r}")
-    labels = _string_map(raw.get("labels"), "alerts[{}].labels", index)
-    starts_at = _text(raw.get("startsAt"), "alerts[{}].startsAt", index)
+        raise AlertPayloadError(f"{path}.status", f"must be 'firing' or 'resolved', not {status!r}")
+    labels = _string_map(raw.get("labels"), f"{path}.labels")
+    starts_at = _text(raw.get("startsAt"), f"{path}.startsAt")
     if not starts_at:
         raise AlertPayloadError(
-            f"alerts[{index}].startsAt", "is missing (it tells one firing of the alert from the next)"
+            f"{path}.startsAt", "is missing (it tells one firing of the alert from the next)"
         )
-    fingerprint = _text(raw.get("fingerprint"), "alerts[{}].fingerprint", index) or label_fingerprint(labels)
+    fingerprint = _text(raw.get("fingerprint"), f"{path}.fingerprint") or label_fingerprint(labels)
     alert = {
         **raw,
         "status": status,
         "labels": labels,
-        "annotations": _string_map(raw.get("annotations"), "alerts[{}].annotations", index),
+        "annotations": _string_map(raw.get("annotations"), f"{path}.annotations"),
         "startsAt": starts_at,
-        "endsAt": _text(raw.get("endsAt"), "alerts[{}].endsAt", index),
-        "generatorURL": _text(raw.get("generatorURL"), "alerts[{}].generatorURL", index),
+        "endsAt": _text(raw.get("endsAt"), f"{path}.endsAt"),
+        "generatorURL": _text(raw.get("generatorURL"), f"{path}.generatorURL"),
         "fingerprint": fingerprint,
     }
     return {**alert, **group}
@@ -112,7 +108,7 @@ def alert_observations(body: Any) -> list[dict[str, Any]]:
             "and is the watcher's format right?)",
         )
     group: dict[str, Any] = {key: _text(body.get(key), key) for key in GROUP_KEYS}
-    group.update({key: _string_map(body.get(key), key, 0) for key in GROUP_MAPS})
+    group.update({key: _string_map(body.get(key), key) for key in GROUP_MAPS})
     return [_alert(raw, index, group) for index, raw in enumerate(alerts)]
 
 
