@@ -14,7 +14,6 @@ rules that hold across kinds (a claim's due set, an index kept with its document
 
 from __future__ import annotations
 
-import json
 import re
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -301,10 +300,20 @@ class RedisStore(RedisAudit):
         }
 
     async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
-        """See ``Store.trigger_priorities`` (each record's text parsed as plain JSON, not made)."""
+        """See ``Store.trigger_priorities`` (each record's text parsed as plain JSON, not made: a
+        text that is not JSON is a ``StoreError``, one without a priority adds none, as SQLite's
+        ``json_extract`` reads them)."""
         ids = list(dict.fromkeys(callback_ids))
         texts = await self._hget_many("trigger priorities", [self.keys.contract(cid) for cid in ids], "doc")
-        return {str(json.loads(as_text(text))["trigger"]["priority"]) for text in texts if text is not None}
+        found: set[str] = set()
+        for cid, text in zip(ids, texts, strict=True):
+            if text is None:
+                continue
+            trigger = codec.loads_dict(as_text(text), what=f"contract {cid!r}").get("trigger")
+            priority = trigger.get("priority") if isinstance(trigger, dict) else None
+            if isinstance(priority, str):
+                found.add(priority)
+        return found
 
     async def get_envelopes(self, callback_ids: Sequence[str]) -> dict[str, Envelope]:
         """See ``Store.get_envelopes``."""

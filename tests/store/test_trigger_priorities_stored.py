@@ -1,0 +1,55 @@
+"""``ContractStore.trigger_priorities`` reads the stored texts as they are: a record's text that is
+not JSON is a ``StoreError`` (as ``get_contracts`` says), a record without a priority adds none,
+on SQLite (``json_extract``) and on Redis (plain JSON) alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import redis.asyncio
+
+from sentinel_hooks.errors import StoreError
+from sentinel_hooks.store import Store
+from sentinel_hooks.store.redis import RedisStore
+from sentinel_hooks.store.sqlite import SqliteStore
+from tests.contract.stores import contract, create
+
+
+async def _stored(store: Store) -> None:
+    for callback_id in ("ok", "bad", "bare"):
+        await create(store, contract(callback_id))
+
+
+async def test_sqlite_reads_a_corrupt_record_as_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "sentinel.db"
+    store = SqliteStore(path)
+    await store.open()
+    try:
+        await _stored(store)
+        with sqlite3.connect(path) as conn:
+            conn.execute("UPDATE contracts SET doc = 'not json {' WHERE callback_id = 'bad'")
+            conn.execute("""UPDATE contracts SET doc = '{"trigger":{}}' WHERE callback_id = 'bare'""")
+        assert {"high"} == await store.trigger_priorities(["ok", "bare"])
+        with pytest.raises(StoreError):
+            await store.trigger_priorities(["ok", "bad"])
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+async def test_redis_reads_a_corrupt_record_as_a_store_error(redis_url: str) -> None:
+    store = RedisStore(redis_url)
+    await store.open()
+    client = redis.asyncio.Redis.from_url(redis_url)
+    try:
+        await _stored(store)
+        await client.hset(store.keys.contract("bad"), "doc", "not json {")
+        await client.hset(store.keys.contract("bare"), "doc", '{"trigger":{}}')
+        assert {"high"} == await store.trigger_priorities(["ok", "bare"])
+        with pytest.raises(StoreError, match="contract 'bad'"):
+            await store.trigger_priorities(["ok", "bad"])
+    finally:
+        await client.aclose()
+        await store.close()
