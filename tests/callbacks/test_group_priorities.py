@@ -32,9 +32,7 @@ async def store() -> AsyncIterator[ReadsCounted]:
 
 
 async def member(store: SqliteStore, callback_id: str, priority: str) -> str:
-    contract = make.contract(callback_id)
-    trigger = contract.trigger.model_copy(update={"priority": priority})
-    await store.accept_contract(contract.model_copy(update={"trigger": trigger}), make.envelope(callback_id))
+    await store.accept_contract(make.contract(callback_id, priority=priority), make.envelope(callback_id))
     return callback_id
 
 

@@ -97,6 +97,7 @@ def contract(
     state: Any = "pending",
     created: float = 0,
     deadline: float = 30,
+    priority: Any = "high",
 ) -> Contract:
     """A contract created ``created`` s after T0 with its deadline at ``deadline`` s."""
     return Contract(
@@ -105,7 +106,7 @@ def contract(
         dedupe_key=f"dk-{callback_id}",
         session_key=f"sentinel:hooks:watcher:{watcher_id}",
         state=state,
-        trigger=Trigger(kind="match", priority="high", matched_at=at(created)),
+        trigger=Trigger(kind="match", priority=priority, matched_at=at(created)),
         created_at=at(created),
         deadline=at(deadline),
         targets=["oncall"],

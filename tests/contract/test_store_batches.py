@@ -45,9 +45,7 @@ async def test_trigger_priorities_are_those_of_the_known_contracts(store: Store,
     nothing, an empty batch is an empty answer."""
     fired = {"cb-low": "low", "cb-high": "high", "cb-high-2": "high"}
     for cid, priority in fired.items():
-        contract = make.contract(cid)
-        trigger = contract.trigger.model_copy(update={"priority": priority})
-        await create(store, contract.model_copy(update={"trigger": trigger}))
+        await create(store, make.contract(cid, priority=priority))
     assert {"low", "high"} == await store.trigger_priorities([*fired, "nope"])
     assert {"high"} == await store.trigger_priorities(["cb-high", "nope"])
     assert set() == await store.trigger_priorities(["nope"])
