@@ -257,6 +257,19 @@ async def test_a_body_that_is_not_a_notification_is_400_and_stores_nothing(start
     assert await last_observation(service.store, "am") is None
 
 
+async def test_a_notification_without_alerts_is_accepted_and_fires_nothing(start: Start) -> None:
+    """A notification whose ``alerts`` list is empty (a receiver test, a template sending none) is a
+    202 that fires nothing, before the watcher's first alert and after it, not a 500."""
+    service = await start()
+    empty = notification()
+    before = await call(service, "POST", "/hooks/ingest/am", body=empty, headers=AUTH)
+    await push(service, alert("web-1"))
+    after = await call(service, "POST", "/hooks/ingest/am", body=empty, headers=AUTH)
+    assert [(202, {"accepted": True, "fired": 0})] * 2 == [before, after]
+    last = await last_observation(service.store, "am")
+    assert last is not None and "fp-web-1" == last.value["fingerprint"]
+
+
 async def test_more_alerts_than_the_cap_is_413_and_stores_nothing(start: Start, sink: Sink) -> None:
     """limits.maxAlertsPerRequest: a notification of more alerts is refused whole with a JSON error
     that names the count and the limit; nothing is observed, fired or counted. One of exactly the

@@ -210,7 +210,7 @@ class AlertStreams:
         Alerts that fire for the first time into a group this process saw open are first
         offered to it written out (``FiringPipeline.join_written``: a storm's joins without the
         models of a fire); the ones it did not take are judged as any other."""
-        befores = [previous, *(alert.value for alert in alerts[:-1])]
+        befores = [previous, *(alert.value for alert in alerts)][: len(alerts)]  # none for no alerts
         results = await self._join_written(watcher, alerts, befores, state, known)
         left = [index for index, result in enumerate(results) if result is None]
         judged = await asyncio.gather(
