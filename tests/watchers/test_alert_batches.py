@@ -61,13 +61,14 @@ class Streams(Replica):
         """One notification's alerts, as ``WatcherRunner.ingest_alerts`` takes them."""
         self.clock.advance(1)
         observed = [Observed(value=value, at=self.clock.now()) for value in values]
-        known = await self.streams.callbacks(WATCHER.id, observed)
-        if self.streams.independent(WATCHER, observed, known):
+        ids = self.streams.callback_ids(WATCHER.id, observed)
+        if self.streams.independent(WATCHER, ids):
             outcomes, self.state, error = await self.streams.judge_together(
-                WATCHER, observed, self.state, previous=MISSING, known=known
+                WATCHER, observed, self.state, previous=MISSING, callback_ids=ids
             )
             assert error is None
             return outcomes
+        known = await self.streams.callbacks(ids)
         outcomes = []
         for item in observed:
             outcome = await self.streams.judge(WATCHER, item, self.state, previous=MISSING, known=known)
@@ -176,9 +177,9 @@ async def _opener_fails() -> None:
         streams = Streams(store, FakeClock())
         values = [alert(instance, "firing", 0) for instance in ("web-1", "web-2", "web-3")]
         observed = [Observed(value=value, at=streams.clock.now()) for value in values]
-        known = await streams.streams.callbacks(WATCHER.id, observed)
+        ids = streams.streams.callback_ids(WATCHER.id, observed)
         outcomes, _, error = await streams.streams.judge_together(
-            WATCHER, observed, streams.state, previous=MISSING, known=known
+            WATCHER, observed, streams.state, previous=MISSING, callback_ids=ids
         )
         assert isinstance(error, StoreError), "the opener's error is the notification's"
         assert 2 == sum(took(outcome) for outcome in outcomes), "the alerts after it are judged whole"
@@ -198,3 +199,13 @@ def test_an_opener_that_fails_is_the_notification_s_error_and_the_resend_loses_n
     """The first alert of a key fails to be stored: the error is answered (no 202), the alerts
     after it are stored whole, and the notification sent again stores the first as a member."""
     asyncio.run(_opener_fails())
+
+
+def test_a_repeat_of_a_full_group_s_member_does_not_open_the_next_group() -> None:
+    """The first alert of a notification that finds its key's group full is a repeat (it fired in
+    that group): the next alert, new, opens the next group whole and the one after it joins that
+    group written out, as if the repeat were not there."""
+    fill = [("web-1", "firing", 0), ("web-2", "firing", 0), ("web-3", "firing", 0), ("web-1", "firing", 1)]
+    after = [("web-2", "firing", 0), ("web-2", "firing", 1), ("web-3", "firing", 1)]
+    asyncio.run(_run([fill, after]))
+    assert WRITTEN[-1] == 3 + 1

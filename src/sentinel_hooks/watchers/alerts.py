@@ -33,7 +33,10 @@ stream with its own episode:
   flight at once, one round of writes rather than one after another under the watcher's lock)
   when nothing ties one alert's judgement to another's: each alert once in it, and no cooldown,
   fireOnce or ``dedupeKeyTemplate`` (the watcher's, shared by its alerts). Otherwise they are
-  judged one after the other, in order.
+  judged one after the other, in order. Judged together, the alerts that join an open group
+  written out learn that they are repeats from the join itself (the store refuses an id it
+  holds), so only the others' callbacks are read: a storm's notification then makes one trip
+  to the store, not two.
 
 The watcher's ``firing`` status flag stays false: its alerts fire and resolve on their own.
 """
@@ -142,14 +145,26 @@ class AlertStreams:
         write that waits for no gathering window (a client waits for the 202)."""
         await self._pipeline.record_all(watcher_id, alerts, MISSING, prompt=True, state=state)
 
-    async def callbacks(self, watcher_id: str, alerts: list[Observed]) -> dict[str, Contract | None]:
+    @staticmethod
+    def callback_ids(watcher_id: str, alerts: Sequence[Observed]) -> list[str]:
+        """The callback id of each alert's stream, in order."""
+        return [alert_callback_id(watcher_id, alert.value) for alert in alerts]
+
+    async def callbacks(self, callback_ids: Sequence[str]) -> dict[str, Contract | None]:
         """The callbacks of the alerts' streams (None: not fired yet), read all at once rather than
         one per alert in turn under the watcher's lock; an alert that comes twice in the batch is
         left out (its second judgement reads the fire of its first)."""
-        counts = Counter(alert_callback_id(watcher_id, alert.value) for alert in alerts)
-        once = [callback_id for callback_id, count in counts.items() if count == 1]
-        found = await self._store.get_contracts(once) if once else {}
-        return {callback_id: found.get(callback_id) for callback_id in once}
+        counts = Counter(callback_ids)
+        return await self._read([callback_id for callback_id, count in counts.items() if count == 1], {})
+
+    async def _read(
+        self, callback_ids: Sequence[str], known: dict[str, Contract | None]
+    ) -> dict[str, Contract | None]:
+        """``known`` with the callbacks of ``callback_ids`` it lacks read in (None: not fired yet)."""
+        unread = [callback_id for callback_id in callback_ids if callback_id not in known]
+        found = await self._store.get_contracts(unread) if unread else {}
+        known.update((callback_id, found.get(callback_id)) for callback_id in unread)
+        return known
 
     async def judge(
         self,
@@ -186,13 +201,13 @@ class AlertStreams:
         return outcome
 
     @staticmethod
-    def independent(watcher: AnyWatcher, alerts: Sequence[Observed], known: Mapping[str, Any]) -> bool:
-        """Whether the alerts of one notification may be judged together: each comes once (so
-        ``known`` holds each one's callback) and the watcher has no cooldown, fireOnce or
-        dedupeKeyTemplate, the state one alert's fire leaves for the next."""
+    def independent(watcher: AnyWatcher, callback_ids: Sequence[str]) -> bool:
+        """Whether the alerts of one notification (their ``callback_ids``) may be judged together:
+        each comes once and the watcher has no cooldown, fireOnce or dedupeKeyTemplate, the state
+        one alert's fire leaves for the next."""
         fire = watcher.fire
         shared = watcher.cooldown_ms or watcher.fire_once or fire.dedupe_key_template is not None
-        return not shared and len(known) == len(alerts)
+        return not shared and len(set(callback_ids)) == len(callback_ids)
 
     async def judge_together(
         self,
@@ -201,18 +216,27 @@ class AlertStreams:
         state: WatcherState,
         *,
         previous: Any,
-        known: Mapping[str, Contract | None],
+        callback_ids: Sequence[str],
     ) -> tuple[list[Outcome], WatcherState, BaseException | None]:
-        """``judge`` every alert (``independent`` ones) at once, each seeing the alert before it as
-        ``previous``; the outcomes, in order, the state they left together (``merged_state``), and
-        the first error (the others' fires are stored: a resent notification finds them repeats).
+        """``judge`` every alert (``independent`` ones, under their ``callback_ids``) at once, each
+        seeing the alert before it as ``previous``; the outcomes, in order, the state they left
+        together (``merged_state``), and the first error (the others' fires are stored: a
+        resent notification finds them repeats).
 
-        Alerts that fire for the first time into a group this process saw open are first
-        offered to it written out (``FiringPipeline.join_written``: a storm's joins without the
-        models of a fire); the ones it did not take are judged as any other."""
+        Alerts that match and fire into a group this process saw open are first offered to it
+        written out (``FiringPipeline.join_written``: a storm's joins without the models of a
+        fire); one whose callback exists comes back a repeat. The callbacks of the ones it did
+        not take are read at once, and they are judged as any other."""
         befores = [previous, *(alert.value for alert in alerts)][: len(alerts)]  # none for no alerts
-        results = await self._join_written(watcher, alerts, befores, state, known)
+        known: dict[str, Contract | None] = {}
+        results = await self._join_written(watcher, alerts, befores, state, callback_ids, known)
         left = [index for index, result in enumerate(results) if result is None]
+        try:
+            await self._read([callback_ids[index] for index in left], known)
+        except StoreError as exc:  # none of them judged: the notification fails, its resend judges them
+            for index in left:
+                results[index] = exc
+            left = []
         judged = await asyncio.gather(
             *(self.judge(watcher, alerts[i], state, previous=befores[i], known=known) for i in left),
             return_exceptions=True,
@@ -230,29 +254,24 @@ class AlertStreams:
         alerts: Sequence[Observed],
         befores: Sequence[Any],
         state: WatcherState,
-        known: Mapping[str, Contract | None],
+        callback_ids: Sequence[str],
+        known: dict[str, Contract | None],
     ) -> list[Outcome | BaseException | None]:
-        """The outcome of each alert that joined its group written out, or that a repeat of it
-        took first; None for the others (judged as usual).
+        """The outcome of each alert that joined its group written out, or that a fire of its
+        callback took first (a repeat); None for the others (judged as usual). The callbacks
+        read on the way are added to ``known``.
 
         An alert that found no group of its key open to it (none seen open, or the group closed
-        before it: quiet, or full at ``maxFires``) is judged whole first, alone: it opens the
-        key's next group, as the first alert of a storm's notification does. The others left out
-        for the same reason are offered again: a storm's first notification of a key then makes
-        one whole fire, not fifty, and so does the one that fills a group. The rounds stop when
-        one takes nothing."""
+        before it: quiet, or full at ``maxFires``) and has not fired yet is judged whole first,
+        alone: it opens the key's next group, as the first alert of a storm's notification does.
+        The others left out for the same reason are offered again: a storm's first notification
+        of a key then makes one whole fire, not fifty, and so does the one that fills a group.
+        The rounds stop when one takes nothing."""
         offered: dict[str, int] = {}
         for index, (observed, before) in enumerate(zip(alerts, befores, strict=True)):
             alert: dict[str, Any] = observed.value
-            if alert.get("status") == "resolved":
-                continue
-            callback_id = alert_callback_id(watcher.id, alert)
-            if (
-                callback_id in known
-                and known[callback_id] is None
-                and holds(watcher.conditions, watcher.match, alert, before)
-            ):
-                offered[callback_id] = index
+            if alert.get("status") != "resolved" and holds(watcher.conditions, watcher.match, alert, before):
+                offered[callback_ids[index]] = index
         results: list[Outcome | BaseException | None] = [None] * len(alerts)
         first_round = True
         while offered:
@@ -266,16 +285,22 @@ class AlertStreams:
             if not (written.unopened and (first_round or written.joined)):
                 break
             first_round = False
-            opener = min(written.unopened, key=offered.__getitem__)  # the first of them in the notification
-            index = offered[opener]
+            try:
+                await self._read(written.unopened, known)
+            except StoreError:  # judged whole, they meet the error again
+                break
+            fresh = sorted((offered[callback_id], callback_id) for callback_id in written.unopened)
+            fresh = [(at, callback_id) for at, callback_id in fresh if known[callback_id] is None]
+            if not fresh:  # repeats of fires whose groups closed: judged whole, each a repeat
+                break
+            index = fresh[0][0]  # the first of them in the notification opens the group
             try:
                 results[index] = await self.judge(
                     watcher, alerts[index], state, previous=befores[index], known=known
                 )
             except Exception as exc:  # as ``judge_together``'s gather would keep it
                 results[index] = exc
-            rest = sorted((offered[callback_id], callback_id) for callback_id in written.unopened)
-            offered = {callback_id: at for at, callback_id in rest if callback_id != opener}
+            offered = {callback_id: at for at, callback_id in fresh[1:]}
         return results
 
     def _joined(

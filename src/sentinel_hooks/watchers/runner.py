@@ -490,11 +490,12 @@ class WatcherRunner:
 
     async def ingest_alerts(self, alerts: list[dict[str, Any]]) -> list[Outcome]:
         """The alerts of one pushed notification (``format: alertmanager``) as one batch: under
-        one hold of the lock, their streams' callbacks read at once, the alerts run through their
-        streams (``watchers.alerts``) together (their fires' writes in flight at once) or, when
-        one alert's judgement depends on another's, in order, then their observations and the
-        state they left stored in one write that waits for no gathering window: one read, one
-        round of fires and one write. Alerts after a fire that disabled the watcher (fireOnce)
+        one hold of the lock, the alerts run through their streams (``watchers.alerts``)
+        together (their fires' writes in flight at once; the callbacks of those that did not
+        join a group written out read at once) or, when one alert's judgement depends on
+        another's, in order after their callbacks are read at once; then their observations and
+        the state they left stored in one write that waits for no gathering window: at most one
+        read, one round of fires and one write. Alerts after a fire that disabled the watcher (fireOnce)
         are recorded but left alone. A store that refuses the write raises ``StoreError`` (the
         202 is not sent, so the source sends the notification again: fired alerts find their
         callbacks and are repeats).
@@ -506,21 +507,26 @@ class WatcherRunner:
             observed = [Observed(value=alert, at=at) for alert in alerts]
             streams, before = self._alerts(), self.state
             self.state = before.succeeded(at)
+            callback_ids = streams.callback_ids(self.id, observed)
+            together = streams.independent(self.spec, callback_ids)
             try:
-                if self._previous is UNKNOWN:  # both reads at once
+                if self._previous is not UNKNOWN:  # judged together, they read what they need
+                    previous = self._previous
+                    known = None if together else await streams.callbacks(callback_ids)
+                elif together:
+                    previous, known = await streams.previous(self.id), None
+                else:  # both reads at once
                     previous, known = await asyncio.gather(
-                        streams.previous(self.id), streams.callbacks(self.id, observed)
+                        streams.previous(self.id), streams.callbacks(callback_ids)
                     )
-                else:  # the one read alone: no task made for a value already here
-                    previous, known = self._previous, await streams.callbacks(self.id, observed)
             except StoreError as exc:
                 await self._store_failed(exc, before, prompt=True)
                 raise
             if observed:
                 self._previous = observed[-1].value
-            if streams.independent(self.spec, observed, known):
+            if together:
                 outcomes, merged, error = await streams.judge_together(
-                    self.spec, observed, self.state, previous=previous, known=known
+                    self.spec, observed, self.state, previous=previous, callback_ids=callback_ids
                 )
                 self._count_all(outcomes[:-1])
                 if outcomes:  # the last one counted and the state they left together adopted
