@@ -47,16 +47,14 @@ _SLOTS: Final = ("callback", "at", "dedupe", "session", "payload")
 
 @dataclass(frozen=True)
 class _Cut:
-    """A text cut at its slots: ``pieces[0]``, a slot, ``pieces[1]``, … (``slots`` in order)."""
+    """A text cut at its slots: its pieces joined by ``%s`` (their own ``%`` doubled), one per
+    slot of ``slots`` in order, so that one ``%`` formatting fills them all in."""
 
-    pieces: tuple[str, ...]
+    template: str
     slots: tuple[str, ...]
 
     def fill(self, values: dict[str, str]) -> str:
-        parts = [self.pieces[0]]
-        for slot, piece in zip(self.slots, self.pieces[1:], strict=True):
-            parts += (values[slot], piece)
-        return "".join(parts)
+        return self.template % tuple([values[slot] for slot in self.slots])
 
 
 def _cut(text: str, markers: dict[str, str]) -> _Cut | None:
@@ -77,7 +75,7 @@ def _cut(text: str, markers: dict[str, str]) -> _Cut | None:
         slots.append(slot)
         at = end
     pieces.append(text[at:])
-    return _Cut(tuple(pieces), tuple(slots))
+    return _Cut("%s".join(piece.replace("%", "%%") for piece in pieces), tuple(slots))
 
 
 @dataclass(frozen=True)
@@ -108,7 +106,7 @@ class MemberTexts:
         self._sample = sample
         self._envelope = envelope
         self._record = record
-        self._at: tuple[datetime, str] | None = None  # the last instant's text: a batch shares one
+        self._at: tuple[datetime, str, int] | None = None  # the last instant, as text and ms: one per batch
         self._sessions: dict[str, str] = {}  # session key texts by group key (a storm has a few)
 
     @classmethod
@@ -177,7 +175,7 @@ class MemberTexts:
         if not keeps_whole(alert, payload, self._service.limits.max_payload_chars):
             return None
         if self._at is None or self._at[0] != at:
-            self._at = at, _text(iso(at))
+            self._at = at, _text(iso(at)), to_epoch_ms(at)
         if key not in self._sessions:
             if len(self._sessions) >= 1024:
                 self._sessions.clear()
@@ -195,7 +193,7 @@ class MemberTexts:
         return MemberJoin(
             callback_id=callback_id,
             watcher_id=watcher.id,
-            created_ms=to_epoch_ms(at),
+            created_ms=self._at[2],
             doc=self._record.fill(values),
             envelope=envelope,
         )
