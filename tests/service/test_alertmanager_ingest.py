@@ -267,7 +267,8 @@ async def test_a_notification_without_alerts_is_accepted_and_fires_nothing(start
     after = await call(service, "POST", "/hooks/ingest/am", body=empty, headers=AUTH)
     assert [(202, {"accepted": True, "fired": 0})] * 2 == [before, after]
     last = await last_observation(service.store, "am")
-    assert last is not None and "fp-web-1" == last.value["fingerprint"]
+    assert last is not None
+    assert "fp-web-1" == last.value["fingerprint"]
 
 
 async def test_more_alerts_than_the_cap_is_413_and_stores_nothing(start: Start, sink: Sink) -> None:
