@@ -120,6 +120,7 @@ class Scripts:
         self.resolve_contract = client.register_script(lua.RESOLVE_CONTRACT)
         self.append_transcript = client.register_script(retention.APPEND_TRANSCRIPT)
         self.write_watcher_batch = client.register_script(lua.WRITE_WATCHER_BATCH)
+        self.trigger_priorities = client.register_script(lua.TRIGGER_PRIORITIES)
         self.read_transcript = client.register_script(retention.READ_TRANSCRIPT)
         self.read_callback = client.register_script(retention.READ_CALLBACK)
         self.prune_contracts = client.register_script(retention.PRUNE_CONTRACTS)

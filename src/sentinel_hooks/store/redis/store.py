@@ -85,6 +85,7 @@ R = TypeVar("R", bound=BaseModel)
 
 _CAS_ATTEMPTS = 100
 READ_SLICE = 5_000  # ids per HMGET, commands per pipeline of a bulk read (bounded buffers)
+PRIORITIES_CHUNK = 500  # records per ``trigger_priorities`` script call (Redis busy a few ms at most)
 _GLOB_SPECIAL = re.compile(r"[*?\[\]\\]")  # what a MATCH pattern reads as a wildcard unless escaped
 _MAX_SEQ = 2**52  # an ``after_seq`` beyond any list's length (Lua numbers are exact up to 2**53)
 
@@ -300,13 +301,27 @@ class RedisStore(RedisAudit):
         }
 
     async def trigger_priorities(self, callback_ids: Sequence[str]) -> set[str]:
-        """See ``Store.trigger_priorities`` (each record's text parsed as plain JSON, not made: a
-        text that is not JSON is a ``StoreError``, one without a priority adds none, as SQLite's
-        ``json_extract`` reads them)."""
+        """See ``Store.trigger_priorities``: read by Redis itself (``scripts.TRIGGER_PRIORITIES``),
+        ``PRIORITIES_CHUNK`` records per call; a record its JSON decoder refuses is read here as
+        plain JSON (a text that is not JSON is a ``StoreError``), and one without a priority adds
+        none, as SQLite's ``json_extract`` reads them."""
         ids = list(dict.fromkeys(callback_ids))
-        texts = await self._hget_many("trigger priorities", [self.keys.contract(cid) for cid in ids], "doc")
         found: set[str] = set()
-        for cid, text in zip(ids, texts, strict=True):
+        for start in range(0, len(ids), PRIORITIES_CHUNK):
+            chunk = ids[start : start + PRIORITIES_CHUNK]
+            keys = [self.keys.contract(cid) for cid in chunk]
+            reply = await self._db.run("trigger priorities", self._db.scripts.trigger_priorities, keys, [])
+            end = reply.index(0)
+            found.update(as_text(priority) for priority in reply[:end])
+            found |= await self._priorities_read_here([chunk[int(index) - 1] for index in reply[end + 1 :]])
+        return found
+
+    async def _priorities_read_here(self, callback_ids: list[str]) -> set[str]:
+        """``trigger_priorities`` of records Redis's decoder refused, each parsed as plain JSON."""
+        keys = [self.keys.contract(cid) for cid in callback_ids]
+        texts = await self._hget_many("trigger priorities", keys, "doc")
+        found: set[str] = set()
+        for cid, text in zip(callback_ids, texts, strict=True):
             if text is None:
                 continue
             trigger = codec.loads_dict(as_text(text), what=f"contract {cid!r}").get("trigger")
