@@ -494,11 +494,11 @@ class WatcherRunner:
         together (their fires' writes in flight at once; the callbacks of those that did not
         join a group written out read at once) or, when one alert's judgement depends on
         another's, in order after their callbacks are read at once; then their observations and
-        the state they left stored in one write that waits for no gathering window: at most one
-        read, one round of fires and one write. Alerts after a fire that disabled the watcher (fireOnce)
-        are recorded but left alone. A store that refuses the write raises ``StoreError`` (the
-        202 is not sent, so the source sends the notification again: fired alerts find their
-        callbacks and are repeats).
+        the state they left stored in one write that waits for no gathering window: in a storm
+        whose groups are open, one round of fires and one write, and no read. Alerts after a
+        fire that disabled the watcher (fireOnce) are recorded but left alone. A store that
+        refuses the write raises ``StoreError`` (the 202 is not sent, so the source sends the
+        notification again: fired alerts find their callbacks and are repeats).
         """
         async with self.lock:
             if self.needs_lease and not await self.fenced():
