@@ -174,13 +174,15 @@ class AlertStreams:
         *,
         previous: Any,
         known: Mapping[str, Contract | None] | None = None,
+        callback_id: str | None = None,
     ) -> Outcome:
         """``observe`` of an alert already recorded (``record``); ``previous`` is the observation
         before it (MISSING for none), ``known`` the stream's callback when read already
-        (``callbacks``)."""
+        (``callbacks``), ``callback_id`` its id when made already (``callback_ids``)."""
         state = state.evolve(last_event_at=observed.at, quiet_fired=False)
         alert: dict[str, Any] = observed.value
-        callback_id = alert_callback_id(watcher.id, alert)
+        if callback_id is None:
+            callback_id = alert_callback_id(watcher.id, alert)
         if alert.get("status") == "resolved":
             await self._resolved(watcher, observed, await self._fired(callback_id, known))
             self._evaluated(watcher, matched=False, fired=False)
@@ -238,7 +240,12 @@ class AlertStreams:
                 results[index] = exc
             left = []
         judged = await asyncio.gather(
-            *(self.judge(watcher, alerts[i], state, previous=befores[i], known=known) for i in left),
+            *(
+                self.judge(
+                    watcher, alerts[i], state, previous=befores[i], known=known, callback_id=callback_ids[i]
+                )
+                for i in left
+            ),
             return_exceptions=True,
         )
         for index, result in zip(left, judged, strict=True):
@@ -293,10 +300,10 @@ class AlertStreams:
             fresh = [(at, callback_id) for at, callback_id in fresh if known[callback_id] is None]
             if not fresh:  # repeats of fires whose groups closed: judged whole, each a repeat
                 break
-            index = fresh[0][0]  # the first of them in the notification opens the group
+            index, opener = fresh[0]  # the first of them in the notification opens the group
             try:
                 results[index] = await self.judge(
-                    watcher, alerts[index], state, previous=befores[index], known=known
+                    watcher, alerts[index], state, previous=befores[index], known=known, callback_id=opener
                 )
             except Exception as exc:  # as ``judge_together``'s gather would keep it
                 results[index] = exc

@@ -509,16 +509,9 @@ class WatcherRunner:
             self.state = before.succeeded(at)
             callback_ids = streams.callback_ids(self.id, observed)
             together = streams.independent(self.spec, callback_ids)
-            try:
-                if self._previous is not UNKNOWN:  # judged together, they read what they need
-                    previous = self._previous
-                    known = None if together else await streams.callbacks(callback_ids)
-                elif together:
-                    previous, known = await streams.previous(self.id), None
-                else:  # both reads at once
-                    previous, known = await asyncio.gather(
-                        streams.previous(self.id), streams.callbacks(callback_ids)
-                    )
+            try:  # judged together, the alerts read what they need themselves
+                previous = await streams.previous(self.id, self._previous)
+                known = None if together else await streams.callbacks(callback_ids)
             except StoreError as exc:
                 await self._store_failed(exc, before, prompt=True)
                 raise
@@ -538,10 +531,12 @@ class WatcherRunner:
                 self.deps.unrecorded.succeeded()
             else:
                 outcomes = []
-                for item in observed:
+                for item, callback_id in zip(observed, callback_ids, strict=True):
                     if not self.enabled:
                         break
-                    step = streams.judge(self.spec, item, self.state, previous=previous, known=known)
+                    step = streams.judge(
+                        self.spec, item, self.state, previous=previous, known=known, callback_id=callback_id
+                    )
                     outcomes.append(await self._run(step, self.state, save=False, prompt=True))
                     previous = item.value
             try:
