@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal
 from typing import Any, Final, cast
@@ -190,30 +191,38 @@ def canonical_json(value: Any) -> str:
     return _tokens_json(value)
 
 
-_PLAIN_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-_C_MAKE_ENCODER: Final[Any] = getattr(json.encoder, "c_make_encoder", None)  # CPython's C accelerator
-_PLAIN_ENCODE: Final[Any] = (
-    None
-    if _C_MAKE_ENCODER is None
-    else _C_MAKE_ENCODER(  # what ``_PLAIN_ENCODER.encode`` makes at every call (half its time), made once
-        None,  # no check for a container inside itself: ``_plain`` refuses one (too deep)
-        _PLAIN_ENCODER.default,
+def compact_encoder(*, sort_keys: bool, allow_nan: bool) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"), check_circular=False, …)``
+    with its C encoder made once: ``JSONEncoder.encode`` makes one at every call, half the time
+    of a small value (a watcher's state, an alert's dedupe basis). A value that contains itself
+    raises ``RecursionError``; a non-JSON one ``TypeError``, NaN without ``allow_nan``
+    ``ValueError``, as ``json.dumps`` would."""
+    encoder = json.JSONEncoder(
+        ensure_ascii=False,
+        sort_keys=sort_keys,
+        allow_nan=allow_nan,
+        check_circular=False,
+        separators=(",", ":"),
+    )
+    make: Any = getattr(json.encoder, "c_make_encoder", None)  # CPython's C accelerator
+    if make is None:
+        return encoder.encode
+    encode: Callable[[Any, int], list[str]] = make(
+        None,  # no check for a container inside itself (check_circular=False)
+        encoder.default,
         json.encoder.encode_basestring,
         None,
-        _PLAIN_ENCODER.key_separator,
-        _PLAIN_ENCODER.item_separator,
-        True,  # sort_keys
+        encoder.key_separator,
+        encoder.item_separator,
+        sort_keys,
         False,  # skipkeys
-        True,  # allow_nan (``_plain`` lets no float through)
+        allow_nan,
     )
-)
+    return lambda value: "".join(encode(value, 0))
 
 
-def _plain_json(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> str:
-    """``_PLAIN_ENCODER.encode(value)`` of a value ``_plain`` accepted."""
-    if _PLAIN_ENCODE is None:
-        return _PLAIN_ENCODER.encode(value)
-    return "".join(_PLAIN_ENCODE(value, 0))
+_plain_json: Final = compact_encoder(sort_keys=True, allow_nan=True)
+"""JSON text of a value ``_plain`` accepted (it refuses a container inside itself and floats)."""
 
 
 _CONTAINERS: Final = (dict, list, tuple)

@@ -3,7 +3,11 @@ other text is parsed and validated, and corrupt text is a ``StoreError``."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.core.envelope import Envelope
@@ -57,3 +61,38 @@ def test_a_remembered_envelope_is_the_one_its_text_validates_to() -> None:
     remembered object changes nothing a reader can see."""
     envelope, text = stored_envelope(5)
     assert Envelope.model_validate_json(text) == envelope
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(_JSON)
+def test_dumps_writes_what_json_dumps_writes(value: object) -> None:
+    """The encoder made once spells every value as ``json.dumps`` with the same options does."""
+    expected = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    assert codec.dumps(value, what="a value") == expected
+
+
+def _contains_itself() -> dict[str, object]:
+    value: dict[str, object] = {"a": 1}
+    value["self"] = value
+    return value
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ({"at": float("nan")}, "Out of range float"),
+        ({"ids": {1, 2}}, "not JSON serializable"),
+        (_contains_itself(), "recursion"),
+    ],
+)
+def test_a_value_that_is_not_json_is_a_store_error_naming_what(value: object, says: str) -> None:
+    with pytest.raises(StoreError, match="cannot store state of 'w1': it is not JSON") as caught:
+        codec.dumps(value, what="state of 'w1'")
+    assert says in str(caught.value)

@@ -11,22 +11,27 @@ from __future__ import annotations
 import contextlib
 import json
 from collections import OrderedDict
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
+from sentinel_hooks.canonical import compact_encoder
 from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.errors import StoreError
 
 R = TypeVar("R", bound=BaseModel)
 
 
+_COMPACT: Final = compact_encoder(sort_keys=False, allow_nan=False)
+
+
 def dumps(value: Any, *, what: str) -> str:
-    """Compact JSON for ``value``; StoreError when it is not JSON (NaN, sets, objects …)."""
+    """Compact JSON for ``value``; StoreError when it is not JSON (NaN, sets, objects, a value
+    that contains itself …)."""
     try:
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+        return _COMPACT(value)
+    except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(f"cannot store {what}: it is not JSON ({exc})") from exc
 
 
