@@ -368,8 +368,10 @@ class Service(ServiceOperations):
             self.url = f"http://{_url_host(server.host)}:{addresses[0][1]}"
 
     async def stop(self) -> None:
-        """Stop taking requests, let in-flight polls and writes finish, close everything."""
+        """Stop taking requests and starting polls, let in-flight polls and writes finish, close
+        everything."""
         self.ready = False
+        self.scheduler.halt_polls()  # what stops next must not wait behind polls due meanwhile
         if self._web is not None:
             await self._web.cleanup()
         if self.cluster is not None:  # this replica's runners stop, then their leases are released

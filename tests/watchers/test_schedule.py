@@ -99,6 +99,40 @@ async def test_loop_scheduler_runs_due_jobs_from_its_timer_and_honours_pause() -
     assert all(timedelta(milliseconds=30) < gap < timedelta(milliseconds=500) for gap in gaps)
 
 
+async def test_halted_polls_stay_halted_through_a_resume_and_a_running_one_finishes() -> None:
+    """A graceful stop's first step: after ``halt_polls`` no job starts, not even after a
+    ``resume`` (a slice of runners starting meanwhile resumes what it paused), and a poll under
+    way is not cancelled."""
+    scheduler = LoopScheduler(timezone=UTC)
+    runs: list[str] = []
+    release = asyncio.Event()
+    finished: list[str] = []
+
+    async def job(name: str) -> None:
+        runs.append(name)
+        if name == "slow":
+            await release.wait()
+            finished.append(name)
+
+    scheduler.start()
+    try:
+        scheduler.add_job(job, IntervalTrigger(seconds=0.05), args=["fast"], id="fast")
+        scheduler.add_job(
+            job, IntervalTrigger(seconds=3600), args=["slow"], id="slow", next_run_time=datetime.now(UTC)
+        )
+        await wait_for(lambda: runs.count("fast") >= 2 and "slow" in runs, what="both jobs running")
+        scheduler.halt_polls()
+        halted_at = len(runs)
+        scheduler.resume()
+        scheduler.add_job(job, IntervalTrigger(seconds=0.05), args=["added"], id="added")
+        await asyncio.sleep(0.3)  # six periods of the fast job: none may start
+        release.set()
+        await wait_for(lambda: finished == ["slow"], what="the poll under way to finish")
+    finally:
+        scheduler.shutdown(wait=False)
+    assert halted_at == len(runs)
+
+
 async def test_add_poll_job_makes_the_job_add_job_makes() -> None:
     """The job added without APScheduler's validation equals one ``add_job`` would add."""
     scheduler = LoopScheduler(timezone=UTC)

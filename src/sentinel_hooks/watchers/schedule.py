@@ -183,6 +183,12 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
     whatever else the loop runs (a cluster replica's lease renewals, the API, store writes)
     waits behind them; in a replica capped at 0.5 CPU that lost every lease in a loop and polled
     nothing (docs/scaling.md). Under the caps nothing changes: due jobs start when due.
+
+    **Halting.** A graceful stop first ``halt_polls``: no poll starts after it (a ``resume``, as
+    a slice of runners starting meanwhile makes, does not undo it), so the stop's own work (tens
+    of thousands of runners stopped, their states written, their leases released) does not queue
+    behind polls the process will not act on: a replica offered more polls than its CPU makes
+    took longer than ``sentinel run``'s time limit to stop 60,000 runners.
     """
 
     STARTS_PER_TURN = 32  # a few tens of ms of polls' CPU per turn on a replica capped at 0.5 CPU
@@ -192,6 +198,17 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
         super().__init__(*args, **kwargs)
         self._running_polls: dict[asyncio.Task[Any], Job] = {}
         self._held_back = False  # due jobs wait for running polls to end (``MAX_RUNNING``)
+        self._halted = False  # ``halt_polls``: paused for good
+
+    def halt_polls(self) -> None:
+        """Start no poll from now on (polls running finish): the first step of a graceful stop."""
+        self._halted = True
+        if self.state == STATE_RUNNING:
+            self.pause()
+
+    def resume(self) -> None:
+        if not self._halted:
+            super().resume()
 
     def _create_default_jobstore(self) -> PollJobStore:
         return PollJobStore()
