@@ -210,6 +210,10 @@ class LoopScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler 3 sh
         if not self._halted:
             super().resume()
 
+    def start(self, paused: bool = False) -> None:
+        self._halted = False  # a scheduler shut down and started again polls again
+        super().start(paused=paused)
+
     def _create_default_jobstore(self) -> PollJobStore:
         return PollJobStore()
 
