@@ -242,7 +242,7 @@ class ServiceOperations:
 
     async def create_watcher(self, spec: AnyWatcher, data: dict[str, Any], who: Who) -> WatcherRunner:
         """Add a watcher validated by ``validate_watcher`` (kept in the store across restarts)."""
-        runner = await self.manager.create(LoadedWatcher(spec, data, api_source(spec.id)))
+        runner = await self.manager.create(LoadedWatcher.of(spec, data, api_source(spec.id)))
         await self.audit(who, "watcher.create", spec.id)
         return runner
 

@@ -471,7 +471,7 @@ class Service(ServiceOperations):
                     "; ".join(map(str, issues)) or "id now in a file",
                 )
                 continue
-            found.append(LoadedWatcher(spec, data, api_source(spec.id)))
+            found.append(LoadedWatcher.of(spec, data, api_source(spec.id)))
         # a watcher file may have taken the pingKey of a heartbeat created through the API
         clashes = ping_key_clashes([*self.config.watchers, *found])
         for later, earlier in clashes:

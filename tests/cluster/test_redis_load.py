@@ -72,7 +72,7 @@ def many_watchers(config: LoadedConfig, endpoint: Endpoint) -> LoadedConfig:
             base_dir=config.base_dir,
         )
         assert spec is not None, issues
-        loaded.append(LoadedWatcher(spec, data, WatcherSource("load", None)))
+        loaded.append(LoadedWatcher.of(spec, data, WatcherSource("load", None)))
     return dataclasses.replace(config, watchers=tuple(loaded))
 
 

@@ -58,13 +58,14 @@ from sentinel_hooks.core.phase import phase_us
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "watchers.cache"
-FORMAT = 2  # raise when what is pickled changes shape
+FORMAT = 3  # raise when what is pickled changes shape (3: a watcher's data kept pickled)
 CHUNK_ROWS = 1000  # watchers per pickled chunk: about 15 ms to read, the start's unit of streaming
 _UNSAFE_BYTES = (b"${env:", b"\\")  # a value may come from the environment (see the docstring)
 _TRAILER = struct.Struct("<Q")  # the index's offset, the file's last bytes
 
-Row = tuple[Any, dict[str, Any], int | None]
-"""One kept watcher: its spec, its data as read, its line (``LoadedWatcher`` without the file)."""
+Row = tuple[Any, bytes, int | None]
+"""One kept watcher: its spec, its data as read (pickled: ``LoadedWatcher.packed``), its line
+(``LoadedWatcher`` without the file)."""
 ChunkKey = tuple[int, int, int] | None
 """When a chunk's watchers poll: their interval and the first and last phase, in µs; None when
 they are not on an interval."""

@@ -222,7 +222,7 @@ class WatcherManager:
                 if current is None:
                     await self._add(loaded)
                     report.added.append(watcher_id)
-                elif current.loaded.raw != loaded.raw:
+                elif current.loaded.packed != loaded.packed:
                     await self._remove(watcher_id, forget=False)
                     await self._add(loaded)
                     report.changed.append(watcher_id)
