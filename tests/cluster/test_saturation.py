@@ -25,6 +25,20 @@ pytestmark = pytest.mark.redis
 LEASE_MS = 3000  # a tick every 1 s; a lease not renewed for 2 s is dropped; commands bounded by 1 s
 
 
+class HeldStops:
+    """Runner stops held until ``gate`` is set, counted: how many are stopping now, and at most."""
+
+    def __init__(self) -> None:
+        self.gate = asyncio.Event()
+        self.stopping = self.most = 0
+
+    async def before_lost(self, _: str) -> None:
+        self.stopping += 1
+        self.most = max(self.most, self.stopping)
+        await self.gate.wait()
+        self.stopping -= 1
+
+
 async def test_renewals_stay_on_time_while_polls_saturate_the_loop(make_replica: MakeReplica) -> None:
     """3,000 polls of 1 ms of CPU each due every second (three times what one core can do) for
     two leases' time: the replica polls what it can and loses no lease. Without admission the
@@ -73,31 +87,22 @@ async def test_leases_lost_at_once_stop_their_runners_a_batch_at_a_time(
     """600 leases lost in one tick (gone from under the replica) are one callback batch: at most
     ``STOPS_AT_ONCE`` runners stop at a time, not 600 tasks in one turn of the loop; all stop
     (and the same tick takes the free leases again, started once the batch is through)."""
-    gate = asyncio.Event()
-    stopping = most = 0
-
-    async def before_lost(_: str) -> None:
-        nonlocal stopping, most
-        stopping += 1
-        most = max(most, stopping)
-        await gate.wait()
-        stopping -= 1
-
-    replica = make_replica("a", before_lost=before_lost)
+    stops = HeldStops()
+    replica = make_replica("a", before_lost=stops.before_lost)
     ids = watcher_ids(600)
     await replica.start(ids)
     await replica.keeper.drain()
     await raw.delete(*(replica.leases.key(w) for w in ids))  # gone from the server: the renewal says so
     await replica.keeper.halt()
     await replica.keeper.tick()
-    await wait_for(lambda: stopping == STOPS_AT_ONCE, what="the first runners stopping")
+    await wait_for(lambda: stops.stopping == STOPS_AT_ONCE, what="the first runners stopping")
     tasks = len(asyncio.all_tasks())
     await asyncio.sleep(0.05)
-    assert (STOPS_AT_ONCE, STOPS_AT_ONCE) == (most, stopping)
+    assert (STOPS_AT_ONCE, STOPS_AT_ONCE) == (stops.most, stops.stopping)
     assert tasks < STOPS_AT_ONCE + 50
-    gate.set()
+    stops.gate.set()
     await wait_for(lambda: len(replica.lost) == len(ids), what="every runner stopped")
-    assert STOPS_AT_ONCE == most
+    assert STOPS_AT_ONCE == stops.most
     assert sorted(ids) == sorted(replica.lost)
 
 
@@ -133,25 +138,16 @@ async def test_a_graceful_stop_stops_more_runners_at_a_time_than_a_hand_off(
     each stop waits for its state's write: up to ``STOPS_AT_ONCE_LEAVING`` stop at a time, not
     ``STOPS_AT_ONCE`` (60,000 runners took 469 round trips, past ``sentinel run``'s limit);
     every lease is released once its runner stopped."""
-    gate = asyncio.Event()
-    stopping = most = 0
-
-    async def before_lost(_: str) -> None:
-        nonlocal stopping, most
-        stopping += 1
-        most = max(most, stopping)
-        await gate.wait()
-        stopping -= 1
-
-    replica = make_replica("a", before_lost=before_lost)
+    stops = HeldStops()
+    replica = make_replica("a", before_lost=stops.before_lost)
     ids = watcher_ids(600)
     await replica.start(ids)
     await replica.keeper.drain()
     stop = asyncio.create_task(replica.keeper.stop())
-    await wait_for(lambda: stopping == len(ids), what="every runner stopping at once")
+    await wait_for(lambda: stops.stopping == len(ids), what="every runner stopping at once")
     assert all([await raw.exists(replica.leases.key(w)) for w in ids])  # none released yet
-    gate.set()
+    stops.gate.set()
     await asyncio.wait_for(stop, 10)
-    assert (len(ids), sorted(ids)) == (most, sorted(replica.lost))
+    assert (len(ids), sorted(ids)) == (stops.most, sorted(replica.lost))
     assert STOPS_AT_ONCE < len(ids) <= STOPS_AT_ONCE_LEAVING
     assert not any([await raw.exists(replica.leases.key(w)) for w in ids])  # all released
