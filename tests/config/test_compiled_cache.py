@@ -53,6 +53,22 @@ def test_an_unchanged_project_comes_back_from_the_cache(tmp_path: Path) -> None:
     assert 3 == again.watchers[1].source.line
 
 
+def test_a_kept_watcher_s_data_is_the_bytes_a_fresh_read_makes(tmp_path: Path) -> None:
+    """A reload reads the files afresh and restarts a watcher whose data changed (the bytes of
+    ``LoadedWatcher.packed``): a watcher ``sentinel run`` took from the cache must compare equal
+    to the same watcher read again, repeated values (which a pickle may share) included."""
+    text = WATCHERS + (
+        "  - {id: c, strategy: http-poll, endpoint: 'http://127.0.0.1:9/c', intervalMs: 5000,\n"
+        "     tags: [status, status], conditions: [{path: status, op: eq, value: status}]}\n"
+    )
+    config = project(tmp_path, {"w.yaml": text})
+    load_config(config, environ={}, compiled=True)
+    cached = load_config(config, environ={}, compiled=True)
+    fresh = load_config(config, environ={})
+    assert [w.packed for w in cached.watchers] == [w.packed for w in fresh.watchers]
+    assert ["status", "status"] == cached.watchers[2].raw["tags"]
+
+
 def test_a_changed_file_is_read_and_its_error_reported_with_its_line(tmp_path: Path) -> None:
     """A file edited after it was kept is read again: its problem stops the load with file:line."""
     config = project(tmp_path, {"w.yaml": WATCHERS})
