@@ -177,3 +177,22 @@ def test_a_project_the_cache_does_not_cover_is_loaded_whole(tmp_path: Path) -> N
     loaded, chunks = load_streamed(config, environ={})
     assert chunks is None
     assert ["a", "b", "c", "d"] == [w.spec.id for w in loaded.watchers]
+
+
+def test_a_watcher_whose_keys_are_only_reordered_has_the_same_data(tmp_path: Path) -> None:
+    """Keys written in another order pickle to other bytes but are the same data: a reload must
+    not restart the watcher for it; a changed value is a change."""
+    config = project(tmp_path, {"w.yaml": WATCHERS})
+    before = load_config(config, environ={}).watchers[0]
+    reordered = WATCHERS.replace(
+        '{id: a, strategy: http-poll, endpoint: "http://127.0.0.1:9/a", intervalMs: 5000, conditions: []}',
+        '{strategy: http-poll, id: a, conditions: [], intervalMs: 5000, endpoint: "http://127.0.0.1:9/a"}',
+    )
+    (tmp_path / "watchers" / "w.yaml").write_text(reordered)
+    after = load_config(config, environ={}).watchers[0]
+    assert before.packed != after.packed
+    assert before.same_data(after)
+    (tmp_path / "watchers" / "w.yaml").write_text(
+        reordered.replace("intervalMs: 5000, endpoint", "intervalMs: 6000, endpoint")
+    )
+    assert not before.same_data(load_config(config, environ={}).watchers[0])

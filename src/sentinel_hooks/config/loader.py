@@ -79,6 +79,12 @@ class LoadedWatcher:
         data: dict[str, Any] = pickle.loads(self.packed)  # our own bytes, made by ``of``
         return data
 
+    def same_data(self, other: LoadedWatcher) -> bool:
+        """Whether both were loaded from equal data (a reload restarts a watcher whose data
+        changed): equal bytes, or else equal dicts, so that keys written in another order, which
+        pickle differently, are no change."""
+        return self.packed == other.packed or self.raw == other.raw
+
 
 @dataclass(frozen=True)
 class LoadedConfig:

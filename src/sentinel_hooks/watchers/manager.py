@@ -222,7 +222,7 @@ class WatcherManager:
                 if current is None:
                     await self._add(loaded)
                     report.added.append(watcher_id)
-                elif current.loaded.packed != loaded.packed:
+                elif not current.loaded.same_data(loaded):
                     await self._remove(watcher_id, forget=False)
                     await self._add(loaded)
                     report.changed.append(watcher_id)
