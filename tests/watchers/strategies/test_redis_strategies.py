@@ -160,6 +160,33 @@ async def test_pubsub_cancel_closes_the_connection(
     await until(lambda: _subscribers(client, channel, 0), "the subscription stayed open")
 
 
+async def test_pubsub_a_dropped_connection_is_not_reopened_behind_the_error(
+    redis_url: str, client: redis.asyncio.Redis, prefix: str
+) -> None:
+    """When the server drops a subscription, the error reaches the strategy with no connection
+    reopened: redis-py 8 would reconnect and subscribe again before raising, and that zombie
+    subscriber took the messages meant for the next stream until it was closed."""
+    channel, name = f"{prefix}dropped", f"sentinel:w-{uuid.uuid4().hex[:12]}"
+    opened = redis_source.open_client(redis_url, watcher_id=name.removeprefix("sentinel:"))
+    subscription = opened.pubsub()
+    try:
+        await subscription.subscribe(channel)
+        assert (await subscription.get_message(timeout=WAIT_S) or {}).get("type") == "subscribe"
+        killed = await client.client_kill_filter(_id=(await _named(client, name))[0])
+        with pytest.raises(redis.ConnectionError):
+            await subscription.get_message(timeout=WAIT_S)
+        left = (await _named(client, name), await _subscribers(client, channel, 0))
+    finally:
+        await subscription.aclose()  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
+        await opened.aclose()
+    assert (1, [], True) == (killed, *left)
+
+
+async def _named(client: redis.asyncio.Redis, name: str) -> list[str]:
+    """The ids of the connections named ``name``."""
+    return [info["id"] for info in await client.client_list() if info.get("name") == name]
+
+
 async def test_pubsub_idle_ping_keeps_a_healthy_subscription(
     redis_url: str, client: redis.asyncio.Redis, prefix: str
 ) -> None:

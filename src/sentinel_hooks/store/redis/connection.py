@@ -48,7 +48,11 @@ def new_client(
     included) with ``asyncio.timeout``, never with redis-py's ``socket_timeout``, which reads
     through ``asyncio.wait_for`` and on Python 3.11 can swallow a cancellation. The client never
     retries by itself: a command re-sent after a lost reply could apply twice, so retrying is
-    the caller's decision. ``name`` is the connections' CLIENT SETNAME (CLIENT LIST shows whose
+    the caller's decision, and neither does it reconnect when a command fails: redis-py 8 calls
+    its retry's error handler even with no retries left, and a subscription's handler opens a
+    new connection and subscribes it again before the error is raised (a zombie subscriber
+    that, until the caller closes it, takes messages meant for the caller's next subscription).
+    ``name`` is the connections' CLIENT SETNAME (CLIENT LIST shows whose
     they are). Raises ``ValueError`` for a malformed URL. Closing the client closes its pool.
     """
     pool = BlockingConnectionPool.from_url(
@@ -60,7 +64,7 @@ def new_client(
         socket_connect_timeout=connect_timeout_s,
         socket_timeout=None,  # redis-py 8 defaults to 5 s, which brings its wait_for back
         socket_keepalive=True,
-        retry=Retry(NoBackoff(), 0),
+        retry=Retry(NoBackoff(), 0, supported_errors=()),  # no retry and no reconnect on an error
         **_checked_connections(),
     )
     pool.connection_class = _packing_in_c(pool.connection_class)
