@@ -134,6 +134,7 @@ class Dispatcher:
         self._loop = BackgroundTask()
         self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
+        self._attempting: set[asyncio.Task[bool]] = set()  # ``attempt_now``'s, outside the slots
         self._reserved = 0  # slots promised to deliveries stored held (``reserve``), not yet started
         self._room = asyncio.Event()  # set when enough slots are free to claim again
         self._on_moved = on_moved
@@ -199,13 +200,23 @@ class Dispatcher:
     async def attempt_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
         """Attempt stored ``held_deliveries`` at once, in parallel; True per delivery accepted.
 
-        Each outcome is recorded like any other (a failed one is retried by the worker). A lone
-        delivery (a notify to one target, the common case) is attempted in the caller's task:
-        no task and no gather for it.
+        Each outcome is recorded like any other (a failed one is retried by the worker). The
+        attempts run in tasks of the dispatcher's that the caller awaits shielded: a caller
+        cancelled mid-send (a hook session stopped with its service) leaves its attempt to
+        finish and record the outcome, and ``stop`` waits for it. Cancelled with the caller,
+        a message the receiver already had stayed unrecorded and went out again once its
+        lease ran out, its contract settled only then.
         """
-        if len(deliveries) == 1:
-            return [await self._attempt(deliveries[0])]
-        return list(await asyncio.gather(*(self._attempt(d) for d in deliveries)))
+        attempts = [self._attempt_detached(delivery) for delivery in deliveries]
+        if len(attempts) == 1:  # the common case (a notify to one target): no gather
+            return [await asyncio.shield(attempts[0])]
+        return list(await asyncio.shield(asyncio.gather(*attempts)))
+
+    def _attempt_detached(self, delivery: Delivery) -> asyncio.Task[bool]:
+        task = asyncio.get_running_loop().create_task(self._attempt(delivery))
+        self._attempting.add(task)
+        task.add_done_callback(self._attempting.discard)
+        return task
 
     def reserve(self, wanted: int) -> int:
         """Promise up to ``wanted`` of the worker's free slots to deliveries the caller is about
@@ -251,8 +262,8 @@ class Dispatcher:
 
     async def stop(self, *, timeout_s: float = 5.0) -> None:
         await self._loop.stop()
-        if self._inflight:
-            await asyncio.wait(self._inflight, timeout=timeout_s)
+        if self._inflight or self._attempting:
+            await asyncio.wait(self._inflight | self._attempting, timeout=timeout_s)
 
     async def _run(self) -> None:
         """Claim only as many deliveries as there are free slots, so each claimed one starts at
