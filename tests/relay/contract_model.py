@@ -559,6 +559,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
 
     async def restarted(self) -> None:
         old = self.service
+        await old.dispatcher.stop(timeout_s=0)  # a send under way dies with the process
         await old.http.close()
         await old.store.close()
         self.service = await self.build()
@@ -589,6 +590,7 @@ class ContractMachine(SessionFaults, RuleBasedStateMachine):
             result = await task
             self.record_notify(cb, text, before, result)  # it finished before the crash
             return
+        await self.service.dispatcher.stop(timeout_s=0)  # the send to a dies unanswered with the process
         self.sink.release()
         await self.restarted()
         result = await cb.box.execute(call, history=[])

@@ -177,6 +177,7 @@ class SessionFaults:
             await asyncio.sleep(0)  # a fault point: how far the cut work got, not a wait
         for task in work:
             task.cancel()
+        await old.dispatcher.stop(timeout_s=0)  # the sends under way die with the process too
         for task in work:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task

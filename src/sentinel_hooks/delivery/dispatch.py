@@ -261,9 +261,17 @@ class Dispatcher:
         self._loop.start(self._run)
 
     async def stop(self, *, timeout_s: float = 5.0) -> None:
+        """Stop claiming; give the attempts under way ``timeout_s`` to finish and record their
+        outcomes, then cancel the rest (what a crash does: each is sent again after its lease,
+        with the same key). None runs once this returns, so the store can close behind it."""
         await self._loop.stop()
-        if self._inflight or self._attempting:
-            await asyncio.wait(self._inflight | self._attempting, timeout=timeout_s)
+        running = self._inflight | self._attempting
+        if not running:
+            return
+        _, late = await asyncio.wait(running, timeout=timeout_s) if timeout_s > 0 else (set(), running)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     async def _run(self) -> None:
         """Claim only as many deliveries as there are free slots, so each claimed one starts at
