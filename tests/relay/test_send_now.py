@@ -13,6 +13,7 @@ from sentinel_hooks.callbacks.intake.intake import LoggingSink
 from sentinel_hooks.config.loader import load_config
 from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.service import Service
+from sentinel_hooks.store.records import Delivery
 from tests.contract.stores import get_delivery
 from tests.support import Sink, wait_for
 
@@ -43,54 +44,54 @@ async def sink() -> AsyncIterator[SlowSink]:
     await server.stop()
 
 
+@pytest.fixture
+async def service(tmp_path: Path, sink: SlowSink) -> AsyncIterator[Service]:
+    """A started service whose one target, ``hook``, is the slow sink."""
+    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
+    started = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
+    await started.start()
+    yield started
+    await started.stop()
+
+
+async def held_notify(service: Service, callback_id: str) -> list[Delivery]:
+    """A notify to ``hook`` stored held, as the notify tool stores it before its own attempt."""
+    fields = {"watcher_id": "w", "event_name": "e", "priority": "normal", "kind": "notify"}
+    message = Message(callback_id=callback_id, text="hi", **fields)
+    deliveries = service.dispatcher.held_deliveries(message, ["hook"], "notify", at=service.clock.now())
+    for delivery in deliveries:
+        assert await service.store.enqueue_delivery(delivery)
+    return deliveries
+
+
 async def test_an_attempt_now_is_not_sent_again_by_the_worker_meanwhile(
-    tmp_path: Path, sink: SlowSink
+    service: Service, sink: SlowSink
 ) -> None:
     """While the notify's own attempt waits for a slow target, the outbox worker (which would
     claim every due delivery) leaves it alone: the receiver sees one request."""
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
-    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
-    await service.start()
-    try:
-        fields = {"watcher_id": "w", "event_name": "e", "priority": "normal", "kind": "notify"}
-        message = Message(callback_id="01JSENDNOW", text="hi", **fields)
-        deliveries = service.dispatcher.held_deliveries(message, ["hook"], "notify", at=service.clock.now())
-        for delivery in deliveries:
-            assert await service.store.enqueue_delivery(delivery)
-        service.dispatcher.wake()  # the worker looks at the outbox while the attempt is under way
-        assert [True] == await service.dispatcher.attempt_now(deliveries)
-        stored = await get_delivery(service.store, deliveries[0].key)
-        assert stored is not None
-        assert ("delivered", 1) == (stored.state, stored.attempts)
-        assert ["01JSENDNOW:hook:notify"] == [r["headers"]["Idempotency-Key"] for r in sink.received]
-    finally:
-        await service.stop()
+    deliveries = await held_notify(service, "01JSENDNOW")
+    service.dispatcher.wake()  # the worker looks at the outbox while the attempt is under way
+    assert [True] == await service.dispatcher.attempt_now(deliveries)
+    stored = await get_delivery(service.store, deliveries[0].key)
+    assert stored is not None
+    assert ("delivered", 1) == (stored.state, stored.attempts)
+    assert ["01JSENDNOW:hook:notify"] == [r["headers"]["Idempotency-Key"] for r in sink.received]
 
 
 async def test_an_attempt_now_outlives_its_cancelled_caller_and_the_stop_waits_for_it(
-    tmp_path: Path, sink: SlowSink
+    service: Service, sink: SlowSink
 ) -> None:
     """A hook session stopped with its service (its task cancelled) while its notify is being
     sent: the send finishes and its outcome is recorded before the dispatcher has stopped. Were
     the attempt cancelled with its caller, the receiver's copy would go unrecorded and be sent
     again after the lease, the contract settled only then."""
-    (tmp_path / "sentinel.yaml").write_text(CONFIG.format(url=sink.url("/in")))
-    service = Service(load_config(tmp_path / "sentinel.yaml", environ={}), sink=LoggingSink())
-    await service.start()
-    try:
-        fields = {"watcher_id": "w", "event_name": "e", "priority": "normal", "kind": "notify"}
-        message = Message(callback_id="01JSTOPPED", text="hi", **fields)
-        deliveries = service.dispatcher.held_deliveries(message, ["hook"], "notify", at=service.clock.now())
-        for delivery in deliveries:
-            assert await service.store.enqueue_delivery(delivery)
-        caller = asyncio.ensure_future(service.dispatcher.attempt_now(deliveries))
-        await wait_for(lambda: bool(sink.received), timeout_s=10, what="the target to receive the notify")
-        caller.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await caller
-        await service.dispatcher.stop()
-        stored = await get_delivery(service.store, deliveries[0].key)
-        assert stored is not None
-        assert ("delivered", 1, 1) == (stored.state, stored.attempts, len(sink.received))
-    finally:
-        await service.stop()
+    deliveries = await held_notify(service, "01JSTOPPED")
+    caller = asyncio.ensure_future(service.dispatcher.attempt_now(deliveries))
+    await wait_for(lambda: bool(sink.received), timeout_s=10, what="the target to receive the notify")
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await service.dispatcher.stop()
+    stored = await get_delivery(service.store, deliveries[0].key)
+    assert stored is not None
+    assert ("delivered", 1, 1) == (stored.state, stored.attempts, len(sink.received))
