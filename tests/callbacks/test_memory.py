@@ -277,10 +277,14 @@ def test_the_checkpoint_is_the_states_fields_and_shares_nothing_with_it() -> Non
     checkpoint = state.to_json()
     as_written = json.loads(json.dumps(checkpoint))
     assert {"version": memory.VERSION, **dataclasses.asdict(state)} == checkpoint
+    copied = state.copy()
+    assert copied == MemoryState.from_json(checkpoint)
     state.recent[-1].calls["c9"]["arguments"]["command"] = "rm"
     state.recent[0].actions.append("more")
+    state.recent[0].facts = {"event": "changed"}
     state.older.events["e"] = 2
     assert as_written == checkpoint
+    assert as_written == copied.to_json()
 
 
 def test_the_place_is_the_whole_number_the_checkpoint_holds() -> None:
@@ -294,3 +298,26 @@ def test_a_stored_state_s_place_is_its_through_seq() -> None:
     """The checkpoint a state writes holds its through_seq where the tail reads it."""
     state = MemoryState(through_seq=12)
     assert 12 == memory.place(state.to_json())
+
+
+def test_a_full_memory_of_the_longest_lines_is_told_whole() -> None:
+    """``RECENT`` callbacks, every line as long as a line may be, and a rolled-up line with many
+    events fit ``MEMORY_CHARS``: ``bound`` keeps them all (it does not write the text out to
+    know) and nothing of the block is cut."""
+    huge = "x" * 5000
+    state = MemoryState(through_seq=99)
+    state.older = memory.Older(
+        callbacks=40,
+        first_at=iso(T0),
+        last_at=iso(T0),
+        events={f"{huge}{n}": n for n in range(memory.EVENTS_KEPT)},
+        last_notify=huge,
+    )
+    for n in range(memory.RECENT):
+        digest = memory.Digest(f"C{n}-{huge}", at=iso(T0), actions=[huge] * memory.ACTIONS_KEPT, more=3)
+        digest.status, digest.said = huge, huge
+        digest.facts = {"event": huge, "watcher": huge, "trigger": huge, "priority": huge, "payload": huge}
+        state.recent.append(digest)
+    bounded = memory.bound(state, NOW)
+    assert bounded == state
+    assert len(memory._text(bounded, NOW)) <= memory.MEMORY_CHARS

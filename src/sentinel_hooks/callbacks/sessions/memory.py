@@ -18,7 +18,6 @@ ran commands, which events, the last message sent), never dropped without a trac
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -91,10 +90,10 @@ class Digest:
             "notified": self.notified,
             "escalated": self.escalated,
             "commands": self.commands,
-            "calls": copy.deepcopy(self.calls) if self.calls else {},
+            "calls": _plain_copy(self.calls) if self.calls else {},
             "status": self.status,
             "said": self.said,
-            "facts": None if self.facts is None else copy.deepcopy(self.facts),
+            "facts": None if self.facts is None else _plain_copy(self.facts),
             "contract": self.contract,
         }
 
@@ -146,6 +145,15 @@ class MemoryState:
             "older": self.older.to_json(),
         }
 
+    def copy(self) -> MemoryState:
+        """A copy sharing nothing with this state (``from_json(to_json())`` in one pass): the
+        fold's steps change their copy, never their input."""
+        return MemoryState(
+            through_seq=self.through_seq,
+            recent=[Digest(**digest.to_json()) for digest in self.recent],
+            older=Older(**self.older.to_json()),
+        )
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> MemoryState:
         """The state stored by ``to_json``; a fresh one (fold from the start) for anything else."""
@@ -161,6 +169,10 @@ class MemoryState:
             return cls()
 
 
+EMPTY = MemoryState().to_json()
+"""The checkpoint of a session with no earlier callback (none is written for it)."""
+
+
 def fold(state: MemoryState, entries: Sequence[TranscriptEntry], *, exclude: str) -> MemoryState:
     """``state`` with ``entries`` (the transcript after ``state.through_seq``) taken in.
 
@@ -169,7 +181,7 @@ def fold(state: MemoryState, entries: Sequence[TranscriptEntry], *, exclude: str
     time) the oldest are rolled up at once, before their envelopes are known; ``bound`` rolls
     up the rest once they are.
     """
-    new = MemoryState.from_json(state.to_json())
+    new = state.copy()
     found = {d.callback_id: d for d in new.recent}
     for item in entries:
         new.through_seq = max(new.through_seq, item.seq)
@@ -200,7 +212,7 @@ def learn(
     state: MemoryState, *, envelopes: Mapping[str, Envelope], contracts: Mapping[str, str]
 ) -> MemoryState:
     """``state`` with envelope facts (for the ids ``wanted_envelopes`` named) and contract states."""
-    new = MemoryState.from_json(state.to_json())
+    new = state.copy()
     for digest in new.recent:
         if digest.facts is None:
             envelope = envelopes.get(digest.callback_id)
@@ -228,10 +240,19 @@ def facts(envelope: Envelope) -> dict[str, Any]:
 
 def bound(state: MemoryState, now: datetime) -> MemoryState:
     """``state`` with the oldest callbacks rolled up until its text fits ``MEMORY_CHARS``."""
-    new = MemoryState.from_json(state.to_json())
-    while new.recent and (len(new.recent) > RECENT or len(_text(new, now)) > MEMORY_CHARS):
+    new = state.copy()
+    while new.recent and (
+        len(new.recent) > RECENT or (_may_overflow(new) and len(_text(new, now)) > MEMORY_CHARS)
+    ):
         _roll(new)
     return new
+
+
+def _may_overflow(state: MemoryState) -> bool:
+    """Whether ``state``'s text could be longer than ``MEMORY_CHARS``: each line is cut at
+    ``LINE_CHARS``, so a few callbacks' text fits without being written out (the common case,
+    which then costs no rendering twice)."""
+    return len(INTRO) + (LINE_CHARS + 1) * (len(state.recent) + 1) > MEMORY_CHARS
 
 
 def render(state: MemoryState, now: datetime) -> str | None:
@@ -343,6 +364,16 @@ def _result(content: object) -> dict[str, Any]:
             return {"ok": False, "error": content}
         return decoded if isinstance(decoded, dict) else {}
     return {}
+
+
+def _plain_copy(value: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, scalars) sharing no container with it:
+    ``copy.deepcopy``'s result for such data, about ten times faster (no memo, no dispatch)."""
+    if type(value) is dict:
+        return {key: _plain_copy(item) for key, item in value.items()}
+    if type(value) is list:
+        return [_plain_copy(item) for item in value]
+    return value
 
 
 def _small(value: object) -> object:

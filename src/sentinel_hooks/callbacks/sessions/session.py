@@ -486,7 +486,6 @@ class SessionRunner:
         store = self._deps.store
         key = memory.memory_key(contract.session_key)
         state = memory.MemoryState.from_json(saved)
-        before = state.to_json()
         if tail is None or state.through_seq != memory.place(saved):  # a state started afresh
             tail = await store.get_transcript(contract.session_key, after_seq=state.through_seq)
         entries = tail
@@ -498,7 +497,8 @@ class SessionRunner:
         state = memory.bound(memory.learn(state, envelopes=envelopes, contracts=contracts), now)
         stored = state.to_json()
         # e.g. a session's first callback: nothing learned, nothing to write
-        return memory.render(state, now), ({key: stored} if stored != before else {})
+        unchanged = stored == (saved if saved is not None else memory.EMPTY)
+        return memory.render(state, now), ({} if unchanged else {key: stored})
 
     async def _compact(
         self,
