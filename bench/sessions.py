@@ -61,7 +61,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run every row this often (the order flipped each time); median machinery per row",
     )
     parser.add_argument("--no-pin", action="store_true", help="do not pin the processes to cores")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--watchers",
+        type=int,
+        default=1024,
+        help="watcher ids the fires take turns on, one session key each (default 1024: about two fires "
+        "a key in a 20 s row; fewer give sessions with memory of earlier callbacks to recall)",
+    )
+    args = parser.parse_args(argv)
+    if args.watchers < 1:
+        parser.error("--watchers must be at least 1")
+    return args
 
 
 def plans(args: argparse.Namespace) -> list[Plan]:
@@ -72,7 +82,16 @@ def plans(args: argparse.Namespace) -> list[Plan]:
     if not (args.quick or args.no_before):
         codes.insert(0, ("before", args.before_src.resolve()))
     return [
-        Plan(model, rate, duration, label=label, src=src, store=store, pin=not args.no_pin)
+        Plan(
+            model,
+            rate,
+            duration,
+            label=label,
+            src=src,
+            store=store,
+            watchers=args.watchers,
+            pin=not args.no_pin,
+        )
         for store in args.stores
         for model in models
         for label, src in codes
