@@ -281,7 +281,8 @@ def test_the_checkpoint_is_the_states_fields_and_shares_nothing_with_it() -> Non
     assert copied == MemoryState.from_json(checkpoint)
     state.recent[-1].calls["c9"]["arguments"]["command"] = "rm"
     state.recent[0].actions.append("more")
-    state.recent[0].facts = {"event": "changed"}
+    assert state.recent[0].facts is not None
+    state.recent[0].facts["event"] = "changed"
     state.older.events["e"] = 2
     assert as_written == checkpoint
     assert as_written == copied.to_json()
