@@ -234,12 +234,37 @@ def test_canonical_json_is_stable_through_a_json_round_trip(value: Any) -> None:
     assert text == canonical_json(json.loads(text))
 
 
+FLOAT_EDGES = [
+    0.0,
+    -0.0,
+    1.0,
+    -2.0,
+    0.5,
+    1e-4,
+    -1e-4,
+    9.999999999999999e-05,
+    0.00010000000000000002,
+    1e16,
+    9999999999999998.0,
+    1e16 - 1.5,
+    1e15 + 0.5,
+    5e-324,
+    1.7976931348623157e308,
+    float("inf"),
+    float("nan"),
+]
+
+
 PLAIN = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**2100), max_value=2**2100)
     | st.text(max_size=10)
-    | st.sampled_from(["\ud800", 'a\x00\x1f\x7f"\\\n', "\U0001f600", "\ufb01"]),
+    | st.sampled_from(["\ud800", 'a\x00\x1f\x7f"\\\n', "\U0001f600", "\ufb01"])
+    | st.floats()
+    | st.floats(min_value=1e-5, max_value=1e-3)
+    | st.floats(min_value=1e15, max_value=1e17)
+    | st.sampled_from(FLOAT_EDGES),
     lambda children: (
         st.lists(children, max_size=4)
         | st.tuples(children, children)
@@ -254,9 +279,19 @@ PLAIN = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(PLAIN | JSON)
 def test_canonical_json_fast_path_spells_what_the_token_path_spells(value: Any) -> None:
-    """Values json.dumps can spell (strings, ints, nesting) take it; the text is the same as the
-    token-by-token path's, astral and surrogate keys and strings, huge ints and floats included."""
+    """Values json.dumps can spell (strings, ints, fractions of a usual size, nesting) take it; the
+    text is the same as the token-by-token path's, astral and surrogate keys and strings, huge
+    ints and floats of every size and at the fast path's bounds included."""
     assert canonical_json(value) == _tokens_json(value)
+
+
+def test_canonical_json_spells_floats_at_the_fast_paths_bounds_as_the_token_path() -> None:
+    """Floats inside a container: fractions of a usual size go the fast path; whole ones, tiny
+    ones, NaN and infinity keep the token path's spelling."""
+    floats = [float("inf"), float("nan"), -0.0, 1.0, 1e-05, 0.5, 1e16, 123.25, -0.0001]
+    spelt = ["null", "null", "0", "1", "0.00001", "0.5", "10000000000000000", "123.25", "-0.0001"]
+    assert [f"[{text}]" for text in spelt] == [canonical_json([value]) for value in floats]
+    assert [_tokens_json([value]) for value in floats] == [canonical_json([value]) for value in floats]
 
 
 def test_canonical_json_fast_path_leaves_deep_and_subclassed_values_to_the_token_path() -> None:

@@ -226,6 +226,12 @@ _plain_json: Final = compact_encoder(sort_keys=True, allow_nan=True)
 
 
 _CONTAINERS: Final = (dict, list, tuple)
+# A float with a fraction, at least 1e-4 and below 1e16 in magnitude, is spelt by ``repr`` in fixed
+# point with its shortest digits, as ``_number_text`` spells it: most readings in a payload
+# (``42.5``, ``0.93``) take the fast path; ``1.0``, ``1e-05``, NaN and infinity do not (every
+# float from 2**53 up is whole: the upper bound keeps out infinity, which has no fraction either).
+_PLAIN_FLOAT_MIN: Final = 1e-4
+_PLAIN_FLOAT_MAX: Final = 1e16
 _PLAIN_MAX_DEPTH: Final = 64  # deeper values take the iterative path (json.dumps recurses)
 
 
@@ -234,8 +240,9 @@ def _plain(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> bool:
     string keys (code point order is then UTF-16 order), lists, tuples, strings, ints that
     ``to_number`` keeps as ints, bools and None (exact types, no subclasses), nested at most
     ``_PLAIN_MAX_DEPTH`` deep (a container that contains itself goes past that and is refused
-    by the iterative path). Floats and Decimals are not plain: their canonical spelling is not
-    ``repr``'s."""
+    by the iterative path), and floats with a fraction between ``_PLAIN_FLOAT_MIN`` and
+    ``_PLAIN_FLOAT_MAX`` in magnitude. Other floats and Decimals are not plain: their canonical
+    spelling is not ``repr``'s (``1.0`` is ``1``, ``1e-05`` is ``0.00001``)."""
     pending: list[tuple[Any, int]] = [(value, 0)]
     while pending:
         container, depth = pending.pop()
@@ -253,6 +260,9 @@ def _plain(value: dict[Any, Any] | list[Any] | tuple[Any, ...]) -> bool:
                 continue
             if kind is int:
                 if member.bit_length() > _MAX_INT_BITS:
+                    return False
+            elif kind is float:
+                if not (_PLAIN_FLOAT_MIN <= abs(member) < _PLAIN_FLOAT_MAX) or member.is_integer():
                     return False
             elif kind in _CONTAINERS:
                 pending.append((member, depth + 1))
