@@ -10,7 +10,9 @@ import pytest
 from aiohttp import web
 
 from sentinel_hooks.callbacks.intake.intake import LoggingSink
+from sentinel_hooks.clock import iso
 from sentinel_hooks.config.loader import load_config
+from sentinel_hooks.core.envelope import Envelope
 from sentinel_hooks.delivery.targets.base import Message
 from sentinel_hooks.service import Service
 from sentinel_hooks.store.records import Delivery
@@ -95,3 +97,38 @@ async def test_an_attempt_now_outlives_its_cancelled_caller_and_the_stop_waits_f
     stored = await get_delivery(service.store, deliveries[0].key)
     assert stored is not None
     assert ("delivered", 1, 1) == (stored.state, stored.attempts, len(sink.received))
+
+
+async def test_a_notify_cancelled_while_handed_over_is_still_sent_at_once(
+    service: Service, sink: SlowSink
+) -> None:
+    """A hook session stopped while its notify is being handed over (its deliveries stored held
+    for the immediate attempt): the hand-over and the attempt finish without it. Were the
+    session's task to run them, the page would wait out its 20 s lease before anyone sent it."""
+    envelope = Envelope.model_validate(
+        {
+            "watcher": {"id": "disk", "eventName": "disk_full"},
+            "trigger": {"kind": "match", "matchedAt": iso(service.clock.now()), "priority": "high"},
+            "payload": {"used": 0.97},
+            "delivery": {"targets": ["hook"], "timeoutMs": 600_000},
+        }
+    )
+    contract = await service.intake.accept(envelope)
+    fields = {"watcher_id": "disk", "event_name": "disk_full", "priority": "high", "kind": "notify"}
+    message = Message(callback_id=contract.callback_id, text="disk full on db-1", **fields)
+    caller = asyncio.ensure_future(service.relay.notify(contract, message, ["hook"]))
+    await asyncio.sleep(0)  # one turn: the notify is in its first store step
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    await wait_for(
+        lambda: any(r["headers"]["Idempotency-Key"].endswith(":notify") for r in sink.received),
+        timeout_s=10,
+        what="the page to be sent before its lease ends",
+    )
+    await service.dispatcher.stop()
+    found = await service.store.list_deliveries(contract.callback_id)
+    [delivery] = [d for d in found if d.kind == "notify"]
+    pages = [r for r in sink.received if r["headers"]["Idempotency-Key"] == delivery.key]
+    assert ("delivered", 1, 1) == (delivery.state, delivery.attempts, len(pages))
+    assert "fulfilled" == (await service.store.get_contract(contract.callback_id)).state

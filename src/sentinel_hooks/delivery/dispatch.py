@@ -28,9 +28,9 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from sentinel_hooks.background import BackgroundTask
 from sentinel_hooks.clock import Clock
@@ -61,6 +61,8 @@ from sentinel_hooks.store.records import (
 )
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DeadLetter = Callable[[Delivery, str], Awaitable[None]]
 
@@ -134,7 +136,9 @@ class Dispatcher:
         self._loop = BackgroundTask()
         self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
-        self._attempting: set[asyncio.Task[bool]] = set()  # ``attempt_now``'s, outside the slots
+        self._attempting: set[asyncio.Task[Any]] = (
+            set()
+        )  # ``attempt_now``'s and ``outliving``'s, outside the slots
         self._reserved = 0  # slots promised to deliveries stored held (``reserve``), not yet started
         self._room = asyncio.Event()  # set when enough slots are free to claim again
         self._on_moved = on_moved
@@ -207,13 +211,21 @@ class Dispatcher:
         a message the receiver already had stayed unrecorded and went out again once its
         lease ran out, its contract settled only then.
         """
-        attempts = [self._attempt_detached(delivery) for delivery in deliveries]
+        attempts = [self._detached(self._attempt(delivery)) for delivery in deliveries]
         if len(attempts) == 1:  # the common case (a notify to one target): no gather
             return [await asyncio.shield(attempts[0])]
         return list(await asyncio.shield(asyncio.gather(*attempts)))
 
-    def _attempt_detached(self, delivery: Delivery) -> asyncio.Task[bool]:
-        task = asyncio.get_running_loop().create_task(self._attempt(delivery))
+    async def outliving(self, work: Coroutine[Any, Any, T]) -> T:
+        """``work``'s result, run in a task of the dispatcher's that the caller awaits shielded,
+        as ``attempt_now``'s attempts are: a caller cancelled meanwhile leaves ``work`` to finish,
+        and ``stop`` waits for it. The relay hands a notify over this way, so that deliveries
+        stored held for an immediate attempt are also attempted (cancelled between the two, they
+        waited out their lease before anyone sent them)."""
+        return await asyncio.shield(self._detached(work))
+
+    def _detached(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        task = asyncio.get_running_loop().create_task(work)
         self._attempting.add(task)
         task.add_done_callback(self._attempting.discard)
         return task
@@ -265,13 +277,14 @@ class Dispatcher:
         outcomes, then cancel the rest (what a crash does: each is sent again after its lease,
         with the same key). None runs once this returns, so the store can close behind it."""
         await self._loop.stop()
-        running = self._inflight | self._attempting
-        if not running:
-            return
-        _, late = await asyncio.wait(running, timeout=timeout_s) if timeout_s > 0 else (set(), running)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        # again until none is left: a hand-over (``outliving``) starts its attempts as it goes
+        while running := {task for task in self._inflight | self._attempting if not task.done()}:
+            left = deadline - asyncio.get_running_loop().time()
+            _, late = await asyncio.wait(running, timeout=left) if left > 0 else (set(), running)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
 
     async def _run(self) -> None:
         """Claim only as many deliveries as there are free slots, so each claimed one starts at

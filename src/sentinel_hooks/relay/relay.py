@@ -173,17 +173,30 @@ class Relay:
         (resolved, deduped, silenced).
         """
         now = self._clock.now()
-        start, deliveries, left_out = await self._hand_over(contract.callback_id, message, targets, now)
+        handed = self._hand_over_and_try(contract.callback_id, message, targets, now)
+        start, deliveries, inserted, accepted, left_out = await self._dispatcher.outliving(handed)
         if start is None or not start.accepted:
             return NotifyOutcome(False, None if start is None else start.after)
-        inserted = [d for d in deliveries if d.key in start.inserted]
-        accepted = await self._dispatcher.attempt_now(inserted)
         if not start.follow_up and len(inserted) == len(deliveries) and accepted and all(accepted):
             # Every delivery was new and a target took each one: its recorded outcome moved the
             # open contract to fulfilled, so there is nothing to read back.
             return NotifyOutcome(True, "fulfilled", [d.target for d in deliveries])
         outcome = await self._notify_outcome(contract.callback_id, deliveries)
         return replace(outcome, follow_up=start.follow_up, left_out=left_out)
+
+    async def _hand_over_and_try(
+        self, callback_id: str, message: Message, targets: Sequence[str], now: datetime
+    ) -> tuple[NotifyStart | None, list[Delivery], list[Delivery], list[bool], list[str]]:
+        """``_hand_over``, then the immediate attempt of the deliveries it stored (held for it):
+        ``(start, deliveries offered, those stored, accepted per stored one, targets left out)``.
+        One piece of work for ``Dispatcher.outliving``: a hook session cancelled between the two
+        steps (stopped with its service) left its page held until the lease ran out, 20 s."""
+        start, deliveries, left_out = await self._hand_over(callback_id, message, targets, now)
+        if start is None or not start.accepted:
+            return start, deliveries, [], [], left_out
+        inserted = [d for d in deliveries if d.key in start.inserted]
+        accepted = await self._dispatcher.attempt_now(inserted)
+        return start, deliveries, inserted, accepted, left_out
 
     async def _hand_over(
         self, callback_id: str, message: Message, targets: Sequence[str], now: datetime
