@@ -136,9 +136,8 @@ class Dispatcher:
         self._loop = BackgroundTask()
         self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
-        self._attempting: set[asyncio.Task[Any]] = (
-            set()
-        )  # ``attempt_now``'s and ``outliving``'s, outside the slots
+        # ``attempt_now``'s attempts and ``outliving``'s work: outside the slots, awaited by ``stop``
+        self._attempting: set[asyncio.Task[Any]] = set()
         self._reserved = 0  # slots promised to deliveries stored held (``reserve``), not yet started
         self._room = asyncio.Event()  # set when enough slots are free to claim again
         self._on_moved = on_moved
