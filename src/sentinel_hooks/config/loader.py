@@ -46,15 +46,15 @@ WATCHER_SUFFIXES = (".yaml", ".yml")
 API_SOURCE_PREFIX = "api:"  # the file of a watcher created through the API: ``api:{id}``
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WatcherSource:
-    """Where a watcher was defined."""
+    """Where a watcher was defined (slotted: a million are kept)."""
 
     file: str
     line: int | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LoadedWatcher:
     """A validated watcher, the interpolated data it came from, and its place.
 
@@ -62,7 +62,8 @@ class LoadedWatcher:
     of a watcher and a reload's comparison read it, never a poll, and as a dict it was about
     1.4 KB of the 2.8 KB a loaded watcher holds (issue 34.5: memory per idle watcher); the
     bytes are about 200. The compiled cache keeps the same bytes, which it reads back as one
-    object instead of building a dict per watcher."""
+    object instead of building a dict per watcher. Slotted, as ``WatcherSource``: no dict of
+    attributes for either (about 70 bytes a watcher)."""
 
     spec: AnyWatcher
     packed: bytes
