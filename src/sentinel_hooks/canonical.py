@@ -4,8 +4,9 @@
 that hold the same JSON value must render identically whatever the key order or the number's
 spelling (``1``, ``1.0``, ``Decimal("1.00")``). The numeric condition operators need the same
 exact number form to compare ``2**64 + 1`` with ``"1e3"`` without float rounding, so it lives here
-too. Everything is iterative and bounded: no recursion on deep nesting, no int/str conversions
-past CPython's digit limit, no Decimal arithmetic that could overflow on ``1e999999999``.
+too, as does ``plain_copy`` of such values. Rendering and comparing are iterative and bounded: no
+recursion on deep nesting, no int/str conversions past CPython's digit limit, no Decimal
+arithmetic that could overflow on ``1e999999999``.
 
 Rendering follows RFC 8785 (sorted keys by UTF-16 code units, no whitespace, minimal string
 escapes, numbers in their shortest exact form) with two deliberate extensions: numbers are exact
@@ -330,6 +331,18 @@ def _scalar_text(value: Any) -> str:
     if isinstance(value, str):
         return _string_text(value)
     return _string_text(str(value))
+
+
+def plain_copy(value: Any) -> Any:
+    """A copy of JSON-like data (dicts, lists, scalars) sharing no container with it, as plain
+    dicts and lists: ``copy.deepcopy``'s result for such data, about ten times faster.
+    Recursive, unlike the rendering: for values bounded already (a template's constants, what a
+    session's memory keeps of a callback)."""
+    if isinstance(value, dict):
+        return {key: plain_copy(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain_copy(item) for item in value]
+    return value
 
 
 def sha256_hex(text: str) -> str:

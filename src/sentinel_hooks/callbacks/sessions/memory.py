@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sentinel_hooks.canonical import canonical_json
+from sentinel_hooks.canonical import canonical_json, plain_copy
 from sentinel_hooks.clock import iso
 from sentinel_hooks.core.contract_states import FINAL_STATES
 from sentinel_hooks.core.envelope import Envelope
@@ -90,10 +90,10 @@ class Digest:
             "notified": self.notified,
             "escalated": self.escalated,
             "commands": self.commands,
-            "calls": _plain_copy(self.calls) if self.calls else {},
+            "calls": plain_copy(self.calls) if self.calls else {},
             "status": self.status,
             "said": self.said,
-            "facts": None if self.facts is None else _plain_copy(self.facts),
+            "facts": None if self.facts is None else plain_copy(self.facts),
             "contract": self.contract,
         }
 
@@ -364,16 +364,6 @@ def _result(content: object) -> dict[str, Any]:
             return {"ok": False, "error": content}
         return decoded if isinstance(decoded, dict) else {}
     return {}
-
-
-def _plain_copy(value: Any) -> Any:
-    """A copy of JSON-like data (dicts, lists, scalars) sharing no container with it:
-    ``copy.deepcopy``'s result for such data, about ten times faster (no memo, no dispatch)."""
-    if type(value) is dict:
-        return {key: _plain_copy(item) for key, item in value.items()}
-    if type(value) is list:
-        return [_plain_copy(item) for item in value]
-    return value
 
 
 def _small(value: object) -> object:

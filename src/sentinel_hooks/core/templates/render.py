@@ -29,6 +29,7 @@ import jinja2
 from jinja2.exceptions import SecurityError
 from jinja2.runtime import Undefined
 
+from sentinel_hooks.canonical import plain_copy
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.core.templates.environment import (
     LOOP_BUDGET_KEY,
@@ -74,7 +75,7 @@ class _Const:
     value: Any
 
     def render(self, variables: Mapping[str, Any]) -> Any:
-        return _copy(self.value)
+        return plain_copy(self.value)
 
 
 @dataclass(frozen=True)
@@ -182,14 +183,6 @@ def _plain(value: Any) -> Any:
     raise TypeError(f"the expression gives a {type(value).__name__}, which is not a JSON value")
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _copy(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy(item) for item in value]
-    return value
-
-
 class CompiledValue:
     """A compiled JSON-like template (payloadTemplate, contextTemplate); render it many times."""
 
@@ -253,12 +246,12 @@ def _compile_part(value: Any, where: str) -> _Part:
                 raise TemplateError(message, template=repr(value))
             items.append((key, _compile_part(item, f"{where}.{key}")))
         if all(isinstance(part, _Const) for _, part in items):
-            return _Const(_copy(dict(value)))
+            return _Const(plain_copy(dict(value)))
         return _Object(tuple(items))
     if isinstance(value, list | tuple):
         parts = tuple(_compile_part(item, f"{where}[{index}]") for index, item in enumerate(value))
         if all(isinstance(part, _Const) for part in parts):
-            return _Const(_copy(list(value)))
+            return _Const(plain_copy(list(value)))
         return _Array(parts)
     message = f"{where}: a {type(value).__name__} is not a JSON value"
     raise TemplateError(message, template=repr(value))
