@@ -136,7 +136,7 @@ class Dispatcher:
         self._loop = BackgroundTask()
         self._claims = Outage(log, "claiming due deliveries", clock=clock)
         self._inflight: set[asyncio.Task[bool]] = set()
-        # ``attempt_now``'s attempts and ``outliving``'s work: outside the slots, awaited by ``stop``
+        # ``outliving``'s work (``attempt_now``'s attempts among it): outside the slots, awaited by ``stop``
         self._attempting: set[asyncio.Task[Any]] = set()
         self._reserved = 0  # slots promised to deliveries stored held (``reserve``), not yet started
         self._room = asyncio.Event()  # set when enough slots are free to claim again
@@ -201,26 +201,27 @@ class Dispatcher:
         return self._lease_ms
 
     async def attempt_now(self, deliveries: Sequence[Delivery]) -> list[bool]:
-        """Attempt stored ``held_deliveries`` at once, in parallel; True per delivery accepted.
+        """``attempt`` in a task of the dispatcher's that the caller awaits shielded
+        (``outliving``): a caller cancelled mid-send (a hook session stopped with its service)
+        leaves the attempts to finish and record their outcomes, and ``stop`` waits for them.
+        Cancelled with the caller, a message the receiver already had stayed unrecorded and
+        went out again once its lease ran out, its contract settled only then."""
+        return await self.outliving(self.attempt(deliveries))
 
-        Each outcome is recorded like any other (a failed one is retried by the worker). The
-        attempts run in tasks of the dispatcher's that the caller awaits shielded: a caller
-        cancelled mid-send (a hook session stopped with its service) leaves its attempt to
-        finish and record the outcome, and ``stop`` waits for it. Cancelled with the caller,
-        a message the receiver already had stayed unrecorded and went out again once its
-        lease ran out, its contract settled only then.
-        """
-        attempts = [self._detached(self._attempt(delivery)) for delivery in deliveries]
-        if len(attempts) == 1:  # the common case (a notify to one target): no gather
-            return [await asyncio.shield(attempts[0])]
-        return list(await asyncio.shield(asyncio.gather(*attempts)))
+    async def attempt(self, deliveries: Sequence[Delivery]) -> list[bool]:
+        """Attempt stored ``held_deliveries`` at once, in parallel, in the caller's task; True per
+        delivery accepted. Each outcome is recorded like any other (a failed one is retried by
+        the worker). For work already running ``outliving``; others call ``attempt_now``."""
+        if len(deliveries) == 1:  # the common case (a notify to one target): no gather
+            return [await self._attempt(deliveries[0])]
+        return list(await asyncio.gather(*(self._attempt(delivery) for delivery in deliveries)))
 
     async def outliving(self, work: Coroutine[Any, Any, T]) -> T:
-        """``work``'s result, run in a task of the dispatcher's that the caller awaits shielded,
-        as ``attempt_now``'s attempts are: a caller cancelled meanwhile leaves ``work`` to finish,
-        and ``stop`` waits for it. The relay hands a notify over this way, so that deliveries
-        stored held for an immediate attempt are also attempted (cancelled between the two, they
-        waited out their lease before anyone sent them)."""
+        """``work``'s result, run in a task of the dispatcher's that the caller awaits shielded:
+        a caller cancelled meanwhile leaves ``work`` to finish, and ``stop`` waits for it. The
+        relay hands a notify over this way, its store step and its attempts in one piece
+        (cancelled between the two, deliveries stored held for the attempt waited out their
+        lease before anyone sent them)."""
         return await asyncio.shield(self._detached(work))
 
     def _detached(self, work: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
@@ -276,14 +277,13 @@ class Dispatcher:
         outcomes, then cancel the rest (what a crash does: each is sent again after its lease,
         with the same key). None runs once this returns, so the store can close behind it."""
         await self._loop.stop()
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        # again until none is left: a hand-over (``outliving``) starts its attempts as it goes
-        while running := {task for task in self._inflight | self._attempting if not task.done()}:
-            left = deadline - asyncio.get_running_loop().time()
-            _, late = await asyncio.wait(running, timeout=left) if left > 0 else (set(), running)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        running = self._inflight | self._attempting
+        if not running:
+            return
+        _, late = await asyncio.wait(running, timeout=timeout_s) if timeout_s > 0 else (set(), running)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     async def _run(self) -> None:
         """Claim only as many deliveries as there are free slots, so each claimed one starts at

@@ -195,7 +195,7 @@ class Relay:
         if start is None or not start.accepted:
             return start, deliveries, [], [], left_out
         inserted = [d for d in deliveries if d.key in start.inserted]
-        accepted = await self._dispatcher.attempt_now(inserted)
+        accepted = await self._dispatcher.attempt(inserted)  # in this task, which outlives the caller
         return start, deliveries, inserted, accepted, left_out
 
     async def _hand_over(
