@@ -14,6 +14,9 @@ checkout's ``src``) in the same invocation.
     python bench/sessions.py --models "no sessions" instant --no-before --no-write --repeat 5
                                             five rounds, the order flipped each round; the
                                             median session machinery per model and code
+    python bench/sessions.py --models instant --watchers 32 …
+                                            32 session keys instead of 1,024: sessions with
+                                            earlier callbacks to recall (their memory)
 
 The last line printed is one JSON object.
 """
