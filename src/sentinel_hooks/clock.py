@@ -48,8 +48,17 @@ class FakeClock:
 
 
 def to_ms(at: datetime) -> int:
-    """Milliseconds since the epoch for an aware datetime."""
-    return int(at.timestamp() * 1000)
+    """Whole milliseconds since the epoch for an aware datetime.
+
+    Exact: ``int(at.timestamp() * 1000)`` went through a float, which lands just under some
+    whole milliseconds (137438953.471 s gave …470 ms), so an instant stored and read back could
+    come back a millisecond earlier each time.
+    """
+    return (at - _EPOCH) // _MS
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
 
 
 def from_ms(ms: int) -> datetime:

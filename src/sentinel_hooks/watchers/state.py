@@ -81,31 +81,20 @@ class WatcherState:
     last_ping_body: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "enabled": self.enabled,
-            "disabledReason": self.disabled_reason,
-            "consecutiveFailures": self.consecutive_failures,
-            "lastError": self.last_error,
-            "lastCheckAtMs": _ms(self.last_check_at),
-            "nextCheckAtMs": _ms(self.next_check_at),
-            "fires": self.fires,
-            "lastFireAtMs": _ms(self.last_fire_at),
-            "firing": self.firing.to_json(),
-            "probeEpisodes": self.probe_episodes.to_json(),
-            "lastEventAtMs": _ms(self.last_event_at),
-            "quietFired": self.quiet_fired,
-            "reconnects": self.reconnects,
-            "lastGapMs": self.last_gap_ms,
-            "silencedEpisode": self.silenced_episode,
-            "lastPingAtMs": _ms(self.last_ping_at),
-            "beatAtMs": _ms(self.beat_at),
-            "runStartedAtMs": _ms(self.run_started_at),
-            "beatFires": [[callback_id, to_ms(at)] for callback_id, at in self.beat_fires],
-            "beatMissedAtMs": _ms(self.beat_missed_at),
-            "lastPingKind": self.last_ping_kind,
-            "lastPingExitCode": self.last_ping_exit_code,
-            "lastPingBody": self.last_ping_body,
-        }
+        """The stored form: the fields that differ from a new watcher's (``from_json`` gives the
+        others their defaults).
+
+        Every poll of a watcher polled less often than ``STATE_FLUSH_S`` writes its state, and
+        nearly all of it is at its defaults: the full form (~500 bytes) cost the SQLite thread
+        about twice the CPU of these ~60 (one random page of the states table either way, but a
+        row that fills it; issue 34.1's CPU per poll).
+        """
+        data: dict[str, Any] = {}
+        for name, value in self.__dict__.items():
+            if value is not _DEFAULTS[name] and value != _DEFAULTS[name]:
+                key, encode = _STORED[name]
+                data[key] = encode(value)
+        return data
 
     def durable_key(self) -> tuple[Any, ...]:
         """What must reach the store at once when it changes: every field but the check and
@@ -199,6 +188,43 @@ class WatcherState:
 
 _FIELD_NAMES = frozenset(f.name for f in fields(WatcherState))
 _INITIAL = WatcherState()  # immutable: every watcher without a stored state shares it
+_DEFAULTS: dict[str, Any] = dict(_INITIAL.__dict__)
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def _instants(fires: tuple[tuple[str, datetime], ...]) -> list[list[Any]]:
+    return [[callback_id, to_ms(at)] for callback_id, at in fires]
+
+
+_STORED: dict[str, tuple[str, Any]] = {  # field -> (key in the stored form, its encoding)
+    "enabled": ("enabled", _same),
+    "disabled_reason": ("disabledReason", _same),
+    "consecutive_failures": ("consecutiveFailures", _same),
+    "last_error": ("lastError", _same),
+    "last_check_at": ("lastCheckAtMs", _ms),
+    "next_check_at": ("nextCheckAtMs", _ms),
+    "fires": ("fires", _same),
+    "last_fire_at": ("lastFireAtMs", _ms),
+    "firing": ("firing", FiringState.to_json),
+    "probe_episodes": ("probeEpisodes", ProbeEpisodes.to_json),
+    "last_event_at": ("lastEventAtMs", _ms),
+    "quiet_fired": ("quietFired", _same),
+    "reconnects": ("reconnects", _same),
+    "last_gap_ms": ("lastGapMs", _same),
+    "silenced_episode": ("silencedEpisode", _same),
+    "last_ping_at": ("lastPingAtMs", _ms),
+    "beat_at": ("beatAtMs", _ms),
+    "run_started_at": ("runStartedAtMs", _ms),
+    "beat_fires": ("beatFires", _instants),
+    "beat_missed_at": ("beatMissedAtMs", _ms),
+    "last_ping_kind": ("lastPingKind", _same),
+    "last_ping_exit_code": ("lastPingExitCode", _same),
+    "last_ping_body": ("lastPingBody", _same),
+}
+assert _STORED.keys() == _FIELD_NAMES, "every field has a stored key"
 
 
 def status_state(state: WatcherState, *, declared_enabled: bool, running: bool) -> StatusState:
