@@ -41,7 +41,13 @@ from typing import Any, Protocol, TypeVar
 from apscheduler.schedulers.base import STATE_RUNNING
 
 from sentinel_hooks.config.loader import API_SOURCE_PREFIX, LoadedWatcher, WatcherSource
-from sentinel_hooks.config.watcher import AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
+from sentinel_hooks.config.watcher import (
+    AnyWatcher,
+    HeartbeatWatcher,
+    Scheduled,
+    WebhookWatcher,
+    keep_compact,
+)
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
 from sentinel_hooks.heap import freeze_young
@@ -239,6 +245,7 @@ class WatcherManager:
         """The runner of ``loaded`` with its ``stored`` state, registered (and, in cluster mode,
         tracked for a lease, fenced when this replica holds it already); not started."""
         watcher_id = loaded.spec.id
+        keep_compact(loaded.spec)
         runner = WatcherRunner(loaded, WatcherState.from_json(stored), self._deps)
         replaced = self._runners.get(watcher_id)
         if replaced is not None:
