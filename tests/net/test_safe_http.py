@@ -306,11 +306,22 @@ async def test_no_slot_within_start_within_s_sends_nothing(serve: Serve, open_ht
 
 
 async def test_refused_url_is_refused_every_time(open_http: OpenHttp) -> None:
-    """The policy decision is remembered per URL, refusals included: asking again still refuses."""
+    """The policy's verdict is remembered per scheme and host, refusals never: asking again,
+    on the same path or another, still refuses."""
     http = await open_http(allowed_hosts=["127.0.0.1"])
-    for _ in range(2):
+    for path in ("/", "/", "/other"):
         with pytest.raises(HostNotAllowed):
-            await http.request("GET", "http://example.invalid/")
+            await http.request("GET", f"http://example.invalid{path}")
+
+
+async def test_one_verdict_serves_every_path_of_a_host(serve: Serve, open_http: OpenHttp) -> None:
+    """Many watchers on one host (a path each) keep one remembered verdict, not a parsed URL
+    each (about 530 bytes apiece: 53 MB at 100,000 watchers)."""
+    server = await serve(app_with("/w/{i}", ok))
+    http = await open_http(allowed_hosts=["127.0.0.1"])
+    for i in range(50):
+        assert 200 == (await http.request("GET", str(server.make_url(f"/w/{i}")))).status
+    assert 1 == len(http._allowed)
 
 
 async def test_compressed_body_is_limited_after_decompression(serve: Serve, open_http: OpenHttp) -> None:

@@ -62,6 +62,14 @@ def legacy_ipv4(host: str) -> str | None:
     return str(ipaddress.IPv4Address(packed))
 
 
+def parse_url(url: str) -> URL:
+    """``url`` parsed, or ``InvalidUrl`` saying why it cannot be."""
+    try:
+        return URL(url)
+    except (TypeError, ValueError) as exc:
+        raise InvalidUrl(f"not a valid URL ({exc})") from exc
+
+
 def _unicode_name(host: str) -> str:
     """``host`` with punycode labels decoded (allowedHosts may list either form)."""
     if "xn--" not in host.lower():
@@ -81,10 +89,12 @@ class HostPolicy:
 
     def check_url(self, url: str, schemes: tuple[str, ...] = HTTP_SCHEMES) -> URL:
         """``url`` parsed, when its scheme, host and (for literals) address are allowed."""
-        try:
-            parsed = URL(url)
-        except (TypeError, ValueError) as exc:
-            raise InvalidUrl(f"not a valid URL ({exc})") from exc
+        parsed = parse_url(url)
+        self.check_parsed(parsed, schemes)
+        return parsed
+
+    def check_parsed(self, parsed: URL, schemes: tuple[str, ...] = HTTP_SCHEMES) -> None:
+        """``check_url`` of a URL already parsed: a pure function of its scheme and host."""
         if parsed.scheme not in schemes:
             wanted = " or ".join(f"{s}://" for s in schemes)
             raise InvalidUrl(f"scheme {parsed.scheme!r} is not supported here (use {wanted})")
@@ -92,7 +102,6 @@ class HostPolicy:
         if not host:
             raise InvalidUrl("the URL has no host")
         self.check_host(host, decoded=parsed.host)
-        return parsed
 
     def check_host(self, host: str, *, decoded: str | None = None) -> None:
         """Refuse ``host`` unless allowedHosts lists it; an IP literal must also pass the address rule."""
