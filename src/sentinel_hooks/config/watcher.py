@@ -55,6 +55,11 @@ class WatcherBase(Spec):
     autonomy: Autonomy = "act"
     tags: list[str] = Field(default_factory=list)
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        """Unpickled (the compiled cache) as pydantic does, then ``keep_compact``."""
+        super().__setstate__(state)
+        keep_compact(self)
+
     @property
     def strategy_name(self) -> str:
         return str(getattr(self, "strategy"))  # noqa: B009 - every subclass defines it
@@ -140,7 +145,8 @@ def share_parts(watcher: WatcherBase) -> None:
     Models are frozen, so sharing an equal part cannot change what any watcher sees: a condition
     list is shared only with one of the same key (``_conditions_key``: every field and value,
     with its type: ``1``, ``1.0``, ``'1'`` and ``True`` differ), from which the compiled parts
-    follow. Sub-models left at their defaults are shared from the start (``shared_default``).
+    follow. Sub-models left at their defaults are shared from the start (``shared_default``), and
+    the watcher's own fields take the key table of its strategy (``keep_compact``).
     """
     if watcher.conditions:
         key = _conditions_key(watcher.conditions)
@@ -151,23 +157,27 @@ def share_parts(watcher: WatcherBase) -> None:
         if isinstance(part, BaseModel):
             _share_field_set(part)
     _share_field_set(watcher)
+    keep_compact(watcher)
 
 
 def keep_compact(watcher: WatcherBase) -> None:
-    """Give a watcher that stays loaded an attribute dict whose key table it shares with the
-    other watchers of its strategy.
+    """Give ``watcher`` an attribute dict whose key table it shares with the other watchers of
+    its strategy.
 
-    Validation and unpickling give each model a dict of its own, with its own table of keys:
-    for the 25 fields of an http-poll watcher about 830 bytes, a quarter of what an idle watcher
-    holds (issue 34.5). CPython shares one key table among the instances of a class whose
-    attributes are set one by one in the same order, leaving each instance its values (about
-    270 bytes); so the fields are set one by one on a twin and the twin's dict is taken. The same
-    values, in the same order: only the layout changes (on another interpreter, nothing does).
+    Validation and unpickling give each model a dict with a key table of its own: for the 25
+    fields of an http-poll watcher about 830 bytes, a quarter of what an idle watcher holds
+    (issue 34.5). CPython shares one key table among the instances of a class whose attributes
+    are set in the same order, leaving each instance its values (about 270 bytes): so the fields
+    are set in order into a fresh instance's dict, which the watcher then takes. The same values
+    in the same order: only the layout changes (on another interpreter, nothing does). Done as
+    each watcher is made (``share_parts``, ``__setstate__``), so the next one reuses the memory
+    of the dict given up, instead of a whole project's dicts given up at once and kept by the
+    allocator.
     """
-    twin = object.__new__(type(watcher))
+    fields = object.__new__(type(watcher)).__dict__
     for name, value in watcher.__dict__.items():
-        object.__setattr__(twin, name, value)
-    object.__setattr__(watcher, "__dict__", twin.__dict__)
+        fields[name] = value
+    object.__setattr__(watcher, "__dict__", fields)
 
 
 def _conditions_key(conditions: list[ConditionNode]) -> str:

@@ -46,7 +46,6 @@ from sentinel_hooks.config.watcher import (
     HeartbeatWatcher,
     Scheduled,
     WebhookWatcher,
-    keep_compact,
 )
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
@@ -245,7 +244,6 @@ class WatcherManager:
         """The runner of ``loaded`` with its ``stored`` state, registered (and, in cluster mode,
         tracked for a lease, fenced when this replica holds it already); not started."""
         watcher_id = loaded.spec.id
-        keep_compact(loaded.spec)
         runner = WatcherRunner(loaded, WatcherState.from_json(stored), self._deps)
         replaced = self._runners.get(watcher_id)
         if replaced is not None:
