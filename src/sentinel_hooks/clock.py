@@ -47,6 +47,10 @@ class FakeClock:
         await asyncio.sleep(0)
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MS = timedelta(milliseconds=1)
+
+
 def to_ms(at: datetime) -> int:
     """Whole milliseconds since the epoch for an aware datetime.
 
@@ -55,10 +59,6 @@ def to_ms(at: datetime) -> int:
     come back a millisecond earlier each time.
     """
     return (at - _EPOCH) // _MS
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
 
 
 def from_ms(ms: int) -> datetime:

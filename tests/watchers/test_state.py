@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from sentinel_hooks.clock import from_ms
 from sentinel_hooks.watchers.episodes import ProbeEpisodes
 from sentinel_hooks.watchers.lifecycle import FiringState
-from sentinel_hooks.watchers.state import WatcherState
+from sentinel_hooks.watchers.state import _STORED, WatcherState
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STALLED = ProbeEpisodes(stall=FiringState(True, T0, T0), stall_mark="m")
@@ -36,6 +37,11 @@ def test_the_stored_form_holds_only_what_differs_from_a_new_watcher() -> None:
     polled = WatcherState(last_check_at=T0, next_check_at=T0)
     assert {"lastCheckAtMs", "nextCheckAtMs"} == set(polled.to_json())
     assert polled == WatcherState.from_json(polled.to_json())
+
+
+def test_every_field_has_a_key_in_the_stored_form() -> None:
+    """A field added to the state without a stored key would fail every write of a changed one."""
+    assert _STORED.keys() == {f.name for f in fields(WatcherState)}
 
 
 def test_a_state_stored_in_full_reads_as_before() -> None:

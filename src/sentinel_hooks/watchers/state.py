@@ -224,7 +224,6 @@ _STORED: dict[str, tuple[str, Any]] = {  # field -> (key in the stored form, its
     "last_ping_exit_code": ("lastPingExitCode", _same),
     "last_ping_body": ("lastPingBody", _same),
 }
-assert _STORED.keys() == _FIELD_NAMES, "every field has a stored key"
 
 
 def status_state(state: WatcherState, *, declared_enabled: bool, running: bool) -> StatusState:
