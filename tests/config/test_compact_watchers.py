@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from sentinel_hooks.config.watcher import WATCHER_ADAPTER, WATCHER_MODELS, AnyWatcher, keep_compact
+from sentinel_hooks.config.watcher import KEEPING, WATCHER_ADAPTER, WATCHER_MODELS, AnyWatcher, keep_compact
 
 
 def _http_poll(i: int) -> AnyWatcher:
@@ -53,3 +53,15 @@ def test_every_strategy_has_room_for_its_fields(strategy: str) -> None:
     for name in model.model_fields:
         object.__setattr__(twin, name, None)
     assert sys.getsizeof(twin.__dict__) < sys.getsizeof(dict(twin.__dict__))
+
+
+def test_watchers_only_checked_are_left_as_validated() -> None:
+    """``sentinel validate`` checks watchers without keeping them: no compacting work there."""
+    checking = KEEPING.set(False)
+    try:
+        checked = _http_poll(1)
+    finally:
+        KEEPING.reset(checking)
+    assert sys.getsizeof(checked.__dict__) == sys.getsizeof(dict(checked.__dict__))
+    kept = _http_poll(2)
+    assert sys.getsizeof(kept.__dict__) < sys.getsizeof(dict(kept.__dict__))

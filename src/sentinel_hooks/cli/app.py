@@ -65,8 +65,10 @@ def init(directory: Path, force: bool, slack: bool) -> None:
 def validate(config: str | None, as_json: bool) -> int:
     """Check config, watchers, skills, templates and regexes; print file:line: message per error."""
     from sentinel_hooks.config.loader import load_config
+    from sentinel_hooks.config.watcher import KEEPING
 
     path = config_path(config, os.environ)
+    checking = KEEPING.set(False)  # checked and written to the cache, not kept: not compacted
     try:
         loaded = load_config(path, compiled=True)
     except ConfigError as exc:
@@ -74,6 +76,8 @@ def validate(config: str | None, as_json: bool) -> int:
             raise
         print_json({"ok": False, "config": str(path.absolute()), "errors": [_issue(i) for i in exc.issues]})
         return EXIT_INVALID
+    finally:
+        KEEPING.reset(checking)
     summary = {
         "ok": True,
         "errors": [],
