@@ -52,7 +52,8 @@ _MS = timedelta(milliseconds=1)
 
 
 def to_ms(at: datetime) -> int:
-    """Whole milliseconds since the epoch for an aware datetime.
+    """Whole milliseconds since the epoch for an aware datetime (``store.records.to_epoch_ms``
+    also refuses a naive one).
 
     Exact: ``int(at.timestamp() * 1000)`` went through a float, which lands just under some
     whole milliseconds (137438953.471 s gave …470 ms), so an instant stored and read back could
@@ -62,8 +63,8 @@ def to_ms(at: datetime) -> int:
 
 
 def from_ms(ms: int) -> datetime:
-    """Aware UTC datetime from milliseconds since the epoch."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+    """Aware UTC datetime from milliseconds since the epoch (exact, as ``to_ms``)."""
+    return _EPOCH + timedelta(milliseconds=ms)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -11,34 +11,27 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, model_validator
 from pydantic.alias_generators import to_camel
 
-from sentinel_hooks.clock import iso
+from sentinel_hooks.clock import from_ms, iso, to_ms
 from sentinel_hooks.core.contract_states import ContractState as ContractState
 from sentinel_hooks.core.envelope import Priority, TriggerKind
 from sentinel_hooks.errors import StoreError
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_ONE_MS = timedelta(milliseconds=1)
-
 
 def to_epoch_ms(at: datetime) -> int:
-    """Whole milliseconds since the epoch for an aware datetime (exact, no float rounding).
-
-    Raises ValueError for a naive datetime: Sentinel's instants are always UTC.
-    """
+    """``clock.to_ms`` (exact, no float rounding), and ValueError for a naive datetime:
+    Sentinel's instants are always UTC."""
     if at.tzinfo is not UTC and (at.tzinfo is None or at.utcoffset() is None):
         raise ValueError(f"datetime {at.isoformat()} must be timezone-aware (UTC)")
-    return (at - _EPOCH) // _ONE_MS
+    return to_ms(at)
 
 
-def from_epoch_ms(ms: int) -> datetime:
-    """The aware UTC datetime ``ms`` milliseconds after the epoch (inverse of ``to_epoch_ms``)."""
-    return _EPOCH + timedelta(milliseconds=ms)
+from_epoch_ms = from_ms  # the aware UTC datetime ``ms`` milliseconds after the epoch
 
 
 def utc_ms(at: datetime) -> datetime:
