@@ -16,6 +16,7 @@ APScheduler's per-job validation, which costs more than the rest of starting a w
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import logging
@@ -345,18 +346,13 @@ def interval_trigger(interval: timedelta, start: datetime) -> IntervalTrigger:
 
 
 _UTC = IntervalTrigger(seconds=1, start_date=datetime(2000, 1, 1, tzinfo=UTC), timezone="UTC").timezone
-_intervals: dict[timedelta, tuple[timedelta, float]] = {}
 
 
+@functools.lru_cache(maxsize=4096)  # intervals are few; a bound all the same
 def _interval(interval: timedelta) -> tuple[timedelta, float]:
     """One ``interval`` object and its length in seconds for every trigger of that interval:
     both immutable, and at a million watchers 64 bytes a watcher (issue 34.5)."""
-    found = _intervals.get(interval)
-    if found is None:
-        if len(_intervals) >= 4096:  # intervals are few; a bound all the same
-            _intervals.clear()
-        found = _intervals[interval] = (interval, interval.total_seconds())
-    return found
+    return interval, interval.total_seconds()
 
 
 def start_order(base: datetime) -> Callable[[Any], int]:
