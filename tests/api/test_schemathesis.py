@@ -43,14 +43,19 @@ WATCHERS = {
 }
 
 
-# schemathesis's own configuration (its schemathesis.toml format): the token on every request;
+# schemathesis's own configuration (its schemathesis.toml format): the token as the document's
+# bearer scheme, so schemathesis knows it for the credentials and also checks that a request
+# without them, or with others, is refused (given as a plain header instead, it was taken for
+# credentials of its own making, and a request it generated a header for was reported, now and
+# then, as "API accepts invalid authentication" for being accepted with the valid token);
 # an unknown query parameter is ignored, as HTTP APIs do (OpenAPI does not close the list), so a
 # request with one is not "invalid data" the service must refuse; a body past the route's limit
 # is refused with 413 before its content is read, which is a refusal too; and the coverage phase,
 # which walks every keyword of a schema, gets half a minute through a watcher definition (nine
 # strategies), so watcher creation gets the examples and random requests only.
 SETTINGS = f"""
-headers = {{ Authorization = "Bearer {TOKEN}" }}
+[auth.openapi.bearerAuth]
+bearer = "{TOKEN}"
 
 [generation]
 allow-extra-parameters = false

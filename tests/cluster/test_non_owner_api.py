@@ -163,7 +163,7 @@ async def test_manual_fire_through_a_non_owner_yields_one_callback(
 
     async def stored_one_fire() -> bool:
         stored = await get_watcher_state(a.store, watcher_id)
-        return stored is not None and 1 == stored["fires"]
+        return stored is not None and 1 == stored.get("fires")  # left out while 0 (as a new watcher's)
 
     # the owner counts the fire in memory first, then stores it with its next (batched) write
     await wait_for(stored_one_fire, timeout_s=APPLIED_WITHIN_S, what="the stored fire count")
