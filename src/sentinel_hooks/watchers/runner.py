@@ -35,7 +35,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from sentinel_hooks.config.loader import LoadedWatcher
+from sentinel_hooks.config.loaded import LoadedWatcher
 from sentinel_hooks.config.watcher import (
     AnyWatcher,
     HeartbeatWatcher,
@@ -82,6 +82,7 @@ class WatcherRunner:
         "_beat",
         "_driver",
         "_lock",
+        "_planned",
         "_previous",
         "_pushes",
         "_quiet",
@@ -105,6 +106,7 @@ class WatcherRunner:
     def __init__(self, loaded: LoadedWatcher, state: WatcherState, deps: RunnerDeps) -> None:
         self.loaded = loaded
         self._state = state
+        self._planned: datetime | None = None  # the first run planned at start, not yet in the state
         self._running = False
         # what the manager's tally counts this runner as (``tally.classify``), while registered
         self.tally: StatusTally | None = None
@@ -136,11 +138,23 @@ class WatcherRunner:
 
     @property
     def state(self) -> WatcherState:
+        """What the service remembers of the watcher, its next check included.
+
+        A start plans the first run (``_planned``) without copying the state: the copy holding
+        it is made when the state is first read (a poll, a status, a save). An idle watcher
+        that started from no stored state keeps sharing the initial one (about 350 bytes a
+        watcher; issue 34.5).
+        """
+        planned = self._planned
+        if planned is not None:
+            self._planned = None
+            if planned != self._state.next_check_at:
+                self._state = self._state.evolve(next_check_at=planned)
         return self._state
 
     @state.setter
     def state(self, state: WatcherState) -> None:
-        self._state = state
+        self._state, self._planned = state, None
         self._report()
 
     @property
@@ -205,8 +219,8 @@ class WatcherRunner:
         if isinstance(spec, Scheduled | HttpLongPollWatcher):
             polling = self._polling(strategy)
             if isinstance(spec, Scheduled):
-                first = polling.schedule(spec, run_missed=run_missed, base=base or self.deps.clock.now())
-                self.state = self.state.evolve(next_check_at=first)
+                planned = polling.schedule(spec, run_missed=run_missed, base=base or self.deps.clock.now())
+                self._planned = planned  # in the state when it is next read
             else:
                 self.spawn(polling.long_poll_loop())
         else:
