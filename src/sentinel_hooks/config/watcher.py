@@ -19,6 +19,7 @@ from sentinel_hooks.config.cron import check_cron, check_timezone
 from sentinel_hooks.config.fire import FireSpec, TriggerMode
 from sentinel_hooks.config.hosts import url_origin
 from sentinel_hooks.config.ingest import IngestAuth, IngestAuthSpec, check_include_headers
+from sentinel_hooks.config.shared_values import shared_value
 from sentinel_hooks.core.checks import MatchMode
 from sentinel_hooks.core.conditions import ConditionNode
 from sentinel_hooks.core.envelope import Autonomy, Environment
@@ -180,11 +181,12 @@ def keep_compact(watcher: WatcherBase) -> None:
     in the same order: only the layout changes (on another interpreter, nothing does). Done as
     each watcher is made (``share_parts``, ``__setstate__``), so the next one reuses the memory
     of the dict given up, instead of a whole project's dicts given up at once and kept by the
-    allocator.
+    allocator. Values many watchers hold alike (empty lists and dicts, ints) are taken shared
+    on the way (``shared_values``).
     """
     fields = object.__new__(type(watcher)).__dict__
     for name, value in watcher.__dict__.items():
-        fields[name] = value
+        fields[name] = shared_value(value)
     object.__setattr__(watcher, "__dict__", fields)
 
 

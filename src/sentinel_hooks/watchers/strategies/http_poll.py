@@ -8,6 +8,9 @@ cannot get a slot within one period of the watcher is not sent: the poll is skip
 
 from __future__ import annotations
 
+import functools
+from datetime import timedelta
+
 from sentinel_hooks.config.watcher import HttpPollWatcher
 from sentinel_hooks.net.errors import NetError
 from sentinel_hooks.watchers.schedule import period
@@ -16,12 +19,18 @@ from sentinel_hooks.watchers.strategy import Observed, StrategyContext
 
 
 class HttpPollStrategy:
-    """Requests ``endpoint`` and observes the answer (JSON, or ``{"text", "contentType"}``)."""
+    """Requests ``endpoint`` and observes the answer (JSON, or ``{"text", "contentType"}``).
+
+    One per started watcher, so slotted, and the wait for a request slot of an interval
+    watcher is its interval's one float (``_within_s``): issue 34.5's memory per idle watcher.
+    """
+
+    __slots__ = ("_start_within_s", "context", "watcher")
 
     def __init__(self, watcher: HttpPollWatcher, context: StrategyContext) -> None:
         self.watcher = watcher
         self.context = context
-        self._start_within_s = period(watcher, context.clock.now()).total_seconds()
+        self._start_within_s = _within_s(period(watcher, context.clock.now()))
 
     async def poll(self) -> Observed:
         """One request within ``timeoutMs``; non-2xx, refusals and bad JSON raise ``ObserveError``."""
@@ -44,3 +53,8 @@ class HttpPollStrategy:
 def create(watcher: HttpPollWatcher, context: StrategyContext) -> HttpPollStrategy:
     """The strategy for an ``http-poll`` watcher."""
     return HttpPollStrategy(watcher, context)
+
+
+@functools.lru_cache(maxsize=1024)  # periods are few: intervals, and a cron's gaps
+def _within_s(period: timedelta) -> float:
+    return period.total_seconds()
