@@ -23,7 +23,8 @@ from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, iso
 from sentinel_hooks.config.budgets import WatcherBudget
 from sentinel_hooks.config.linemap import LineMap
-from sentinel_hooks.config.loader import LoadedConfig, LoadedWatcher, validate_watcher
+from sentinel_hooks.config.loaded import LoadedWatcher
+from sentinel_hooks.config.loader import LoadedConfig, validate_watcher
 from sentinel_hooks.config.secrets import Redactor, masked_credentials
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import AnyWatcher

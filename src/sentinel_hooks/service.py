@@ -33,9 +33,9 @@ from sentinel_hooks.callbacks.sessions.hooks import HookSessions
 from sentinel_hooks.canonical import sha256_hex
 from sentinel_hooks.clock import Clock, SystemClock
 from sentinel_hooks.config.linemap import LineMap
+from sentinel_hooks.config.loaded import LoadedWatcher
 from sentinel_hooks.config.loader import (
     LoadedConfig,
-    LoadedWatcher,
     load_config,
     ping_key_clashes,
     ping_key_issue,

@@ -18,10 +18,9 @@ import aiohttp
 import pytest
 
 from sentinel_hooks.config.linemap import LineMap
+from sentinel_hooks.config.loaded import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.loader import (
     LoadedConfig,
-    LoadedWatcher,
-    WatcherSource,
     load_config,
     validate_watcher,
 )

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sentinel_hooks.config.compiled import CHUNK_ROWS, CompiledCache, cache_file, context_digest
+from sentinel_hooks.config.loaded import KEPT_ROWS, KeptData
 from sentinel_hooks.config.loader import LoadedConfig, load_config, load_streamed
 from sentinel_hooks.errors import ConfigError
 from sentinel_hooks.watchers.schedule import start_order
@@ -196,3 +197,23 @@ def test_a_watcher_whose_keys_are_only_reordered_has_the_same_data(tmp_path: Pat
         reordered.replace("intervalMs: 5000, endpoint", "intervalMs: 6000, endpoint")
     )
     assert not before.same_data(load_config(config, environ={}).watchers[0])
+
+
+def test_kept_watchers_share_their_data_compressed_and_give_it_back_whole(tmp_path: Path) -> None:
+    """Read from the cache, a watcher holds no bytes of its own: its data is in a ``KeptData``
+    with up to ``KEPT_ROWS`` others', at a small index. Written again (another file changed),
+    every watcher's data still is what a fresh read gives, and compares as the same data."""
+    config = project(tmp_path, {"a.yaml": many(600, 900_000), "b.yaml": many(5, 60_000, "m")})
+    load_config(config, environ={}, compiled=True)
+    first = load_config(config, environ={}, compiled=True).watchers
+    assert all(isinstance(w.data, KeptData) and w.at < KEPT_ROWS for w in first)
+    assert len({id(w.data) for w in first}) == 1 + 3  # b's five, a's 600 in three
+    (tmp_path / "watchers" / "b.yaml").write_text(many(6, 60_000, "m"))
+    load_config(config, environ={}, compiled=True)  # a from the cache, b read: all written again
+    kept = load_config(config, environ={}, compiled=True).watchers
+    fresh = load_config(config, environ={}).watchers
+    assert [w.spec.id for w in kept] == [w.spec.id for w in fresh]
+    assert all(isinstance(w.data, KeptData) for w in kept)
+    assert [w.raw for w in kept] == [w.raw for w in fresh]
+    assert all(k.same_data(f) and f.same_data(k) for k, f in zip(kept, fresh, strict=True))
+    assert not kept[0].same_data(fresh[1])

@@ -8,7 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
-from sentinel_hooks.config.loader import LoadedWatcher, load_config, load_streamed
+from sentinel_hooks.config.loaded import LoadedWatcher
+from sentinel_hooks.config.loader import load_config, load_streamed
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.service import Service
 from tests.service.conftest import SERVICE_CONFIG, Starter

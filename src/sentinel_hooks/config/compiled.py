@@ -51,6 +51,7 @@ from typing import Any, BinaryIO
 
 import sentinel_hooks
 from sentinel_hooks import __version__
+from sentinel_hooks.config.loaded import KEPT_ROWS, KeptData
 from sentinel_hooks.config.service import ServiceConfig
 from sentinel_hooks.config.watcher import Scheduled
 from sentinel_hooks.core.phase import phase_us
@@ -58,14 +59,14 @@ from sentinel_hooks.core.phase import phase_us
 log = logging.getLogger(__name__)
 
 CACHE_NAME = "watchers.cache"
-FORMAT = 3  # raise when what is pickled changes shape (3: a watcher's data kept pickled)
+FORMAT = 4  # raise when what is pickled changes shape (4: watchers' data kept compressed together)
 CHUNK_ROWS = 1000  # watchers per pickled chunk: about 15 ms to read, the start's unit of streaming
 _UNSAFE_BYTES = (b"${env:", b"\\")  # a value may come from the environment (see the docstring)
 _TRAILER = struct.Struct("<Q")  # the index's offset, the file's last bytes
 
-Row = tuple[Any, bytes, int | None]
-"""One kept watcher: its spec, its data as read (pickled: ``LoadedWatcher.packed``), its line
-(``LoadedWatcher`` without the file)."""
+Row = tuple[Any, bytes | KeptData, int | None, int]
+"""One kept watcher: its spec, its data as read (pickled, or the ``KeptData`` holding it), its
+line and its place in that ``KeptData`` (``LoadedWatcher`` without the file)."""
 ChunkKey = tuple[int, int, int] | None
 """When a chunk's watchers poll: their interval and the first and last phase, in µs; None when
 they are not on an interval."""
@@ -192,7 +193,7 @@ class CompiledCache:
     def keep(self, file: Path, content: bytes, rows: list[Row], *, clean: bool) -> None:
         """Remember ``file`` just read, if it may be kept (``clean``: it had no problem)."""
         self.changed = True
-        if clean and not any(marker in content for marker in _UNSAFE_BYTES):
+        if clean and keepable(content):
             self.fresh[str(file)] = (self.digest(content), rows)
 
     def save(self) -> None:
@@ -213,6 +214,13 @@ class CompiledCache:
             os.replace(temporary, self.path)
         except Exception as exc:  # a cache that cannot be written is no error
             log.info("compiled cache %s not written (%s: %s)", self.path, type(exc).__name__, exc)
+
+
+def keepable(content: bytes) -> bool:
+    """Whether no value in a watcher file of these bytes can come from the environment: then it
+    is kept once it loaded without a problem, unless a watcher of it names an
+    ``operatorGoalFile`` (see the module docstring)."""
+    return not any(marker in content for marker in _UNSAFE_BYTES)
 
 
 def until_due(key: ChunkKey, now_us: int) -> int:
@@ -238,8 +246,27 @@ def _write_chunks(handle: BinaryIO, rows: list[Row]) -> list[Chunk]:
             first, last = piece[0][0], piece[-1][0]
             key = None if first is None or last is None else (first[0], first[1], last[1])
             chunks.append((handle.tell(), key))
-            pickle.dump([row for _, row in piece], handle, protocol=5)
+            pickle.dump(_with_kept_data([row for _, row in piece]), handle, protocol=5)
     return chunks
+
+
+def _with_kept_data(rows: list[Row]) -> list[Row]:
+    """``rows`` with their data in ``KeptData`` objects of up to ``KEPT_ROWS`` rows each; a
+    group that is one ``KeptData`` read from the cache in its order already is kept as it is."""
+    written: list[Row] = []
+    for begin in range(0, len(rows), KEPT_ROWS):
+        group = rows[begin : begin + KEPT_ROWS]
+        first = group[0][1]
+        same = isinstance(first, KeptData) and len(first) == len(group)
+        if not (same and all(row[1] is first and row[3] == at for at, row in enumerate(group))):
+            first = KeptData.of([_packed(row) for row in group])
+        written.extend((spec, first, line, at) for at, (spec, _, line, _) in enumerate(group))
+    return written
+
+
+def _packed(row: Row) -> bytes:
+    data = row[1]
+    return data if isinstance(data, bytes) else data.packed(row[3])
 
 
 def _interval_phase(spec: Any) -> tuple[int, int] | None:

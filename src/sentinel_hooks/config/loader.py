@@ -8,7 +8,6 @@ as a ConfigError of ``file:line: key: message`` issues, with secrets redacted.
 from __future__ import annotations
 
 import os
-import pickle
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -23,7 +22,9 @@ from sentinel_hooks.config.crosscheck import check_service, check_watcher
 from sentinel_hooks.config.envvars import interpolate
 from sentinel_hooks.config.issues import format_loc, validation_issues
 from sentinel_hooks.config.linemap import LineMap, Loc
+from sentinel_hooks.config.loaded import LoadedWatcher, WatcherSource
 from sentinel_hooks.config.location import DEFAULT_CONFIG, config_path
+from sentinel_hooks.config.precompile import precompiled
 from sentinel_hooks.config.secrets import Redactor
 from sentinel_hooks.config.service import ServerSpec, ServiceConfig
 from sentinel_hooks.config.skills import Skill, load_skills
@@ -44,47 +45,6 @@ WATCHER_SUFFIXES = (".yaml", ".yml")
 
 
 API_SOURCE_PREFIX = "api:"  # the file of a watcher created through the API: ``api:{id}``
-
-
-@dataclass(frozen=True, slots=True)
-class WatcherSource:
-    """Where a watcher was defined (slotted: a million are kept)."""
-
-    file: str
-    line: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class LoadedWatcher:
-    """A validated watcher, the interpolated data it came from, and its place.
-
-    The data is kept pickled (``packed``; ``raw`` unpickles a copy): only the API's definition
-    of a watcher and a reload's comparison read it, never a poll, and as a dict it was about
-    1.4 KB of the 2.8 KB a loaded watcher holds (issue 34.5: memory per idle watcher); the
-    bytes are about 200. The compiled cache keeps the same bytes, which it reads back as one
-    object instead of building a dict per watcher. Slotted, as ``WatcherSource``: no dict of
-    attributes for either (about 70 bytes a watcher)."""
-
-    spec: AnyWatcher
-    packed: bytes
-    source: WatcherSource
-
-    @classmethod
-    def of(cls, spec: AnyWatcher, raw: Mapping[str, Any], source: WatcherSource) -> LoadedWatcher:
-        """``spec`` loaded from ``raw`` (a JSON-like mapping), defined at ``source``."""
-        return cls(spec, pickle.dumps(raw, protocol=pickle.HIGHEST_PROTOCOL), source)
-
-    @property
-    def raw(self) -> dict[str, Any]:
-        """The data the watcher was loaded from (a fresh copy)."""
-        data: dict[str, Any] = pickle.loads(self.packed)  # our own bytes, made by ``of``
-        return data
-
-    def same_data(self, other: LoadedWatcher) -> bool:
-        """Whether both were loaded from equal data (a reload restarts a watcher whose data
-        changed): equal bytes, or else equal dicts, so that keys written in another order, which
-        pickle differently, are no change."""
-        return self.packed == other.packed or self.raw == other.raw
 
 
 @dataclass(frozen=True)
@@ -471,8 +431,11 @@ def load_streamed(
     context), the answer is the project without watchers and the chunks of them, those polling
     soonest first, each read from the cache when asked for: the service starts the watchers of a
     chunk before the next is read, so the first polls do not wait for a million to be read. A
-    chunk that cannot be read (the cache damaged meanwhile) raises ``ConfigError``. Otherwise
-    (no cache, a file changed, added or removed) the project is loaded whole, and None.
+    chunk that cannot be read (the cache damaged meanwhile) raises ``ConfigError``. When the
+    cache does not cover a large project (no cache, a file changed, added or removed), a child
+    process validates it and writes the cache first (``config.precompile``: a project validated
+    in this process would keep the holes its validation leaves in memory), with the process's
+    environment only. Otherwise the project is loaded whole, and None.
     """
     env = os.environ if environ is None else environ
     with collection_paused():
@@ -483,6 +446,9 @@ def load_streamed(
             raise _config_error(collector)
         cache = CompiledCache.open(cache_file(path, env), context_digest(service, list(skills), path.parent))
         files = watcher_files(watchers_dir)
+        if environ is None and not cache.covers(files) and precompiled(path, cache.path, files):
+            cache.close()  # the child wrote it anew: read what it wrote
+            cache = CompiledCache.open(cache.path, cache.context)
         if cache.covers(files):
             config = LoadedConfig(path, path.parent, service, (), skills, Redactor(collector.secrets))
             return config, _chunks(cache, files)
@@ -506,7 +472,7 @@ def _chunks(cache: CompiledCache, files: Sequence[Path]) -> WatcherChunks:
                     str(cache.path), None, "cache", f"the compiled cache cannot be read ({exc}); remove it"
                 )
                 raise ConfigError([issue]) from exc
-            yield [LoadedWatcher(spec, packed, WatcherSource(display, line)) for spec, packed, line in rows]
+            yield [LoadedWatcher(spec, data, display, line, at) for spec, data, line, at in rows]
     finally:
         cache.close()
 
@@ -540,11 +506,11 @@ def _file_watchers(
         return read(file)  # which says what is wrong
     rows = cache.rows(file, content)
     if rows is not None:
-        return [LoadedWatcher(spec, packed, WatcherSource(display, line)) for spec, packed, line in rows]
+        return [LoadedWatcher(spec, data, display, line, at) for spec, data, line, at in rows]
     before = len(collector.issues)
     loaded = read(file, text=text)
     clean = len(collector.issues) == before and all(w.spec.fire.operator_goal_file is None for w in loaded)
-    cache.keep(file, content, [(w.spec, w.packed, w.source.line) for w in loaded], clean=clean)
+    cache.keep(file, content, [(w.spec, w.data, w.line, w.at) for w in loaded], clean=clean)
     return loaded
 
 

@@ -40,7 +40,8 @@ from typing import Any, Protocol, TypeVar
 
 from apscheduler.schedulers.base import STATE_RUNNING
 
-from sentinel_hooks.config.loader import API_SOURCE_PREFIX, LoadedWatcher, WatcherSource
+from sentinel_hooks.config.loaded import LoadedWatcher, WatcherSource
+from sentinel_hooks.config.loader import API_SOURCE_PREFIX
 from sentinel_hooks.config.watcher import AnyWatcher, HeartbeatWatcher, Scheduled, WebhookWatcher
 from sentinel_hooks.core.paths import MISSING
 from sentinel_hooks.errors import Conflict, NotFound, StoreError
