@@ -16,15 +16,11 @@ from sentinel_hooks.config.watcher import WATCHER_ADAPTER, AnyWatcher
 
 
 def _http_poll(i: int) -> AnyWatcher:
-    return WATCHER_ADAPTER.validate_python(
-        {
-            "id": f"w{i}",
-            "strategy": "http-poll",
-            "endpoint": f"http://127.0.0.1:9/w/{i}",
-            "intervalMs": 900_000,
-            "timeoutMs": 5000,
-        }
-    )
+    """A watcher read as from a file: its numbers are int objects of its own (``int`` of text),
+    not one constant of this module."""
+    numbers = {"intervalMs": int("900000"), "timeoutMs": int("5000")}
+    data = {"id": f"w{i}", "strategy": "http-poll", "endpoint": f"http://127.0.0.1:9/w/{i}"}
+    return WATCHER_ADAPTER.validate_python(data | numbers)
 
 
 def test_watchers_share_their_empty_lists_dicts_and_numbers() -> None:
