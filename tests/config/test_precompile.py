@@ -4,6 +4,8 @@ from the cache it wrote (``config.precompile``); anything the child cannot do is
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,7 +14,9 @@ from sentinel_hooks.config.compiled import cache_file
 from sentinel_hooks.config.loader import load_config, load_streamed
 from sentinel_hooks.config.precompile import PRECOMPILE_BYTES, main, precompiled
 from sentinel_hooks.errors import ConfigError
-from tests.config.test_compiled_cache import many, project
+from tests.cli.conftest import sentinel_command
+from tests.config.test_compiled_cache import SERVICE, many, project
+from tests.support import wait_until
 
 pytestmark = pytest.mark.slow  # a child interpreter validating some thousands of watchers
 
@@ -85,3 +89,47 @@ def test_no_child_where_it_could_not_help(tmp_path: Path, state_dir: Path, extra
     loaded, chunks = load_streamed(config)
     assert chunks is None
     assert ["w0", "w1", "w2"] == [w.spec.id for w in loaded.watchers]
+
+
+def _child_of(pid: int) -> int | None:
+    """The pid of the validating child of ``pid``, if one runs."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"sentinel_hooks.config.precompile" in cmdline:
+            return int(entry.name)
+    return None
+
+
+def test_a_ctrl_c_while_the_child_validates_stops_sentinel_run_without_a_traceback(tmp_path: Path) -> None:
+    """The terminal's Ctrl-C goes to `sentinel run`'s process group: the service stops once the
+    child is done, as after a load in the process; the child, in a session of its own, is not
+    interrupted, so nothing prints a traceback."""
+    service = SERVICE + "server: {host: 127.0.0.1, port: 0}\n"
+    config = project(tmp_path, {"w.yaml": many(4 * LARGE, 900_000)}, service=service)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SENTINEL_")}
+    env["SENTINEL_STATE_DIR"] = str(tmp_path / "state")
+    run = subprocess.Popen(
+        [*sentinel_command(), "run", "-c", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,  # its own process group, as a terminal gives a command
+    )
+    try:
+        wait_until(lambda: _child_of(run.pid), timeout_s=30, what="the child validating the watchers")
+        os.killpg(run.pid, signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert b"Traceback" not in out + err, err.decode()
+    assert 0 == run.returncode, err.decode()
+    assert b"stopped before the start finished" in err

@@ -18,6 +18,8 @@ never keeps (``_kept_whole``), a cache directory this user cannot write.
 
 Run as ``python -m sentinel_hooks.config.precompile CONFIG_FILE``: exit status 0 when the
 project loaded (and the cache was written), 1 when it has a problem, 2 on any other failure.
+It runs in a session of its own, so a Ctrl-C in the terminal reaches only the service, which
+stops once the child is done, as it would once a load in the process is done.
 """
 
 from __future__ import annotations
@@ -54,7 +56,13 @@ def precompiled(config_file: Path, cache_path: Path, files: Sequence[Path]) -> b
         return False
     command = [sys.executable, "-m", __name__, str(config_file)]
     try:
-        done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            check=False,
+            start_new_session=True,  # a Ctrl-C in the terminal is the service's to handle (it waits)
+        )
     except OSError as exc:
         log.info("watchers not validated in a child process (%s); validating them here", exc)
         return False
