@@ -5,7 +5,7 @@ Validating a watcher makes about as much short-lived data as it keeps (the YAML 
 from, the interpolated data, pydantic's intermediate values), allocated between the objects it
 keeps. Freed, that data leaves holes in the allocator's pools that the process keeps for as
 long as it runs: 100,000 watchers validated in the process held 3.6 KiB a watcher once
-started, the same watchers read back from the compiled cache 2.4 (issue 34.5). So when the
+started, the same watchers read back from the compiled cache 2.7 (issue 34.5). So when the
 cache does not cover a project whose watcher files are large (``PRECOMPILE_BYTES``), ``sentinel
 run`` has a child process load the project as ``sentinel validate`` does, which writes the
 cache, and then reads the watchers from it (``config.loader.load_streamed``).
