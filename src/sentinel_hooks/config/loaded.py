@@ -3,8 +3,9 @@
 Only the API's definition of a watcher and a reload's comparison read the data, never a poll,
 and a million loaded watchers are kept: so the data is kept pickled (about 200 bytes; as a dict
 it was 1.4 KB), and a watcher read from the compiled cache does not even hold that: the data of
-up to ``KEPT_ROWS`` of them is one compressed object (``KeptData``, about 25 bytes a watcher),
-with a digest of each watcher's data for the comparison (issue 34.5: memory per idle watcher).
+up to ``KEPT_ROWS`` of them is one compressed object (``KeptData``) with a digest of each
+watcher's data for the comparison: about 27 bytes a watcher, the digest included (issue 34.5:
+memory per idle watcher).
 """
 
 from __future__ import annotations
@@ -120,6 +121,12 @@ class LoadedWatcher:
 
     def same_data(self, other: LoadedWatcher) -> bool:
         """Whether both were loaded from equal data (a reload restarts a watcher whose data
-        changed): equal pickles (by their digests), or else equal dicts, so that keys written in
-        another order, which pickle differently, are no change."""
-        return self.digest() == other.digest() or self.raw == other.raw
+        changed): equal pickles (compared as bytes, or by their digests where one is kept), or
+        else equal dicts, so that keys written in another order, which pickle differently, are
+        no change."""
+        mine, theirs = self.data, other.data
+        if isinstance(mine, bytes) and isinstance(theirs, bytes):
+            same = mine == theirs
+        else:
+            same = self.digest() == other.digest()
+        return same or self.raw == other.raw

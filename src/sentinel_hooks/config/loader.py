@@ -376,7 +376,7 @@ def _load_watchers(
     """The rest of ``load_config`` once sentinel.yaml and the skills are read."""
     base_dir = path.parent
     watchers: list[LoadedWatcher] = []
-    seen: dict[str, WatcherSource] = {}
+    seen: dict[str, LoadedWatcher] = {}
     for file in watcher_files(watchers_dir):
         for loaded in _file_watchers(
             file,
@@ -391,14 +391,14 @@ def _load_watchers(
             if first is not None:
                 collector.issues.append(
                     ConfigIssue(
-                        loaded.source.file,
-                        loaded.source.line,
+                        loaded.file,
+                        loaded.line,
                         "id",
                         f"watcher id {loaded.spec.id!r} is already used at {first.file}:{first.line}",
                     )
                 )
                 continue
-            seen[loaded.spec.id] = loaded.source
+            seen[loaded.spec.id] = loaded
             watchers.append(loaded)
     collector.issues.extend(shared_ping_keys(watchers))
     if service is not None and len(watchers) > service.limits.max_watchers:

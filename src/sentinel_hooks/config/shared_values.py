@@ -11,6 +11,7 @@ Everything else about them is a list's or a dict's (pydantic, ``json``, equality
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NoReturn
 
 NUMBERS_MAX = 4096  # distinct ints kept: intervals and timeouts are few; a bound all the same
@@ -44,7 +45,6 @@ class EmptyDict(dict[Any, Any]):
 
 EMPTY_LIST = EmptyList()
 EMPTY_DICT = EmptyDict()
-_numbers: dict[int, int] = {}
 
 
 def _empty_list() -> EmptyList:
@@ -55,17 +55,18 @@ def _empty_dict() -> EmptyDict:
     return EMPTY_DICT
 
 
+@functools.lru_cache(maxsize=NUMBERS_MAX)
+def _number(value: int) -> int:
+    """The first int equal to ``value`` asked for (of those still remembered)."""
+    return value
+
+
 def shared_value(value: Any) -> Any:
     """An equal value that other watchers may hold too: the shared empty list or dict for an
     empty one, the first int of its value seen; anything else is ``value`` itself."""
     kind = type(value)
     if kind is int:
-        found = _numbers.get(value)
-        if found is None:
-            if len(_numbers) >= NUMBERS_MAX:
-                return value
-            found = _numbers[value] = value
-        return found
+        return _number(value)
     if kind is list and not value:
         return EMPTY_LIST
     if kind is dict and not value:

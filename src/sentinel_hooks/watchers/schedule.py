@@ -337,7 +337,8 @@ def interval_trigger(interval: timedelta, start: datetime) -> IntervalTrigger:
     the UTC zone is resolved once (``_UTC``) and the start date is only moved into it.
     """
     trigger: IntervalTrigger = IntervalTrigger.__new__(IntervalTrigger)
-    trigger.interval, trigger.interval_length = _interval(interval if interval else timedelta(seconds=1))
+    shared = shared_interval(interval if interval else timedelta(seconds=1))
+    trigger.interval, trigger.interval_length = shared
     trigger.timezone = _UTC
     trigger.start_date = start.astimezone(_UTC)
     trigger.end_date = None
@@ -349,9 +350,9 @@ _UTC = IntervalTrigger(seconds=1, start_date=datetime(2000, 1, 1, tzinfo=UTC), t
 
 
 @functools.lru_cache(maxsize=4096)  # intervals are few; a bound all the same
-def _interval(interval: timedelta) -> tuple[timedelta, float]:
-    """One ``interval`` object and its length in seconds for every trigger of that interval:
-    both immutable, and at a million watchers 64 bytes a watcher (issue 34.5)."""
+def shared_interval(interval: timedelta) -> tuple[timedelta, float]:
+    """One ``interval`` object and its length in seconds for every trigger (and poll strategy)
+    of that interval: both immutable, and at a million watchers 64 bytes a watcher (issue 34.5)."""
     return interval, interval.total_seconds()
 
 

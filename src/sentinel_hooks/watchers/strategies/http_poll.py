@@ -8,12 +8,9 @@ cannot get a slot within one period of the watcher is not sent: the poll is skip
 
 from __future__ import annotations
 
-import functools
-from datetime import timedelta
-
 from sentinel_hooks.config.watcher import HttpPollWatcher
 from sentinel_hooks.net.errors import NetError
-from sentinel_hooks.watchers.schedule import period
+from sentinel_hooks.watchers.schedule import period, shared_interval
 from sentinel_hooks.watchers.strategies.http_request import observe_failure, observed_value, send
 from sentinel_hooks.watchers.strategy import Observed, StrategyContext
 
@@ -22,7 +19,7 @@ class HttpPollStrategy:
     """Requests ``endpoint`` and observes the answer (JSON, or ``{"text", "contentType"}``).
 
     One per started watcher, so slotted, and the wait for a request slot of an interval
-    watcher is its interval's one float (``_within_s``): issue 34.5's memory per idle watcher.
+    watcher is its interval's one float (``schedule.shared_interval``): issue 34.5's memory per idle watcher.
     """
 
     __slots__ = ("_start_within_s", "context", "watcher")
@@ -30,7 +27,7 @@ class HttpPollStrategy:
     def __init__(self, watcher: HttpPollWatcher, context: StrategyContext) -> None:
         self.watcher = watcher
         self.context = context
-        self._start_within_s = _within_s(period(watcher, context.clock.now()))
+        self._start_within_s = shared_interval(period(watcher, context.clock.now()))[1]
 
     async def poll(self) -> Observed:
         """One request within ``timeoutMs``; non-2xx, refusals and bad JSON raise ``ObserveError``."""
@@ -53,8 +50,3 @@ class HttpPollStrategy:
 def create(watcher: HttpPollWatcher, context: StrategyContext) -> HttpPollStrategy:
     """The strategy for an ``http-poll`` watcher."""
     return HttpPollStrategy(watcher, context)
-
-
-@functools.lru_cache(maxsize=1024)  # periods are few: intervals, and a cron's gaps
-def _within_s(period: timedelta) -> float:
-    return period.total_seconds()
